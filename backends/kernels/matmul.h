@@ -1,0 +1,37 @@
+// Products of activations with weight matrices of any GGUF type.
+#ifndef CAIRN_BACKENDS_KERNELS_MATMUL_H_
+#define CAIRN_BACKENDS_KERNELS_MATMUL_H_
+
+#include <cstdint>
+
+#include "backends/kernels/thread_pool.h"
+#include "backends/model/gguf.h"
+
+namespace cairn {
+
+// A weight matrix W of n_out rows of n_in elements (GGUF shape [n_in, n_out]),
+// in any type the reader dequantizes. Points into model memory; not owned.
+struct WeightMatrix {
+  GgmlType type = GgmlType::kF32;
+  int64_t n_in = 0;
+  int64_t n_out = 0;
+  const uint8_t* data = nullptr;
+
+  static WeightMatrix FromTensor(const TensorInfo& t) {
+    return WeightMatrix{t.type, t.shape[0], t.n_rows(), t.data};
+  }
+  size_t row_bytes() const { return RowBytes(type, n_in); }
+  size_t bytes() const { return row_bytes() * static_cast<size_t>(n_out); }
+};
+
+// y[t][o] = sum_i x[t][i] * W[o][i] for t < n_tokens, with F32 activations
+// (x: [n_tokens][n_in], y: [n_tokens][n_out], both row-major, not aliased).
+// Many tokens: W is dequantized tile by tile and multiplied with
+// cblas_sgemm; one token: a fused dequantize-and-dot kernel. Both paths
+// keep activations in F32, so results match a dequantized F32 model to
+// rounding. Uses `pool` for parallelism.
+void MatMul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool);
+
+}  // namespace cairn
+
+#endif  // CAIRN_BACKENDS_KERNELS_MATMUL_H_

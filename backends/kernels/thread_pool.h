@@ -1,0 +1,36 @@
+// A fixed pool of worker threads for data-parallel kernels.
+#ifndef CAIRN_BACKENDS_KERNELS_THREAD_POOL_H_
+#define CAIRN_BACKENDS_KERNELS_THREAD_POOL_H_
+
+#include <cstdint>
+#include <functional>
+
+namespace cairn {
+
+// ParallelFor splits [0, n) into contiguous ranges and runs them on the
+// calling thread plus the workers; it returns when all ranges are done.
+// One ParallelFor at a time per pool (a backend serializes its Forward
+// calls); the body must not call ParallelFor on the same pool.
+class ThreadPool {
+ public:
+  // n_threads <= 0: one per hardware core.
+  explicit ThreadPool(int n_threads = 0);
+  ~ThreadPool();
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  int size() const { return n_threads_; }
+
+  // body(begin, end) for disjoint ranges covering [0, n); ranges are at least
+  // `grain` long (except the last).
+  void ParallelFor(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& body);
+
+ private:
+  struct Impl;
+  Impl* impl_;
+  int n_threads_;
+};
+
+}  // namespace cairn
+
+#endif  // CAIRN_BACKENDS_KERNELS_THREAD_POOL_H_
