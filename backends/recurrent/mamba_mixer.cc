@@ -1,0 +1,343 @@
+#include "backends/recurrent/mamba_mixer.h"
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "backends/kernels/activation.h"
+#include "backends/kernels/conv1d.h"
+#include "backends/kernels/ssm.h"
+#include "backends/model/dequant.h"
+
+namespace cairn {
+namespace {
+
+// Shapes compare without trailing 1s: GGUF writers differ in whether they
+// keep them ([8] vs [1, 8] is not the same, [8, 1] vs [8] is).
+std::vector<int64_t> Trimmed(std::vector<int64_t> shape) {
+  while (shape.size() > 1 && shape.back() == 1) shape.pop_back();
+  return shape;
+}
+
+absl::StatusOr<const TensorInfo*> GetShaped(const ModelFile& model, const std::string& name,
+                                            const std::vector<int64_t>& expected) {
+  absl::StatusOr<const TensorInfo*> t = model.GetTensor(name);
+  if (!t.ok()) return t.status();
+  if (Trimmed((*t)->shape) != Trimmed(expected)) {
+    return absl::InvalidArgumentError(absl::StrCat("tensor '", name, "' has shape [",
+                                                   absl::StrJoin((*t)->shape, ", "), "], expected [",
+                                                   absl::StrJoin(expected, ", "), "]"));
+  }
+  return *t;
+}
+
+absl::StatusOr<std::vector<float>> LoadF32(const ModelFile& model, const std::string& name,
+                                           const std::vector<int64_t>& expected) {
+  absl::StatusOr<const TensorInfo*> t = GetShaped(model, name, expected);
+  if (!t.ok()) return t.status();
+  return DequantizeTensor(**t);
+}
+
+absl::StatusOr<WeightMatrix> LoadMatrix(const ModelFile& model, const std::string& name, int64_t n_in,
+                                        int64_t n_out) {
+  absl::StatusOr<const TensorInfo*> t = GetShaped(model, name, {n_in, n_out});
+  if (!t.ok()) return t.status();
+  return WeightMatrix::FromTensor(**t);
+}
+
+absl::StatusOr<int64_t> GetPositive(const Metadata& md, const std::string& key, int64_t max) {
+  absl::StatusOr<int64_t> v = md.GetInt(key);
+  if (!v.ok()) return v.status();
+  if (*v <= 0 || *v > max) {
+    return absl::InvalidArgumentError(absl::StrCat("metadata '", key, "' = ", *v, " is out of range [1, ", max, "]"));
+  }
+  return *v;
+}
+
+// Splits `n` items into blocks of `block` for ParallelFor over (run, block) pairs.
+int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+}  // namespace
+
+absl::StatusOr<MambaGeometry> ReadMambaGeometry(const Metadata& md, const std::string& arch,
+                                                MambaVersion version) {
+  // Upper bounds keep a hostile file from asking for absurd allocations.
+  constexpr int64_t kMaxDim = int64_t{1} << 20;
+  MambaGeometry g;
+  g.version = version;
+  auto read = [&](const char* suffix, int64_t max, int64_t* out) -> absl::Status {
+    absl::StatusOr<int64_t> v = GetPositive(md, absl::StrCat(arch, suffix), max);
+    if (!v.ok()) return v.status();
+    *out = *v;
+    return absl::OkStatus();
+  };
+  if (absl::Status s = read(".embedding_length", kMaxDim, &g.n_embd); !s.ok()) return s;
+  if (absl::Status s = read(".ssm.conv_kernel", 64, &g.d_conv); !s.ok()) return s;
+  if (absl::Status s = read(".ssm.inner_size", kMaxDim, &g.d_inner); !s.ok()) return s;
+  if (absl::Status s = read(".ssm.state_size", 4096, &g.d_state); !s.ok()) return s;
+  int64_t time_step_rank = 0;
+  if (absl::Status s = read(".ssm.time_step_rank", kMaxDim, &time_step_rank); !s.ok()) return s;
+  absl::StatusOr<double> eps = md.GetFloatOr(absl::StrCat(arch, ".attention.layer_norm_rms_epsilon"), 1e-5);
+  if (!eps.ok()) return eps.status();
+  g.rms_eps = static_cast<float>(*eps);
+
+  if (version == MambaVersion::kMamba2) {
+    g.n_head = time_step_rank;
+    if (absl::Status s = read(".ssm.group_count", kMaxDim, &g.n_group); !s.ok()) return s;
+    if (g.d_inner % g.n_head != 0 || g.n_head % g.n_group != 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          arch, ": ssm.inner_size ", g.d_inner, ", heads (ssm.time_step_rank) ", g.n_head,
+          " and ssm.group_count ", g.n_group, " must nest (groups | heads | inner size)"));
+    }
+    g.head_dim = g.d_inner / g.n_head;
+  } else {
+    g.n_head = g.d_inner;
+    g.head_dim = 1;
+    g.n_group = 1;
+    g.dt_rank = time_step_rank;
+    absl::StatusOr<bool> rms = md.GetBoolOr(absl::StrCat(arch, ".ssm.dt_b_c_rms"), false);
+    if (!rms.ok()) return rms.status();
+    g.dt_b_c_rms = *rms;
+  }
+  return g;
+}
+
+size_t MambaMixerWeights::matrix_bytes() const {
+  return in_proj.bytes() + x_proj.bytes() + dt_proj.bytes() + out_proj.bytes();
+}
+
+absl::StatusOr<MambaMixerWeights> LoadMambaMixer(const ModelFile& model, const MambaGeometry& g,
+                                                 int layer) {
+  const std::string p = absl::StrCat("blk.", layer, ".");
+  const int64_t conv_ch = g.conv_channels();
+  MambaMixerWeights w;
+
+  absl::StatusOr<WeightMatrix> in = LoadMatrix(model, p + "ssm_in.weight", g.n_embd, g.in_proj_size());
+  if (!in.ok()) return in.status();
+  w.in_proj = *in;
+  absl::StatusOr<WeightMatrix> out = LoadMatrix(model, p + "ssm_out.weight", g.d_inner, g.n_embd);
+  if (!out.ok()) return out.status();
+  w.out_proj = *out;
+
+  absl::StatusOr<std::vector<float>> conv = LoadF32(model, p + "ssm_conv1d.weight", {g.d_conv, conv_ch});
+  if (!conv.ok()) return conv.status();
+  w.conv_weight = TransposeConvWeight(conv->data(), static_cast<int>(g.d_conv), conv_ch);
+  absl::StatusOr<std::vector<float>> conv_b = LoadF32(model, p + "ssm_conv1d.bias", {conv_ch});
+  if (!conv_b.ok()) return conv_b.status();
+  w.conv_bias = *std::move(conv_b);
+
+  if (g.version == MambaVersion::kMamba2) {
+    absl::StatusOr<std::vector<float>> dt_b = LoadF32(model, p + "ssm_dt.bias", {g.n_head});
+    if (!dt_b.ok()) return dt_b.status();
+    w.dt_bias = *std::move(dt_b);
+    absl::StatusOr<std::vector<float>> a = LoadF32(model, p + "ssm_a", {1, g.n_head});
+    if (!a.ok()) return a.status();
+    w.A = *std::move(a);
+    absl::StatusOr<std::vector<float>> d = LoadF32(model, p + "ssm_d", {1, g.n_head});
+    if (!d.ok()) return d.status();
+    w.D = *std::move(d);
+    // The grouped norm is optional in the reference graph.
+    if (model.FindTensor(p + "ssm_norm.weight") != nullptr) {
+      absl::StatusOr<std::vector<float>> norm =
+          LoadF32(model, p + "ssm_norm.weight", {g.d_inner / g.n_group, g.n_group});
+      if (!norm.ok()) return norm.status();
+      w.norm = *std::move(norm);
+    }
+  } else {
+    absl::StatusOr<WeightMatrix> x_proj =
+        LoadMatrix(model, p + "ssm_x.weight", g.d_inner, g.dt_rank + 2 * g.d_state);
+    if (!x_proj.ok()) return x_proj.status();
+    w.x_proj = *x_proj;
+    absl::StatusOr<WeightMatrix> dt_proj = LoadMatrix(model, p + "ssm_dt.weight", g.dt_rank, g.d_inner);
+    if (!dt_proj.ok()) return dt_proj.status();
+    w.dt_proj = *dt_proj;
+    absl::StatusOr<std::vector<float>> dt_b = LoadF32(model, p + "ssm_dt.bias", {g.d_inner});
+    if (!dt_b.ok()) return dt_b.status();
+    w.dt_bias = *std::move(dt_b);
+    absl::StatusOr<std::vector<float>> a = LoadF32(model, p + "ssm_a", {g.d_state, g.d_inner});
+    if (!a.ok()) return a.status();
+    w.A = TransposeMamba1A(a->data(), g.d_inner, g.d_state);
+    absl::StatusOr<std::vector<float>> d = LoadF32(model, p + "ssm_d", {g.d_inner});
+    if (!d.ok()) return d.status();
+    w.D = *std::move(d);
+  }
+  return w;
+}
+
+namespace {
+
+// The convolution of every run over `conv_ch` channels of `proj` starting at
+// column `col`, into xc [n_rows][conv_ch], with bias and silu.
+void ConvAll(const MambaGeometry& g, const MambaMixerWeights& w, std::span<const MambaMixerRun> runs,
+             const float* proj, int64_t proj_stride, int64_t col, float* xc, ThreadPool& pool) {
+  const int64_t conv_ch = g.conv_channels();
+  constexpr int64_t kBlock = 256;
+  const int64_t n_blocks = CeilDiv(conv_ch, kBlock);
+  pool.ParallelFor(static_cast<int64_t>(runs.size()) * n_blocks, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t item = begin; item < end; ++item) {
+      const MambaMixerRun& r = runs[item / n_blocks];
+      const int64_t c0 = (item % n_blocks) * kBlock;
+      Conv1dArgs a;
+      a.n_tokens = r.n_rows;
+      a.n_channels = std::min(kBlock, conv_ch - c0);
+      a.d_conv = static_cast<int>(g.d_conv);
+      a.x = proj + r.row_begin * proj_stride + col + c0;
+      a.x_stride = proj_stride;
+      a.y = xc + r.row_begin * conv_ch + c0;
+      a.y_stride = conv_ch;
+      a.state = r.conv_state + c0;
+      a.state_stride = conv_ch;
+      a.weight = w.conv_weight.data() + c0;
+      a.weight_stride = conv_ch;
+      a.bias = w.conv_bias.data() + c0;
+      a.activation = Conv1dActivation::kSilu;
+      CausalConv1d(a);
+    }
+  });
+}
+
+void Mamba2Forward(const MambaGeometry& g, const MambaMixerWeights& w, std::span<const MambaMixerRun> runs,
+                   const float* in, int64_t n_rows, float* out, ThreadPool& pool) {
+  const int64_t d_proj = g.in_proj_size();
+  const int64_t conv_ch = g.conv_channels();
+  const int64_t d_inner = g.d_inner;
+  std::vector<float> proj(static_cast<size_t>(n_rows * d_proj));
+  MatMul(w.in_proj, in, n_rows, proj.data(), pool);
+
+  // Columns of the projection: z | x B C | dt.
+  std::vector<float> xbc(static_cast<size_t>(n_rows * conv_ch));
+  ConvAll(g, w, runs, proj.data(), d_proj, d_inner, xbc.data(), pool);
+
+  std::vector<float> y(static_cast<size_t>(n_rows * d_inner));
+  const int64_t n_head = g.n_head;
+  pool.ParallelFor(static_cast<int64_t>(runs.size()) * n_head, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t item = begin; item < end;) {
+      const int64_t ri = item / n_head;
+      const int64_t h0 = item % n_head;
+      // Consecutive heads of one run go to one kernel call.
+      const int64_t h1 = std::min(n_head, h0 + (end - item));
+      const MambaMixerRun& r = runs[ri];
+      Mamba2ScanArgs a;
+      a.n_tokens = r.n_rows;
+      a.n_head = n_head;
+      a.head_dim = g.head_dim;
+      a.n_group = g.n_group;
+      a.d_state = g.d_state;
+      a.head_begin = h0;
+      a.head_end = h1;
+      const float* xr = xbc.data() + r.row_begin * conv_ch;
+      a.x = xr;
+      a.x_stride = conv_ch;
+      a.B = xr + d_inner;
+      a.C = xr + d_inner + g.n_group * g.d_state;
+      a.bc_stride = conv_ch;
+      a.dt = proj.data() + r.row_begin * d_proj + d_inner + conv_ch;
+      a.dt_stride = d_proj;
+      a.dt_bias = w.dt_bias.data();
+      a.A = w.A.data();
+      a.D = w.D.data();
+      a.state = r.ssm_state;
+      a.y = y.data() + r.row_begin * d_inner;
+      a.y_stride = d_inner;
+      Mamba2Scan(a);
+      item += h1 - h0;
+    }
+  });
+
+  // Gate with silu(z), then the grouped norm.
+  pool.ParallelFor(n_rows, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t t = begin; t < end; ++t) {
+      float* yr = y.data() + t * d_inner;
+      SwiGlu(proj.data() + t * d_proj, yr, d_inner, yr);
+      if (!w.norm.empty()) {
+        GroupRmsNorm(yr, g.n_group, d_inner / g.n_group, w.norm.data(), g.rms_eps, yr);
+      }
+    }
+  });
+  MatMul(w.out_proj, y.data(), n_rows, out, pool);
+}
+
+void Mamba1Forward(const MambaGeometry& g, const MambaMixerWeights& w, std::span<const MambaMixerRun> runs,
+                   const float* in, int64_t n_rows, float* out, ThreadPool& pool) {
+  const int64_t d_inner = g.d_inner;
+  const int64_t d_proj = g.in_proj_size();
+  std::vector<float> proj(static_cast<size_t>(n_rows * d_proj));
+  MatMul(w.in_proj, in, n_rows, proj.data(), pool);
+
+  // Columns of the projection: x | z.
+  std::vector<float> xc(static_cast<size_t>(n_rows * d_inner));
+  ConvAll(g, w, runs, proj.data(), d_proj, 0, xc.data(), pool);
+
+  const int64_t d_xdb = g.dt_rank + 2 * g.d_state;
+  std::vector<float> xdb(static_cast<size_t>(n_rows * d_xdb));
+  MatMul(w.x_proj, xc.data(), n_rows, xdb.data(), pool);
+
+  // dt (made contiguous for its projection) and optionally normalized dt, B, C.
+  std::vector<float> dt_low(static_cast<size_t>(n_rows * g.dt_rank));
+  for (int64_t t = 0; t < n_rows; ++t) {
+    float* row = xdb.data() + t * d_xdb;
+    if (g.dt_b_c_rms) {
+      GroupRmsNorm(row, 1, g.dt_rank, nullptr, g.rms_eps, row);
+      GroupRmsNorm(row + g.dt_rank, 1, g.d_state, nullptr, g.rms_eps, row + g.dt_rank);
+      GroupRmsNorm(row + g.dt_rank + g.d_state, 1, g.d_state, nullptr, g.rms_eps, row + g.dt_rank + g.d_state);
+    }
+    std::memcpy(dt_low.data() + t * g.dt_rank, row, static_cast<size_t>(g.dt_rank) * sizeof(float));
+  }
+  std::vector<float> dt(static_cast<size_t>(n_rows * d_inner));
+  MatMul(w.dt_proj, dt_low.data(), n_rows, dt.data(), pool);
+  for (int64_t t = 0; t < n_rows; ++t) {
+    float* row = dt.data() + t * d_inner;
+    for (int64_t c = 0; c < d_inner; ++c) row[c] += w.dt_bias[c];
+  }
+
+  std::vector<float> y(static_cast<size_t>(n_rows * d_inner));
+  constexpr int64_t kBlock = 64;
+  const int64_t n_blocks = CeilDiv(d_inner, kBlock);
+  pool.ParallelFor(static_cast<int64_t>(runs.size()) * n_blocks, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t item = begin; item < end; ++item) {
+      const MambaMixerRun& r = runs[item / n_blocks];
+      const int64_t c0 = (item % n_blocks) * kBlock;
+      Mamba1ScanArgs a;
+      a.n_tokens = r.n_rows;
+      a.d_inner = d_inner;
+      a.d_state = g.d_state;
+      a.channel_begin = c0;
+      a.channel_end = std::min(d_inner, c0 + kBlock);
+      a.x = xc.data() + r.row_begin * d_inner;
+      a.x_stride = d_inner;
+      a.dt = dt.data() + r.row_begin * d_inner;
+      a.dt_stride = d_inner;
+      a.B = xdb.data() + r.row_begin * d_xdb + g.dt_rank;
+      a.C = a.B + g.d_state;
+      a.bc_stride = d_xdb;
+      a.A_t = w.A.data();
+      a.D = w.D.data();
+      a.state = r.ssm_state;
+      a.y = y.data() + r.row_begin * d_inner;
+      a.y_stride = d_inner;
+      Mamba1Scan(a);
+    }
+  });
+
+  for (int64_t t = 0; t < n_rows; ++t) {
+    float* yr = y.data() + t * d_inner;
+    SwiGlu(proj.data() + t * d_proj + d_inner, yr, d_inner, yr);
+  }
+  MatMul(w.out_proj, y.data(), n_rows, out, pool);
+}
+
+}  // namespace
+
+void MambaMixerForward(const MambaGeometry& g, const MambaMixerWeights& w, std::span<const MambaMixerRun> runs,
+                       const float* in, int64_t n_rows, float* out, ThreadPool& pool) {
+  if (n_rows == 0) return;
+  if (g.version == MambaVersion::kMamba2) {
+    Mamba2Forward(g, w, runs, in, n_rows, out, pool);
+  } else {
+    Mamba1Forward(g, w, runs, in, n_rows, out, pool);
+  }
+}
+
+}  // namespace cairn

@@ -1,0 +1,308 @@
+#include "backends/recurrent/recurrent_backend.h"
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <limits>
+#include <string>
+#include <unordered_set>
+
+#include "absl/strings/str_cat.h"
+#include "backends/kernels/norm.h"
+#include "backends/model/dequant.h"
+#include "backends/recurrent/recurrent_memory.h"
+
+namespace cairn {
+namespace {
+
+// FNV-1a, 64 bits: stable across processes and builds, unlike absl::Hash,
+// because snapshots may be written to disk and read by another replica.
+class Fnv64 {
+ public:
+  void Bytes(const void* data, size_t n) {
+    const auto* p = static_cast<const uint8_t*>(data);
+    for (size_t i = 0; i < n; ++i) {
+      h_ ^= p[i];
+      h_ *= 0x100000001b3ull;
+    }
+  }
+  void Int(int64_t v) { Bytes(&v, sizeof v); }
+  void Str(const std::string& s) {
+    Int(static_cast<int64_t>(s.size()));
+    Bytes(s.data(), s.size());
+  }
+  uint64_t value() const { return h_; }
+
+ private:
+  uint64_t h_ = 0xcbf29ce484222325ull;
+};
+
+// Fingerprint of the model and the state geometry. Hashing every weight
+// would cost a pass over gigabytes at load, so each tensor contributes its
+// name, type, shape and up to 3 x 64 sampled bytes (start, middle, end):
+// enough to tell apart two models of one shape, cheap to compute.
+uint64_t Fingerprint(const ModelFile& model, const std::string& arch, const MambaGeometry& g, int64_t n_layers) {
+  Fnv64 h;
+  h.Str("cairn.recurrent.state.v1");
+  h.Str(arch);
+  for (int64_t v : {static_cast<int64_t>(g.version), g.n_embd, g.d_conv, g.d_inner, g.d_state, g.n_head,
+                    g.head_dim, g.n_group, g.dt_rank, static_cast<int64_t>(g.dt_b_c_rms), n_layers}) {
+    h.Int(v);
+  }
+  for (const TensorInfo* t : model.tensors()) {
+    h.Str(t->name);
+    h.Int(static_cast<int64_t>(t->type));
+    for (int64_t d : t->shape) h.Int(d);
+    const size_t n = static_cast<size_t>(t->n_bytes);
+    const size_t k = std::min<size_t>(64, n);
+    if (t->data != nullptr && n > 0) {
+      h.Bytes(t->data, k);
+      h.Bytes(t->data + (n - k) / 2, k);
+      h.Bytes(t->data + (n - k), k);
+    }
+  }
+  return h.value();
+}
+
+absl::StatusOr<std::vector<float>> LoadNorm(const ModelFile& model, const std::string& name, int64_t n) {
+  absl::StatusOr<const TensorInfo*> t = model.GetTensor(name);
+  if (!t.ok()) return t.status();
+  if ((*t)->n_elements() != n || (*t)->row_size() != n) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("tensor '", name, "' has ", (*t)->n_elements(), " elements, expected [", n, "]"));
+  }
+  return DequantizeTensor(**t);
+}
+
+}  // namespace
+
+RecurrentBackend::RecurrentBackend(std::shared_ptr<const ModelFile> model, const BackendOptions& options)
+    : model_(std::move(model)), options_(options) {}
+
+absl::StatusOr<std::unique_ptr<RecurrentBackend>> RecurrentBackend::Create(std::shared_ptr<const ModelFile> model,
+                                                                           const BackendOptions& options) {
+  if (model == nullptr) return absl::InvalidArgumentError("no model");
+  if (options.max_context < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("max_context ", options.max_context, " is negative"));
+  }
+  std::unique_ptr<RecurrentBackend> b(new RecurrentBackend(std::move(model), options));
+  if (absl::Status s = b->Load(); !s.ok()) return s;
+  return b;
+}
+
+absl::Status RecurrentBackend::Load() {
+  const ModelFile& model = *model_;
+  const Metadata& md = model.metadata();
+  absl::StatusOr<std::string> arch = model.Architecture();
+  if (!arch.ok()) return arch.status();
+  MambaVersion version;
+  if (*arch == "mamba2") {
+    version = MambaVersion::kMamba2;
+  } else if (*arch == "mamba") {
+    version = MambaVersion::kMamba1;
+  } else {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the recurrent family serves archs mamba2 and mamba, not '", *arch, "'"));
+  }
+  absl::StatusOr<MambaGeometry> geometry = ReadMambaGeometry(md, *arch, version);
+  if (!geometry.ok()) return geometry.status();
+  geometry_ = *geometry;
+  const MambaGeometry& g = geometry_;
+
+  absl::StatusOr<int64_t> n_layer = md.GetInt(*arch + ".block_count");
+  if (!n_layer.ok()) return n_layer.status();
+  if (*n_layer <= 0 || *n_layer > 4096) {
+    return absl::InvalidArgumentError(absl::StrCat(*arch, ".block_count = ", *n_layer, " is out of range"));
+  }
+  absl::StatusOr<int64_t> n_ctx = md.GetIntOr(*arch + ".context_length", 0);
+  if (!n_ctx.ok()) return n_ctx.status();
+
+  absl::StatusOr<const TensorInfo*> embd = model.GetTensor("token_embd.weight");
+  if (!embd.ok()) return embd.status();
+  token_embd_ = *embd;
+  if (token_embd_->shape.size() < 2 || token_embd_->row_size() != g.n_embd || token_embd_->n_rows() <= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("token_embd.weight rows have ", token_embd_->row_size(), " elements, expected n_embd ", g.n_embd));
+  }
+  const int64_t n_vocab = token_embd_->n_rows();
+
+  absl::StatusOr<std::vector<float>> out_norm = LoadNorm(model, "output_norm.weight", g.n_embd);
+  if (!out_norm.ok()) return out_norm.status();
+  output_norm_ = *std::move(out_norm);
+  // Untied output when present, else the token embedding (tied).
+  const TensorInfo* out = model.FindTensor("output.weight");
+  if (out == nullptr) out = token_embd_;
+  if (out->row_size() != g.n_embd || out->n_rows() != n_vocab) {
+    return absl::InvalidArgumentError(absl::StrCat("output.weight is ", out->row_size(), " x ", out->n_rows(),
+                                                   ", expected ", g.n_embd, " x ", n_vocab));
+  }
+  output_ = WeightMatrix::FromTensor(*out);
+
+  size_t weight_bytes = output_.bytes();
+  layers_.resize(static_cast<size_t>(*n_layer));
+  for (int64_t l = 0; l < *n_layer; ++l) {
+    absl::StatusOr<std::vector<float>> norm = LoadNorm(model, absl::StrCat("blk.", l, ".attn_norm.weight"), g.n_embd);
+    if (!norm.ok()) return norm.status();
+    layers_[l].attn_norm = *std::move(norm);
+    absl::StatusOr<MambaMixerWeights> mixer = LoadMambaMixer(model, g, static_cast<int>(l));
+    if (!mixer.ok()) return mixer.status();
+    layers_[l].mixer = *std::move(mixer);
+    weight_bytes += layers_[l].mixer.matrix_bytes();
+  }
+
+  layout_ = Fingerprint(model, *arch, g, *n_layer);
+  pool_ = std::make_unique<ThreadPool>(options_.n_threads);
+
+  info_.name = options_.name.empty() ? std::filesystem::path(model.path()).stem().string() : options_.name;
+  info_.arch = *arch;
+  info_.family = kRecurrentFamily;
+  info_.n_vocab = static_cast<int32_t>(n_vocab);
+  info_.n_ctx_train = static_cast<int32_t>(std::clamp<int64_t>(*n_ctx, 0, std::numeric_limits<int32_t>::max()));
+  info_.n_embd = static_cast<int32_t>(g.n_embd);
+  info_.accepts_embeddings = false;
+  info_.caps.truncatable = false;
+  info_.caps.rollback_window = 0;
+  info_.caps.has_checkpoint_state = true;
+  info_.weight_bytes = weight_bytes;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<SequenceMemory>> RecurrentBackend::NewSequence() {
+  absl::StatusOr<std::unique_ptr<RecurrentMemory>> m = RecurrentMemory::Create(
+      this, layout_, n_layers(), geometry_.conv_state_floats(), geometry_.ssm_state_floats());
+  if (!m.ok()) return m.status();
+  return std::unique_ptr<SequenceMemory>(std::move(*m));
+}
+
+absl::Status RecurrentBackend::Validate(std::span<const SequenceRun> batch) const {
+  std::unordered_set<const SequenceMemory*> seen;
+  for (size_t i = 0; i < batch.size(); ++i) {
+    const SequenceRun& run = batch[i];
+    const std::string where = absl::StrCat("run ", i, ": ");
+    const auto* memory = dynamic_cast<const RecurrentMemory*>(run.memory);
+    if (run.memory == nullptr) return absl::InvalidArgumentError(where + "no memory");
+    if (memory == nullptr || memory->owner() != this) {
+      return absl::InvalidArgumentError(where + "memory was not created by this backend");
+    }
+    if (!seen.insert(run.memory).second) {
+      return absl::InvalidArgumentError(where + "the same memory appears twice in one batch");
+    }
+    if (run.chunk != nullptr) {
+      return absl::InvalidArgumentError(where + "model '" + info_.name +
+                                        "' takes no embedding chunks (text tokens only)");
+    }
+    if (run.tokens.empty()) return absl::InvalidArgumentError(where + "empty run");
+    if (run.start_pos != memory->next_pos()) {
+      return absl::InvalidArgumentError(absl::StrCat(where, "start_pos ", run.start_pos,
+                                                     " but the sequence is at position ", memory->next_pos()));
+    }
+    for (size_t t = 0; t < run.tokens.size(); ++t) {
+      if (run.tokens[t] < 0 || run.tokens[t] >= info_.n_vocab) {
+        return absl::InvalidArgumentError(absl::StrCat(where, "token ", t, " has id ", run.tokens[t],
+                                                       " outside [0, ", info_.n_vocab, ")"));
+      }
+    }
+    const int64_t n = static_cast<int64_t>(run.tokens.size());
+    for (size_t k = 0; k < run.logit_rows.size(); ++k) {
+      const int32_t r = run.logit_rows[k];
+      if (r < 0 || r >= n || (k > 0 && r <= run.logit_rows[k - 1])) {
+        return absl::InvalidArgumentError(absl::StrCat(where, "logit row ", r, " (entry ", k,
+                                                       ") is out of range or not ascending for a run of ", n));
+      }
+    }
+    const int64_t end = static_cast<int64_t>(run.start_pos) + n;
+    const int64_t limit = options_.max_context > 0 ? options_.max_context : std::numeric_limits<Pos>::max();
+    if (end > limit) {
+      return absl::ResourceExhaustedError(absl::StrCat(where, "positions up to ", end, " exceed the context limit ",
+                                                       limit));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<RunLogits>> RecurrentBackend::Forward(std::span<const SequenceRun> batch) {
+  if (absl::Status s = Validate(batch); !s.ok()) return s;
+  std::lock_guard<std::mutex> lock(forward_mu_);
+  const MambaGeometry& g = geometry_;
+  const int64_t n_embd = g.n_embd;
+
+  std::vector<RecurrentMemory*> memories(batch.size());
+  std::vector<int64_t> offsets(batch.size() + 1, 0);
+  int64_t n_logit_rows = 0;
+  for (size_t i = 0; i < batch.size(); ++i) {
+    memories[i] = static_cast<RecurrentMemory*>(batch[i].memory);
+    offsets[i + 1] = offsets[i] + static_cast<int64_t>(batch[i].tokens.size());
+    n_logit_rows += static_cast<int64_t>(batch[i].logit_rows.size());
+  }
+  const int64_t n_rows = offsets.back();
+
+  // Residual stream, one row per token of every run.
+  std::vector<float> x(static_cast<size_t>(n_rows * n_embd));
+  for (size_t i = 0; i < batch.size(); ++i) {
+    for (size_t t = 0; t < batch[i].tokens.size(); ++t) {
+      DequantizeRow(token_embd_->type, token_embd_->row(batch[i].tokens[t]),
+                    x.data() + (offsets[i] + static_cast<int64_t>(t)) * n_embd, n_embd);
+    }
+  }
+
+  std::vector<float> normed(x.size());
+  std::vector<float> mixed(x.size());
+  std::vector<MambaMixerRun> runs(batch.size());
+  ThreadPool& pool = *pool_;
+  for (int64_t l = 0; l < n_layers(); ++l) {
+    const Layer& layer = layers_[l];
+    pool.ParallelFor(n_rows, 16, [&](int64_t begin, int64_t end) {
+      for (int64_t t = begin; t < end; ++t) {
+        RmsNorm(x.data() + t * n_embd, layer.attn_norm.data(), n_embd, g.rms_eps, normed.data() + t * n_embd);
+      }
+    });
+    for (size_t i = 0; i < batch.size(); ++i) {
+      runs[i].row_begin = offsets[i];
+      runs[i].n_rows = offsets[i + 1] - offsets[i];
+      runs[i].conv_state = memories[i]->conv_state(l);
+      runs[i].ssm_state = memories[i]->ssm_state(l);
+    }
+    MambaMixerForward(g, layer.mixer, runs, normed.data(), n_rows, mixed.data(), pool);
+    pool.ParallelFor(n_rows * n_embd, 4096, [&](int64_t begin, int64_t end) {
+      for (int64_t k = begin; k < end; ++k) x[k] += mixed[k];
+    });
+  }
+  for (size_t i = 0; i < batch.size(); ++i) memories[i]->Advance(static_cast<Pos>(batch[i].tokens.size()));
+
+  // Final norm and output projection, for the requested rows only.
+  std::vector<float> h(static_cast<size_t>(n_logit_rows * n_embd));
+  int64_t k = 0;
+  for (size_t i = 0; i < batch.size(); ++i) {
+    for (int32_t r : batch[i].logit_rows) {
+      RmsNorm(x.data() + (offsets[i] + r) * n_embd, output_norm_.data(), n_embd, g.rms_eps, h.data() + k * n_embd);
+      ++k;
+    }
+  }
+  const int64_t n_vocab = info_.n_vocab;
+  std::vector<float> logits(static_cast<size_t>(n_logit_rows * n_vocab));
+  if (n_logit_rows > 0) MatMul(output_, h.data(), n_logit_rows, logits.data(), pool);
+
+  std::vector<RunLogits> result(batch.size());
+  k = 0;
+  for (size_t i = 0; i < batch.size(); ++i) {
+    RunLogits& out = result[i];
+    out.n_rows = static_cast<int32_t>(batch[i].logit_rows.size());
+    out.n_vocab = static_cast<int32_t>(n_vocab);
+    out.values.assign(logits.begin() + k * n_vocab, logits.begin() + (k + out.n_rows) * n_vocab);
+    k += out.n_rows;
+  }
+  return result;
+}
+
+absl::Status RegisterRecurrentFamily(BackendRegistry& registry) {
+  return registry.Register(kRecurrentFamily, {"mamba2", "mamba"},
+                           [](std::shared_ptr<const ModelFile> model,
+                              const BackendOptions& options) -> absl::StatusOr<std::unique_ptr<Backend>> {
+                             absl::StatusOr<std::unique_ptr<RecurrentBackend>> b =
+                                 RecurrentBackend::Create(std::move(model), options);
+                             if (!b.ok()) return b.status();
+                             return std::unique_ptr<Backend>(std::move(*b));
+                           });
+}
+
+}  // namespace cairn

@@ -1,0 +1,65 @@
+// The memory of one sequence of a recurrent model: per layer, the last
+// d_conv - 1 convolution inputs and the SSM state, all F32, in one
+// contiguous buffer so that a snapshot is a single copy.
+#ifndef CAIRN_BACKENDS_RECURRENT_RECURRENT_MEMORY_H_
+#define CAIRN_BACKENDS_RECURRENT_RECURRENT_MEMORY_H_
+
+#include <cstdint>
+#include <memory>
+
+#include "absl/status/statusor.h"
+#include "backends/memory.h"
+
+namespace cairn {
+
+// Not truncatable, no rollback window: a recurrent state has absorbed every
+// token. Truncate(next_pos()) is a no-op, Truncate(0) resets to the empty
+// state, any other position fails with FAILED_PRECONDITION. Capture copies
+// the whole state for either scope (for this memory the checkpoint part is
+// everything); Restore copies it back exactly. Not thread-safe (one user at
+// a time, as SequenceMemory says).
+class RecurrentMemory final : public SequenceMemory {
+ public:
+  // `owner` identifies the backend that may use this memory in Forward;
+  // `layout` is the fingerprint of model + geometry that snapshots carry.
+  // Each of the n_layers layers holds conv_floats then ssm_floats values.
+  // RESOURCE_EXHAUSTED when the state cannot be allocated, INVALID_ARGUMENT
+  // for non-positive sizes.
+  static absl::StatusOr<std::unique_ptr<RecurrentMemory>> Create(const void* owner, uint64_t layout,
+                                                                 int64_t n_layers, int64_t conv_floats,
+                                                                 int64_t ssm_floats);
+
+  MemoryCapabilities caps() const override;
+  Pos next_pos() const override { return pos_; }
+  absl::Status Truncate(Pos p) override;
+  absl::StatusOr<Snapshot> Capture(SnapshotScope scope) const override;
+  absl::Status Restore(const Snapshot& snapshot) override;
+  size_t Bytes(SnapshotScope scope) const override;
+
+  // For the owning backend's Forward.
+  const void* owner() const { return owner_; }
+  uint64_t layout() const { return layout_; }
+  float* conv_state(int64_t layer) { return data_.get() + layer * (conv_floats_ + ssm_floats_); }
+  float* ssm_state(int64_t layer) { return conv_state(layer) + conv_floats_; }
+  // Records that `n` more positions were absorbed (the caller checked that
+  // next_pos() + n does not overflow).
+  void Advance(Pos n) { pos_ += n; }
+
+ private:
+  RecurrentMemory(const void* owner, uint64_t layout, int64_t n_layers, int64_t conv_floats,
+                  int64_t ssm_floats, std::unique_ptr<float[]> data);
+  size_t state_bytes() const { return static_cast<size_t>(n_floats_) * sizeof(float); }
+
+  const void* owner_;
+  uint64_t layout_;
+  int64_t n_layers_;
+  int64_t conv_floats_;
+  int64_t ssm_floats_;
+  int64_t n_floats_;
+  std::unique_ptr<float[]> data_;
+  Pos pos_ = 0;
+};
+
+}  // namespace cairn
+
+#endif  // CAIRN_BACKENDS_RECURRENT_RECURRENT_MEMORY_H_
