@@ -1,0 +1,138 @@
+#include "checkpoint/options.h"
+
+#include <cmath>
+#include <limits>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+
+namespace cairn::checkpoint {
+
+PolicyOptions CheckpointOptions::policy() const {
+  PolicyOptions p;
+  p.enabled = enabled;
+  p.every_n = every_n;
+  p.min_branch_preserve = min_branch_preserve;
+  return p;
+}
+
+StoreOptions CheckpointOptions::store() const {
+  StoreOptions s;
+  s.ram_budget_bytes = ram_budget_bytes;
+  s.disk_dir = disk_dir;
+  s.disk_budget_bytes = disk_dir.empty() ? 0 : disk_budget_bytes;
+  return s;
+}
+
+absl::StatusOr<size_t> ParseByteSize(std::string_view text) {
+  std::string t = absl::AsciiStrToLower(absl::StripAsciiWhitespace(std::string(text)));
+  size_t split = 0;
+  while (split < t.size() && (absl::ascii_isdigit(t[split]) || t[split] == '.')) ++split;
+  std::string number = t.substr(0, split);
+  std::string unit = t.substr(split);
+  double value = 0;
+  if (number.empty() || !absl::SimpleAtod(number, &value) || !(value >= 0)) {
+    return absl::InvalidArgumentError(absl::StrCat("bad byte size '", std::string(text), "'"));
+  }
+  double mult = 0;
+  if (unit.empty() || unit == "b") mult = 1;
+  else if (unit == "k" || unit == "kib") mult = 1024.0;
+  else if (unit == "m" || unit == "mib") mult = 1024.0 * 1024;
+  else if (unit == "g" || unit == "gib") mult = 1024.0 * 1024 * 1024;
+  else if (unit == "t" || unit == "tib") mult = 1024.0 * 1024 * 1024 * 1024;
+  else if (unit == "kb") mult = 1e3;
+  else if (unit == "mb") mult = 1e6;
+  else if (unit == "gb") mult = 1e9;
+  else if (unit == "tb") mult = 1e12;
+  else return absl::InvalidArgumentError(absl::StrCat("bad byte size unit in '", std::string(text), "'"));
+  double bytes = std::floor(value * mult);
+  if (bytes > 9.0e18) return absl::InvalidArgumentError(absl::StrCat("byte size too large '", std::string(text), "'"));
+  return static_cast<size_t>(bytes);
+}
+
+namespace {
+absl::StatusOr<Pos> ParseCount(std::string_view name, std::string_view value) {
+  int64_t v = 0;
+  if (!absl::SimpleAtoi(std::string(value), &v) || v < 0 || v > std::numeric_limits<Pos>::max()) {
+    return absl::InvalidArgumentError(absl::StrCat("--", std::string(name), " needs a count >= 0, got '", std::string(value), "'"));
+  }
+  return static_cast<Pos>(v);
+}
+}  // namespace
+
+absl::StatusOr<bool> ApplyCheckpointFlag(std::string_view arg, CheckpointOptions* options) {
+  if (!arg.starts_with("--")) return false;
+  arg.remove_prefix(2);
+  size_t eq = arg.find('=');
+  std::string_view name = arg.substr(0, eq);
+  const bool has_value = eq != std::string_view::npos;
+  std::string_view value = has_value ? arg.substr(eq + 1) : std::string_view();
+  auto need_value = [&]() -> absl::Status {
+    if (!has_value) return absl::InvalidArgumentError(absl::StrCat("--", std::string(name), " needs =VALUE"));
+    return absl::OkStatus();
+  };
+  if (name == "checkpoints") {
+    std::string v = absl::AsciiStrToLower(std::string(value));
+    if (!has_value || v == "on" || v == "true" || v == "1") options->enabled = true;
+    else if (v == "off" || v == "false" || v == "0") options->enabled = false;
+    else return absl::InvalidArgumentError(absl::StrCat("--checkpoints=on|off, got '", std::string(value), "'"));
+    return true;
+  }
+  if (name == "checkpoint-ram" || name == "checkpoint-disk-budget") {
+    if (auto s = need_value(); !s.ok()) return s;
+    absl::StatusOr<size_t> bytes = ParseByteSize(value);
+    if (!bytes.ok()) return absl::InvalidArgumentError(absl::StrCat("--", std::string(name), ": ", std::string(bytes.status().message())));
+    if (name == "checkpoint-ram") {
+      if (*bytes == 0) return absl::InvalidArgumentError("--checkpoint-ram must be > 0 (use --checkpoints=off)");
+      options->ram_budget_bytes = *bytes;
+    } else {
+      options->disk_budget_bytes = *bytes;
+    }
+    return true;
+  }
+  if (name == "checkpoint-disk-dir") {
+    if (auto s = need_value(); !s.ok()) return s;
+    options->disk_dir = std::string(value);
+    return true;
+  }
+  if (name == "checkpoint-every" || name == "checkpoint-branch-min" || name == "prefill-chunk") {
+    if (auto s = need_value(); !s.ok()) return s;
+    absl::StatusOr<Pos> n = ParseCount(name, value);
+    if (!n.ok()) return n.status();
+    if (name == "checkpoint-every") options->every_n = *n;
+    else if (name == "checkpoint-branch-min") options->min_branch_preserve = *n;
+    else {
+      if (*n == 0) return absl::InvalidArgumentError("--prefill-chunk must be > 0");
+      options->prefill_chunk = *n;
+    }
+    return true;
+  }
+  return false;
+}
+
+absl::Status ParseCheckpointFlags(std::vector<std::string>* args, CheckpointOptions* options) {
+  std::vector<std::string> rest;
+  for (const std::string& a : *args) {
+    absl::StatusOr<bool> used = ApplyCheckpointFlag(a, options);
+    if (!used.ok()) return used.status();
+    if (!*used) rest.push_back(a);
+  }
+  *args = std::move(rest);
+  return absl::OkStatus();
+}
+
+std::string CheckpointFlagsHelp() {
+  CheckpointOptions d;
+  return absl::StrCat(
+      "  --checkpoints=on|off         prompt-reuse checkpoints (default on; off = baseline)\n",
+      "  --checkpoint-ram=SIZE        RAM for checkpoints, all models (default ", d.ram_budget_bytes >> 30, "GiB)\n",
+      "  --checkpoint-disk-dir=PATH   disk tier for evicted checkpoints (default none)\n",
+      "  --checkpoint-disk-budget=SIZE  bytes on the disk tier (default ", d.disk_budget_bytes >> 30, "GiB)\n",
+      "  --checkpoint-every=N         positions between checkpoints in long prompts (default ", d.every_n, ", 0 = off)\n",
+      "  --checkpoint-branch-min=N    keep an abandoned branch of >= N positions (default ", d.min_branch_preserve, ", 0 = off)\n",
+      "  --prefill-chunk=N            most prompt tokens per forward call (default ", d.prefill_chunk, ")\n");
+}
+
+}  // namespace cairn::checkpoint

@@ -1,0 +1,87 @@
+#include "checkpoint/policy.h"
+
+namespace cairn::checkpoint {
+
+const char* CaptureReasonName(CaptureReason reason) {
+  switch (reason) {
+    case CaptureReason::kMessageBoundary: return "message_boundary";
+    case CaptureReason::kInterval: return "interval";
+    case CaptureReason::kPromptEnd: return "prompt_end";
+    case CaptureReason::kAfterGeneration: return "after_generation";
+    case CaptureReason::kBranch: return "branch";
+  }
+  return "unknown";
+}
+
+const char* ReuseKindName(ReuseKind kind) {
+  switch (kind) {
+    case ReuseKind::kLive: return "live";
+    case ReuseKind::kCheckpointOnLive: return "checkpoint";
+    case ReuseKind::kFullSnapshot: return "full_snapshot";
+    case ReuseKind::kOtherSequence: return "other_sequence";
+    case ReuseKind::kBaseAndCheckpoint: return "base_and_checkpoint";
+  }
+  return "unknown";
+}
+
+bool CheckpointPolicy::CanCut(const MemoryCapabilities& caps, Pos next_pos, Pos target) {
+  if (target < 0 || target > next_pos) return false;
+  if (target == next_pos || target == 0) return true;  // no-op and reset always work
+  if (caps.truncatable) return true;
+  return next_pos - target <= caps.rollback_window;
+}
+
+std::vector<CapturePoint> CheckpointPolicy::PlanPrefill(
+    const Prompt& prompt, size_t start, const std::function<bool(size_t)>& exists) const {
+  std::vector<CapturePoint> points;
+  if (!captures() || start > prompt.size()) return points;
+  const Pos n = options_.every_n;
+  for (size_t s = start; s <= prompt.size(); ++s) {
+    if (s == 0) continue;  // an empty sequence needs no snapshot
+    CapturePoint point{s, CaptureReason::kMessageBoundary, false};
+    bool capture = false;
+    if (s == prompt.size()) {
+      point.reason = CaptureReason::kPromptEnd;
+      point.keep_logits = true;
+      capture = true;
+    } else if (s > start && n > 0 && prompt.pos_after(s) / n > prompt.pos_after(s - 1) / n) {
+      // The symbol crossed a multiple of n: first boundary at or after it.
+      point.reason = CaptureReason::kInterval;
+      capture = true;
+    }
+    if (prompt.IsMessageEnd(s) && !capture) capture = true;
+    if (!capture) continue;
+    // The prompt end is captured even when a snapshot exists there if this
+    // one keeps logits: the engine decides by asking `exists` with that in
+    // mind, so the policy just skips existing points.
+    if (exists && exists(s)) continue;
+    points.push_back(point);
+  }
+  return points;
+}
+
+int CheckpointPolicy::ChooseRestore(std::span<const ReuseCandidate> candidates) {
+  int best = -1;
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    const ReuseCandidate& c = candidates[i];
+    if (best < 0) {
+      best = static_cast<int>(i);
+      continue;
+    }
+    const ReuseCandidate& b = candidates[best];
+    // A candidate with logits at the same position saves the last row too.
+    auto effective = [](const ReuseCandidate& x) { return 2 * int64_t{x.positions} + x.has_logits; };
+    if (effective(c) != effective(b)) {
+      if (effective(c) > effective(b)) best = static_cast<int>(i);
+      continue;
+    }
+    if (c.kind != b.kind) {
+      if (c.kind < b.kind) best = static_cast<int>(i);
+      continue;
+    }
+    if (c.copy_bytes < b.copy_bytes) best = static_cast<int>(i);
+  }
+  return best;
+}
+
+}  // namespace cairn::checkpoint

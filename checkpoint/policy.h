@@ -1,0 +1,135 @@
+// CheckpointPolicy: the pure decisions of the checkpoint component (no I/O, no
+// memory access): where to capture during a prompt and after generation, which
+// snapshot scope to capture, and which reuse candidate to restore.
+//
+// Chosen from a memory's capabilities: a truncatable memory (full KV cache)
+// can be cut back anywhere, so it needs no checkpoints; SWA, recurrent and
+// hybrid memories do.
+#ifndef CAIRN_CHECKPOINT_POLICY_H_
+#define CAIRN_CHECKPOINT_POLICY_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <vector>
+
+#include "backends/memory.h"
+#include "checkpoint/prompt.h"
+
+namespace cairn::checkpoint {
+
+struct PolicyOptions {
+  // Off: no checkpoints at all (the benchmark baseline); live sequences are
+  // still cut back where the memory itself allows.
+  bool enabled = true;
+  // Interval captures: at the first symbol boundary at or after every
+  // multiple of this many positions, so a cancelled or diverging long prompt
+  // resumes near where it stopped. 0 disables interval captures.
+  Pos every_n = 256;
+  // After generation, capture when at least this many positions were added
+  // since the newest checkpoint of the sequence.
+  Pos min_generation_capture = 1;
+  // Before cutting away at least this many positions of a sequence's history
+  // (a branch, an edit far back), keep the abandoned state as a full snapshot
+  // so that returning to it costs nothing. 0 disables it.
+  Pos min_branch_preserve = 32;
+  // Capture the full memory instead of the checkpoint part when it costs at
+  // most this factor more bytes: a full snapshot can be restored onto any
+  // sequence (shared prefixes), a checkpoint-scope one only onto a sequence
+  // that already holds its prefix in attention.
+  double full_scope_factor = 2.0;
+};
+
+enum class CaptureReason : uint8_t {
+  kMessageBoundary,
+  kInterval,
+  kPromptEnd,        // keeps the last row's logits: a regenerate needs no forward
+  kAfterGeneration,
+  kBranch,           // full snapshot of a history about to be cut away
+};
+const char* CaptureReasonName(CaptureReason reason);
+
+struct CapturePoint {
+  size_t symbols = 0;   // capture after this many prompt symbols
+  CaptureReason reason = CaptureReason::kMessageBoundary;
+  bool keep_logits = false;
+};
+
+// What an engine could reuse for a new prompt, for ChooseRestore.
+enum class ReuseKind : uint8_t {
+  kLive = 0,            // the sequence's own memory, cut back if needed
+  kCheckpointOnLive,    // restore a checkpoint-scope snapshot onto it
+  kFullSnapshot,        // restore a full snapshot
+  kOtherSequence,       // copy another live sequence (full capture + restore)
+  kBaseAndCheckpoint,   // full state from elsewhere, then a checkpoint on it
+};
+const char* ReuseKindName(ReuseKind kind);
+
+struct ReuseCandidate {
+  ReuseKind kind = ReuseKind::kLive;
+  size_t symbols = 0;     // prompt symbols reused
+  Pos positions = 0;      // positions reused (work saved)
+  size_t copy_bytes = 0;  // bytes to copy to apply it
+  bool has_logits = false;  // brings the logits of its last row
+};
+
+class CheckpointPolicy final {
+ public:
+  CheckpointPolicy(const MemoryCapabilities& caps, const PolicyOptions& options)
+      : caps_(caps), options_(options) {}
+
+  const PolicyOptions& options() const { return options_; }
+
+  // Whether this memory gets checkpoints at all.
+  bool captures() const {
+    return options_.enabled && !caps_.truncatable && caps_.has_checkpoint_state;
+  }
+
+  // Whether a memory at `next_pos` can go back to `target` by Truncate alone.
+  static bool CanCut(const MemoryCapabilities& caps, Pos next_pos, Pos target);
+
+  // Capture points for processing prompt symbols (start, prompt.size()]:
+  // message boundaries, interval crossings and the prompt end (with logits);
+  // a boundary at `start` itself too when it is a message end. Points for
+  // which `exists(symbols)` is true (already captured on this path) are
+  // skipped. Ascending, no duplicates; every point is a symbol boundary, so
+  // never inside a multimodal chunk. Empty when captures() is false.
+  std::vector<CapturePoint> PlanPrefill(const Prompt& prompt, size_t start,
+                                        const std::function<bool(size_t)>& exists) const;
+
+  // After generation: capture when the sequence moved `since_newest`
+  // positions past its newest checkpoint.
+  bool CaptureAfterGeneration(Pos since_newest) const {
+    return captures() && since_newest >= options_.min_generation_capture;
+  }
+
+  // Keep a full snapshot of the history before cutting `dropped` positions
+  // away. Applies to every family: even a transformer would otherwise have
+  // to recompute an abandoned branch when the client returns to it.
+  bool PreserveBranch(Pos dropped) const {
+    return options_.enabled && options_.min_branch_preserve > 0 &&
+           dropped >= options_.min_branch_preserve;
+  }
+
+  // Scope to capture given what each would cost now.
+  SnapshotScope ScopeFor(size_t checkpoint_bytes, size_t full_bytes) const {
+    return static_cast<double>(full_bytes) <=
+                   options_.full_scope_factor * static_cast<double>(checkpoint_bytes)
+               ? SnapshotScope::kFull
+               : SnapshotScope::kCheckpoint;
+  }
+
+  // Index of the best candidate: the most positions reused (fewest to
+  // recompute); ties go to the cheaper kind, then to fewer bytes copied.
+  // -1 when `candidates` is empty.
+  static int ChooseRestore(std::span<const ReuseCandidate> candidates);
+
+ private:
+  MemoryCapabilities caps_;
+  PolicyOptions options_;
+};
+
+}  // namespace cairn::checkpoint
+
+#endif  // CAIRN_CHECKPOINT_POLICY_H_

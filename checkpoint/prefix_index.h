@@ -1,0 +1,93 @@
+// PrefixIndex: a radix tree over symbol prefixes (tokens and whole multimodal
+// chunks) mapping to checkpoints and live sequences, shared across sessions:
+// a system prompt computed once serves every conversation that starts with
+// it. Partitioned by tenant: a lookup only sees its own tenant's entries
+// (the service keys tenants per auth token unless they may share).
+//
+// Symbols are atomic (a chunk is one symbol), so a match never splits a chunk.
+#ifndef CAIRN_CHECKPOINT_PREFIX_INDEX_H_
+#define CAIRN_CHECKPOINT_PREFIX_INDEX_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "backends/memory.h"
+#include "checkpoint/prompt.h"
+
+namespace cairn::checkpoint {
+
+enum class EntryKind : uint8_t {
+  kCheckpoint,  // checkpoint-scope snapshot: needs the prefix in attention already
+  kFull,        // full snapshot: restorable onto any sequence
+  kLive,        // a live sequence whose history is this path
+};
+
+struct IndexEntry {
+  EntryKind kind = EntryKind::kCheckpoint;
+  uint64_t id = 0;         // store id, or the engine's live sequence id; unique
+  Pos pos = 0;             // position at the end of the path
+  bool has_logits = false; // the logits of the path's last row come with it
+  size_t bytes = 0;        // bytes a restore copies
+};
+
+struct IndexHit {
+  size_t depth = 0;  // symbols in the entry's path
+  IndexEntry entry;
+};
+
+struct IndexMatch {
+  // Leading query symbols present in the tree (for this tenant).
+  size_t matched = 0;
+  // Entries whose path is a prefix of the query, ascending depth.
+  std::vector<IndexHit> on_path;
+  // Up to max_below kFull/kLive entries whose path shares exactly `matched`
+  // symbols with the query and continues differently (or beyond the query),
+  // shallowest first: bases for a restore followed by a cut.
+  std::vector<IndexHit> below;
+};
+
+// Thread-safe (one internal mutex).
+class PrefixIndex final {
+ public:
+  static absl::StatusOr<std::unique_ptr<PrefixIndex>> Create();
+
+  // Adds `entry` at the end of `path` in `tenant`'s partition. ALREADY_EXISTS
+  // when entry.id is indexed already; INVALID_ARGUMENT for an id of 0.
+  absl::Status Insert(std::string_view tenant, std::span<const SymbolKey> path,
+                      const IndexEntry& entry);
+  // Removes the entry with this id wherever it is; false when absent.
+  bool Remove(uint64_t id);
+  // See IndexMatch.
+  IndexMatch Lookup(std::string_view tenant, std::span<const SymbolKey> query,
+                    size_t max_below = 4) const;
+
+  size_t entries() const;
+  size_t nodes() const;  // for tests: proves removal prunes the tree
+
+ private:
+  struct Node;
+  PrefixIndex();
+  void PruneLocked(Node* node);
+
+  mutable std::mutex mu_;
+  std::map<std::string, std::unique_ptr<Node>, std::less<>> roots_;
+  struct Where {
+    std::string tenant;
+    Node* node;
+  };
+  std::map<uint64_t, Where> where_;
+  size_t nodes_ = 0;
+};
+
+}  // namespace cairn::checkpoint
+
+#endif  // CAIRN_CHECKPOINT_PREFIX_INDEX_H_

@@ -1,0 +1,26 @@
+#include "checkpoint/prompt.h"
+
+#include "checkpoint/hash.h"
+
+namespace cairn::checkpoint {
+
+SymbolKey ChunkKey(const EmbeddingChunk& chunk, int32_t n_embd) {
+  Hash64 h(0x63686b);  // "chk": separates chunk hashes from other uses
+  const int32_t dims[3] = {chunk.nx, chunk.ny, n_embd};
+  h.Update(dims, sizeof(dims));
+  h.Update(chunk.rows, sizeof(float) * static_cast<size_t>(chunk.n_rows()) * n_embd);
+  return h.Finish() | kChunkKeyBit;
+}
+
+absl::Status Prompt::AddChunk(const EmbeddingChunk& chunk, int32_t n_embd) {
+  if (chunk.rows == nullptr || chunk.nx <= 0 || chunk.ny <= 0 || n_embd <= 0) {
+    return absl::InvalidArgumentError("embedding chunk needs rows, nx > 0, ny > 0 and n_embd > 0");
+  }
+  path_.Push(ChunkKey(chunk, n_embd), ChunkSpan(chunk));
+  tokens_.push_back(0);
+  chunk_of_.push_back(static_cast<int32_t>(chunks_.size()));
+  chunks_.push_back(chunk);
+  return absl::OkStatus();
+}
+
+}  // namespace cairn::checkpoint
