@@ -244,11 +244,13 @@ absl::Status GgufFile::Parse() {
   if (absl::Status s = c.Read(&n_tensors, "the tensor count"); !s.ok()) return s;
   if (absl::Status s = c.Read(&n_kv, "the metadata count"); !s.ok()) return s;
   // Each key/value needs at least 8 (key length) + 4 (type) + 1 bytes, each
-  // tensor info 8 + 4 + 4 + 8 bytes: counts beyond that are impossible.
-  if (n_kv > c.remaining() / 13) {
+  // tensor info 8 + 4 + 4 + 8 bytes. A count beyond even the whole file's
+  // size is absurd; a smaller one that does not fit means the file is
+  // truncated, which the loops below report where the bytes run out.
+  if (n_kv > c.remaining() / 13 && n_kv > size_) {
     return c.Invalid(16, absl::StrFormat("metadata count %d is impossible for a file of %d bytes", n_kv, size_));
   }
-  if (n_tensors > c.remaining() / 24) {
+  if (n_tensors > c.remaining() / 24 && n_tensors > size_) {
     return c.Invalid(8, absl::StrFormat("tensor count %d is impossible for a file of %d bytes", n_tensors, size_));
   }
 
@@ -281,7 +283,7 @@ absl::Status GgufFile::Parse() {
     alignment_ = *align;
   }
 
-  tensors_.reserve(n_tensors);
+  tensors_.reserve(std::min<uint64_t>(n_tensors, c.remaining() / 24));
   for (uint64_t i = 0; i < n_tensors; ++i) {
     const uint64_t at = c.offset();
     TensorInfo t;
