@@ -1,0 +1,41 @@
+#include "backends/kernels/attention.h"
+
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "backends/kernels/activation.h"
+#include "backends/kernels/vec.h"
+
+namespace cairn {
+
+void Attention(const AttentionParams& p, const AttentionArgs& a, ThreadPool& pool) {
+  const int32_t group = p.n_head / p.n_head_kv;
+  const int64_t items = a.n_q * p.n_head;
+  pool.ParallelFor(items, 1, [&](int64_t begin, int64_t end) {
+    thread_local std::vector<float> scores;
+    for (int64_t item = begin; item < end; ++item) {
+      const int64_t i = item / p.n_head;
+      const int32_t h = static_cast<int32_t>(item % p.n_head);
+      const int32_t hk = h / group;
+      const float* qh = a.q + i * a.q_stride + static_cast<int64_t>(h) * p.head_dim_k;
+      float* o = a.out + i * a.out_stride + static_cast<int64_t>(h) * p.head_dim_v;
+      const int64_t n = a.kv_end[i];
+      scores.resize(static_cast<size_t>(n > 0 ? n : 1));
+      for (int64_t j = 0; j < n; ++j) {
+        float s = DotF32(qh, a.k + j * a.k_stride + static_cast<int64_t>(hk) * p.head_dim_k, p.head_dim_k) * p.scale;
+        if (p.softcap > 0.0f) s = p.softcap * std::tanh(s / p.softcap);
+        if (p.window > 0 && a.q_pos[i] - a.kv_pos[j] >= p.window) s = -std::numeric_limits<float>::infinity();
+        scores[j] = s;
+      }
+      SoftmaxInPlace(scores.data(), n);
+      for (int32_t d = 0; d < p.head_dim_v; ++d) o[d] = 0.0f;
+      for (int64_t j = 0; j < n; ++j) {
+        if (scores[j] == 0.0f) continue;
+        AxpyF32(scores[j], a.v + j * a.v_stride + static_cast<int64_t>(hk) * p.head_dim_v, o, p.head_dim_v);
+      }
+    }
+  });
+}
+
+}  // namespace cairn

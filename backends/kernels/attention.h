@@ -1,0 +1,50 @@
+// Scaled dot-product attention of a run of queries over a key/value cache,
+// with grouped-query heads, a per-query visibility limit (causality), an
+// optional sliding window and an optional logit soft cap. F32 throughout.
+#ifndef CAIRN_BACKENDS_KERNELS_ATTENTION_H_
+#define CAIRN_BACKENDS_KERNELS_ATTENTION_H_
+
+#include <cstdint>
+
+#include "backends/kernels/thread_pool.h"
+
+namespace cairn {
+
+struct AttentionParams {
+  int32_t n_head = 0;
+  int32_t n_head_kv = 0;     // n_head must be a multiple; query head h reads kv head h / (n_head / n_head_kv)
+  int32_t head_dim_k = 0;
+  int32_t head_dim_v = 0;
+  float scale = 1.0f;        // applied to q.k before the soft cap
+  float softcap = 0.0f;      // > 0: s = softcap * tanh(s / softcap)
+  int32_t window = 0;        // > 0: query at p sees keys at positions p' with p - p' < window
+};
+
+// Inputs, all row-major with explicit strides (in floats):
+//   q   [n_q][n_head * head_dim_k]
+//   k   [n_kv][n_head_kv * head_dim_k],  v [n_kv][n_head_kv * head_dim_v]
+//   out [n_q][n_head * head_dim_v]   (must not alias q, k or v)
+// Query i sees kv rows j < kv_end[i] (causal in row order), and when a window
+// is set only those with q_pos[i] - kv_pos[j] < window. A query that sees no
+// row gets zeros. Parallel over (query, head) pairs on `pool`.
+struct AttentionArgs {
+  const float* q = nullptr;
+  int64_t q_stride = 0;
+  int64_t n_q = 0;
+  const int32_t* kv_end = nullptr;  // [n_q]
+  const int32_t* q_pos = nullptr;   // [n_q], used only with a window
+  const float* k = nullptr;
+  int64_t k_stride = 0;
+  const float* v = nullptr;
+  int64_t v_stride = 0;
+  const int32_t* kv_pos = nullptr;  // [n_kv], used only with a window
+  int64_t n_kv = 0;
+  float* out = nullptr;
+  int64_t out_stride = 0;
+};
+
+void Attention(const AttentionParams& p, const AttentionArgs& a, ThreadPool& pool);
+
+}  // namespace cairn
+
+#endif  // CAIRN_BACKENDS_KERNELS_ATTENTION_H_

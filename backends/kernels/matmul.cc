@@ -1,0 +1,103 @@
+#include "backends/kernels/matmul.h"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <cstring>
+#include <mutex>
+#include <vector>
+
+#include "backends/kernels/vec.h"
+#include "backends/model/dequant.h"
+
+#if defined(__AVX512F__)
+#include <immintrin.h>
+// GCC 12 reports its own _mm512_undefined_* placeholders inside the AVX-512
+// intrinsics as uninitialized once they are inlined here: a false positive.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
+namespace cairn {
+namespace {
+
+// Below this many tokens the fused dequantize-and-dot kernel wins: the
+// weights are streamed once and each row stays in L1 across the tokens.
+constexpr int64_t kGemmMinTokens = 4;
+// Rows of W dequantized per sgemm call on the quantized prompt path: 64
+// rows x 8192 inputs x 4 bytes = 2 MiB at most, about one L2.
+constexpr int64_t kTileBytes = 1 << 20;
+
+// Our pool splits the output columns and each thread calls a single-threaded
+// sgemm: OpenBLAS's own threads would otherwise keep spinning after a GEMM
+// and fight the pool's threads for the same cores.
+void UseSingleThreadedBlas() {
+  static std::once_flag once;
+  std::call_once(once, [] { openblas_set_num_threads(1); });
+}
+
+void DequantizeRows(const WeightMatrix& w, int64_t row0, int64_t rows, float* dst) {
+  const size_t rb = w.row_bytes();
+  if (w.type == GgmlType::kF16) {
+    const int64_t total = rows * w.n_in;
+    const uint16_t* h = reinterpret_cast<const uint16_t*>(w.data + row0 * rb);
+    int64_t i = 0;
+#if defined(__AVX512F__)
+    for (; i + 16 <= total; i += 16) {
+      _mm512_storeu_ps(dst + i, _mm512_maskz_cvtph_ps(0xFFFF, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(h + i))));
+    }
+#endif
+    for (; i < total; ++i) dst[i] = Fp16ToFp32(h[i]);
+    return;
+  }
+  for (int64_t r = 0; r < rows; ++r) {
+    DequantizeRow(w.type, w.data + (row0 + r) * rb, dst + r * w.n_in, w.n_in);
+  }
+}
+
+void GemmRange(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, int64_t begin,
+               int64_t end) {
+  const int M = static_cast<int>(n_tokens);
+  const int K = static_cast<int>(w.n_in);
+  const int ldc = static_cast<int>(w.n_out);
+  if (w.type == GgmlType::kF32) {
+    const float* wf = reinterpret_cast<const float*>(w.data) + begin * w.n_in;
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, static_cast<int>(end - begin), K, 1.0f, x, K,
+                wf, K, 0.0f, y + begin, ldc);
+    return;
+  }
+  const int64_t tile = std::max<int64_t>(16, kTileBytes / (w.n_in * 4));
+  thread_local std::vector<float> scratch;
+  scratch.resize(static_cast<size_t>(tile * w.n_in));
+  for (int64_t r = begin; r < end; r += tile) {
+    const int64_t rows = std::min(tile, end - r);
+    DequantizeRows(w, r, rows, scratch.data());
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, static_cast<int>(rows), K, 1.0f, x, K,
+                scratch.data(), K, 0.0f, y + r, ldc);
+  }
+}
+
+}  // namespace
+
+void MatMul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool) {
+  if (n_tokens <= 0 || w.n_out <= 0) return;
+  if (n_tokens >= kGemmMinTokens) {
+    UseSingleThreadedBlas();
+    // Column blocks of at least 64 rows keep each sgemm call efficient.
+    pool.ParallelFor(w.n_out, 64, [&](int64_t begin, int64_t end) {
+      GemmRange(w, x, n_tokens, y, begin, end);
+    });
+    return;
+  }
+  const size_t rb = w.row_bytes();
+  pool.ParallelFor(w.n_out, 16, [&](int64_t begin, int64_t end) {
+    for (int64_t o = begin; o < end; ++o) {
+      const uint8_t* row = w.data + o * rb;
+      for (int64_t t = 0; t < n_tokens; ++t) {
+        y[t * w.n_out + o] = DotRow(w.type, row, x + t * w.n_in, w.n_in);
+      }
+    }
+  });
+}
+
+}  // namespace cairn

@@ -1,0 +1,13 @@
+#include "backends/register_builtin.h"
+
+#include "backends/transformer/transformer.h"
+
+namespace cairn {
+
+absl::Status RegisterBuiltinBackends(BackendRegistry& registry) {
+  // One line per family.
+  if (absl::Status s = RegisterTransformerFamily(registry); !s.ok()) return s;
+  return absl::OkStatus();
+}
+
+}  // namespace cairn
