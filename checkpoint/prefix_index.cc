@@ -17,6 +17,7 @@ struct PrefixIndex::Node {
 };
 
 PrefixIndex::PrefixIndex() = default;
+PrefixIndex::~PrefixIndex() = default;
 
 absl::StatusOr<std::unique_ptr<PrefixIndex>> PrefixIndex::Create() {
   return std::unique_ptr<PrefixIndex>(new PrefixIndex());

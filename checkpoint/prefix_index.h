@@ -59,6 +59,7 @@ struct IndexMatch {
 class PrefixIndex final {
  public:
   static absl::StatusOr<std::unique_ptr<PrefixIndex>> Create();
+  ~PrefixIndex();
 
   // Adds `entry` at the end of `path` in `tenant`'s partition. ALREADY_EXISTS
   // when entry.id is indexed already; INVALID_ARGUMENT for an id of 0.

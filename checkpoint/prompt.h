@@ -57,8 +57,9 @@ class SymbolPath {
   }
 
   void Push(SymbolKey key, Pos span) {
+    const Pos end = positions() + span;
     keys_.push_back(key);
-    ends_.push_back(positions() + span);
+    ends_.push_back(end);
   }
   void Resize(size_t n) {
     keys_.resize(std::min(n, keys_.size()));

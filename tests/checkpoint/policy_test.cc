@@ -1,0 +1,164 @@
+#include "checkpoint/policy.h"
+
+#include <set>
+
+#include "gtest/gtest.h"
+
+namespace cairn::checkpoint {
+namespace {
+
+MemoryCapabilities Transformer() { return {true, 1 << 20, false}; }
+MemoryCapabilities Recurrent() { return {false, 0, true}; }
+MemoryCapabilities Swa(Pos window) { return {false, window, true}; }
+
+Prompt Tokens(int n) {
+  Prompt p;
+  for (int i = 0; i < n; ++i) p.AddToken(10 + i);
+  return p;
+}
+
+TEST(CheckpointPolicyTest, TruncatableMemoryNeedsNoCheckpoints) {
+  CheckpointPolicy policy(Transformer(), PolicyOptions{});
+  EXPECT_FALSE(policy.captures());
+  Prompt p = Tokens(1000);
+  p.EndMessage();
+  EXPECT_TRUE(policy.PlanPrefill(p, 0, nullptr).empty());
+  EXPECT_FALSE(policy.CaptureAfterGeneration(100));
+}
+
+TEST(CheckpointPolicyTest, DisabledCapturesNothingAnywhere) {
+  PolicyOptions o;
+  o.enabled = false;
+  CheckpointPolicy policy(Recurrent(), o);
+  EXPECT_FALSE(policy.captures());
+  EXPECT_TRUE(policy.PlanPrefill(Tokens(600), 0, nullptr).empty());
+  EXPECT_FALSE(policy.PreserveBranch(10000));
+}
+
+TEST(CheckpointPolicyTest, RecurrentCapturesPromptEndWithLogitsBoundariesAndIntervals) {
+  PolicyOptions o;
+  o.every_n = 100;
+  CheckpointPolicy policy(Recurrent(), o);
+  ASSERT_TRUE(policy.captures());
+  Prompt p;
+  for (int i = 0; i < 30; ++i) p.AddToken(i);
+  p.EndMessage();  // after 30
+  for (int i = 0; i < 220; ++i) p.AddToken(i);
+  p.EndMessage();  // after 250
+  for (int i = 0; i < 10; ++i) p.AddToken(i);  // prompt end 260, not a message end
+  auto points = policy.PlanPrefill(p, 0, nullptr);
+  ASSERT_EQ(points.size(), 5u);
+  EXPECT_EQ(points[0].symbols, 30u);
+  EXPECT_EQ(points[0].reason, CaptureReason::kMessageBoundary);
+  EXPECT_EQ(points[1].symbols, 100u);
+  EXPECT_EQ(points[1].reason, CaptureReason::kInterval);
+  EXPECT_EQ(points[2].symbols, 200u);
+  EXPECT_EQ(points[3].symbols, 250u);
+  EXPECT_EQ(points[4].symbols, 260u);
+  EXPECT_EQ(points[4].reason, CaptureReason::kPromptEnd);
+  EXPECT_TRUE(points[4].keep_logits);
+  for (size_t i = 0; i + 1 < points.size(); ++i) EXPECT_FALSE(points[i].keep_logits);
+}
+
+TEST(CheckpointPolicyTest, StartsAfterReusedPartAndSkipsExistingCheckpoints) {
+  PolicyOptions o;
+  o.every_n = 100;
+  CheckpointPolicy policy(Recurrent(), o);
+  Prompt p = Tokens(50);
+  p.EndMessage();
+  for (int i = 0; i < 200; ++i) p.AddToken(i);
+  // Resuming at 50 (a message end without a checkpoint yet): captured there
+  // too; the point at 100 already exists.
+  auto points = policy.PlanPrefill(p, 50, [](size_t s) { return s == 100; });
+  std::vector<size_t> at;
+  for (auto& pt : points) at.push_back(pt.symbols);
+  EXPECT_EQ(at, (std::vector<size_t>{50, 200, 250}));
+  // Starting beyond everything but the end: only the end.
+  points = policy.PlanPrefill(p, 249, nullptr);
+  ASSERT_EQ(points.size(), 1u);
+  EXPECT_EQ(points[0].symbols, 250u);
+}
+
+TEST(CheckpointPolicyTest, NeverCapturesInsideAMultimodalChunk) {
+  PolicyOptions o;
+  o.every_n = 8;
+  CheckpointPolicy policy(Recurrent(), o);
+  std::vector<float> rows(8 * 5 * 4, 0.5f);
+  Prompt p = Tokens(5);  // positions 0..4
+  ASSERT_TRUE(p.AddChunk(EmbeddingChunk{rows.data(), 8, 5}, 4).ok());  // positions 5..12
+  for (int i = 0; i < 10; ++i) p.AddToken(i);  // 13..22
+  auto points = policy.PlanPrefill(p, 0, nullptr);
+  std::set<Pos> positions;
+  for (auto& pt : points) positions.insert(p.pos_after(pt.symbols));
+  // The multiple 8 falls inside the chunk: the capture comes right after it.
+  EXPECT_TRUE(positions.count(13));
+  EXPECT_TRUE(positions.count(16));
+  EXPECT_TRUE(positions.count(23));
+  for (Pos q : positions) EXPECT_FALSE(q > 5 && q < 13) << q;
+}
+
+TEST(CheckpointPolicyTest, CanCutFollowsCapabilities) {
+  EXPECT_TRUE(CheckpointPolicy::CanCut(Transformer(), 100, 3));
+  EXPECT_TRUE(CheckpointPolicy::CanCut(Recurrent(), 100, 100));
+  EXPECT_TRUE(CheckpointPolicy::CanCut(Recurrent(), 100, 0));
+  EXPECT_FALSE(CheckpointPolicy::CanCut(Recurrent(), 100, 99));
+  EXPECT_TRUE(CheckpointPolicy::CanCut(Swa(6), 100, 94));
+  EXPECT_FALSE(CheckpointPolicy::CanCut(Swa(6), 100, 93));
+  EXPECT_FALSE(CheckpointPolicy::CanCut(Transformer(), 100, 101));
+  EXPECT_FALSE(CheckpointPolicy::CanCut(Transformer(), 100, -1));
+}
+
+TEST(CheckpointPolicyTest, ChooseRestorePrefersMostReuseThenLogitsThenCheaperKind) {
+  std::vector<ReuseCandidate> c = {
+      {ReuseKind::kLive, 10, 10, 0, false},
+      {ReuseKind::kFullSnapshot, 40, 40, 1000, false},
+      {ReuseKind::kCheckpointOnLive, 40, 40, 500, false},
+      {ReuseKind::kOtherSequence, 30, 30, 0, false},
+  };
+  EXPECT_EQ(CheckpointPolicy::ChooseRestore(c), 2);
+  c.push_back({ReuseKind::kBaseAndCheckpoint, 40, 40, 9000, true});
+  EXPECT_EQ(CheckpointPolicy::ChooseRestore(c), 4);  // logits spare the last row
+  c.push_back({ReuseKind::kFullSnapshot, 41, 41, 1, false});
+  EXPECT_EQ(CheckpointPolicy::ChooseRestore(c), 5);
+  EXPECT_EQ(CheckpointPolicy::ChooseRestore({}), -1);
+  std::vector<ReuseCandidate> same = {{ReuseKind::kFullSnapshot, 5, 5, 900, false},
+                                      {ReuseKind::kFullSnapshot, 5, 5, 100, false}};
+  EXPECT_EQ(CheckpointPolicy::ChooseRestore(same), 1);
+}
+
+TEST(CheckpointPolicyTest, ScopeAndBranchDecisions) {
+  CheckpointPolicy policy(Recurrent(), PolicyOptions{});
+  EXPECT_EQ(policy.ScopeFor(1000, 1000), SnapshotScope::kFull);
+  EXPECT_EQ(policy.ScopeFor(1000, 2000), SnapshotScope::kFull);
+  EXPECT_EQ(policy.ScopeFor(1000, 2001), SnapshotScope::kCheckpoint);
+  EXPECT_TRUE(policy.PreserveBranch(32));
+  EXPECT_FALSE(policy.PreserveBranch(31));
+  EXPECT_TRUE(policy.CaptureAfterGeneration(1));
+  EXPECT_FALSE(policy.CaptureAfterGeneration(0));
+  // Branch preservation applies to transformers too: returning would
+  // otherwise recompute the abandoned branch.
+  EXPECT_TRUE(CheckpointPolicy(Transformer(), PolicyOptions{}).PreserveBranch(100));
+}
+
+TEST(PromptTest, ChunkKeysAreAtomicAndContentAddressed) {
+  std::vector<float> a(2 * 3 * 4, 1.0f), b = a;
+  b[7] = 2.0f;
+  EmbeddingChunk ca{a.data(), 2, 3}, cb{b.data(), 2, 3}, ct{a.data(), 3, 2};
+  EXPECT_NE(ChunkKey(ca, 4), ChunkKey(cb, 4));
+  EXPECT_NE(ChunkKey(ca, 4), ChunkKey(ct, 4));  // same rows, other grid
+  EXPECT_EQ(ChunkKey(ca, 4), ChunkKey(EmbeddingChunk{a.data(), 2, 3}, 4));
+  EXPECT_TRUE(IsChunkKey(ChunkKey(ca, 4)));
+  Prompt p;
+  p.AddToken(7);
+  ASSERT_TRUE(p.AddChunk(ca, 4).ok());
+  EXPECT_EQ(p.size(), 2u);
+  EXPECT_EQ(p.positions(), 1 + 3);
+  EXPECT_FALSE(IsChunkKey(p.keys()[0]));
+  EXPECT_FALSE(p.AddChunk(EmbeddingChunk{nullptr, 1, 1}, 4).ok());
+  EXPECT_FALSE(p.AddChunk(EmbeddingChunk{a.data(), 0, 1}, 4).ok());
+  EXPECT_EQ(p.path().SymbolsAtOrBefore(3), 1u);
+  EXPECT_EQ(p.path().SymbolsAtOrBefore(4), 2u);
+}
+
+}  // namespace
+}  // namespace cairn::checkpoint

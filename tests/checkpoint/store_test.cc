@@ -1,0 +1,382 @@
+#include "checkpoint/store.h"
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <set>
+#include <thread>
+
+#include "gtest/gtest.h"
+
+namespace cairn::checkpoint {
+namespace {
+
+namespace fs = std::filesystem;
+
+Checkpoint Make(Pos pos, size_t bytes, uint32_t seed, bool logits = false) {
+  Checkpoint cp;
+  cp.snapshot.pos = pos;
+  cp.snapshot.scope = seed % 2 ? SnapshotScope::kFull : SnapshotScope::kCheckpoint;
+  cp.snapshot.layout = 0xABCD0000u + seed;
+  cp.snapshot.data.resize(bytes);
+  std::mt19937 rng(seed);
+  for (auto& b : cp.snapshot.data) b = static_cast<uint8_t>(rng());
+  if (logits) {
+    cp.logits.resize(17);
+    for (size_t i = 0; i < cp.logits.size(); ++i) cp.logits[i] = 0.25f * i + seed;
+  }
+  cp.tag = "tag-" + std::to_string(seed);
+  return cp;
+}
+
+void ExpectSame(const Checkpoint& a, const Checkpoint& b) {
+  EXPECT_EQ(a.snapshot.pos, b.snapshot.pos);
+  EXPECT_EQ(a.snapshot.scope, b.snapshot.scope);
+  EXPECT_EQ(a.snapshot.layout, b.snapshot.layout);
+  EXPECT_EQ(a.snapshot.data, b.snapshot.data);
+  EXPECT_EQ(a.logits, b.logits);
+  EXPECT_EQ(a.tag, b.tag);
+}
+
+class TempDir {
+ public:
+  TempDir() {
+    char tmpl[] = "/tmp/cairn-ckpt-test-XXXXXX";
+    path_ = ::mkdtemp(tmpl);
+  }
+  ~TempDir() { fs::remove_all(path_); }
+  const std::string& path() const { return path_; }
+  std::vector<std::string> Files(const std::string& suffix) const {
+    std::vector<std::string> out;
+    for (auto& e : fs::directory_iterator(path_)) {
+      std::string n = e.path().filename();
+      if (n.size() >= suffix.size() && n.compare(n.size() - suffix.size(), suffix.size(), suffix) == 0) {
+        out.push_back(e.path());
+      }
+    }
+    return out;
+  }
+
+ private:
+  std::string path_;
+};
+
+StoreOptions Opts(size_t ram, std::string dir, size_t disk, double half_life) {
+  StoreOptions o;
+  o.ram_budget_bytes = ram;
+  o.disk_dir = std::move(dir);
+  o.disk_budget_bytes = disk;
+  o.recency_half_life = half_life;
+  return o;
+}
+
+std::unique_ptr<CheckpointStore> MustCreate(const StoreOptions& o) {
+  auto s = CheckpointStore::Create(o);
+  EXPECT_TRUE(s.ok()) << s.status();
+  return s.ok() ? std::move(*s) : nullptr;
+}
+
+TEST(CheckpointStoreTest, PutGetRoundTripAndAccounting) {
+  auto store = MustCreate(Opts(1 << 20, "", 0, 256));
+  Checkpoint a = Make(12, 1000, 1, true);
+  const size_t bytes = a.bytes();
+  auto id = store->Put(Make(12, 1000, 1, true), 12);
+  ASSERT_TRUE(id.ok());
+  auto got = store->Get(*id);
+  ASSERT_TRUE(got.ok());
+  ExpectSame(**got, a);
+  EXPECT_EQ(store->stats().ram_bytes, bytes);
+  auto info = store->Info(*id);
+  ASSERT_TRUE(info);
+  EXPECT_EQ(info->pos, 12);
+  EXPECT_TRUE(info->in_ram);
+  EXPECT_FALSE(info->on_disk);
+  store->Erase(*id);
+  EXPECT_EQ(store->stats().ram_bytes, 0u);
+  EXPECT_EQ(store->Get(*id).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(store->Get(12345).status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST(CheckpointStoreTest, RejectsBadOptionsAndOversizedCheckpoints) {
+  EXPECT_EQ(CheckpointStore::Create(Opts(0, "", 0, 256)).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  auto store = MustCreate(Opts(4096, "", 0, 256));
+  EXPECT_EQ(store->Put(Make(1, 5000, 1), 1).status().code(), absl::StatusCode::kResourceExhausted);
+}
+
+TEST(CheckpointStoreTest, StaysWithinByteBudgetNotCount) {
+  const size_t budget = 20000;
+  auto store = MustCreate(Opts(budget, "", 0, 256));
+  std::vector<CheckpointId> dropped;
+  store->AddDropListener([&](CheckpointId id) { dropped.push_back(id); });
+  // Many small ones fit where few big ones do not.
+  for (int i = 0; i < 30; ++i) ASSERT_TRUE(store->Put(Make(i + 1, 400, i), 100).ok());
+  EXPECT_EQ(store->stats().ram_entries, 30u);
+  EXPECT_TRUE(dropped.empty());
+  for (int i = 0; i < 5; ++i) {
+    ASSERT_TRUE(store->Put(Make(1000 + i, 6000, 100 + i), 100).ok());
+    EXPECT_LE(store->stats().ram_bytes, budget);
+  }
+  EXPECT_FALSE(dropped.empty());
+  for (CheckpointId id : dropped) EXPECT_FALSE(store->Contains(id));
+  EXPECT_EQ(store->stats().dropped, dropped.size());
+  EXPECT_LE(store->stats().peak_ram_bytes, budget + 6000 + 512);
+}
+
+TEST(CheckpointStoreTest, EvictsLowestValuePerByteFirst) {
+  auto store = MustCreate(Opts(10000, "", 0, 1e9));
+  // Same size, different recompute cost: the cheap-to-recompute ones go.
+  std::vector<CheckpointId> ids;
+  for (int i = 0; i < 4; ++i) ids.push_back(*store->Put(Make(10, 2000, i), (i % 2) ? 1000 : 10));
+  ASSERT_TRUE(store->Put(Make(10, 2000, 9), 500).ok());  // forces one eviction
+  EXPECT_FALSE(store->Contains(ids[0]));
+  EXPECT_TRUE(store->Contains(ids[1]));
+  EXPECT_TRUE(store->Contains(ids[3]));
+  // Per byte: a big checkpoint saving the same work is worth less than a small one.
+  auto store2 = MustCreate(Opts(10000, "", 0, 1e9));
+  CheckpointId big = *store2->Put(Make(10, 5000, 1), 100);
+  CheckpointId small = *store2->Put(Make(10, 1000, 2), 100);
+  ASSERT_TRUE(store2->Put(Make(10, 4000, 3), 1e6).ok());
+  EXPECT_FALSE(store2->Contains(big));
+  EXPECT_TRUE(store2->Contains(small));
+}
+
+TEST(CheckpointStoreTest, RecencyBreaksEqualValue) {
+  auto store = MustCreate(Opts(10000, "", 0, 4));
+  std::vector<CheckpointId> ids;
+  for (int i = 0; i < 4; ++i) ids.push_back(*store->Put(Make(10, 2000, i), 100));
+  // Touch the oldest ones: now ids[2] is the least recently used.
+  for (int r = 0; r < 3; ++r) {
+    ASSERT_TRUE(store->Get(ids[0]).ok());
+    ASSERT_TRUE(store->Get(ids[1]).ok());
+    ASSERT_TRUE(store->Get(ids[3]).ok());
+  }
+  ASSERT_TRUE(store->Put(Make(10, 2000, 7), 100).ok());
+  EXPECT_FALSE(store->Contains(ids[2]));
+  EXPECT_TRUE(store->Contains(ids[0]));
+  EXPECT_TRUE(store->Contains(ids[1]));
+  EXPECT_TRUE(store->Contains(ids[3]));
+}
+
+TEST(CheckpointStoreTest, SpillsToDiskAndReadsBack) {
+  TempDir dir;
+  auto store = MustCreate(Opts(10000, dir.path(), 1 << 20, 256));
+  std::vector<CheckpointId> ids;
+  for (int i = 0; i < 12; ++i) ids.push_back(*store->Put(Make(i + 1, 3000, i, i % 3 == 0), 50 + i));
+  StoreStats s = store->stats();
+  EXPECT_LE(s.ram_bytes, 10000u);
+  EXPECT_GT(s.spills, 0u);
+  EXPECT_EQ(s.dropped, 0u);
+  EXPECT_EQ(dir.Files(".bin").size(), s.disk_entries);
+  EXPECT_TRUE(dir.Files(".tmp").empty());
+  for (int i = 0; i < 12; ++i) {
+    auto got = store->Get(ids[i]);
+    ASSERT_TRUE(got.ok()) << i << " " << got.status();
+    ExpectSame(**got, Make(i + 1, 3000, i, i % 3 == 0));
+    EXPECT_LE(store->stats().ram_bytes, 10000u);
+  }
+  EXPECT_GT(store->stats().disk_reads, 0u);
+}
+
+TEST(CheckpointStoreTest, DiskBudgetDropsAndNotifies) {
+  TempDir dir;
+  auto store = MustCreate(Opts(7000, dir.path(), 7000, 256));
+  std::set<CheckpointId> dropped;
+  store->AddDropListener([&](CheckpointId id) { dropped.insert(id); });
+  std::vector<CheckpointId> ids;
+  for (int i = 0; i < 10; ++i) ids.push_back(*store->Put(Make(i + 1, 3000, i), 10));
+  StoreStats s = store->stats();
+  EXPECT_LE(s.disk_bytes, 7000u);
+  EXPECT_EQ(s.dropped, dropped.size());
+  EXPECT_GE(dropped.size(), 5u);
+  for (CheckpointId id : ids) EXPECT_EQ(store->Contains(id), !dropped.count(id));
+  EXPECT_EQ(dir.Files(".bin").size(), s.disk_entries);
+}
+
+TEST(CheckpointStoreTest, AdoptsValidFilesAfterRestart) {
+  TempDir dir;
+  StoreOptions o = Opts(5000, dir.path(), 1 << 20, 256);
+  std::vector<CheckpointId> spilled;
+  {
+    auto store = MustCreate(o);
+    for (int i = 0; i < 6; ++i) store->Put(Make(i + 1, 2000, i), 10).IgnoreError();
+    for (const auto& info : store->List()) {
+      if (info.on_disk) spilled.push_back(info.id);
+    }
+  }
+  ASSERT_FALSE(spilled.empty());
+  auto store = MustCreate(o);
+  EXPECT_EQ(store->stats().recovered, spilled.size());
+  for (CheckpointId id : spilled) {
+    auto info = store->Info(id);
+    ASSERT_TRUE(info);
+    auto got = store->Get(id);
+    ASSERT_TRUE(got.ok()) << got.status();
+    EXPECT_EQ(info->tag, (*got)->tag);
+    ExpectSame(**got, Make((*got)->snapshot.pos, 2000, (*got)->snapshot.pos - 1));
+  }
+  // New ids never reuse adopted ones.
+  auto fresh = store->Put(Make(99, 100, 99), 1);
+  ASSERT_TRUE(fresh.ok());
+  for (CheckpointId id : spilled) EXPECT_NE(*fresh, id);
+}
+
+// The writer is killed in the middle of writing a file: the torn write is
+// never adopted nor restored, and the complete files still are.
+TEST(CheckpointStoreTest, WriterKilledMidwayIsNeverRestored) {
+  TempDir dir;
+  StoreOptions o = Opts(5000, dir.path(), 1 << 20, 256);
+  pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    auto store = CheckpointStore::Create(o);
+    if (!store.ok()) ::_exit(3);
+    int files = 0;
+    store_testing::SetWriteHook([&files](size_t written, size_t total) {
+      // The third spilled file dies halfway through its payload.
+      if (files == 2 && written * 2 >= total) ::kill(::getpid(), SIGKILL);
+      if (written == total) ++files;
+    });
+    for (int i = 0; i < 20; ++i) (*store)->Put(Make(i + 1, 3000, i), 10).IgnoreError();
+    ::_exit(4);  // not reached: killed during the third spill
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFSIGNALED(status)) << "child exited with " << WEXITSTATUS(status);
+  ASSERT_EQ(WTERMSIG(status), SIGKILL);
+  EXPECT_EQ(dir.Files(".tmp").size(), 1u);  // the torn write
+  EXPECT_EQ(dir.Files(".bin").size(), 2u);
+
+  auto store = MustCreate(o);
+  EXPECT_EQ(store->stats().recovered, 2u);
+  EXPECT_TRUE(dir.Files(".tmp").empty());
+  for (const CheckpointInfo& info : store->List()) {
+    auto got = store->Get(info.id);
+    ASSERT_TRUE(got.ok()) << got.status();
+    ExpectSame(**got, Make(info.pos, 3000, info.pos - 1));
+  }
+}
+
+// A test hook that flips bytes is not needed: the file is corrupted on disk
+// the way a failing disk would, then read back.
+TEST(CheckpointStoreTest, CorruptFileIsDetectedAndDropped) {
+  TempDir dir;
+  StoreOptions o = Opts(5000, dir.path(), 1 << 20, 256);
+  auto store = MustCreate(o);
+  std::set<CheckpointId> dropped;
+  store->AddDropListener([&](CheckpointId id) { dropped.insert(id); });
+  std::vector<CheckpointId> ids;
+  for (int i = 0; i < 6; ++i) ids.push_back(*store->Put(Make(i + 1, 2000, i), 10));
+  std::vector<CheckpointId> on_disk;
+  for (CheckpointId id : ids) {
+    if (!store->Info(id)->in_ram) on_disk.push_back(id);
+  }
+  ASSERT_GE(on_disk.size(), 3u);
+  auto path = [&](CheckpointId id) { return dir.path() + "/ckpt-" + std::to_string(id) + ".bin"; };
+  {  // One payload bit flipped.
+    std::fstream f(path(on_disk[0]), std::ios::in | std::ios::out | std::ios::binary);
+    f.seekg(80 + 1000);
+    char c;
+    f.read(&c, 1);
+    c ^= 0x10;
+    f.seekp(80 + 1000);
+    f.write(&c, 1);
+  }
+  fs::resize_file(path(on_disk[1]), fs::file_size(path(on_disk[1])) - 5);  // cut short
+  {  // Header field changed (position).
+    std::fstream f(path(on_disk[2]), std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(16);
+    int32_t bogus = 777;
+    f.write(reinterpret_cast<char*>(&bogus), 4);
+  }
+  for (int k = 0; k < 3; ++k) {
+    auto got = store->Get(on_disk[k]);
+    EXPECT_EQ(got.status().code(), absl::StatusCode::kDataLoss) << k;
+    EXPECT_TRUE(dropped.count(on_disk[k])) << k;
+    EXPECT_FALSE(fs::exists(path(on_disk[k])));
+    EXPECT_EQ(store->Get(on_disk[k]).status().code(), absl::StatusCode::kNotFound);
+  }
+  EXPECT_EQ(store->stats().corrupt, 3u);
+  // The others still read back intact.
+  for (size_t k = 3; k < on_disk.size(); ++k) {
+    auto got = store->Get(on_disk[k]);
+    ASSERT_TRUE(got.ok());
+  }
+}
+
+TEST(CheckpointStoreTest, CorruptFileIsDroppedAtRestart) {
+  TempDir dir;
+  StoreOptions o = Opts(5000, dir.path(), 1 << 20, 256);
+  std::vector<CheckpointId> on_disk;
+  {
+    auto store = MustCreate(o);
+    for (int i = 0; i < 6; ++i) store->Put(Make(i + 1, 2000, i), 10).IgnoreError();
+    for (const auto& info : store->List()) {
+      if (info.on_disk) on_disk.push_back(info.id);
+    }
+  }
+  ASSERT_GE(on_disk.size(), 2u);
+  const std::string p0 = dir.path() + "/ckpt-" + std::to_string(on_disk[0]) + ".bin";
+  const std::string p1 = dir.path() + "/ckpt-" + std::to_string(on_disk[1]) + ".bin";
+  {  // header corruption: caught at adoption
+    std::fstream f(p0, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(40);
+    char c = 0x5a;
+    f.write(&c, 1);
+  }
+  {  // payload corruption: adopted (header fine), caught at read-back
+    std::fstream f(p1, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(200);
+    char c = 0x5a;
+    f.write(&c, 1);
+  }
+  auto store = MustCreate(o);
+  EXPECT_FALSE(store->Contains(on_disk[0]));
+  EXPECT_FALSE(fs::exists(p0));
+  EXPECT_EQ(store->Get(on_disk[1]).status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_FALSE(store->Contains(on_disk[1]));
+  EXPECT_EQ(store->stats().corrupt, 2u);
+}
+
+TEST(CheckpointStoreTest, ConcurrentUseKeepsInvariants) {
+  TempDir dir;
+  auto store = MustCreate(Opts(60000, dir.path(), 120000, 256));
+  std::atomic<int> bad{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      std::mt19937 rng(t);
+      std::vector<std::pair<CheckpointId, uint32_t>> mine;
+      for (int i = 0; i < 150; ++i) {
+        uint32_t seed = t * 1000 + i;
+        auto id = store->Put(Make(seed % 500 + 1, 1000 + rng() % 3000, seed), 1 + rng() % 100);
+        if (!id.ok()) {
+          ++bad;
+          continue;
+        }
+        mine.push_back({*id, seed});
+        auto [pick, pseed] = mine[rng() % mine.size()];
+        auto got = store->Get(pick);
+        if (got.ok()) {
+          if ((*got)->tag != "tag-" + std::to_string(pseed)) ++bad;
+        } else if (got.status().code() != absl::StatusCode::kNotFound) {
+          ++bad;
+        }
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(bad.load(), 0);
+  StoreStats s = store->stats();
+  EXPECT_LE(s.ram_bytes, 60000u);
+  EXPECT_LE(s.disk_bytes, 120000u);
+  EXPECT_EQ(dir.Files(".bin").size(), s.disk_entries);
+}
+
+}  // namespace
+}  // namespace cairn::checkpoint
