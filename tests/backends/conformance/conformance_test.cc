@@ -1,0 +1,415 @@
+// The conformance suite every backend family runs: one row per model file
+// (with its golden logits and tolerance). A family joins by adding a row to
+// kRows below and registering itself in RegisterBuiltinBackends.
+//
+// What it checks, for any SequenceMemory semantics (full KV, SWA ring,
+// recurrent state, hybrids):
+//  - golden logits, and batch == step == chunk:N (N = 1, 3, 17) within tolerance;
+//  - Truncate(p) then recomputing equals a fresh computation; a Truncate the
+//    memory cannot do fails with FAILED_PRECONDITION and changes nothing;
+//  - Capture/Restore (kFull into a fresh memory, kCheckpoint on the same
+//    memory after Truncate) continue bit for bit identically;
+//  - several sequences in one Forward equal each alone;
+//  - every invalid Forward fails with the right code and changes nothing.
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "backends/backend.h"
+#include "backends/register_builtin.h"
+#include "gtest/gtest.h"
+#include "tests/testing/shared_data.h"
+#include "tools/eval_lib.h"
+
+namespace cairn {
+namespace {
+
+struct Row {
+  const char* model;      // relative to ../shared
+  const char* logits;     // golden logits relative to ../shared
+  double tolerance;       // max |diff| / std(reference logits)
+};
+
+// One row per model; other families append theirs.
+const Row kRows[] = {
+    {"golden/models/llama.gguf", "golden/logits/llama.bin", 1e-4},
+    {"golden/models/llama-q8.gguf", "golden/logits/llama-q8.bin", 1e-4},
+    {"golden/models/qwen3.gguf", "golden/logits/qwen3.bin", 1e-4},
+    {"golden/models/llama256-Q4_K_M.gguf", "golden/logits/llama256-Q4_K_M.bin", 1e-4},
+    {"models/stories260K.gguf", "golden/logits/stories260K.bin", 1e-4},
+};
+
+void PrintTo(const Row& r, std::ostream* os) { *os << r.model << " (tol " << r.tolerance << ")"; }
+
+std::string RowName(const ::testing::TestParamInfo<Row>& info) {
+  std::string s = info.param.model;
+  s = s.substr(s.rfind('/') + 1);
+  s = s.substr(0, s.rfind('.'));
+  for (char& c : s) {
+    if (!isalnum(static_cast<unsigned char>(c))) c = '_';
+  }
+  return s;
+}
+
+class ConformanceTest : public ::testing::TestWithParam<Row> {
+ protected:
+  void SetUp() override {
+    CAIRN_REQUIRE_SHARED(GetParam().model);
+    ASSERT_TRUE(RegisterBuiltinBackends(registry_).ok());
+    backend_ = MakeBackend(BackendOptions{});
+    ASSERT_NE(backend_, nullptr);
+    auto seqs = ReadTokenFile(testing::SharedPath("golden/tokens.txt"));
+    ASSERT_TRUE(seqs.ok()) << seqs.status();
+    tokens_ = *seqs;
+    ASSERT_GE(tokens_.size(), 3u);
+    long_ = tokens_[2];  // 64 tokens
+    ASSERT_GE(long_.size(), 40u);
+  }
+
+  std::unique_ptr<Backend> MakeBackend(const BackendOptions& options) {
+    auto model = ModelFile::Open(testing::SharedPath(GetParam().model));
+    EXPECT_TRUE(model.ok()) << model.status();
+    if (!model.ok()) return nullptr;
+    auto b = registry_.Create(std::shared_ptr<const ModelFile>(std::move(*model)), options);
+    EXPECT_TRUE(b.ok()) << b.status();
+    return b.ok() ? std::move(*b) : nullptr;
+  }
+
+  std::unique_ptr<SequenceMemory> NewSeq() {
+    auto m = backend_->NewSequence();
+    EXPECT_TRUE(m.ok()) << m.status();
+    return m.ok() ? std::move(*m) : nullptr;
+  }
+
+  // Feeds tokens[begin, end) as one run and returns the logits of every row.
+  SequenceLogits Feed(SequenceMemory* mem, const std::vector<TokenId>& tokens, size_t begin, size_t end) {
+    std::vector<int32_t> rows(end - begin);
+    for (size_t i = 0; i < rows.size(); ++i) rows[i] = static_cast<int32_t>(i);
+    SequenceRun run;
+    run.memory = mem;
+    run.start_pos = mem->next_pos();
+    run.tokens = std::span<const TokenId>(tokens).subspan(begin, end - begin);
+    run.logit_rows = rows;
+    auto r = backend_->Forward(std::span<const SequenceRun>(&run, 1));
+    EXPECT_TRUE(r.ok()) << r.status();
+    SequenceLogits out;
+    out.n_tokens = static_cast<int32_t>(end - begin);
+    out.n_vocab = backend_->info().n_vocab;
+    if (r.ok()) out.values = (*r)[0].values;
+    return out;
+  }
+
+  void ExpectClose(const SequenceLogits& got, const SequenceLogits& ref, const std::string& what) {
+    auto c = CompareLogits(got, ref);
+    ASSERT_TRUE(c.ok()) << what << ": " << c.status();
+    EXPECT_LE(c->max_rel, GetParam().tolerance) << what << ": max|diff| " << c->max_abs_diff << " std " << c->ref_std;
+    EXPECT_EQ(c->argmax_agree, c->rows) << what;
+  }
+
+  static SequenceLogits Slice(const SequenceLogits& s, int32_t begin, int32_t end) {
+    SequenceLogits out;
+    out.n_tokens = end - begin;
+    out.n_vocab = s.n_vocab;
+    out.values.assign(s.values.begin() + static_cast<size_t>(begin) * s.n_vocab,
+                      s.values.begin() + static_cast<size_t>(end) * s.n_vocab);
+    return out;
+  }
+
+  BackendRegistry registry_;
+  std::unique_ptr<Backend> backend_;
+  std::vector<std::vector<TokenId>> tokens_;
+  std::vector<TokenId> long_;
+};
+
+TEST_P(ConformanceTest, MatchesGoldenLogits) {
+  CAIRN_REQUIRE_SHARED(GetParam().logits);
+  auto ref = ReadLogitsFile(testing::SharedPath(GetParam().logits));
+  ASSERT_TRUE(ref.ok()) << ref.status();
+  ASSERT_EQ(ref->size(), tokens_.size());
+  std::vector<SequenceLogits> got;
+  for (const auto& seq : tokens_) {
+    auto l = EvalSequence(*backend_, seq, EvalMode{});
+    ASSERT_TRUE(l.ok()) << l.status();
+    got.push_back(std::move(*l));
+  }
+  auto c = CompareAll(got, *ref);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_LE(c->max_rel, GetParam().tolerance) << "max|diff| " << c->max_abs_diff << " std " << c->ref_std;
+  EXPECT_EQ(c->argmax_agree, c->rows);
+}
+
+TEST_P(ConformanceTest, BatchStepAndChunksAgree) {
+  const std::vector<TokenId>& seq = tokens_[3].size() >= 100 ? tokens_[3] : long_;
+  auto batch = EvalSequence(*backend_, seq, EvalMode{0});
+  ASSERT_TRUE(batch.ok()) << batch.status();
+  for (int32_t n : {1, 3, 17}) {
+    auto chunked = EvalSequence(*backend_, seq, EvalMode{n});
+    ASSERT_TRUE(chunked.ok()) << chunked.status();
+    ExpectClose(*chunked, *batch, "chunk:" + std::to_string(n));
+  }
+}
+
+TEST_P(ConformanceTest, TruncateThenRecomputeEqualsFresh) {
+  const size_t n = long_.size();
+  auto fresh = EvalSequence(*backend_, long_, EvalMode{0});
+  ASSERT_TRUE(fresh.ok()) << fresh.status();
+  for (Pos p : {Pos(0), Pos(1), Pos(n / 3), Pos(n - 5), Pos(n - 1), Pos(n)}) {
+    SCOPED_TRACE("truncate to " + std::to_string(p));
+    auto mem = NewSeq();
+    ASSERT_NE(mem, nullptr);
+    Feed(mem.get(), long_, 0, n);
+    const MemoryCapabilities caps = mem->caps();
+    const bool possible = p == 0 || caps.truncatable || static_cast<Pos>(n) - p <= caps.rollback_window;
+    absl::Status s = mem->Truncate(p);
+    if (!possible) {
+      EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
+      EXPECT_EQ(mem->next_pos(), static_cast<Pos>(n)) << "a failed Truncate changed next_pos";
+      continue;
+    }
+    ASSERT_TRUE(s.ok()) << s;
+    ASSERT_EQ(mem->next_pos(), p);
+    if (p == static_cast<Pos>(n)) continue;
+    SequenceLogits again = Feed(mem.get(), long_, p, n);
+    ExpectClose(again, Slice(*fresh, p, n), "recomputed suffix");
+  }
+}
+
+TEST_P(ConformanceTest, TruncateRejectsPositionsOutsideTheSequence) {
+  auto mem = NewSeq();
+  Feed(mem.get(), long_, 0, 10);
+  EXPECT_EQ(mem->Truncate(-1).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(mem->Truncate(11).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(mem->next_pos(), 10);
+  EXPECT_TRUE(mem->Truncate(10).ok());  // no-op
+  EXPECT_EQ(mem->next_pos(), 10);
+}
+
+TEST_P(ConformanceTest, FullSnapshotRestoresIntoFreshMemoryBitForBit) {
+  auto a = NewSeq();
+  Feed(a.get(), long_, 0, 30);
+  auto snap = a->Capture(SnapshotScope::kFull);
+  ASSERT_TRUE(snap.ok()) << snap.status();
+  EXPECT_EQ(snap->pos, 30);
+  EXPECT_EQ(snap->bytes(), a->Bytes(SnapshotScope::kFull));
+  SequenceLogits cont_a = Feed(a.get(), long_, 30, long_.size());
+
+  auto b = NewSeq();
+  Feed(b.get(), tokens_[1], 0, tokens_[1].size());  // unrelated content, replaced by Restore
+  ASSERT_TRUE(b->Restore(*snap).ok());
+  EXPECT_EQ(b->next_pos(), 30);
+  SequenceLogits cont_b = Feed(b.get(), long_, 30, long_.size());
+  EXPECT_EQ(cont_a.values, cont_b.values) << "restored memory does not continue bit for bit";
+}
+
+TEST_P(ConformanceTest, CheckpointRestoreAfterTruncateContinuesBitForBit) {
+  auto mem = NewSeq();
+  Feed(mem.get(), long_, 0, 25);
+  auto cp = mem->Capture(SnapshotScope::kCheckpoint);
+  ASSERT_TRUE(cp.ok()) << cp.status();
+  EXPECT_EQ(cp->pos, 25);
+  EXPECT_EQ(cp->bytes(), mem->Bytes(SnapshotScope::kCheckpoint));
+  SequenceLogits first = Feed(mem.get(), long_, 25, 40);
+  // Diverge, then come back to the checkpoint.
+  std::vector<TokenId> other(long_.rbegin(), long_.rend());
+  Feed(mem.get(), other, 0, 10);
+  ASSERT_TRUE(mem->Restore(*cp).ok());
+  EXPECT_EQ(mem->next_pos(), 25);
+  SequenceLogits second = Feed(mem.get(), long_, 25, 40);
+  EXPECT_EQ(first.values, second.values) << "checkpoint restore does not continue bit for bit";
+}
+
+TEST_P(ConformanceTest, RestoreRefusesForeignAndMalformedSnapshots) {
+  auto mem = NewSeq();
+  Feed(mem.get(), long_, 0, 12);
+  auto full = mem->Capture(SnapshotScope::kFull);
+  ASSERT_TRUE(full.ok());
+  SequenceLogits expected;
+  {
+    auto ref = NewSeq();
+    Feed(ref.get(), long_, 0, 12);
+    expected = Feed(ref.get(), long_, 12, 20);
+  }
+
+  Snapshot foreign = *full;
+  foreign.layout ^= 0x9e3779b97f4a7c15ULL;
+  EXPECT_EQ(mem->Restore(foreign).code(), absl::StatusCode::kInvalidArgument);
+  Snapshot truncated = *full;
+  if (!truncated.data.empty()) {
+    truncated.data.resize(truncated.data.size() / 2);
+    EXPECT_EQ(mem->Restore(truncated).code(), absl::StatusCode::kInvalidArgument);
+  }
+  auto fresh = NewSeq();
+  auto cp = mem->Capture(SnapshotScope::kCheckpoint);
+  ASSERT_TRUE(cp.ok());
+  absl::Status s = fresh->Restore(*cp);
+  if (!fresh->caps().has_checkpoint_state) {
+    // Nothing but the truncatable part: a checkpoint beyond what it holds fails.
+    EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
+    EXPECT_EQ(fresh->next_pos(), 0);
+  }
+  // None of the failures changed `mem`.
+  EXPECT_EQ(mem->next_pos(), 12);
+  EXPECT_EQ(Feed(mem.get(), long_, 12, 20).values, expected.values);
+}
+
+TEST_P(ConformanceTest, SeveralSequencesInOneForwardEqualEachAlone) {
+  const std::vector<TokenId>& s0 = long_;
+  const std::vector<TokenId>& s1 = tokens_[1];
+  std::vector<TokenId> s2(long_.begin() + 5, long_.begin() + 30);
+  // Each alone: s0 in two pieces (prefill 20 then 20..40), s1 whole, s2 whole.
+  auto a0 = NewSeq(), a1 = NewSeq(), a2 = NewSeq();
+  Feed(a0.get(), s0, 0, 20);
+  SequenceLogits alone0 = Feed(a0.get(), s0, 20, 40);
+  SequenceLogits alone1 = Feed(a1.get(), s1, 0, s1.size());
+  SequenceLogits alone2 = Feed(a2.get(), s2, 0, s2.size());
+
+  auto b0 = NewSeq(), b1 = NewSeq(), b2 = NewSeq();
+  Feed(b0.get(), s0, 0, 20);
+  std::vector<int32_t> rows0(20), rows1(s1.size()), rows2(s2.size());
+  for (size_t i = 0; i < rows0.size(); ++i) rows0[i] = static_cast<int32_t>(i);
+  for (size_t i = 0; i < rows1.size(); ++i) rows1[i] = static_cast<int32_t>(i);
+  for (size_t i = 0; i < rows2.size(); ++i) rows2[i] = static_cast<int32_t>(i);
+  SequenceRun runs[3];
+  runs[0] = SequenceRun{b0.get(), 20, std::span<const TokenId>(s0).subspan(20, 20), nullptr, rows0};
+  runs[1] = SequenceRun{b1.get(), 0, s1, nullptr, rows1};
+  runs[2] = SequenceRun{b2.get(), 0, s2, nullptr, rows2};
+  auto r = backend_->Forward(runs);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(r->size(), 3u);
+  const SequenceLogits* alone[3] = {&alone0, &alone1, &alone2};
+  for (int i = 0; i < 3; ++i) {
+    SequenceLogits got;
+    got.n_tokens = (*r)[i].n_rows;
+    got.n_vocab = (*r)[i].n_vocab;
+    got.values = (*r)[i].values;
+    ExpectClose(got, *alone[i], "sequence " + std::to_string(i) + " in a batch of 3");
+  }
+  EXPECT_EQ(b0->next_pos(), 40);
+  EXPECT_EQ(b1->next_pos(), static_cast<Pos>(s1.size()));
+  EXPECT_EQ(b2->next_pos(), static_cast<Pos>(s2.size()));
+}
+
+TEST_P(ConformanceTest, LogitRowsSelectRows) {
+  auto all_mem = NewSeq();
+  SequenceLogits all = Feed(all_mem.get(), long_, 0, 16);
+  auto mem = NewSeq();
+  const int32_t rows[] = {0, 7, 15};
+  SequenceRun run{mem.get(), 0, std::span<const TokenId>(long_).subspan(0, 16), nullptr, rows};
+  auto r = backend_->Forward(std::span<const SequenceRun>(&run, 1));
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ((*r)[0].n_rows, 3);
+  for (int i = 0; i < 3; ++i) {
+    auto got = (*r)[0].row(i);
+    SequenceLogits g{1, all.n_vocab, std::vector<float>(got.begin(), got.end())};
+    ExpectClose(g, Slice(all, rows[i], rows[i] + 1), "selected row " + std::to_string(rows[i]));
+  }
+  // No rows wanted is fine: the tokens are still absorbed.
+  auto quiet = NewSeq();
+  SequenceRun none{quiet.get(), 0, std::span<const TokenId>(long_).subspan(0, 5), nullptr, {}};
+  auto q = backend_->Forward(std::span<const SequenceRun>(&none, 1));
+  ASSERT_TRUE(q.ok()) << q.status();
+  EXPECT_EQ((*q)[0].n_rows, 0);
+  EXPECT_EQ(quiet->next_pos(), 5);
+}
+
+TEST_P(ConformanceTest, InvalidForwardChangesNothing) {
+  auto mem = NewSeq();
+  auto other = NewSeq();
+  Feed(mem.get(), long_, 0, 10);
+  Feed(other.get(), long_, 0, 4);
+  const int32_t n_vocab = backend_->info().n_vocab;
+  const std::vector<TokenId> good = {long_[10], long_[11]};
+  const std::vector<TokenId> bad_id = {long_[10], n_vocab};
+  const std::vector<TokenId> negative = {-1};
+  const int32_t rows01[] = {0, 1};
+  const int32_t rows_oob[] = {2};
+  const int32_t rows_desc[] = {1, 0};
+  auto foreign_backend = MakeBackend(BackendOptions{});
+  ASSERT_NE(foreign_backend, nullptr);
+  auto foreign_mem = foreign_backend->NewSequence();
+  ASSERT_TRUE(foreign_mem.ok());
+  std::vector<float> embd(static_cast<size_t>(backend_->info().n_embd) * 2, 0.5f);
+  EmbeddingChunk chunk{embd.data(), 2, 1};
+
+  struct Case {
+    const char* what;
+    std::vector<SequenceRun> runs;
+    absl::StatusCode code;
+  };
+  const SequenceRun ok_other{other.get(), 4, good, nullptr, rows01};
+  std::vector<Case> cases = {
+      {"token id == n_vocab", {ok_other, {mem.get(), 10, bad_id, nullptr, rows01}}, absl::StatusCode::kInvalidArgument},
+      {"negative token id", {ok_other, {mem.get(), 10, negative, nullptr, {}}}, absl::StatusCode::kInvalidArgument},
+      {"start_pos behind", {ok_other, {mem.get(), 9, good, nullptr, rows01}}, absl::StatusCode::kInvalidArgument},
+      {"start_pos ahead", {ok_other, {mem.get(), 11, good, nullptr, rows01}}, absl::StatusCode::kInvalidArgument},
+      {"empty run", {ok_other, {mem.get(), 10, {}, nullptr, {}}}, absl::StatusCode::kInvalidArgument},
+      {"null memory", {ok_other, {nullptr, 0, good, nullptr, {}}}, absl::StatusCode::kInvalidArgument},
+      {"foreign memory", {ok_other, {foreign_mem->get(), 0, good, nullptr, {}}}, absl::StatusCode::kInvalidArgument},
+      {"duplicate memory", {ok_other, {other.get(), 4, good, nullptr, {}}}, absl::StatusCode::kInvalidArgument},
+      {"logit row out of range", {ok_other, {mem.get(), 10, good, nullptr, rows_oob}}, absl::StatusCode::kInvalidArgument},
+      {"logit rows descending", {ok_other, {mem.get(), 10, good, nullptr, rows_desc}}, absl::StatusCode::kInvalidArgument},
+  };
+  if (!backend_->info().accepts_embeddings) {
+    cases.push_back({"chunk to a text-only backend",
+                     {ok_other, {mem.get(), 10, {}, &chunk, {}}},
+                     absl::StatusCode::kInvalidArgument});
+  }
+  for (const Case& c : cases) {
+    auto r = backend_->Forward(c.runs);
+    EXPECT_EQ(r.status().code(), c.code) << c.what << ": " << r.status();
+    EXPECT_EQ(mem->next_pos(), 10) << c.what;
+    EXPECT_EQ(other->next_pos(), 4) << c.what;
+  }
+  // Both memories still continue exactly as never-failed ones do.
+  auto ref_mem = NewSeq();
+  auto ref_other = NewSeq();
+  Feed(ref_mem.get(), long_, 0, 10);
+  Feed(ref_other.get(), long_, 0, 4);
+  std::vector<TokenId> cont(long_.begin(), long_.begin() + 20);
+  EXPECT_EQ(Feed(mem.get(), cont, 10, 20).values, Feed(ref_mem.get(), cont, 10, 20).values);
+  std::vector<TokenId> cont_other = {good[0], good[1], long_[3]};
+  EXPECT_EQ(Feed(other.get(), cont_other, 0, 3).values, Feed(ref_other.get(), cont_other, 0, 3).values);
+}
+
+TEST_P(ConformanceTest, BeyondContextIsResourceExhaustedAndChangesNothing) {
+  BackendOptions small;
+  small.max_context = 16;
+  auto b = MakeBackend(small);
+  ASSERT_NE(b, nullptr);
+  auto mem = b->NewSequence();
+  ASSERT_TRUE(mem.ok());
+  SequenceRun first{mem->get(), 0, std::span<const TokenId>(long_).subspan(0, 10), nullptr, {}};
+  ASSERT_TRUE(b->Forward(std::span<const SequenceRun>(&first, 1)).ok());
+  SequenceRun over{mem->get(), 10, std::span<const TokenId>(long_).subspan(10, 7), nullptr, {}};
+  auto r = b->Forward(std::span<const SequenceRun>(&over, 1));
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kResourceExhausted) << r.status();
+  EXPECT_EQ((*mem)->next_pos(), 10);
+  SequenceRun fits{mem->get(), 10, std::span<const TokenId>(long_).subspan(10, 6), nullptr, {}};
+  EXPECT_TRUE(b->Forward(std::span<const SequenceRun>(&fits, 1)).ok());
+  EXPECT_EQ((*mem)->next_pos(), 16);
+}
+
+TEST_P(ConformanceTest, ModelInfoDescribesTheModel) {
+  const ModelInfo& info = backend_->info();
+  auto arch = ModelFile::Open(testing::SharedPath(GetParam().model));
+  ASSERT_TRUE(arch.ok());
+  EXPECT_EQ(info.arch, *(*arch)->Architecture());
+  EXPECT_EQ(info.family, *registry_.FamilyForArch(info.arch));
+  EXPECT_GT(info.n_vocab, 0);
+  EXPECT_GT(info.n_embd, 0);
+  EXPECT_GT(info.n_ctx_train, 0);
+  EXPECT_GT(info.weight_bytes, 0u);
+  auto mem = NewSeq();
+  EXPECT_EQ(mem->next_pos(), 0);
+  EXPECT_EQ(mem->caps().truncatable, info.caps.truncatable);
+  EXPECT_EQ(mem->caps().has_checkpoint_state, info.caps.has_checkpoint_state);
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, ConformanceTest, ::testing::ValuesIn(kRows), RowName);
+
+}  // namespace
+}  // namespace cairn
