@@ -171,13 +171,32 @@ class BpeTokenizer final : public VocabTokenizer {
       re.Split(cpts, pieces, &next);
       pieces.swap(next);
     }
+    // Words repeat: within one call, each distinct short word is merged once.
+    // (The result of a word does not depend on its context.)
+    struct Span {
+      uint32_t begin, length;
+    };
+    absl::flat_hash_map<std::string, Span> cache;
     std::string word;
     size_t start = 0;
     for (const size_t len : pieces) {
       word.clear();
       for (size_t i = start; i < start + len; ++i) AppendUtf8(cpts[i], &word);
       start += len;
+      if (pieces.size() < 16 || word.size() > 32) {
+        TokenizeWord(word, out);
+        continue;
+      }
+      if (auto it = cache.find(word); it != cache.end()) {
+        for (uint32_t k = 0; k < it->second.length; ++k) {
+          out->push_back((*out)[it->second.begin + k]);
+        }
+        continue;
+      }
+      const size_t before = out->size();
       TokenizeWord(word, out);
+      cache.emplace(word, Span{static_cast<uint32_t>(before),
+                               static_cast<uint32_t>(out->size() - before)});
     }
   }
 

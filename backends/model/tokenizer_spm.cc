@@ -43,6 +43,21 @@ class SpmTokenizer final : public VocabTokenizer {
       if (!id) id = vocab_->Find(std::string(1, static_cast<char>(b)));
       byte_tokens_[b] = id ? *id : vocab_->special.unk;
     }
+    // Merges never cross a boundary that no token spans, and merges on the
+    // two sides are independent, so the text can be cut there and each part
+    // tokenized alone with the same result (and a much smaller queue). When no
+    // token has a U+2581 right after something else ("a\u2581", "a\u2581b"),
+    // nothing spans the boundary before a U+2581 that follows another character.
+    split_before_space_ = true;
+    for (const std::string& t : vocab_->tokens) {
+      for (size_t at = t.find(kSpaceMark, 1); at != std::string::npos;
+           at = t.find(kSpaceMark, at + 1)) {
+        if (at < kSpaceMark.size() || t.compare(at - kSpaceMark.size(), kSpaceMark.size(),
+                                                 kSpaceMark) != 0) {
+          split_before_space_ = false;
+        }
+      }
+    }
   }
 
   TokenizerKind kind() const override { return TokenizerKind::kSpm; }
@@ -63,7 +78,7 @@ class SpmTokenizer final : public VocabTokenizer {
       if (vocab_->add_space_prefix && prev_special) buf.push_back(' ');
       buf.append(text.substr(f.offset, f.length));
       buf = ReplaceAll(buf, " ", kSpaceMark);
-      TokenizeWord(buf, &out);
+      TokenizeEscaped(buf, &out);
       prev_special = false;
     }
     if (options.add_special && vocab_->add_eos) out.push_back(vocab_->special.eos);
@@ -71,6 +86,29 @@ class SpmTokenizer final : public VocabTokenizer {
   }
 
  private:
+  void TokenizeEscaped(std::string_view text, std::vector<TokenId>* out) const {
+    if (!split_before_space_) {
+      TokenizeWord(text, out);
+      return;
+    }
+    // Cut only at symbol boundaries (the same UTF-8 stepping as TokenizeWord,
+    // so that invalid UTF-8 is split into the same symbols).
+    size_t start = 0;
+    bool prev_space = false;
+    for (size_t p = 0; p < text.size();) {
+      const size_t len =
+          std::min(Utf8SequenceLength(static_cast<uint8_t>(text[p])), text.size() - p);
+      const bool space = text.substr(p, len) == kSpaceMark;
+      if (space && !prev_space && p > start) {
+        TokenizeWord(text.substr(start, p - start), out);
+        start = p;
+      }
+      prev_space = space;
+      p += len;
+    }
+    TokenizeWord(text.substr(start), out);
+  }
+
   struct Symbol {
     int prev, next;
     size_t offset, length;  // bytes of the text; length 0 once merged away
@@ -134,6 +172,7 @@ class SpmTokenizer final : public VocabTokenizer {
   }
 
   TokenId byte_tokens_[256];
+  bool split_before_space_ = false;
 };
 
 }  // namespace
