@@ -4,6 +4,10 @@
 
 #include "backends/model/dequant.h"
 
+#if defined(__F16C__)
+#include <immintrin.h>
+#endif
+
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__)
 #include <immintrin.h>
 // GCC 12 reports its own _mm512_undefined_* placeholders inside the AVX-512
@@ -19,7 +23,11 @@ namespace {
 inline float Half(const uint8_t* p) {
   uint16_t h;
   std::memcpy(&h, p, 2);
+#if defined(__F16C__)
+  return _cvtsh_ss(h);  // one instruction instead of a branchy library call
+#else
   return Fp16ToFp32(h);
+#endif
 }
 
 // Generic path: dequantize up to 512 elements at a time into a stack buffer

@@ -1,0 +1,337 @@
+// bench/forward: prompt and decode speed of the transformer family on
+// synthetic llama models built in memory, each beside a roofline measured in
+// the same run on the same machine:
+//  - prompt: tokens/s of one Forward over a P-token prompt, against
+//    cblas_sgemm (OpenBLAS's own threads, same thread count) on exactly the
+//    products the prompt needs (the model's matrices times P rows);
+//  - decode: weight bytes read per token / time per token, against the
+//    bandwidth of a plain copy loop (bytes read + written) and of a plain
+//    read loop, both with the same threads over a buffer larger than caches.
+//
+//   forward [--threads 2] [--layers 8] [--embd 2048] [--ff 5632] [--heads 16]
+//           [--kv-heads 8] [--vocab 32000] [--prompt 512] [--decode 16]
+//           [--types f32,q8_0,q4_k]
+#include <cblas.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
+#include "backends/backend.h"
+#include "backends/kernels/thread_pool.h"
+#include "backends/model/dequant.h"
+#include "backends/model/gguf.h"
+#include "backends/model/gguf_writer.h"
+#include "backends/transformer/transformer.h"
+
+namespace cairn {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double Seconds(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); }
+
+struct Shape {
+  int64_t embd = 2048, ff = 5632, vocab = 32000;
+  int32_t layers = 8, heads = 16, kv_heads = 8;
+};
+
+struct Rng {
+  uint64_t s = 0x9E3779B97F4A7C15ULL;
+  uint64_t Next() {
+    s ^= s << 13;
+    s ^= s >> 7;
+    s ^= s << 17;
+    return s;
+  }
+  float Uniform(float a) {  // [-a, a)
+    return (static_cast<float>(Next() >> 40) * (1.0f / 16777216.0f) * 2.0f - 1.0f) * a;
+  }
+};
+
+// Random weights of `type`: F32 values uniform in +-1/sqrt(n_in); quantized
+// blocks get random quants and a valid fp16 scale (and min).
+std::vector<uint8_t> RandomMatrix(GgmlType type, int64_t n_in, int64_t n_out, Rng& rng) {
+  const size_t bytes = RowBytes(type, n_in) * static_cast<size_t>(n_out);
+  std::vector<uint8_t> data(bytes);
+  const float a = 1.0f / std::sqrt(static_cast<float>(n_in));
+  if (type == GgmlType::kF32) {
+    float* f = reinterpret_cast<float*>(data.data());
+    for (size_t i = 0; i < bytes / 4; ++i) f[i] = rng.Uniform(a);
+    return data;
+  }
+  for (size_t i = 0; i + 8 <= bytes; i += 8) {
+    uint64_t v = rng.Next();
+    std::memcpy(&data[i], &v, 8);
+  }
+  const GgmlTypeTraits& t = Traits(type);
+  const uint16_t d = Fp32ToFp16(type == GgmlType::kQ8_0 ? a / 64.0f : a / 64.0f);
+  const uint16_t dmin = Fp32ToFp16(a / 256.0f);
+  for (size_t off = 0; off < bytes; off += t.block_bytes) {
+    uint8_t* b = &data[off];
+    switch (type) {
+      case GgmlType::kQ6_K: std::memcpy(b + 208, &d, 2); break;
+      case GgmlType::kQ4_K:
+      case GgmlType::kQ5_K:
+      case GgmlType::kQ4_1:
+      case GgmlType::kQ5_1:
+        std::memcpy(b, &d, 2);
+        std::memcpy(b + 2, &dmin, 2);
+        break;
+      case GgmlType::kF16:
+      case GgmlType::kBF16:
+        break;
+      default: std::memcpy(b, &d, 2); break;
+    }
+  }
+  if (type == GgmlType::kF16) {
+    uint16_t* h = reinterpret_cast<uint16_t*>(data.data());
+    for (size_t i = 0; i < bytes / 2; ++i) h[i] = Fp32ToFp16(rng.Uniform(a));
+  }
+  return data;
+}
+
+std::unique_ptr<ModelFile> BuildModel(const Shape& s, GgmlType type) {
+  std::vector<uint8_t> image;
+  {
+    GgufWriter w;
+    Rng rng;
+    w.SetString("general.architecture", "llama");
+    w.SetString("general.name", "bench-llama");
+    w.SetUint32("llama.context_length", 4096);
+    w.SetUint32("llama.embedding_length", static_cast<uint32_t>(s.embd));
+    w.SetUint32("llama.block_count", static_cast<uint32_t>(s.layers));
+    w.SetUint32("llama.feed_forward_length", static_cast<uint32_t>(s.ff));
+    w.SetUint32("llama.attention.head_count", static_cast<uint32_t>(s.heads));
+    w.SetUint32("llama.attention.head_count_kv", static_cast<uint32_t>(s.kv_heads));
+    w.SetFloat32("llama.attention.layer_norm_rms_epsilon", 1e-5f);
+    w.SetFloat32("llama.rope.freq_base", 500000.0f);
+    const int64_t hd = s.embd / s.heads;
+    const int64_t kv = hd * s.kv_heads;
+    std::vector<float> ones(s.embd, 1.0f);
+    w.AddTensor("token_embd.weight", type, {s.embd, s.vocab}, RandomMatrix(type, s.embd, s.vocab, rng));
+    w.AddF32Tensor("output_norm.weight", {s.embd}, ones);
+    w.AddTensor("output.weight", type, {s.embd, s.vocab}, RandomMatrix(type, s.embd, s.vocab, rng));
+    for (int32_t l = 0; l < s.layers; ++l) {
+      const std::string p = "blk." + std::to_string(l) + ".";
+      w.AddF32Tensor(p + "attn_norm.weight", {s.embd}, ones);
+      w.AddF32Tensor(p + "ffn_norm.weight", {s.embd}, ones);
+      w.AddTensor(p + "attn_q.weight", type, {s.embd, s.embd}, RandomMatrix(type, s.embd, s.embd, rng));
+      w.AddTensor(p + "attn_k.weight", type, {s.embd, kv}, RandomMatrix(type, s.embd, kv, rng));
+      w.AddTensor(p + "attn_v.weight", type, {s.embd, kv}, RandomMatrix(type, s.embd, kv, rng));
+      w.AddTensor(p + "attn_output.weight", type, {s.embd, s.embd}, RandomMatrix(type, s.embd, s.embd, rng));
+      w.AddTensor(p + "ffn_gate.weight", type, {s.embd, s.ff}, RandomMatrix(type, s.embd, s.ff, rng));
+      w.AddTensor(p + "ffn_up.weight", type, {s.embd, s.ff}, RandomMatrix(type, s.embd, s.ff, rng));
+      w.AddTensor(p + "ffn_down.weight", type, {s.ff, s.embd}, RandomMatrix(type, s.ff, s.embd, rng));
+    }
+    image = w.Serialize();
+  }
+  auto m = ModelFile::FromBuffer(image, "bench-llama");
+  if (!m.ok()) {
+    std::fprintf(stderr, "building the synthetic model failed: %s\n", m.status().ToString().c_str());
+    return nullptr;
+  }
+  return std::move(*m);
+}
+
+// The (n_in, n_out) products of one prompt step, with multiplicity.
+std::vector<std::pair<int64_t, int64_t>> Products(const Shape& s) {
+  const int64_t kv = s.embd / s.heads * s.kv_heads;
+  return {{s.embd, s.embd}, {s.embd, kv}, {s.embd, kv}, {s.embd, s.embd},
+          {s.embd, s.ff},   {s.embd, s.ff}, {s.ff, s.embd}};
+}
+
+// Seconds cblas_sgemm (OpenBLAS threads = n_threads) needs for all products
+// of a `rows`-token prompt: every layer's matrices. The output head is left
+// out (the backend applies it to the last row only: 1/rows of a layer's work),
+// which makes the reference slightly faster than the prompt can be.
+double SgemmSeconds(const Shape& s, int64_t rows, int n_threads) {
+  openblas_set_num_threads(n_threads);
+  double total = 0;
+  std::map<std::pair<int64_t, int64_t>, double> cache;
+  for (auto shape : Products(s)) {
+    auto it = cache.find(shape);
+    if (it == cache.end()) {
+      const int64_t K = shape.first, N = shape.second;
+      std::vector<float> a(rows * K, 0.01f), b(N * K, 0.02f), c(rows * N);
+      double best = 1e30;
+      for (int rep = 0; rep < 3; ++rep) {
+        auto t0 = Clock::now();
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(rows), static_cast<int>(N),
+                    static_cast<int>(K), 1.0f, a.data(), static_cast<int>(K), b.data(), static_cast<int>(K), 0.0f,
+                    c.data(), static_cast<int>(N));
+        best = std::min(best, Seconds(t0, Clock::now()));
+      }
+      it = cache.emplace(shape, best).first;
+    }
+    total += it->second;
+  }
+  openblas_set_num_threads(1);
+  return total * s.layers;
+}
+
+double MatmulFlops(const Shape& s, int64_t rows) {
+  double per_row = 0;
+  for (auto [k, n] : Products(s)) per_row += 2.0 * static_cast<double>(k) * static_cast<double>(n);
+  return per_row * s.layers * static_cast<double>(rows);
+}
+
+// Bytes/s of a copy loop (read + write counted) and of a read-only loop,
+// n_threads threads over `bytes` (well beyond the caches).
+std::pair<double, double> Bandwidth(size_t bytes, int n_threads) {
+  const size_t n = bytes / sizeof(float);
+  std::vector<float> src(n, 1.0f), dst(n, 0.0f);
+  ThreadPool pool(n_threads);
+  double best_copy = 1e30, best_read = 1e30;
+  std::vector<double> sums(64, 0.0);
+  for (int rep = 0; rep < 4; ++rep) {
+    auto t0 = Clock::now();
+    pool.ParallelFor(static_cast<int64_t>(n), 1 << 16, [&](int64_t b, int64_t e) {
+      std::memcpy(dst.data() + b, src.data() + b, static_cast<size_t>(e - b) * sizeof(float));
+    });
+    best_copy = std::min(best_copy, Seconds(t0, Clock::now()));
+    t0 = Clock::now();
+    pool.ParallelFor(static_cast<int64_t>(n), 1 << 16, [&](int64_t b, int64_t e) {
+      float acc[16] = {};
+      for (int64_t i = b; i + 16 <= e; i += 16)
+        for (int k = 0; k < 16; ++k) acc[k] += src[i + k];
+      float t = 0;
+      for (float x : acc) t += x;
+      sums[(b * 64 / static_cast<int64_t>(n)) % 64] += t;
+    });
+    best_read = std::min(best_read, Seconds(t0, Clock::now()));
+  }
+  if (sums[0] == -1.0) std::printf("%f\n", sums[0]);  // keeps the read loop alive
+  return {2.0 * static_cast<double>(bytes) / best_copy, static_cast<double>(bytes) / best_read};
+}
+
+struct Result {
+  std::string type;
+  double weight_gib = 0;
+  double prompt_tps = 0, sgemm_tps = 0;
+  double decode_tps = 0, decode_gbs = 0;
+};
+
+Result RunOne(const Shape& s, GgmlType type, int threads, int64_t prompt, int decode) {
+  Result r;
+  r.type = std::string(TypeName(type));
+  std::unique_ptr<ModelFile> model = BuildModel(s, type);
+  if (!model) return r;
+  BackendOptions opt;
+  opt.n_threads = threads;
+  auto backend = CreateTransformerBackend(std::shared_ptr<const ModelFile>(std::move(model)), opt);
+  if (!backend.ok()) {
+    std::fprintf(stderr, "backend: %s\n", backend.status().ToString().c_str());
+    return r;
+  }
+  Backend& b = **backend;
+  r.weight_gib = static_cast<double>(b.info().weight_bytes) / (1 << 30);
+  Rng rng;
+  std::vector<TokenId> tokens(prompt + decode);
+  for (auto& t : tokens) t = static_cast<TokenId>(rng.Next() % static_cast<uint64_t>(s.vocab));
+
+  // Prompt: best of two fresh sequences.
+  double best_prompt = 1e30;
+  for (int rep = 0; rep < 2; ++rep) {
+    auto mem = b.NewSequence();
+    const int32_t last = static_cast<int32_t>(prompt - 1);
+    SequenceRun run{mem->get(), 0, std::span<const TokenId>(tokens).subspan(0, prompt), nullptr,
+                    std::span<const int32_t>(&last, 1)};
+    auto t0 = Clock::now();
+    auto out = b.Forward(std::span<const SequenceRun>(&run, 1));
+    best_prompt = std::min(best_prompt, Seconds(t0, Clock::now()));
+    if (!out.ok()) std::fprintf(stderr, "prompt: %s\n", out.status().ToString().c_str());
+  }
+  r.prompt_tps = static_cast<double>(prompt) / best_prompt;
+  r.sgemm_tps = static_cast<double>(prompt) / SgemmSeconds(s, prompt, threads);
+
+  // Decode: one token per Forward after a short prompt (attention stays small).
+  auto mem = b.NewSequence();
+  const int32_t row0 = 0;
+  for (int i = 0; i < 4; ++i) {  // warm-up
+    SequenceRun run{mem->get(), i, std::span<const TokenId>(tokens).subspan(i, 1), nullptr,
+                    std::span<const int32_t>(&row0, 1)};
+    (void)b.Forward(std::span<const SequenceRun>(&run, 1));
+  }
+  auto t0 = Clock::now();
+  for (int i = 0; i < decode; ++i) {
+    const Pos p = 4 + i;
+    SequenceRun run{mem->get(), p, std::span<const TokenId>(tokens).subspan(p, 1), nullptr,
+                    std::span<const int32_t>(&row0, 1)};
+    auto out = b.Forward(std::span<const SequenceRun>(&run, 1));
+    if (!out.ok()) std::fprintf(stderr, "decode: %s\n", out.status().ToString().c_str());
+  }
+  const double per_token = Seconds(t0, Clock::now()) / decode;
+  r.decode_tps = 1.0 / per_token;
+  r.decode_gbs = static_cast<double>(b.info().weight_bytes) / per_token / 1e9;
+  return r;
+}
+
+}  // namespace
+}  // namespace cairn
+
+int main(int argc, char** argv) {
+  using namespace cairn;
+  Shape s;
+  int threads = 2;
+  int64_t prompt = 512;
+  int decode = 16;
+  std::string types = "f32,q8_0,q4_k";
+  for (int i = 1; i + 1 < argc; i += 2) {
+    std::string k = argv[i], v = argv[i + 1];
+    bool ok = true;
+    if (k == "--threads") ok = absl::SimpleAtoi(v, &threads);
+    else if (k == "--layers") ok = absl::SimpleAtoi(v, &s.layers);
+    else if (k == "--embd") ok = absl::SimpleAtoi(v, &s.embd);
+    else if (k == "--ff") ok = absl::SimpleAtoi(v, &s.ff);
+    else if (k == "--heads") ok = absl::SimpleAtoi(v, &s.heads);
+    else if (k == "--kv-heads") ok = absl::SimpleAtoi(v, &s.kv_heads);
+    else if (k == "--vocab") ok = absl::SimpleAtoi(v, &s.vocab);
+    else if (k == "--prompt") ok = absl::SimpleAtoi(v, &prompt);
+    else if (k == "--decode") ok = absl::SimpleAtoi(v, &decode);
+    else if (k == "--types") types = v;
+    else ok = false;
+    if (!ok) {
+      std::fprintf(stderr, "bad flag %s %s\n", k.c_str(), v.c_str());
+      return 2;
+    }
+  }
+  std::printf("synthetic llama: n_embd %lld, %d layers, %d/%d heads, ffn %lld, vocab %lld; %d threads; "
+              "prompt %lld tokens, decode %d tokens\n",
+              static_cast<long long>(s.embd), s.layers, s.heads, s.kv_heads, static_cast<long long>(s.ff),
+              static_cast<long long>(s.vocab), threads, static_cast<long long>(prompt), decode);
+  auto [copy_bw, read_bw] = Bandwidth(size_t{1} << 30, threads);
+  std::printf("rooflines: copy loop %.1f GB/s (read+write), read loop %.1f GB/s; ", copy_bw / 1e9, read_bw / 1e9);
+  const double sgemm_flops = MatmulFlops(s, prompt) / SgemmSeconds(s, prompt, threads);
+  std::printf("cblas_sgemm on the prompt's products %.1f GFLOP/s\n\n", sgemm_flops / 1e9);
+  std::printf("%-6s %9s | %12s %12s %7s | %11s %9s %10s %10s\n", "type", "weights", "prompt t/s", "sgemm t/s",
+              "%sgemm", "decode t/s", "GB/s", "%copy", "%read");
+  for (absl::string_view t : absl::StrSplit(types, ',')) {
+    GgmlType type;
+    if (t == "f32") type = GgmlType::kF32;
+    else if (t == "f16") type = GgmlType::kF16;
+    else if (t == "q8_0") type = GgmlType::kQ8_0;
+    else if (t == "q4_0") type = GgmlType::kQ4_0;
+    else if (t == "q4_k") type = GgmlType::kQ4_K;
+    else if (t == "q5_k") type = GgmlType::kQ5_K;
+    else if (t == "q6_k") type = GgmlType::kQ6_K;
+    else {
+      std::fprintf(stderr, "unknown type %s\n", std::string(t).c_str());
+      return 2;
+    }
+    Result r = RunOne(s, type, threads, prompt, decode);
+    std::printf("%-6s %7.2f G | %12.1f %12.1f %6.0f%% | %11.2f %9.1f %9.0f%% %9.0f%%\n", r.type.c_str(),
+                r.weight_gib, r.prompt_tps, r.sgemm_tps, 100.0 * r.prompt_tps / r.sgemm_tps, r.decode_tps,
+                r.decode_gbs, 100.0 * r.decode_gbs * 1e9 / copy_bw, 100.0 * r.decode_gbs * 1e9 / read_bw);
+    std::fflush(stdout);
+  }
+  return 0;
+}
