@@ -10,7 +10,6 @@
 #include <cstring>
 #include <filesystem>
 #include <limits>
-#include <regex>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -383,10 +382,20 @@ struct SplitName {
 };
 
 std::optional<SplitName> ParseSplitName(const std::string& path) {
-  static const std::regex kPattern(R"(^(.*)-(\d{5})-of-(\d{5})\.gguf$)");
-  std::smatch m;
-  if (!std::regex_match(path, m, kPattern)) return std::nullopt;
-  SplitName s{m[1].str(), std::stoi(m[2].str()), std::stoi(m[3].str())};
+  // Suffix "-NNNNN-of-MMMMM.gguf" is 20 characters.
+  constexpr size_t kSuffix = 20;
+  if (path.size() <= kSuffix) return std::nullopt;
+  const std::string_view tail = std::string_view(path).substr(path.size() - kSuffix);
+  auto digits = [](std::string_view s) {
+    int v = 0;
+    for (char ch : s) {
+      if (ch < '0' || ch > '9') return -1;
+      v = v * 10 + (ch - '0');
+    }
+    return v;
+  };
+  if (tail[0] != '-' || tail.substr(6, 4) != "-of-" || tail.substr(15) != ".gguf") return std::nullopt;
+  SplitName s{path.substr(0, path.size() - kSuffix), digits(tail.substr(1, 5)), digits(tail.substr(10, 5))};
   if (s.index < 1 || s.count < 1 || s.index > s.count) return std::nullopt;
   return s;
 }
