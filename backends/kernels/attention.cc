@@ -20,19 +20,21 @@ void Attention(const AttentionParams& p, const AttentionArgs& a, ThreadPool& poo
       const int32_t hk = h / group;
       const float* qh = a.q + i * a.q_stride + static_cast<int64_t>(h) * p.head_dim_k;
       float* o = a.out + i * a.out_stride + static_cast<int64_t>(h) * p.head_dim_v;
-      const int64_t n = a.kv_end[i];
+      const int64_t b = a.kv_begin ? a.kv_begin[i] : 0;
+      const int64_t n = a.kv_end[i] > b ? a.kv_end[i] - b : 0;  // rows b .. b + n - 1
       scores.resize(static_cast<size_t>(n > 0 ? n : 1));
-      for (int64_t j = 0; j < n; ++j) {
+      for (int64_t jj = 0; jj < n; ++jj) {
+        const int64_t j = b + jj;
         float s = DotF32(qh, a.k + j * a.k_stride + static_cast<int64_t>(hk) * p.head_dim_k, p.head_dim_k) * p.scale;
         if (p.softcap > 0.0f) s = p.softcap * std::tanh(s / p.softcap);
         if (p.window > 0 && a.q_pos[i] - a.kv_pos[j] >= p.window) s = -std::numeric_limits<float>::infinity();
-        scores[j] = s;
+        scores[jj] = s;
       }
       SoftmaxInPlace(scores.data(), n);
       for (int32_t d = 0; d < p.head_dim_v; ++d) o[d] = 0.0f;
-      for (int64_t j = 0; j < n; ++j) {
-        if (scores[j] == 0.0f) continue;
-        AxpyF32(scores[j], a.v + j * a.v_stride + static_cast<int64_t>(hk) * p.head_dim_v, o, p.head_dim_v);
+      for (int64_t jj = 0; jj < n; ++jj) {
+        if (scores[jj] == 0.0f) continue;
+        AxpyF32(scores[jj], a.v + (b + jj) * a.v_stride + static_cast<int64_t>(hk) * p.head_dim_v, o, p.head_dim_v);
       }
     }
   });

@@ -24,14 +24,18 @@ struct AttentionParams {
 //   q   [n_q][n_head * head_dim_k]
 //   k   [n_kv][n_head_kv * head_dim_k],  v [n_kv][n_head_kv * head_dim_v]
 //   out [n_q][n_head * head_dim_v]   (must not alias q, k or v)
-// Query i sees kv rows j < kv_end[i] (causal in row order), and when a window
-// is set only those with q_pos[i] - kv_pos[j] < window. A query that sees no
-// row gets zeros. Parallel over (query, head) pairs on `pool`.
+// Query i sees kv rows kv_begin[i] <= j < kv_end[i] (causal in row order;
+// kv_begin null means 0), and when a window is set only those with
+// q_pos[i] - kv_pos[j] < window. kv_begin lets a caller whose rows are in
+// position order skip rows a window hides without scoring them (SWA over a
+// long run). A query that sees no row gets zeros. Parallel over (query, head)
+// pairs on `pool`.
 struct AttentionArgs {
   const float* q = nullptr;
   int64_t q_stride = 0;
   int64_t n_q = 0;
   const int32_t* kv_end = nullptr;  // [n_q]
+  const int32_t* kv_begin = nullptr;  // [n_q] or null (every query starts at row 0)
   const int32_t* q_pos = nullptr;   // [n_q], used only with a window
   const float* k = nullptr;
   int64_t k_stride = 0;

@@ -1,0 +1,54 @@
+// The sliding-window family: decoder-only models that interleave local
+// (sliding-window) and global attention layers. Architectures:
+//  - gemma3: layer il is local iff il % P < P - 1 (P = sliding_window_pattern,
+//    default 6); window W = attention.sliding_window (absent or 0: every layer
+//    global); local layers use RoPE base rope.freq_base_swa (default 1e4)
+//    unscaled, global layers rope.freq_base with linear scaling; NEOX RoPE,
+//    per-head q/k RMS norms, sandwich norms around attention and FFN, GeGLU
+//    (tanh GELU), embeddings scaled by sqrt(n_embd), optional final logit
+//    soft cap (final_logit_softcapping).
+//  - gemma2: the same block without q/k norms; window default 4096, pattern
+//    2, attention logit soft cap (attn_logit_softcapping, default 50) and
+//    final soft cap (default 30).
+// A query at position p of a local layer sees keys at p - W + 1 .. p, as in
+// llama.cpp. Memory: SwaMemory (rings for local layers, full K/V for global).
+#ifndef CAIRN_BACKENDS_SWA_SWA_BACKEND_H_
+#define CAIRN_BACKENDS_SWA_SWA_BACKEND_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "backends/backend.h"
+
+namespace cairn {
+
+inline constexpr char kSwaFamily[] = "swa";
+
+// The architectures this family serves.
+std::vector<std::string> SwaArchs();
+
+struct SwaOptions {
+  // Positions each ring keeps beyond the W - 1 the next query needs: how far
+  // a sequence can be cut back without a checkpoint right after a Forward.
+  // 512 matches the reach of llama.cpp's SWA cache (W + its default ubatch).
+  // Runs of any length are accepted whatever the slack.
+  int32_t rollback_slack = 512;
+};
+
+// Loads the model's hyperparameters and weights. Errors: INVALID_ARGUMENT for
+// a file of another architecture, missing/inconsistent tensors or metadata
+// (the message names them), or a non-positive slack; UNIMPLEMENTED for RoPE
+// scaling kinds other than linear/none.
+absl::StatusOr<std::unique_ptr<Backend>> CreateSwaBackend(std::shared_ptr<const ModelFile> model,
+                                                          const BackendOptions& options,
+                                                          const SwaOptions& swa_options = SwaOptions());
+
+// Registers the family under kSwaFamily for SwaArchs() (default SwaOptions).
+absl::Status RegisterSwaFamily(BackendRegistry& registry);
+
+}  // namespace cairn
+
+#endif  // CAIRN_BACKENDS_SWA_SWA_BACKEND_H_
