@@ -1,0 +1,748 @@
+#include "checkpoint/engine.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+
+namespace cairn::checkpoint {
+namespace {
+
+// Live sequence ids share the index's id space with store ids (which count
+// up from 1): the top bits keep them apart.
+constexpr uint64_t kLiveIdBase = uint64_t{1} << 62;
+constexpr char kTagMagic[4] = {'C', 'K', 'T', '1'};
+
+double SecondsSince(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace
+
+struct Sequence::State {
+  std::mutex mu;  // held by engine calls on this sequence; others try_lock to copy it
+  uint64_t live_id = 0;
+  std::string tenant;
+  std::unique_ptr<SequenceMemory> memory;
+  SymbolPath history;
+  // Logits of the row before history position `logits_depth` (the end of
+  // the last prompt); valid while the history keeps that prefix.
+  std::vector<float> logits;
+  size_t logits_depth = 0;
+  // Symbols at the newest checkpoint on the current history (for the value
+  // of the next one: the recomputation it saves beyond that one).
+  size_t newest_depth = 0;
+};
+
+struct CheckpointEngine::Plan {
+  ReuseCandidate c;
+  EntryKind base_kind = EntryKind::kFull;  // kFull: store id; kLive: live sequence id
+  uint64_t base_id = 0;
+  size_t base_needs = 0;    // symbols of the prompt the base must hold
+  uint64_t ckpt_id = 0;     // checkpoint-scope snapshot to restore (last)
+  size_t restored_depth = 0;  // symbols of the restored state (on the prompt's path)
+  Pos restored_pos = -1;
+};
+
+Sequence::Sequence(CheckpointEngine* engine, std::shared_ptr<State> state)
+    : engine_(engine), state_(std::move(state)) {}
+
+Sequence::~Sequence() { engine_->Unregister(*state_); }
+
+const std::string& Sequence::tenant() const { return state_->tenant; }
+const SymbolPath& Sequence::history() const { return state_->history; }
+Pos Sequence::next_pos() const { return state_->memory->next_pos(); }
+SequenceMemory* Sequence::memory() { return state_->memory.get(); }
+
+CheckpointEngine::CheckpointEngine(Backend* backend, std::shared_ptr<CheckpointStore> store,
+                                   std::unique_ptr<PrefixIndex> index,
+                                   const CheckpointOptions& options)
+    : backend_(backend),
+      store_(std::move(store)),
+      index_(std::move(index)),
+      options_(options),
+      policy_(backend->info().caps, options.policy()) {}
+
+absl::StatusOr<std::unique_ptr<CheckpointEngine>> CheckpointEngine::Create(
+    Backend* backend, std::shared_ptr<CheckpointStore> store, const CheckpointOptions& options) {
+  if (backend == nullptr) return absl::InvalidArgumentError("checkpoint engine needs a backend");
+  if (options.enabled && store == nullptr) {
+    return absl::InvalidArgumentError("checkpointing is on but no store was given");
+  }
+  if (options.prefill_chunk <= 0 || options.every_n < 0 || options.min_branch_preserve < 0) {
+    return absl::InvalidArgumentError("bad checkpoint options");
+  }
+  absl::StatusOr<std::unique_ptr<PrefixIndex>> index = PrefixIndex::Create();
+  if (!index.ok()) return index.status();
+  std::unique_ptr<CheckpointEngine> engine(
+      new CheckpointEngine(backend, std::move(store), std::move(*index), options));
+  if (engine->store_ != nullptr) {
+    PrefixIndex* idx = engine->index_.get();
+    engine->listener_ = engine->store_->AddDropListener([idx](CheckpointId id) { idx->Remove(id); });
+    engine->ReindexRecovered();
+  }
+  return engine;
+}
+
+CheckpointEngine::~CheckpointEngine() {
+  if (store_ != nullptr && listener_ != 0) store_->RemoveDropListener(listener_);
+}
+
+std::string CheckpointEngine::EncodeTag(const std::string& tenant, std::span<const SymbolKey> path,
+                                        bool has_logits) const {
+  // Only a disk tier outlives the process: without one the index is the
+  // only reader and the tag would be wasted bytes.
+  if (store_ == nullptr || store_->options().disk_dir.empty()) return {};
+  std::string tag(kTagMagic, sizeof(kTagMagic));
+  const uint32_t tl = static_cast<uint32_t>(tenant.size());
+  const uint64_t n = path.size();
+  tag.append(reinterpret_cast<const char*>(&tl), sizeof(tl));
+  tag.append(tenant);
+  tag.push_back(has_logits ? 1 : 0);
+  tag.append(reinterpret_cast<const char*>(&n), sizeof(n));
+  tag.append(reinterpret_cast<const char*>(path.data()), path.size() * sizeof(SymbolKey));
+  return tag;
+}
+
+void CheckpointEngine::ReindexRecovered() {
+  absl::StatusOr<std::unique_ptr<SequenceMemory>> probe = backend_->NewSequence();
+  if (!probe.ok()) return;
+  absl::StatusOr<Snapshot> empty = (*probe)->Capture(SnapshotScope::kFull);
+  if (!empty.ok()) return;
+  for (const CheckpointInfo& info : store_->List()) {
+    if (info.layout != empty->layout) continue;  // another model's
+    const std::string& t = info.tag;
+    if (t.size() < 4 + 4 || std::memcmp(t.data(), kTagMagic, 4) != 0) continue;
+    uint32_t tl = 0;
+    std::memcpy(&tl, t.data() + 4, 4);
+    if (t.size() < 8 + size_t{tl} + 1 + 8) continue;
+    std::string tenant = t.substr(8, tl);
+    const bool has_logits = t[8 + tl] != 0;
+    uint64_t n = 0;
+    std::memcpy(&n, t.data() + 9 + tl, 8);
+    if (t.size() != 17 + size_t{tl} + n * sizeof(SymbolKey)) continue;
+    std::vector<SymbolKey> path(n);
+    std::memcpy(path.data(), t.data() + 17 + tl, n * sizeof(SymbolKey));
+    IndexEntry e;
+    e.kind = info.scope == SnapshotScope::kFull ? EntryKind::kFull : EntryKind::kCheckpoint;
+    e.id = info.id;
+    e.pos = info.pos;
+    e.has_logits = has_logits;
+    e.bytes = info.bytes;
+    index_->Insert(tenant, path, e).IgnoreError();
+  }
+}
+
+absl::StatusOr<std::unique_ptr<Sequence>> CheckpointEngine::NewSequence(const std::string& tenant) {
+  absl::StatusOr<std::unique_ptr<SequenceMemory>> memory = backend_->NewSequence();
+  if (!memory.ok()) return memory.status();
+  auto state = std::make_shared<Sequence::State>();
+  state->tenant = tenant;
+  state->memory = std::move(*memory);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    state->live_id = kLiveIdBase + next_live_++;
+    live_[state->live_id] = state;
+  }
+  return std::unique_ptr<Sequence>(new Sequence(this, std::move(state)));
+}
+
+absl::StatusOr<std::unique_ptr<Sequence>> CheckpointEngine::Fork(Sequence& source) {
+  absl::StatusOr<std::unique_ptr<Sequence>> fork = NewSequence(source.state_->tenant);
+  if (!fork.ok()) return fork.status();
+  Sequence::State& src = *source.state_;
+  Sequence::State& dst = *(*fork)->state_;
+  std::lock_guard<std::mutex> lock(src.mu);
+  if (src.memory->next_pos() > 0) {
+    absl::StatusOr<Snapshot> snap = src.memory->Capture(SnapshotScope::kFull);
+    if (!snap.ok()) return snap.status();
+    if (absl::Status s = dst.memory->Restore(*snap); !s.ok()) return s;
+  }
+  dst.history = src.history;
+  dst.logits = src.logits;
+  dst.logits_depth = src.logits_depth;
+  dst.newest_depth = src.newest_depth;
+  return fork;
+}
+
+void CheckpointEngine::Unregister(Sequence::State& s) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    live_.erase(s.live_id);
+  }
+  index_->Remove(s.live_id);
+}
+
+void CheckpointEngine::Publish(Sequence::State& s) {
+  if (!enabled()) return;
+  index_->Remove(s.live_id);
+  if (s.history.empty()) return;
+  IndexEntry e;
+  e.kind = EntryKind::kLive;
+  e.id = s.live_id;
+  e.pos = s.memory->next_pos();
+  e.bytes = s.memory->Bytes(SnapshotScope::kFull);
+  index_->Insert(s.tenant, s.history.keys(), e).IgnoreError();
+}
+
+EngineStats CheckpointEngine::stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return stats_;
+}
+
+absl::Status CheckpointEngine::Validate(const Prompt& prompt) const {
+  const ModelInfo& info = backend_->info();
+  if (prompt.empty()) return absl::InvalidArgumentError("empty prompt");
+  for (size_t i = 0; i < prompt.size(); ++i) {
+    if (prompt.is_chunk(i)) {
+      if (!info.accepts_embeddings) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("model ", info.name, " does not take embedding chunks"));
+      }
+      // The chunk key hashed n_rows * n_embd floats; Forward reads as many.
+      continue;
+    }
+    const TokenId t = prompt.token(i);
+    if (t < 0 || t >= info.n_vocab) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("token id ", t, " at ", i, " is outside the vocabulary [0, ", info.n_vocab, ")"));
+    }
+  }
+  if (info.n_ctx_train > 0 && prompt.positions() > info.n_ctx_train) {
+    return absl::ResourceExhaustedError(absl::StrCat("prompt of ", prompt.positions(),
+                                                     " positions exceeds the context of ",
+                                                     info.n_ctx_train));
+  }
+  return absl::OkStatus();
+}
+
+std::vector<CheckpointEngine::Plan> CheckpointEngine::Candidates(
+    Sequence::State& s, const Prompt& prompt, const IndexMatch& match,
+    const std::vector<uint64_t>& excluded) const {
+  const size_t n = prompt.size();
+  const size_t L = CommonPrefix(s.history.keys(), prompt.keys());
+  const MemoryCapabilities caps = s.memory->caps();
+  const MemoryCapabilities static_caps = backend_->info().caps;
+  const Pos next = s.memory->next_pos();
+  auto is_excluded = [&](uint64_t id) {
+    return std::find(excluded.begin(), excluded.end(), id) != excluded.end();
+  };
+  std::vector<Plan> out;
+  {  // From scratch: always possible.
+    Plan p;
+    p.c = {ReuseKind::kLive, 0, 0, 0, false};
+    out.push_back(p);
+  }
+  {  // The sequence itself, cut back if needed.
+    size_t d = std::min(L, n);
+    const bool logits = d == n && s.logits_depth == n && !s.logits.empty();
+    if (d == n && !logits) d = n - 1;
+    if (CheckpointPolicy::CanCut(caps, next, prompt.pos_after(d))) {
+      Plan p;
+      p.c = {ReuseKind::kLive, d, prompt.pos_after(d), 0, logits};
+      out.push_back(p);
+    }
+  }
+  if (!enabled()) return out;
+
+  // Cheapest base holding at least `need` prompt symbols (a full snapshot or
+  // another sequence); false when none.
+  auto find_base = [&](size_t need, Plan& p) {
+    bool found = false;
+    auto consider = [&](const IndexHit& h) {
+      if (h.entry.kind == EntryKind::kCheckpoint || h.entry.id == s.live_id || is_excluded(h.entry.id)) {
+        return;
+      }
+      if (!found || h.entry.bytes < p.c.copy_bytes) {
+        p.base_kind = h.entry.kind;
+        p.base_id = h.entry.id;
+        p.base_needs = need;
+        p.c.copy_bytes = h.entry.bytes;
+        found = true;
+      }
+    };
+    for (const IndexHit& h : match.on_path) {
+      if (h.depth >= need) consider(h);
+    }
+    if (match.matched >= need) {
+      for (const IndexHit& h : match.below) consider(h);
+    }
+    return found;
+  };
+
+  for (const IndexHit& h : match.on_path) {
+    const size_t e = h.depth;
+    if (e == 0 || e > n || is_excluded(h.entry.id) || h.entry.id == s.live_id) continue;
+    const bool logits = e == n && h.entry.has_logits;
+    Plan p;
+    p.restored_depth = e;
+    p.restored_pos = h.entry.pos;
+    if (e == n && !logits) {
+      // The state is at the prompt end but the last row's logits are
+      // missing: usable only when it can be cut back one symbol.
+      if (!CheckpointPolicy::CanCut(static_caps, h.entry.pos, prompt.pos_after(n - 1))) continue;
+      p.c.symbols = n - 1;
+    } else {
+      p.c.symbols = e;
+    }
+    p.c.positions = prompt.pos_after(p.c.symbols);
+    p.c.has_logits = logits;
+    switch (h.entry.kind) {
+      case EntryKind::kCheckpoint: {
+        if (p.c.symbols != e) continue;  // a checkpoint scope snapshot cannot be cut further here
+        p.ckpt_id = h.entry.id;
+        if (L >= e) {
+          p.c.kind = ReuseKind::kCheckpointOnLive;
+          p.c.copy_bytes = h.entry.bytes;
+        } else {
+          if (!find_base(e, p)) continue;
+          p.c.kind = ReuseKind::kBaseAndCheckpoint;
+          p.c.copy_bytes += h.entry.bytes;
+        }
+        break;
+      }
+      case EntryKind::kFull:
+        p.c.kind = ReuseKind::kFullSnapshot;
+        p.base_kind = EntryKind::kFull;
+        p.base_id = h.entry.id;
+        p.base_needs = e;
+        p.c.copy_bytes = h.entry.bytes;
+        break;
+      case EntryKind::kLive:
+        p.c.kind = ReuseKind::kOtherSequence;
+        p.c.has_logits = false;
+        if (e == n) {
+          if (!CheckpointPolicy::CanCut(static_caps, h.entry.pos, prompt.pos_after(n - 1))) continue;
+          p.c.symbols = n - 1;
+          p.c.positions = prompt.pos_after(n - 1);
+        }
+        p.base_kind = EntryKind::kLive;
+        p.base_id = h.entry.id;
+        p.base_needs = p.c.symbols;
+        p.c.copy_bytes = h.entry.bytes;
+        break;
+    }
+    out.push_back(p);
+  }
+  // Full states that continue differently: restore, then cut back to the
+  // shared part (memories that can be cut that far only).
+  for (const IndexHit& h : match.below) {
+    if (h.entry.id == s.live_id || is_excluded(h.entry.id)) continue;
+    const size_t d = std::min(match.matched, n - 1);
+    if (d == 0 || !CheckpointPolicy::CanCut(static_caps, h.entry.pos, prompt.pos_after(d))) continue;
+    Plan p;
+    p.c = {h.entry.kind == EntryKind::kFull ? ReuseKind::kFullSnapshot : ReuseKind::kOtherSequence,
+           d, prompt.pos_after(d), h.entry.bytes, false};
+    p.base_kind = h.entry.kind;
+    p.base_id = h.entry.id;
+    p.base_needs = d;
+    p.restored_depth = d;
+    p.restored_pos = h.entry.pos;
+    out.push_back(p);
+  }
+  return out;
+}
+
+absl::StatusOr<Snapshot> CheckpointEngine::CaptureOther(uint64_t live_id, const Prompt& prompt,
+                                                        size_t depth) {
+  std::shared_ptr<Sequence::State> other;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = live_.find(live_id);
+    if (it != live_.end()) other = it->second.lock();
+  }
+  if (other == nullptr) return absl::NotFoundError("sequence is gone");
+  // Never wait for another session: if it is busy, use something else.
+  std::unique_lock<std::mutex> lock(other->mu, std::try_to_lock);
+  if (!lock.owns_lock()) return absl::UnavailableError("sequence is busy");
+  if (CommonPrefix(other->history.keys(), prompt.keys()) < depth) {
+    return absl::FailedPreconditionError("sequence moved on");
+  }
+  return other->memory->Capture(SnapshotScope::kFull);
+}
+
+absl::Status CheckpointEngine::Apply(Sequence::State& s, const Prompt& prompt, const Plan& plan,
+                                     std::vector<float>* logits, uint64_t* failed_id) {
+  const size_t d = plan.c.symbols;
+  const Pos target = prompt.pos_after(d);
+  if (plan.c.kind == ReuseKind::kLive) {
+    if (s.memory->next_pos() != target) {
+      if (absl::Status st = s.memory->Truncate(target); !st.ok()) return st;
+    }
+    s.history.Resize(d);
+    if (plan.c.has_logits) *logits = s.logits;
+    return absl::OkStatus();
+  }
+  // Fetch everything first: a missing or corrupt snapshot then changes nothing.
+  std::shared_ptr<const Checkpoint> base_cp, ckpt;
+  Snapshot other;
+  const bool has_base = plan.c.kind != ReuseKind::kCheckpointOnLive;
+  if (has_base) {
+    if (plan.base_kind == EntryKind::kFull) {
+      absl::StatusOr<std::shared_ptr<const Checkpoint>> got = store_->Get(plan.base_id);
+      if (!got.ok()) {
+        *failed_id = plan.base_id;
+        return got.status();
+      }
+      base_cp = std::move(*got);
+    } else {
+      absl::StatusOr<Snapshot> got = CaptureOther(plan.base_id, prompt, plan.base_needs);
+      if (!got.ok()) {
+        *failed_id = plan.base_id;
+        return got.status();
+      }
+      other = std::move(*got);
+    }
+  }
+  if (plan.ckpt_id != 0) {
+    absl::StatusOr<std::shared_ptr<const Checkpoint>> got = store_->Get(plan.ckpt_id);
+    if (!got.ok()) {
+      *failed_id = plan.ckpt_id;
+      return got.status();
+    }
+    ckpt = std::move(*got);
+  }
+  if (has_base) {
+    const Snapshot& snap = base_cp ? base_cp->snapshot : other;
+    if (absl::Status st = s.memory->Restore(snap); !st.ok()) {
+      *failed_id = plan.base_id;
+      return st;
+    }
+    // From here on the sequence no longer holds its old history.
+    s.history.AssignPrefix(prompt.path(), 0);
+    s.logits.clear();
+    s.logits_depth = 0;
+    if (plan.ckpt_id == 0 && s.memory->next_pos() != target) {
+      if (absl::Status st = s.memory->Truncate(target); !st.ok()) {
+        *failed_id = plan.base_id;
+        return st;
+      }
+    }
+    if (plan.ckpt_id == 0 && plan.c.has_logits && base_cp) *logits = base_cp->logits;
+  }
+  if (ckpt) {
+    if (absl::Status st = s.memory->Restore(ckpt->snapshot); !st.ok()) {
+      *failed_id = plan.ckpt_id;
+      return st;
+    }
+    if (plan.c.has_logits) *logits = ckpt->logits;
+  }
+  if (s.memory->next_pos() != target) {
+    return absl::InternalError("restored state is not at the planned position");
+  }
+  s.history.AssignPrefix(prompt.path(), d);
+  return absl::OkStatus();
+}
+
+absl::Status CheckpointEngine::CaptureAt(Sequence::State& s, CaptureReason reason, bool force_full,
+                                         const std::vector<float>* logits, double cost,
+                                         PrefillStats* stats) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const SnapshotScope scope =
+      force_full ? SnapshotScope::kFull
+                 : policy_.ScopeFor(s.memory->Bytes(SnapshotScope::kCheckpoint),
+                                    s.memory->Bytes(SnapshotScope::kFull));
+  absl::StatusOr<Snapshot> snap = s.memory->Capture(scope);
+  if (!snap.ok()) return snap.status();
+  Checkpoint cp;
+  cp.snapshot = std::move(*snap);
+  const bool has_logits = logits != nullptr && !logits->empty();
+  if (has_logits) cp.logits = *logits;
+  cp.tag = EncodeTag(s.tenant, s.history.keys(), has_logits);
+  IndexEntry e;
+  e.kind = scope == SnapshotScope::kFull ? EntryKind::kFull : EntryKind::kCheckpoint;
+  e.pos = cp.snapshot.pos;
+  e.has_logits = has_logits;
+  e.bytes = cp.snapshot.bytes();
+  const size_t bytes = cp.bytes();
+  absl::StatusOr<CheckpointId> id = store_->Put(std::move(cp), std::max(cost, 1.0));
+  if (!id.ok()) return id.status();
+  e.id = *id;
+  if (absl::Status st = index_->Insert(s.tenant, s.history.keys(), e); !st.ok()) {
+    store_->Erase(*id);
+    return st;
+  }
+  // A drop between Put and Insert would leave a dangling index entry.
+  if (!store_->Contains(*id)) index_->Remove(*id);
+  s.newest_depth = s.history.size();
+  const double secs = SecondsSince(t0);
+  if (stats != nullptr) {
+    ++stats->captured;
+    stats->captured_bytes += bytes;
+    stats->capture_seconds += secs;
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  ++stats_.captures;
+  stats_.capture_bytes += bytes;
+  stats_.capture_seconds += secs;
+  (void)reason;
+  return absl::OkStatus();
+}
+
+absl::Status CheckpointEngine::PreserveIfUseful(Sequence::State& s, size_t keep_symbols) {
+  if (!enabled() || s.history.empty()) return absl::OkStatus();
+  const Pos dropped = s.memory->next_pos() - s.history.pos_after(std::min(keep_symbols, s.history.size()));
+  if (!policy_.PreserveBranch(dropped)) return absl::OkStatus();
+  // Already kept (after-generation capture, an earlier preservation)?
+  const IndexMatch m = index_->Lookup(s.tenant, s.history.keys(), 0);
+  for (const IndexHit& h : m.on_path) {
+    if (h.depth == s.history.size() && h.entry.kind == EntryKind::kFull) return absl::OkStatus();
+  }
+  const std::vector<float>* logits =
+      s.logits_depth == s.history.size() && !s.logits.empty() ? &s.logits : nullptr;
+  return CaptureAt(s, CaptureReason::kBranch, /*force_full=*/true, logits,
+                   static_cast<double>(dropped), nullptr);
+}
+
+absl::StatusOr<PrefillResult> CheckpointEngine::Prefill(Sequence& seq, const Prompt& prompt,
+                                                        const PrefillControl& control) {
+  if (absl::Status st = Validate(prompt); !st.ok()) return st;
+  Sequence::State& s = *seq.state_;
+  std::lock_guard<std::mutex> lock(s.mu);
+  PrefillResult result;
+  PrefillStats& stats = result.stats;
+  stats.prompt_symbols = prompt.size();
+  stats.prompt_positions = prompt.positions();
+  const size_t n = prompt.size();
+  const ModelInfo& info = backend_->info();
+
+  IndexMatch match;
+  if (enabled()) match = index_->Lookup(s.tenant, prompt.keys());
+  const size_t live_common = CommonPrefix(s.history.keys(), prompt.keys());
+
+  // Choose and apply the best reuse; a candidate that fails (evicted,
+  // corrupt, busy, moved on) is excluded and the choice made again.
+  std::vector<uint64_t> excluded;
+  std::vector<float> logits;
+  bool preserved = false;
+  const auto t_restore = std::chrono::steady_clock::now();
+  Plan chosen;
+  for (int attempt = 0;; ++attempt) {
+    std::vector<Plan> candidates = Candidates(s, prompt, match, excluded);
+    std::vector<ReuseCandidate> options;
+    for (const Plan& p : candidates) options.push_back(p.c);
+    chosen = candidates[CheckpointPolicy::ChooseRestore(options)];
+    if (attempt >= 4) chosen = candidates[0];  // from scratch: Truncate(0) cannot fail
+    const bool changes = !(chosen.c.kind == ReuseKind::kLive && chosen.c.symbols == s.history.size());
+    if (changes && !preserved) {
+      preserved = true;
+      PreserveIfUseful(s, std::min(live_common, chosen.c.symbols)).IgnoreError();  // an optimization
+    }
+    uint64_t failed_id = 0;
+    logits.clear();
+    absl::Status st = Apply(s, prompt, chosen, &logits, &failed_id);
+    if (st.ok()) break;
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      ++stats_.restore_failures;
+    }
+    if (failed_id != 0) {
+      excluded.push_back(failed_id);
+      if (st.code() == absl::StatusCode::kNotFound || st.code() == absl::StatusCode::kDataLoss) {
+        index_->Remove(failed_id);
+      }
+    }
+    // Apply may have restored part of a state: start over from a known one.
+    if (s.memory->next_pos() != s.history.positions() || failed_id == 0) {
+      s.memory->Truncate(0).IgnoreError();
+      s.history.Resize(0);
+      s.logits.clear();
+      s.logits_depth = 0;
+    }
+  }
+  size_t i = s.history.size();
+  if (s.logits_depth > i) {
+    s.logits.clear();
+    s.logits_depth = 0;
+  }
+  stats.source = chosen.c.kind;
+  if (chosen.c.kind != ReuseKind::kLive) {
+    stats.restored_pos = chosen.restored_pos;
+    stats.restore_seconds = SecondsSince(t_restore);
+    std::lock_guard<std::mutex> l(mu_);
+    ++stats_.restores;
+    stats_.restore_seconds += stats.restore_seconds;
+  }
+  // The newest snapshot on this path at or before the resume point.
+  if (chosen.c.kind == ReuseKind::kLive) {
+    s.newest_depth = std::min(s.newest_depth, i);
+  } else {
+    s.newest_depth = chosen.restored_depth <= i ? chosen.restored_depth : i;
+  }
+  for (const IndexHit& h : match.on_path) {
+    if (h.entry.kind != EntryKind::kLive && h.depth <= i) s.newest_depth = std::max(s.newest_depth, h.depth);
+  }
+
+  auto finish = [&](absl::Status st) -> absl::Status {
+    Publish(s);
+    std::lock_guard<std::mutex> l(mu_);
+    ++stats_.prompts;
+    stats_.prompt_positions += stats.prompt_positions;
+    stats_.reused += stats.reused;
+    stats_.recomputed += stats.recomputed;
+    stats_.forward_seconds += stats.forward_seconds;
+    return st;
+  };
+  stats.reused = prompt.pos_after(i);
+
+  if (i == n) {  // full reuse with logits: no forward pass at all
+    if (logits.size() != static_cast<size_t>(info.n_vocab)) {
+      return finish(absl::InternalError("reused logits have the wrong size"));
+    }
+    stats.logits_from_checkpoint = true;
+    result.logits = std::move(logits);
+    s.logits = result.logits;
+    s.logits_depth = n;
+    if (absl::Status st = finish(absl::OkStatus()); !st.ok()) return st;
+    return result;
+  }
+
+  // Capture points for the rest; the ones already on this path are skipped.
+  std::vector<CapturePoint> points;
+  if (enabled()) {
+    auto exists = [&](size_t depth) {
+      for (const IndexHit& h : match.on_path) {
+        if (h.depth != depth || h.entry.kind == EntryKind::kLive) continue;
+        if (std::find(excluded.begin(), excluded.end(), h.entry.id) != excluded.end()) continue;
+        if (depth == n && !h.entry.has_logits) continue;
+        return true;
+      }
+      return false;
+    };
+    points = policy_.PlanPrefill(prompt, i, exists);
+  }
+  size_t next_point = 0;
+  auto capture_due = [&]() {
+    while (next_point < points.size() && points[next_point].symbols <= i) {
+      const CapturePoint& pt = points[next_point++];
+      if (pt.symbols != i) continue;
+      const double cost = static_cast<double>(s.history.positions() - s.history.pos_after(s.newest_depth));
+      // Capture failures (budget, a memory inside a chunk) only cost reuse later.
+      CaptureAt(s, pt.reason, false, pt.keep_logits ? &result.logits : nullptr, cost, &stats)
+          .IgnoreError();
+    }
+  };
+  capture_due();
+
+  std::vector<TokenId> tokens;
+  while (i < n) {
+    if (control.cancel != nullptr && control.cancel->load(std::memory_order_relaxed)) {
+      return finish(absl::CancelledError("prompt processing cancelled"));
+    }
+    size_t end = i + 1;
+    if (!prompt.is_chunk(i)) {
+      size_t limit = std::min(n, i + static_cast<size_t>(options_.prefill_chunk));
+      if (next_point < points.size()) limit = std::min(limit, points[next_point].symbols);
+      while (end < limit && !prompt.is_chunk(end)) ++end;
+    }
+    SequenceRun run;
+    run.memory = s.memory.get();
+    run.start_pos = s.memory->next_pos();
+    int32_t rows = 1;
+    if (prompt.is_chunk(i)) {
+      run.chunk = &prompt.chunk(i);
+      rows = run.chunk->n_rows();
+    } else {
+      tokens.clear();
+      for (size_t k = i; k < end; ++k) tokens.push_back(prompt.token(k));
+      run.tokens = tokens;
+      rows = static_cast<int32_t>(tokens.size());
+    }
+    const int32_t last_row = rows - 1;
+    const bool last = end == n;
+    if (last) run.logit_rows = std::span<const int32_t>(&last_row, 1);
+    const auto t0 = std::chrono::steady_clock::now();
+    absl::StatusOr<std::vector<RunLogits>> out = backend_->Forward(std::span<const SequenceRun>(&run, 1));
+    stats.forward_seconds += SecondsSince(t0);
+    ++stats.forward_calls;
+    if (!out.ok()) return finish(out.status());  // memory unchanged: history still matches
+    for (size_t k = i; k < end; ++k) {
+      s.history.Push(prompt.keys()[k], prompt.pos_after(k + 1) - prompt.pos_after(k));
+    }
+    stats.recomputed += prompt.pos_after(end) - prompt.pos_after(i);
+    i = end;
+    if (last) {
+      const std::span<const float> row = (*out)[0].row(0);
+      result.logits.assign(row.begin(), row.end());
+    }
+    capture_due();
+  }
+  (void)info;
+  s.logits = result.logits;
+  s.logits_depth = n;
+  if (absl::Status st = finish(absl::OkStatus()); !st.ok()) return st;
+  return result;
+}
+
+absl::StatusOr<std::vector<float>> CheckpointEngine::Decode(Sequence& seq, TokenId token) {
+  const ModelInfo& info = backend_->info();
+  if (token < 0 || token >= info.n_vocab) {
+    return absl::InvalidArgumentError(absl::StrCat("token id ", token, " is outside the vocabulary"));
+  }
+  Sequence::State& s = *seq.state_;
+  std::lock_guard<std::mutex> lock(s.mu);
+  SequenceRun run;
+  run.memory = s.memory.get();
+  run.start_pos = s.memory->next_pos();
+  run.tokens = std::span<const TokenId>(&token, 1);
+  const int32_t row = 0;
+  run.logit_rows = std::span<const int32_t>(&row, 1);
+  const auto t0 = std::chrono::steady_clock::now();
+  absl::StatusOr<std::vector<RunLogits>> out = backend_->Forward(std::span<const SequenceRun>(&run, 1));
+  if (!out.ok()) return out.status();
+  s.history.Push(static_cast<SymbolKey>(static_cast<uint32_t>(token)), 1);
+  std::lock_guard<std::mutex> l(mu_);
+  stats_.forward_seconds += SecondsSince(t0);
+  const std::span<const float> r = (*out)[0].row(0);
+  return std::vector<float>(r.begin(), r.end());
+}
+
+absl::Status CheckpointEngine::Append(Sequence& seq, std::span<const TokenId> tokens) {
+  Sequence::State& s = *seq.state_;
+  std::lock_guard<std::mutex> lock(s.mu);
+  if (s.memory->next_pos() != s.history.positions() + static_cast<Pos>(tokens.size())) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "sequence memory is at ", s.memory->next_pos(), " but its history ends at ",
+        s.history.positions(), " + ", tokens.size(), " appended tokens"));
+  }
+  for (TokenId t : tokens) s.history.Push(static_cast<SymbolKey>(static_cast<uint32_t>(t)), 1);
+  return absl::OkStatus();
+}
+
+absl::Status CheckpointEngine::EndGeneration(Sequence& seq) {
+  Sequence::State& s = *seq.state_;
+  std::lock_guard<std::mutex> lock(s.mu);
+  absl::Status st;
+  if (enabled() && !s.history.empty() &&
+      policy_.CaptureAfterGeneration(s.history.positions() - s.history.pos_after(s.newest_depth))) {
+    const IndexMatch m = index_->Lookup(s.tenant, s.history.keys(), 0);
+    bool exists = false;
+    for (const IndexHit& h : m.on_path) {
+      exists |= h.depth == s.history.size() && h.entry.kind != EntryKind::kLive;
+    }
+    if (!exists) {
+      const double cost = static_cast<double>(s.history.positions() - s.history.pos_after(s.newest_depth));
+      st = CaptureAt(s, CaptureReason::kAfterGeneration, false, nullptr, cost, nullptr);
+    }
+  }
+  Publish(s);
+  return st;
+}
+
+absl::Status CheckpointEngine::Park(Sequence& seq) {
+  Sequence::State& s = *seq.state_;
+  std::lock_guard<std::mutex> lock(s.mu);
+  if (!enabled() || s.history.empty()) return absl::OkStatus();
+  const IndexMatch m = index_->Lookup(s.tenant, s.history.keys(), 0);
+  for (const IndexHit& h : m.on_path) {
+    if (h.depth == s.history.size() && h.entry.kind == EntryKind::kFull) return absl::OkStatus();
+  }
+  const std::vector<float>* logits =
+      s.logits_depth == s.history.size() && !s.logits.empty() ? &s.logits : nullptr;
+  return CaptureAt(s, CaptureReason::kBranch, true, logits,
+                   static_cast<double>(s.history.positions()), nullptr);
+}
+
+}  // namespace cairn::checkpoint

@@ -1,0 +1,204 @@
+// CheckpointEngine: what the service calls to process a prompt with the most
+// reuse. Given a Backend, a prompt (tokens, whole multimodal chunks, message
+// boundaries) and a live Sequence, it finds the best reuse (cutting the
+// sequence back, restoring a checkpoint, copying a shared prefix from the
+// index), applies it, runs only the rest through Backend::Forward in chunks,
+// capturing checkpoints where the policy says, and returns the last row's
+// logits with statistics.
+//
+// Contract the tests enforce: the logits equal those of the same prompt
+// computed from scratch on a fresh sequence.
+//
+// Generation (sampling) is the service's: it decodes through Decode (or its
+// own batched Forward on Sequence::memory() followed by Append) and calls
+// EndGeneration when a reply is complete.
+#ifndef CAIRN_CHECKPOINT_ENGINE_H_
+#define CAIRN_CHECKPOINT_ENGINE_H_
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "backends/backend.h"
+#include "backends/memory.h"
+#include "checkpoint/options.h"
+#include "checkpoint/policy.h"
+#include "checkpoint/prefix_index.h"
+#include "checkpoint/prompt.h"
+#include "checkpoint/store.h"
+
+namespace cairn::checkpoint {
+
+struct PrefillStats {
+  size_t prompt_symbols = 0;
+  Pos prompt_positions = 0;
+  Pos reused = 0;            // positions not run through Forward
+  Pos recomputed = 0;        // positions run through Forward
+  ReuseKind source = ReuseKind::kLive;
+  Pos restored_pos = -1;     // position of the restored snapshot; -1: none
+  bool logits_from_checkpoint = false;  // no forward pass at all
+  int32_t captured = 0;      // checkpoints captured during this call
+  size_t captured_bytes = 0;
+  int32_t forward_calls = 0;
+  double restore_seconds = 0;
+  double capture_seconds = 0;
+  double forward_seconds = 0;
+};
+
+struct PrefillResult {
+  std::vector<float> logits;  // the last prompt row's, n_vocab values
+  PrefillStats stats;
+};
+
+struct PrefillControl {
+  // Checked between forward chunks: when set the call stops with CANCELLED;
+  // the sequence then holds the prompt prefix absorbed so far (consistent).
+  const std::atomic<bool>* cancel = nullptr;
+};
+
+struct EngineStats {
+  uint64_t prompts = 0;
+  int64_t prompt_positions = 0;
+  int64_t reused = 0;
+  int64_t recomputed = 0;
+  uint64_t captures = 0;
+  uint64_t capture_bytes = 0;
+  uint64_t restores = 0;
+  uint64_t restore_failures = 0;  // fell back to another candidate
+  double capture_seconds = 0;
+  double restore_seconds = 0;
+  double forward_seconds = 0;
+};
+
+class CheckpointEngine;
+
+// One live sequence (a session's conversation): its memory and the symbols
+// it absorbed. Owned by the caller; used by one thread at a time (engine
+// calls lock it; other sequences may copy from it concurrently). Must be
+// destroyed before its engine.
+class Sequence {
+ public:
+  ~Sequence();
+  Sequence(const Sequence&) = delete;
+  Sequence& operator=(const Sequence&) = delete;
+
+  const std::string& tenant() const;
+  // Symbols absorbed; valid while no engine call runs on this sequence.
+  const SymbolPath& history() const;
+  Pos next_pos() const;
+  // For a batched decode by the service: run Forward on this memory, then
+  // call CheckpointEngine::Append with the tokens absorbed.
+  SequenceMemory* memory();
+
+ private:
+  friend class CheckpointEngine;
+  struct State;
+  Sequence(CheckpointEngine* engine, std::shared_ptr<State> state);
+  CheckpointEngine* engine_;
+  std::shared_ptr<State> state_;
+};
+
+// Thread-safe: calls on different sequences may run concurrently (Forward
+// calls are serialized by the backend as it documents).
+class CheckpointEngine final {
+ public:
+  friend class Sequence;
+  // `backend` must outlive the engine. `store` may be shared by the engines
+  // of several models (one budget); null only when options.enabled is false.
+  // Every engine has its own prefix index. With a store that has a disk
+  // tier, checkpoints adopted from disk are indexed again. INVALID_ARGUMENT
+  // for a null backend, a missing store or a bad option.
+  static absl::StatusOr<std::unique_ptr<CheckpointEngine>> Create(
+      Backend* backend, std::shared_ptr<CheckpointStore> store, const CheckpointOptions& options);
+  ~CheckpointEngine();
+
+  // A new empty sequence. `tenant` partitions the shared prefix index
+  // (sequences only reuse checkpoints and sequences of their own tenant).
+  // RESOURCE_EXHAUSTED from the backend.
+  absl::StatusOr<std::unique_ptr<Sequence>> NewSequence(const std::string& tenant = "");
+
+  // A copy of `source` (its memory, history and logits) for the same
+  // tenant; checkpoints are shared through the index.
+  absl::StatusOr<std::unique_ptr<Sequence>> Fork(Sequence& source);
+
+  // Brings `seq` to the state after `prompt` and returns the last row's
+  // logits. Errors: INVALID_ARGUMENT (empty prompt, token id out of range,
+  // a chunk for a backend without embeddings, a chunk of another width),
+  // RESOURCE_EXHAUSTED (beyond the model's context, or from Forward),
+  // CANCELLED (see PrefillControl). On INVALID_ARGUMENT and a context error
+  // the sequence is unchanged; on other errors it holds a consistent prefix
+  // of the prompt (history() says which).
+  absl::StatusOr<PrefillResult> Prefill(Sequence& seq, const Prompt& prompt,
+                                        const PrefillControl& control = {});
+
+  // Absorbs one generated token and returns the logits after it.
+  // INVALID_ARGUMENT for an id out of range; errors from Forward.
+  absl::StatusOr<std::vector<float>> Decode(Sequence& seq, TokenId token);
+
+  // Records tokens the caller absorbed into seq.memory() with its own
+  // Forward. FAILED_PRECONDITION when the memory did not advance by exactly
+  // tokens.size() positions.
+  absl::Status Append(Sequence& seq, std::span<const TokenId> tokens);
+
+  // After a reply: captures a checkpoint when the policy says so and
+  // publishes the sequence in the prefix index. Errors only from Capture.
+  absl::Status EndGeneration(Sequence& seq);
+
+  // Keeps a full snapshot of the sequence's state in the store and index
+  // (e.g. before a sessionless request's sequence is dropped), unless one
+  // exists. No-op when checkpointing is off.
+  absl::Status Park(Sequence& seq);
+
+  const CheckpointPolicy& policy() const { return policy_; }
+  const CheckpointOptions& options() const { return options_; }
+  CheckpointStore* store() const { return store_.get(); }
+  const PrefixIndex& index() const { return *index_; }
+  Backend& backend() const { return *backend_; }
+  EngineStats stats() const;
+
+ private:
+  struct Plan;
+  CheckpointEngine(Backend* backend, std::shared_ptr<CheckpointStore> store,
+                   std::unique_ptr<PrefixIndex> index, const CheckpointOptions& options);
+  bool enabled() const { return options_.enabled && store_ != nullptr; }
+
+  absl::Status Validate(const Prompt& prompt) const;
+  std::vector<Plan> Candidates(Sequence::State& s, const Prompt& prompt, const IndexMatch& match,
+                               const std::vector<uint64_t>& excluded) const;
+  absl::Status Apply(Sequence::State& s, const Prompt& prompt, const Plan& plan,
+                     std::vector<float>* logits, uint64_t* failed_id);
+  absl::StatusOr<Snapshot> CaptureOther(uint64_t live_id, const Prompt& prompt, size_t depth);
+  // Captures the sequence now and indexes it at its history.
+  absl::Status CaptureAt(Sequence::State& s, CaptureReason reason, bool force_full,
+                         const std::vector<float>* logits, double cost, PrefillStats* stats);
+  absl::Status PreserveIfUseful(Sequence::State& s, size_t keep_symbols);
+  void Publish(Sequence::State& s);
+  void Unregister(Sequence::State& s);
+  std::string EncodeTag(const std::string& tenant, std::span<const SymbolKey> path,
+                        bool has_logits) const;
+  void ReindexRecovered();
+
+  Backend* const backend_;
+  const std::shared_ptr<CheckpointStore> store_;
+  const std::unique_ptr<PrefixIndex> index_;
+  const CheckpointOptions options_;
+  const CheckpointPolicy policy_;
+  int listener_ = 0;
+
+  mutable std::mutex mu_;  // guards live_, next_live_, stats_
+  std::map<uint64_t, std::weak_ptr<Sequence::State>> live_;
+  uint64_t next_live_ = 1;
+  EngineStats stats_;
+};
+
+}  // namespace cairn::checkpoint
+
+#endif  // CAIRN_CHECKPOINT_ENGINE_H_

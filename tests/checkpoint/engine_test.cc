@@ -1,0 +1,371 @@
+// The checkpoint engine over real backends (the golden models): each test
+// checks both that the logits equal a fresh computation and that only the
+// necessary positions were recomputed.
+#include "checkpoint/engine.h"
+
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include "gtest/gtest.h"
+#include "tests/checkpoint/engine_testing.h"
+
+namespace cairn::checkpoint {
+namespace {
+
+using testing::Deviation;
+using testing::FreshLogits;
+
+constexpr double kTolerance = 1e-4;  // golden README: F32 within 1e-4 x std
+
+struct Row {
+  const char* model;
+  double tolerance;
+};
+
+const Row kRows[] = {
+    {"golden/models/llama.gguf", kTolerance},
+    {"golden/models/mamba2.gguf", kTolerance},
+    {"golden/models/gemma3.gguf", 5e-3},
+    {"golden/models/granitehybrid.gguf", kTolerance},
+    {"golden/models/qwen35.gguf", kTolerance},
+};
+
+std::string RowName(const ::testing::TestParamInfo<Row>& info) {
+  std::string s = info.param.model;
+  s = s.substr(s.rfind('/') + 1);
+  return s.substr(0, s.rfind('.'));
+}
+
+std::vector<TokenId> RandomTokens(std::mt19937& rng, int n, int vocab) {
+  std::vector<TokenId> t(n);
+  for (auto& x : t) x = 3 + static_cast<TokenId>(rng() % (vocab - 3));
+  return t;
+}
+
+class EngineTest : public ::testing::TestWithParam<Row> {
+ protected:
+  void SetUp() override {
+    CAIRN_REQUIRE_SHARED(GetParam().model);
+    auto backend = testing::LoadBackend(GetParam().model);
+    if (backend.status().code() == absl::StatusCode::kNotFound) {
+      GTEST_SKIP() << backend.status().message();
+    }
+    ASSERT_TRUE(backend.ok()) << backend.status();
+    backend_ = std::move(*backend);
+    vocab_ = backend_->info().n_vocab;
+    recurrent_ = !backend_->info().caps.truncatable;
+    options_.prefill_chunk = 64;
+    options_.every_n = 64;
+    Rebuild();
+  }
+
+  void Rebuild(size_t ram = size_t{256} << 20, std::string disk = "") {
+    options_.ram_budget_bytes = ram;
+    options_.disk_dir = std::move(disk);
+    options_.disk_budget_bytes = 64 << 20;
+    engine_.reset();
+    store_.reset();
+    if (options_.enabled) {
+      auto store = CheckpointStore::Create(options_.store());
+      ASSERT_TRUE(store.ok()) << store.status();
+      store_ = std::move(*store);
+    }
+    auto engine = CheckpointEngine::Create(backend_.get(), store_, options_);
+    ASSERT_TRUE(engine.ok()) << engine.status();
+    engine_ = std::move(*engine);
+  }
+
+  std::unique_ptr<Sequence> NewSeq(const std::string& tenant = "") {
+    auto s = engine_->NewSequence(tenant);
+    EXPECT_TRUE(s.ok());
+    return std::move(*s);
+  }
+
+  // Prefill + exactness check against a fresh computation.
+  PrefillResult Run(Sequence& seq, const Prompt& prompt) {
+    auto r = engine_->Prefill(seq, prompt);
+    EXPECT_TRUE(r.ok()) << r.status();
+    if (!r.ok()) return {};
+    EXPECT_EQ(r->stats.reused + r->stats.recomputed, prompt.positions());
+    auto fresh = FreshLogits(*backend_, prompt);
+    EXPECT_TRUE(fresh.ok()) << fresh.status();
+    if (fresh.ok()) {
+      EXPECT_LE(Deviation(r->logits, *fresh), GetParam().tolerance);
+      EXPECT_EQ(testing::Argmax(r->logits), testing::Argmax(*fresh));
+    }
+    return *r;
+  }
+
+  // A reply of n tokens decoded after `logits`; returns its tokens. Random
+  // tokens, not greedy ones: a random model's greedy reply tends to repeat
+  // one token, which would make shortened replies match by accident.
+  std::vector<TokenId> Reply(Sequence& seq, std::vector<float> logits, int n) {
+    std::vector<TokenId> out;
+    for (int i = 0; i < n; ++i) {
+      TokenId t = static_cast<TokenId>((testing::Argmax(logits) + rng_()) % (vocab_ - 3) + 3);
+      out.push_back(t);
+      auto next = engine_->Decode(seq, t);
+      EXPECT_TRUE(next.ok()) << next.status();
+      if (!next.ok()) break;
+      logits = std::move(*next);
+    }
+    EXPECT_TRUE(engine_->EndGeneration(seq).ok());
+    return out;
+  }
+
+  static void Add(Prompt& p, const std::vector<TokenId>& message) {
+    p.AddTokens(message);
+    p.EndMessage();
+  }
+
+  std::unique_ptr<Backend> backend_;
+  int vocab_ = 0;
+  bool recurrent_ = false;
+  CheckpointOptions options_;
+  std::shared_ptr<CheckpointStore> store_;
+  std::unique_ptr<CheckpointEngine> engine_;
+  std::mt19937 rng_{42};
+};
+
+TEST_P(EngineTest, AppendedTurnComputesOnlyTheNewMessage) {
+  auto seq = NewSeq();
+  auto sys = RandomTokens(rng_, 40, vocab_), u1 = RandomTokens(rng_, 20, vocab_),
+       u2 = RandomTokens(rng_, 15, vocab_);
+  Prompt p1;
+  Add(p1, sys);
+  Add(p1, u1);
+  auto r1 = Run(*seq, p1);
+  EXPECT_EQ(r1.stats.recomputed, 60);
+  auto reply = Reply(*seq, r1.logits, 10);
+  Prompt p2 = p1;
+  Add(p2, reply);
+  Add(p2, u2);
+  auto r2 = Run(*seq, p2);
+  EXPECT_EQ(r2.stats.recomputed, 15);
+  EXPECT_EQ(r2.stats.reused, 70);
+}
+
+TEST_P(EngineTest, RegenerateNeedsNoForwardPass) {
+  auto seq = NewSeq();
+  Prompt p;
+  Add(p, RandomTokens(rng_, 50, vocab_));
+  Add(p, RandomTokens(rng_, 30, vocab_));
+  auto r1 = Run(*seq, p);
+  Reply(*seq, r1.logits, 12);
+  auto r2 = Run(*seq, p);
+  EXPECT_EQ(r2.stats.recomputed, 0);
+  EXPECT_TRUE(r2.stats.logits_from_checkpoint);
+  EXPECT_EQ(r2.logits, r1.logits);  // the very same numbers
+  // And generation from there is exact too.
+  auto reply = Reply(*seq, r2.logits, 5);
+  Prompt p3 = p;
+  Add(p3, reply);
+  Add(p3, RandomTokens(rng_, 7, vocab_));
+  EXPECT_EQ(Run(*seq, p3).stats.recomputed, 7);
+}
+
+TEST_P(EngineTest, DropThinkRecomputesOnlyTheShortenedReply) {
+  auto seq = NewSeq();
+  Prompt p1;
+  Add(p1, RandomTokens(rng_, 60, vocab_));
+  Add(p1, RandomTokens(rng_, 20, vocab_));
+  auto r1 = Run(*seq, p1);
+  auto reply = Reply(*seq, r1.logits, 24);
+  Prompt p2 = p1;
+  Add(p2, std::vector<TokenId>(reply.begin() + 8, reply.end()));
+  Add(p2, RandomTokens(rng_, 11, vocab_));
+  auto r2 = Run(*seq, p2);
+  EXPECT_EQ(r2.stats.recomputed, 16 + 11);
+}
+
+TEST_P(EngineTest, EditOfTheLastMessageResumesAtItsStart) {
+  auto seq = NewSeq();
+  auto u2 = RandomTokens(rng_, 30, vocab_);
+  Prompt base;
+  Add(base, RandomTokens(rng_, 40, vocab_));
+  Add(base, RandomTokens(rng_, 10, vocab_));
+  auto r0 = Run(*seq, base);
+  auto reply = Reply(*seq, r0.logits, 8);
+  Add(base, reply);
+  Prompt p1 = base;
+  Add(p1, u2);
+  auto r1 = Run(*seq, p1);
+  Reply(*seq, r1.logits, 8);
+  auto edited = u2;
+  for (size_t i = 15; i < edited.size(); ++i) edited[i] = 3 + (edited[i] + 7) % (vocab_ - 3);
+  Prompt p2 = base;
+  Add(p2, edited);
+  auto r2 = Run(*seq, p2);
+  if (recurrent_) {
+    // From the message boundary (or an interval checkpoint inside it).
+    EXPECT_LE(r2.stats.recomputed, 30);
+    EXPECT_GE(r2.stats.recomputed, 15);
+  } else {
+    EXPECT_EQ(r2.stats.recomputed, 15);
+  }
+}
+
+TEST_P(EngineTest, BranchAndReturnRecomputesOnlyTheNewTurn) {
+  auto seq = NewSeq();
+  Prompt main;
+  Add(main, RandomTokens(rng_, 30, vocab_));
+  std::vector<Prompt> turns;
+  for (int t = 0; t < 3; ++t) {
+    Add(main, RandomTokens(rng_, 12, vocab_));
+    auto r = Run(*seq, main);
+    Add(main, Reply(*seq, r.logits, 10));
+    turns.push_back(main);
+  }
+  // Back two turns, two new turns.
+  Prompt branch = turns[0];
+  for (int t = 0; t < 2; ++t) {
+    Add(branch, RandomTokens(rng_, 12, vocab_));
+    auto r = Run(*seq, branch);
+    Add(branch, Reply(*seq, r.logits, 10));
+  }
+  Prompt back = main;
+  Add(back, RandomTokens(rng_, 9, vocab_));
+  auto r = Run(*seq, back);
+  EXPECT_EQ(r.stats.recomputed, 9);
+}
+
+TEST_P(EngineTest, SharedSystemPromptServesOtherSessionsOfTheSameTenant) {
+  auto sys = RandomTokens(rng_, 80, vocab_);
+  auto a = NewSeq("t1");
+  Prompt pa;
+  Add(pa, sys);
+  Add(pa, RandomTokens(rng_, 20, vocab_));
+  Run(*a, pa);
+  auto b = NewSeq("t1");
+  Prompt pb;
+  Add(pb, sys);
+  Add(pb, RandomTokens(rng_, 13, vocab_));
+  EXPECT_EQ(Run(*b, pb).stats.recomputed, 13);
+  // Another tenant never sees it.
+  auto c = NewSeq("t2");
+  EXPECT_EQ(Run(*c, pb).stats.recomputed, 93);
+}
+
+TEST_P(EngineTest, CancelledLongPromptResumesWhereItStopped) {
+  testing::CancellingBackend cancelling(backend_.get());
+  auto engine = CheckpointEngine::Create(&cancelling, store_, options_);
+  ASSERT_TRUE(engine.ok());
+  auto seq = (*engine)->NewSequence();
+  ASSERT_TRUE(seq.ok());
+  Prompt p;
+  Add(p, RandomTokens(rng_, 300, vocab_));
+  cancelling.Arm(2);  // cancelled before the third chunk of 64
+  PrefillControl control{cancelling.flag()};
+  auto r = (*engine)->Prefill(**seq, p, control);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kCancelled);
+  EXPECT_EQ((*seq)->history().size(), 128u);
+  cancelling.Disarm();
+  // The same prompt again: continues at 128.
+  auto r2 = (*engine)->Prefill(**seq, p);
+  ASSERT_TRUE(r2.ok());
+  EXPECT_EQ(r2->stats.recomputed, 300 - 128);
+  auto fresh = FreshLogits(*backend_, p);
+  ASSERT_TRUE(fresh.ok());
+  EXPECT_LE(Deviation(r2->logits, *fresh), GetParam().tolerance);
+  // Diverging at 200: recurrent memories resume from the interval checkpoint at 192.
+  Prompt q;
+  std::vector<TokenId> t(p.size());
+  for (size_t i = 0; i < p.size(); ++i) t[i] = p.token(i);
+  t[200] = 3 + (t[200] + 1) % (vocab_ - 3);
+  Add(q, t);
+  // (An SWA ring with enough slack cuts back directly.)
+  const bool can_cut = CheckpointPolicy::CanCut((*seq)->memory()->caps(), 300, 200);
+  auto r3 = (*engine)->Prefill(**seq, q);
+  ASSERT_TRUE(r3.ok());
+  EXPECT_EQ(r3->stats.recomputed, 300 - (can_cut ? 200 : 192));
+  auto fresh3 = FreshLogits(*backend_, q);
+  ASSERT_TRUE(fresh3.ok());
+  EXPECT_LE(Deviation(r3->logits, *fresh3), GetParam().tolerance);
+}
+
+TEST_P(EngineTest, CorruptSpilledCheckpointIsNeverRestored) {
+  char tmpl[] = "/tmp/cairn-engine-test-XXXXXX";
+  const std::string dir = ::mkdtemp(tmpl);
+  Rebuild(size_t{256} << 20, dir);
+  Prompt p;
+  Add(p, RandomTokens(rng_, 70, vocab_));
+  Add(p, RandomTokens(rng_, 20, vocab_));
+  {
+    auto a = NewSeq();
+    Run(*a, p);
+    ASSERT_TRUE(engine_->Park(*a).ok());
+  }
+  // Push every checkpoint out to disk with valuable filler, then damage the files.
+  const size_t ram = store_->options().ram_budget_bytes;
+  for (int i = 0; i < 4; ++i) {
+    Checkpoint filler;
+    filler.snapshot.data.resize(ram / 3);
+    ASSERT_TRUE(store_->Put(std::move(filler), 1e12).ok());
+  }
+  int damaged = 0;
+  for (auto& f : std::filesystem::directory_iterator(dir)) {
+    std::fstream s(f.path(), std::ios::in | std::ios::out | std::ios::binary);
+    s.seekp(100);
+    s.write("\x5a\x5a", 2);
+    ++damaged;
+  }
+  ASSERT_GT(damaged, 0);
+  auto b = NewSeq();
+  auto r = Run(*b, p);  // exact: the damaged snapshot is not restored
+  EXPECT_EQ(r.stats.recomputed, p.positions());
+  EXPECT_GT(store_->stats().corrupt, 0u);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_P(EngineTest, ForkContinuesIndependently) {
+  auto a = NewSeq();
+  Prompt p;
+  Add(p, RandomTokens(rng_, 40, vocab_));
+  auto r = Run(*a, p);
+  auto reply = Reply(*a, r.logits, 6);
+  auto b = engine_->Fork(*a);
+  ASSERT_TRUE(b.ok());
+  Prompt pa = p, pb = p;
+  Add(pa, reply);
+  Add(pb, reply);
+  Add(pa, RandomTokens(rng_, 5, vocab_));
+  Add(pb, RandomTokens(rng_, 7, vocab_));
+  EXPECT_EQ(Run(**b, pb).stats.recomputed, 7);
+  EXPECT_EQ(Run(*a, pa).stats.recomputed, 5);
+}
+
+TEST_P(EngineTest, DisabledCheckpointingIsTheBaseline) {
+  options_.enabled = false;
+  Rebuild();
+  auto seq = NewSeq();
+  Prompt p;
+  Add(p, RandomTokens(rng_, 50, vocab_));
+  auto r1 = Run(*seq, p);
+  Reply(*seq, r1.logits, 5);
+  // A KV cache (or an SWA ring with slack) still cuts itself back; a
+  // recurrent state cannot go back.
+  const bool can_cut = CheckpointPolicy::CanCut(seq->memory()->caps(), seq->next_pos(), 50);
+  auto r2 = Run(*seq, p);
+  EXPECT_EQ(r2.stats.recomputed, can_cut ? 0 : 50);
+  EXPECT_EQ(engine_->index().entries(), 0u);
+}
+
+TEST_P(EngineTest, RejectsBadPromptsWithoutChangingTheSequence) {
+  auto seq = NewSeq();
+  Prompt p;
+  Add(p, RandomTokens(rng_, 20, vocab_));
+  Run(*seq, p);
+  Prompt bad = p;
+  bad.AddToken(vocab_);
+  EXPECT_EQ(engine_->Prefill(*seq, bad).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(engine_->Prefill(*seq, Prompt()).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(seq->history().size(), 20u);
+  EXPECT_EQ(seq->next_pos(), 20);
+  EXPECT_EQ(Run(*seq, p).stats.recomputed, 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Families, EngineTest, ::testing::ValuesIn(kRows), RowName);
+
+}  // namespace
+}  // namespace cairn::checkpoint
