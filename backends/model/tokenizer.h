@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -44,6 +45,14 @@ struct TokenizeOptions {
   bool parse_special = false;
 };
 
+// One part of a text to tokenize as a whole (TokenizeParts).
+struct TextPart {
+  std::string_view text;
+  // Match special tokens inside this part (template scaffolding); content
+  // parts leave "<|im_end|>" and the like as plain text.
+  bool parse_special = false;
+};
+
 // Special token ids; -1 when the vocabulary has none.
 struct SpecialTokens {
   TokenId bos = -1;
@@ -75,6 +84,16 @@ class Tokenizer {
   // Tokenizes arbitrary bytes (invalid UTF-8 included); never fails.
   virtual std::vector<TokenId> Tokenize(std::string_view text,
                                         const TokenizeOptions& options = {}) const = 0;
+
+  // Tokenizes the concatenation of `parts` exactly as Tokenize would the
+  // whole text, except that special tokens are matched only inside parts
+  // that ask for it (and never across a part boundary). When `part_starts`
+  // is given it receives, for each part, the index in the result of the
+  // token that holds the part's first byte (the next token for an empty
+  // part; the first token of the enclosing text run when bytes and token
+  // pieces cannot be aligned, e.g. invalid UTF-8).
+  virtual std::vector<TokenId> TokenizeParts(std::span<const TextPart> parts, bool add_special,
+                                             std::vector<size_t>* part_starts = nullptr) const = 0;
 
   // Vocabulary size; valid ids are [0, n_vocab()).
   virtual int32_t n_vocab() const = 0;

@@ -122,19 +122,19 @@ class BpeTokenizer final : public VocabTokenizer {
 
   TokenizerKind kind() const override { return TokenizerKind::kBpe; }
 
-  std::vector<TokenId> Tokenize(std::string_view text,
-                                const TokenizeOptions& options) const override {
-    std::vector<TokenId> out;
-    if (options.add_special && vocab_->add_bos) out.push_back(vocab_->special.bos);
-    for (const Fragment& f : PartitionSpecial(*vocab_, text, options.parse_special)) {
+  void EncodeFragments(std::string_view buffer, std::span<const Fragment> frags,
+                       bool add_special, std::vector<TokenId>* out,
+                       std::vector<size_t>* frag_starts) const override {
+    if (add_special && vocab_->add_bos) out->push_back(vocab_->special.bos);
+    for (const Fragment& f : frags) {
+      frag_starts->push_back(out->size());
       if (f.token >= 0) {
-        out.push_back(f.token);
+        out->push_back(f.token);
       } else {
-        TokenizeText(text.substr(f.offset, f.length), &out);
+        TokenizeText(buffer.substr(f.offset, f.length), out);
       }
     }
-    if (options.add_special && vocab_->add_eos) out.push_back(vocab_->special.eos);
-    return out;
+    if (add_special && vocab_->add_eos) out->push_back(vocab_->special.eos);
   }
 
  private:

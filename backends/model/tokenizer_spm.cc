@@ -62,27 +62,27 @@ class SpmTokenizer final : public VocabTokenizer {
 
   TokenizerKind kind() const override { return TokenizerKind::kSpm; }
 
-  std::vector<TokenId> Tokenize(std::string_view text,
-                                const TokenizeOptions& options) const override {
-    std::vector<TokenId> out;
-    if (options.add_special && vocab_->add_bos) out.push_back(vocab_->special.bos);
+  void EncodeFragments(std::string_view buffer, std::span<const Fragment> frags,
+                       bool add_special, std::vector<TokenId>* out,
+                       std::vector<size_t>* frag_starts) const override {
+    if (add_special && vocab_->add_bos) out->push_back(vocab_->special.bos);
     bool prev_special = true;
     std::string buf;
-    for (const Fragment& f : PartitionSpecial(*vocab_, text, options.parse_special)) {
+    for (const Fragment& f : frags) {
+      frag_starts->push_back(out->size());
       if (f.token >= 0) {
-        out.push_back(f.token);
+        out->push_back(f.token);
         prev_special = true;
         continue;
       }
       buf.clear();
       if (vocab_->add_space_prefix && prev_special) buf.push_back(' ');
-      buf.append(text.substr(f.offset, f.length));
+      buf.append(buffer.substr(f.offset, f.length));
       buf = ReplaceAll(buf, " ", kSpaceMark);
-      TokenizeEscaped(buf, &out);
+      TokenizeEscaped(buf, out);
       prev_special = false;
     }
-    if (options.add_special && vocab_->add_eos) out.push_back(vocab_->special.eos);
-    return out;
+    if (add_special && vocab_->add_eos) out->push_back(vocab_->special.eos);
   }
 
  private:

@@ -249,3 +249,85 @@ const std::string& VocabTokenizer::TokenPiece(TokenId id, bool special) const {
 }
 
 }  // namespace cairn::tokenizer_internal
+
+namespace cairn::tokenizer_internal {
+
+std::vector<TokenId> VocabTokenizer::Tokenize(std::string_view text,
+                                              const TokenizeOptions& options) const {
+  std::vector<TokenId> out;
+  std::vector<size_t> frag_starts;
+  const auto frags = PartitionSpecial(*vocab_, text, options.parse_special);
+  EncodeFragments(text, frags, options.add_special, &out, &frag_starts);
+  return out;
+}
+
+std::vector<TokenId> VocabTokenizer::TokenizeParts(std::span<const TextPart> parts,
+                                                   bool add_special,
+                                                   std::vector<size_t>* part_starts) const {
+  std::string buffer;
+  std::vector<size_t> part_offsets;
+  std::vector<Fragment> frags;
+  for (const TextPart& part : parts) {
+    const size_t base = buffer.size();
+    part_offsets.push_back(base);
+    buffer.append(part.text);
+    for (Fragment f : PartitionSpecial(*vocab_, part.text, part.parse_special)) {
+      f.offset += base;
+      // Text runs of adjacent parts are one run, as in the whole text.
+      if (f.token < 0 && !frags.empty() && frags.back().token < 0 &&
+          frags.back().offset + frags.back().length == f.offset) {
+        frags.back().length += f.length;
+      } else {
+        frags.push_back(f);
+      }
+    }
+  }
+  std::vector<TokenId> out;
+  std::vector<size_t> frag_starts;
+  EncodeFragments(buffer, frags, add_special, &out, &frag_starts);
+  if (part_starts == nullptr) return out;
+
+  // Where the fragments' tokens end (before an added EOS).
+  const size_t runs_end = out.size() - (add_special && vocab_->add_eos ? 1 : 0);
+  part_starts->clear();
+  for (const size_t offset : part_offsets) {
+    // The fragment holding byte `offset` (none: past the end).
+    size_t f = 0;
+    while (f < frags.size() && frags[f].offset + frags[f].length <= offset) ++f;
+    if (f == frags.size()) {
+      part_starts->push_back(runs_end);
+      continue;
+    }
+    const Fragment& frag = frags[f];
+    const size_t begin = frag_starts[f];
+    const size_t end = f + 1 < frags.size() ? frag_starts[f + 1] : runs_end;
+    if (frag.token >= 0 || offset == frag.offset) {
+      part_starts->push_back(begin);
+      continue;
+    }
+    // Inside a text run: walk the token pieces. SPM prepended a space to a
+    // run at the start or after a special token.
+    const bool prefixed = vocab_->add_space_prefix && (f == 0 || frags[f - 1].token >= 0);
+    size_t total = 0;
+    for (size_t t = begin; t < end; ++t) total += vocab_->pieces[out[t]].size();
+    if (total != frag.length + (prefixed ? 1 : 0)) {
+      part_starts->push_back(begin);  // bytes and pieces do not align
+      continue;
+    }
+    size_t pos = frag.offset - (prefixed ? 1 : 0);
+    size_t index = begin;
+    for (size_t t = begin; t < end; ++t) {
+      const size_t len = vocab_->pieces[out[t]].size();
+      if (pos + len > offset) {
+        index = t;
+        break;
+      }
+      pos += len;
+      index = t + 1;
+    }
+    part_starts->push_back(index);
+  }
+  return out;
+}
+
+}  // namespace cairn::tokenizer_internal

@@ -77,6 +77,11 @@ class VocabTokenizer : public Tokenizer {
  public:
   explicit VocabTokenizer(std::unique_ptr<Vocab> vocab) : vocab_(std::move(vocab)) {}
 
+  std::vector<TokenId> Tokenize(std::string_view text,
+                                const TokenizeOptions& options) const override;
+  std::vector<TokenId> TokenizeParts(std::span<const TextPart> parts, bool add_special,
+                                     std::vector<size_t>* part_starts) const override;
+
   const std::string& pre_tokenizer() const override { return vocab_->pre; }
   int32_t n_vocab() const override { return static_cast<int32_t>(vocab_->tokens.size()); }
   std::string_view TokenText(TokenId id) const override {
@@ -100,6 +105,13 @@ class VocabTokenizer : public Tokenizer {
   bool IsSpecial(TokenId id) const override { return Valid(id) && vocab_->IsSpecial(id); }
 
  protected:
+  // Appends the tokens of `frags` (raw runs of `buffer` and special tokens),
+  // with BOS/EOS when add_special; `frag_starts[i]` receives the index in
+  // `out` where fragment i's tokens begin.
+  virtual void EncodeFragments(std::string_view buffer, std::span<const Fragment> frags,
+                               bool add_special, std::vector<TokenId>* out,
+                               std::vector<size_t>* frag_starts) const = 0;
+
   bool Valid(TokenId id) const {
     return id >= 0 && static_cast<size_t>(id) < vocab_->tokens.size();
   }
