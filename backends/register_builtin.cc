@@ -1,5 +1,6 @@
 #include "backends/register_builtin.h"
 
+#include "backends/hybrid/hybrid_backend.h"
 #include "backends/recurrent/recurrent_backend.h"
 #include "backends/swa/swa_backend.h"
 #include "backends/transformer/transformer.h"
@@ -11,6 +12,7 @@ absl::Status RegisterBuiltinBackends(BackendRegistry& registry) {
   if (absl::Status s = RegisterTransformerFamily(registry); !s.ok()) return s;
   if (absl::Status s = RegisterSwaFamily(registry); !s.ok()) return s;
   if (absl::Status s = RegisterRecurrentFamily(registry); !s.ok()) return s;
+  if (absl::Status s = RegisterHybridFamily(registry); !s.ok()) return s;
   return absl::OkStatus();
 }
 

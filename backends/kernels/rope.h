@@ -28,6 +28,17 @@ struct RopeParams {
 // for i < n_dims/2. `cache` must hold n_dims floats.
 void RopeCache(const RopeParams& p, float pos, float* cache);
 
+// Interleaved multi-section RoPE (IMROPE, Qwen3-VL / Qwen3.5): each rotated
+// pair i takes its angle from one of four position components (t, h, w, e)
+// by sector s = i % (sum of sections): s % 3 == 0 and s < 3 * sections[0]
+// -> t, s % 3 == 1 and s < 3 * sections[1] -> h, s % 3 == 2 and
+// s < 3 * sections[2] -> w, otherwise e. Each component's angle advances by
+// the same repeated multiplication as RopeCache, so a text position
+// (p, p, p, 0) whose sectors never select e rotates exactly like RopeCache(p).
+// Pairing is NEOX-style (apply with RopeApply and RopeType::kNeox).
+// `pos` holds the four components; `cache` as for RopeCache.
+void RopeCacheImrope(const RopeParams& p, const int32_t sections[4], const float pos[4], float* cache);
+
 // Rotates `n_heads` heads of `head_dim` floats each (contiguous, in place)
 // with a cache from RopeCache.
 void RopeApply(const RopeParams& p, const float* cache, float* x, int32_t n_heads, int32_t head_dim);

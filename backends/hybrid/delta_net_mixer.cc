@@ -1,0 +1,212 @@
+#include "backends/hybrid/delta_net_mixer.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "backends/kernels/activation.h"
+#include "backends/kernels/conv1d.h"
+#include "backends/kernels/delta_net.h"
+#include "backends/kernels/norm.h"
+#include "backends/kernels/ssm.h"
+#include "backends/model/dequant.h"
+
+namespace cairn {
+namespace {
+
+std::vector<int64_t> Trimmed(std::vector<int64_t> shape) {
+  while (shape.size() > 1 && shape.back() == 1) shape.pop_back();
+  return shape;
+}
+
+absl::StatusOr<const TensorInfo*> GetShaped(const ModelFile& model, const std::string& name,
+                                            const std::vector<int64_t>& expected) {
+  absl::StatusOr<const TensorInfo*> t = model.GetTensor(name);
+  if (!t.ok()) return t.status();
+  if (Trimmed((*t)->shape) != Trimmed(expected)) {
+    return absl::InvalidArgumentError(absl::StrCat("tensor '", name, "' has shape [", absl::StrJoin((*t)->shape, ", "),
+                                                   "], expected [", absl::StrJoin(expected, ", "), "]"));
+  }
+  return *t;
+}
+
+absl::StatusOr<std::vector<float>> LoadF32(const ModelFile& model, const std::string& name,
+                                           const std::vector<int64_t>& expected) {
+  absl::StatusOr<const TensorInfo*> t = GetShaped(model, name, expected);
+  if (!t.ok()) return t.status();
+  return DequantizeTensor(**t);
+}
+
+absl::StatusOr<WeightMatrix> LoadMatrix(const ModelFile& model, const std::string& name, int64_t n_in,
+                                        int64_t n_out) {
+  absl::StatusOr<const TensorInfo*> t = GetShaped(model, name, {n_in, n_out});
+  if (!t.ok()) return t.status();
+  return WeightMatrix::FromTensor(**t);
+}
+
+float Sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
+
+}  // namespace
+
+absl::StatusOr<DeltaNetGeometry> ReadDeltaNetGeometry(const Metadata& md, const std::string& arch) {
+  constexpr int64_t kMaxDim = int64_t{1} << 20;
+  DeltaNetGeometry g;
+  int64_t d_inner = 0;
+  struct Key {
+    const char* suffix;
+    int64_t max;
+    int64_t* out;
+  };
+  for (const Key& k : {Key{".embedding_length", kMaxDim, &g.n_embd}, Key{".ssm.conv_kernel", 64, &g.d_conv},
+                       Key{".ssm.group_count", 4096, &g.n_head_k}, Key{".ssm.time_step_rank", 4096, &g.n_head_v},
+                       Key{".ssm.state_size", 4096, &g.d_k}, Key{".ssm.inner_size", kMaxDim, &d_inner}}) {
+    const std::string key = absl::StrCat(arch, k.suffix);
+    absl::StatusOr<int64_t> v = md.GetInt(key);
+    if (!v.ok()) return v.status();
+    if (*v <= 0 || *v > k.max) {
+      return absl::InvalidArgumentError(absl::StrCat("metadata '", key, "' = ", *v, " is out of range [1, ", k.max, "]"));
+    }
+    *k.out = *v;
+  }
+  if (d_inner % g.n_head_v != 0 || g.n_head_v % g.n_head_k != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(arch, ": ssm.inner_size ", d_inner, ", value heads (ssm.time_step_rank) ",
+                                                   g.n_head_v, " and key heads (ssm.group_count) ", g.n_head_k,
+                                                   " must nest (key heads | value heads | inner size)"));
+  }
+  g.d_v = d_inner / g.n_head_v;
+  return g;
+}
+
+size_t DeltaNetWeights::matrix_bytes() const {
+  return qkv.bytes() + z.bytes() + beta.bytes() + alpha.bytes() + out.bytes();
+}
+
+absl::StatusOr<DeltaNetWeights> LoadDeltaNet(const ModelFile& model, const DeltaNetGeometry& g, int layer) {
+  const std::string p = absl::StrCat("blk.", layer, ".");
+  const int64_t E = g.n_embd, C = g.conv_channels();
+  DeltaNetWeights w;
+#define CAIRN_DN_ASSIGN(lhs, expr)                \
+  do {                                            \
+    auto cairn_v_ = (expr);                       \
+    if (!cairn_v_.ok()) return cairn_v_.status(); \
+    lhs = std::move(*cairn_v_);                   \
+  } while (0)
+  CAIRN_DN_ASSIGN(w.qkv, LoadMatrix(model, p + "attn_qkv.weight", E, C));
+  CAIRN_DN_ASSIGN(w.z, LoadMatrix(model, p + "attn_gate.weight", E, g.value_dim()));
+  CAIRN_DN_ASSIGN(w.beta, LoadMatrix(model, p + "ssm_beta.weight", E, g.n_head_v));
+  CAIRN_DN_ASSIGN(w.alpha, LoadMatrix(model, p + "ssm_alpha.weight", E, g.n_head_v));
+  CAIRN_DN_ASSIGN(w.out, LoadMatrix(model, p + "ssm_out.weight", g.value_dim(), E));
+  std::vector<float> conv;
+  CAIRN_DN_ASSIGN(conv, LoadF32(model, p + "ssm_conv1d.weight", {g.d_conv, C}));
+  w.conv_weight = TransposeConvWeight(conv.data(), static_cast<int>(g.d_conv), C);
+  CAIRN_DN_ASSIGN(w.dt_bias, LoadF32(model, p + "ssm_dt.bias", {g.n_head_v}));
+  CAIRN_DN_ASSIGN(w.a, LoadF32(model, p + "ssm_a", {g.n_head_v}));
+  CAIRN_DN_ASSIGN(w.norm, LoadF32(model, p + "ssm_norm.weight", {g.d_v}));
+#undef CAIRN_DN_ASSIGN
+  return w;
+}
+
+void DeltaNetForward(const DeltaNetGeometry& g, const DeltaNetWeights& w, float eps, std::span<const DeltaNetRun> runs,
+                     const float* in, int64_t n_rows, float* out, ThreadPool& pool) {
+  if (n_rows == 0) return;
+  const int64_t C = g.conv_channels(), V = g.value_dim(), H = g.n_head_v;
+  std::vector<float> qkv(static_cast<size_t>(n_rows * C)), z(static_cast<size_t>(n_rows * V));
+  std::vector<float> beta(static_cast<size_t>(n_rows * H)), gdecay(static_cast<size_t>(n_rows * H));
+  MatMul(w.qkv, in, n_rows, qkv.data(), pool);
+  MatMul(w.z, in, n_rows, z.data(), pool);
+  MatMul(w.beta, in, n_rows, beta.data(), pool);
+  MatMul(w.alpha, in, n_rows, gdecay.data(), pool);
+  for (int64_t t = 0; t < n_rows; ++t) {
+    for (int64_t h = 0; h < H; ++h) {
+      float& b = beta[t * H + h];
+      b = Sigmoid(b);
+      float& a = gdecay[t * H + h];
+      a = Softplus(a + w.dt_bias[h]) * w.a[h];
+    }
+  }
+
+  // Convolution with carried state, per run and block of channels.
+  std::vector<float> xc(static_cast<size_t>(n_rows * C));
+  constexpr int64_t kBlock = 256;
+  const int64_t n_blocks = (C + kBlock - 1) / kBlock;
+  pool.ParallelFor(static_cast<int64_t>(runs.size()) * n_blocks, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t item = begin; item < end; ++item) {
+      const DeltaNetRun& r = runs[item / n_blocks];
+      const int64_t c0 = (item % n_blocks) * kBlock;
+      Conv1dArgs a;
+      a.n_tokens = r.n_rows;
+      a.n_channels = std::min(kBlock, C - c0);
+      a.d_conv = static_cast<int>(g.d_conv);
+      a.x = qkv.data() + r.row_begin * C + c0;
+      a.x_stride = C;
+      a.y = xc.data() + r.row_begin * C + c0;
+      a.y_stride = C;
+      a.state = r.conv_state + c0;
+      a.state_stride = C;
+      a.weight = w.conv_weight.data() + c0;
+      a.weight_stride = C;
+      a.bias = nullptr;
+      a.activation = Conv1dActivation::kSilu;
+      CausalConv1d(a);
+    }
+  });
+
+  // L2-normalized queries and keys, per head.
+  const int64_t n_qk_heads = 2 * g.n_head_k;
+  pool.ParallelFor(n_rows, 4, [&](int64_t begin, int64_t end) {
+    for (int64_t t = begin; t < end; ++t) {
+      float* row = xc.data() + t * C;
+      for (int64_t h = 0; h < n_qk_heads; ++h) L2Normalize(row + h * g.d_k, g.d_k, eps, row + h * g.d_k);
+    }
+  });
+
+  // The delta rule over (run, value head) items.
+  std::vector<float> o(static_cast<size_t>(n_rows * V));
+  const float scale = 1.0f / std::sqrt(static_cast<float>(g.d_k));
+  pool.ParallelFor(static_cast<int64_t>(runs.size()) * H, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t item = begin; item < end;) {
+      const int64_t ri = item / H;
+      const int64_t h0 = item % H;
+      const int64_t h1 = std::min(H, h0 + (end - item));  // consecutive heads of one run in one call
+      const DeltaNetRun& r = runs[ri];
+      GatedDeltaRuleArgs a;
+      a.n_tokens = r.n_rows;
+      a.n_head_k = g.n_head_k;
+      a.n_head_v = H;
+      a.d_k = g.d_k;
+      a.d_v = g.d_v;
+      a.head_begin = h0;
+      a.head_end = h1;
+      const float* xr = xc.data() + r.row_begin * C;
+      a.q = xr;
+      a.k = xr + g.key_dim();
+      a.qk_stride = C;
+      a.v = xr + 2 * g.key_dim();
+      a.v_stride = C;
+      a.g = gdecay.data() + r.row_begin * H;
+      a.beta = beta.data() + r.row_begin * H;
+      a.gb_stride = H;
+      a.scale = scale;
+      a.state = r.state;
+      a.out = o.data() + r.row_begin * V;
+      a.out_stride = V;
+      GatedDeltaRule(a);
+      item += h1 - h0;
+    }
+  });
+
+  // Gated RMSNorm per value head: norm(o) * silu(z).
+  pool.ParallelFor(n_rows, 4, [&](int64_t begin, int64_t end) {
+    for (int64_t t = begin; t < end; ++t) {
+      for (int64_t h = 0; h < H; ++h) {
+        float* oh = o.data() + t * V + h * g.d_v;
+        RmsNorm(oh, w.norm.data(), g.d_v, eps, oh);
+        SwiGlu(z.data() + t * V + h * g.d_v, oh, g.d_v, oh);
+      }
+    }
+  });
+  MatMul(w.out, o.data(), n_rows, out, pool);
+}
+
+}  // namespace cairn

@@ -1,0 +1,45 @@
+// The hybrid family: models whose layers are either attention layers or
+// recurrent layers, with one composite memory per sequence (HybridMemory).
+// Architectures:
+//   granitehybrid  Mamba-2 layers where head_count_kv[layer] == 0, attention
+//                  layers elsewhere (no positional encoding unless
+//                  rope.scaling.finetuned); embedding, residual, attention
+//                  and logit scales.
+//   qwen35         Gated DeltaNet layers and gated attention layers (every
+//                  full_attention_interval-th layer), q/k norms, partial
+//                  IMROPE over rope.dimension_sections, post-attention norm;
+//                  MTP blocks (nextn_predict_layers) are not run. Accepts
+//                  multimodal embedding chunks with M-RoPE positions.
+// Activations, K/V rows and recurrent states are F32; weights may be any type
+// the model reader dequantizes.
+#ifndef CAIRN_BACKENDS_HYBRID_HYBRID_BACKEND_H_
+#define CAIRN_BACKENDS_HYBRID_HYBRID_BACKEND_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "backends/backend.h"
+
+namespace cairn {
+
+inline constexpr char kHybridFamily[] = "hybrid";
+
+// The architectures this family serves.
+std::vector<std::string> HybridArchs();
+
+// Loads the model. Errors: INVALID_ARGUMENT for another architecture or
+// missing/inconsistent metadata and tensors (the message names them),
+// NOT_FOUND for a missing tensor, UNIMPLEMENTED for attention layers of
+// different K/V widths.
+absl::StatusOr<std::unique_ptr<Backend>> CreateHybridBackend(std::shared_ptr<const ModelFile> model,
+                                                             const BackendOptions& options);
+
+// Registers the family under kHybridFamily for HybridArchs().
+absl::Status RegisterHybridFamily(BackendRegistry& registry);
+
+}  // namespace cairn
+
+#endif  // CAIRN_BACKENDS_HYBRID_HYBRID_BACKEND_H_
