@@ -3,11 +3,15 @@
 //   cairn-eval --model FILE --tokens TOKENS --out LOGITS [--mode batch|step|chunk:N]
 //              [--compare REF_LOGITS] [--family NAME] [--threads N]
 //   cairn-eval --model FILE --generate N --prompt-tokens "1 2 3"
+//   cairn-eval --model FILE --multimodal SPEC --embeddings FILE --out LOGITS [--compare REF]
 //
 // TOKENS: one sequence per line, space-separated ids. LOGITS (and REF_LOGITS):
 // per sequence int32 n_tokens, int32 n_vocab, float32[n_tokens][n_vocab].
 // --compare prints max |diff| / std(reference) and argmax agreement and
-// fails (exit 1) on a shape mismatch.
+// fails (exit 1) on a shape mismatch. --multimodal reads the golden/multimodal
+// format (SPEC: "T id ..." text runs and "I nx ny" image chunks, EMBEDDINGS:
+// raw float32 rows of n_embd), feeds each part as one Forward and writes the
+// logits of every row as one sequence of the LOGITS format.
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -26,7 +30,8 @@ int Usage(const char* msg) {
   std::fprintf(stderr,
                "error: %s\nusage: cairn-eval --model FILE --tokens TOKENS --out LOGITS "
                "[--mode batch|step|chunk:N] [--compare REF] [--family NAME] [--threads N]\n"
-               "       cairn-eval --model FILE --generate N --prompt-tokens \"1 2 3\"\n",
+               "       cairn-eval --model FILE --generate N --prompt-tokens \"1 2 3\"\n"
+               "       cairn-eval --model FILE --multimodal SPEC --embeddings FILE --out LOGITS [--compare REF]\n",
                msg);
   return 2;
 }
@@ -55,7 +60,7 @@ int main(int argc, char** argv) {
     args[key] = value;
   }
   static const char* kKnown[] = {"model", "tokens", "out", "mode", "compare", "family", "threads", "generate",
-                                 "prompt-tokens", "max-context"};
+                                 "prompt-tokens", "max-context", "multimodal", "embeddings"};
   for (const auto& [k, v] : args) {
     bool known = false;
     for (const char* name : kKnown) known |= (k == name);
@@ -88,6 +93,27 @@ int main(int argc, char** argv) {
     if (!ids.ok()) return Fail(ids.status());
     for (size_t i = 0; i < ids->size(); ++i) std::printf(i ? " %d" : "%d", (*ids)[i]);
     std::printf("\n");
+    return 0;
+  }
+
+  if (args.count("multimodal")) {
+    if (!args.count("embeddings") || !args.count("out")) return Usage("--multimodal needs --embeddings and --out");
+    absl::StatusOr<std::vector<cairn::PromptPart>> parts = cairn::ReadMultimodalSpec(args["multimodal"]);
+    if (!parts.ok()) return Fail(parts.status());
+    absl::StatusOr<std::vector<float>> embd = cairn::ReadEmbeddingsFile(args["embeddings"], (*backend)->info().n_embd);
+    if (!embd.ok()) return Fail(embd.status());
+    absl::StatusOr<cairn::SequenceLogits> l = cairn::EvalMultimodal(**backend, *parts, *embd);
+    if (!l.ok()) return Fail(l.status());
+    std::vector<cairn::SequenceLogits> logits{std::move(*l)};
+    if (absl::Status s = cairn::WriteLogitsFile(args["out"], logits); !s.ok()) return Fail(s);
+    if (args.count("compare")) {
+      absl::StatusOr<std::vector<cairn::SequenceLogits>> ref = cairn::ReadLogitsFile(args["compare"]);
+      if (!ref.ok()) return Fail(ref.status());
+      absl::StatusOr<cairn::LogitsComparison> c = cairn::CompareAll(logits, *ref);
+      if (!c.ok()) return Fail(c.status());
+      std::printf("max|diff| %.3g  std %.4g  max|diff|/std %.3g  argmax %lld/%lld\n", c->max_abs_diff, c->ref_std,
+                  c->max_rel, static_cast<long long>(c->argmax_agree), static_cast<long long>(c->rows));
+    }
     return 0;
   }
 

@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 
 #include "absl/strings/numbers.h"
@@ -107,6 +109,94 @@ absl::StatusOr<SequenceLogits> EvalSequence(Backend& backend, const std::vector<
     absl::StatusOr<std::vector<RunLogits>> r = backend.Forward(std::span<const SequenceRun>(&run, 1));
     if (!r.ok()) return r.status();
     out.values.insert(out.values.end(), (*r)[0].values.begin(), (*r)[0].values.end());
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<PromptPart>> ReadMultimodalSpec(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return absl::NotFoundError(absl::StrCat("cannot open multimodal spec '", path, "'"));
+  std::vector<PromptPart> parts;
+  std::string line;
+  int line_no = 0;
+  int64_t next_row = 0;
+  while (std::getline(in, line)) {
+    ++line_no;
+    const std::string where = absl::StrCat(path, ":", line_no, ": ");
+    std::vector<std::string> words = absl::StrSplit(line, absl::ByAnyChar(" \t"), absl::SkipEmpty());
+    if (words.empty()) continue;
+    PromptPart part;
+    if (words[0] == "T" && words.size() >= 2) {
+      for (size_t i = 1; i < words.size(); ++i) {
+        TokenId id;
+        if (!absl::SimpleAtoi(words[i], &id)) {
+          return absl::InvalidArgumentError(where + "'" + words[i] + "' is not a token id");
+        }
+        part.tokens.push_back(id);
+      }
+    } else if (words[0] == "I" && words.size() == 3) {
+      if (!absl::SimpleAtoi(words[1], &part.nx) || !absl::SimpleAtoi(words[2], &part.ny) || part.nx <= 0 ||
+          part.ny <= 0 || part.nx > (1 << 15) || part.ny > (1 << 15)) {
+        return absl::InvalidArgumentError(where + "expected 'I nx ny' with positive sizes");
+      }
+      part.first_row = next_row;
+      next_row += static_cast<int64_t>(part.nx) * part.ny;
+    } else {
+      return absl::InvalidArgumentError(where + "expected 'T id ...' or 'I nx ny'");
+    }
+    parts.push_back(std::move(part));
+  }
+  return parts;
+}
+
+absl::StatusOr<std::vector<float>> ReadEmbeddingsFile(const std::string& path, int32_t n_embd) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat("cannot open embeddings file '", path, "'"));
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const size_t row_bytes = static_cast<size_t>(n_embd) * sizeof(float);
+  if (n_embd <= 0 || bytes.size() % row_bytes != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": ", bytes.size(), " bytes is not a whole number of ",
+                                                   n_embd, "-float rows"));
+  }
+  std::vector<float> out(bytes.size() / sizeof(float));
+  std::memcpy(out.data(), bytes.data(), bytes.size());
+  return out;
+}
+
+absl::StatusOr<SequenceLogits> EvalMultimodal(Backend& backend, const std::vector<PromptPart>& parts,
+                                              const std::vector<float>& embeddings) {
+  const int64_t n_embd = backend.info().n_embd;
+  absl::StatusOr<std::unique_ptr<SequenceMemory>> mem = backend.NewSequence();
+  if (!mem.ok()) return mem.status();
+  SequenceLogits out;
+  out.n_vocab = backend.info().n_vocab;
+  for (const PromptPart& part : parts) {
+    SequenceRun run;
+    run.memory = mem->get();
+    run.start_pos = (*mem)->next_pos();
+    EmbeddingChunk chunk;
+    int64_t n = static_cast<int64_t>(part.tokens.size());
+    if (part.tokens.empty()) {
+      n = static_cast<int64_t>(part.nx) * part.ny;
+      if ((part.first_row + n) * n_embd > static_cast<int64_t>(embeddings.size())) {
+        return absl::InvalidArgumentError(absl::StrCat("chunk ", part.nx, " x ", part.ny, " needs embedding rows up to ",
+                                                       part.first_row + n, "; the file has ",
+                                                       static_cast<int64_t>(embeddings.size()) / n_embd));
+      }
+      chunk.rows = embeddings.data() + part.first_row * n_embd;
+      chunk.nx = part.nx;
+      chunk.ny = part.ny;
+      run.chunk = &chunk;
+    } else {
+      run.tokens = part.tokens;
+    }
+    std::vector<int32_t> rows(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) rows[i] = static_cast<int32_t>(i);
+    run.logit_rows = rows;
+    absl::StatusOr<std::vector<RunLogits>> r = backend.Forward(std::span<const SequenceRun>(&run, 1));
+    if (!r.ok()) return r.status();
+    out.values.insert(out.values.end(), (*r)[0].values.begin(), (*r)[0].values.end());
+    out.n_tokens += static_cast<int32_t>(n);
   }
   return out;
 }

@@ -44,6 +44,27 @@ absl::StatusOr<SequenceLogits> EvalSequence(Backend& backend, const std::vector<
 // Greedy continuation: `n` new ids after `prompt` (argmax, lowest id wins ties).
 absl::StatusOr<std::vector<TokenId>> GenerateGreedy(Backend& backend, const std::vector<TokenId>& prompt, int32_t n);
 
+// A multimodal prompt in the golden/multimodal format: parts in order, each
+// a text run ("T id ...") or an image chunk of nx * ny embedding rows
+// ("I nx ny") taken in order from an embeddings file (raw float32 rows of
+// n_embd). INVALID_ARGUMENT naming the line for anything else; NOT_FOUND
+// when the file cannot be opened.
+struct PromptPart {
+  std::vector<TokenId> tokens;  // text run; empty for a chunk
+  int32_t nx = 0, ny = 0;       // chunk grid
+  int64_t first_row = 0;        // chunk: index of its first embedding row
+};
+absl::StatusOr<std::vector<PromptPart>> ReadMultimodalSpec(const std::string& path);
+// Raw float32 rows of `n_embd`; INVALID_ARGUMENT when the size is not a
+// whole number of rows.
+absl::StatusOr<std::vector<float>> ReadEmbeddingsFile(const std::string& path, int32_t n_embd);
+
+// Feeds each part as its own Forward on a fresh sequence and returns the
+// logits of every row, text and image, in order. INVALID_ARGUMENT when the
+// chunks need more rows than `embeddings` holds; Forward's errors otherwise.
+absl::StatusOr<SequenceLogits> EvalMultimodal(Backend& backend, const std::vector<PromptPart>& parts,
+                                              const std::vector<float>& embeddings);
+
 struct LogitsComparison {
   double max_abs_diff = 0;   // max |a - b| over all rows and entries
   double ref_std = 0;        // standard deviation of all reference logits
