@@ -301,13 +301,15 @@ std::vector<TokenId> VocabTokenizer::TokenizeParts(std::span<const TextPart> par
     const Fragment& frag = frags[f];
     const size_t begin = frag_starts[f];
     const size_t end = f + 1 < frags.size() ? frag_starts[f + 1] : runs_end;
-    if (frag.token >= 0 || offset == frag.offset) {
+    // Inside a text run: walk the token pieces. SPM prepended a space to a
+    // run at the start or after a special token (its first token may be that
+    // space alone).
+    const bool prefixed =
+        frag.token < 0 && vocab_->add_space_prefix && (f == 0 || frags[f - 1].token >= 0);
+    if (frag.token >= 0 || (offset == frag.offset && !prefixed)) {
       part_starts->push_back(begin);
       continue;
     }
-    // Inside a text run: walk the token pieces. SPM prepended a space to a
-    // run at the start or after a special token.
-    const bool prefixed = vocab_->add_space_prefix && (f == 0 || frags[f - 1].token >= 0);
     size_t total = 0;
     for (size_t t = begin; t < end; ++t) total += vocab_->pieces[out[t]].size();
     if (total != frag.length + (prefixed ? 1 : 0)) {

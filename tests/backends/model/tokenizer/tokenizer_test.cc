@@ -213,6 +213,38 @@ TEST(TokenizerSharedTest, ValidUtf8RoundTripsThroughEveryVocabulary) {
   }
 }
 
+TEST(TokenizerSharedTest, PartsTokenizeLikeTheWholeAndLocateTheirStart) {
+  CAIRN_REQUIRE_SHARED("golden/tokenizer");
+  for (const char* path : {"models/stories260K.gguf", "golden/tokenizer/qwen3-vocab.gguf",
+                           "golden/tokenizer/llama3-vocab.gguf"}) {
+    auto tok = LoadShared(path);
+    ASSERT_NE(tok, nullptr);
+    std::mt19937 rng(7);
+    for (int trial = 0; trial < 200; ++trial) {
+      const std::string a = RandomText(&rng, trial % 13);
+      const std::string b = RandomText(&rng, 1 + trial % 17);
+      const std::string c = RandomText(&rng, trial % 5);
+      const TextPart parts[] = {{a, false}, {b, false}, {c, false}};
+      std::vector<size_t> starts;
+      const auto ids = tok->TokenizeParts(parts, true, &starts);
+      ASSERT_EQ(ids, tok->Tokenize(a + b + c)) << path << " trial " << trial;
+      ASSERT_EQ(starts.size(), 3u);
+      // The token at starts[k] holds the part's first byte.
+      const std::span<const TokenId> all(ids);
+      const size_t offsets[] = {0, a.size(), a.size() + b.size()};
+      for (int k = 0; k < 3; ++k) {
+        ASSERT_LE(starts[k], ids.size());
+        const size_t before = Detokenize(*tok, all.first(starts[k]))->size();
+        EXPECT_LE(before, offsets[k]) << path << " trial " << trial << " part " << k;
+        if (starts[k] < ids.size()) {
+          const size_t through = Detokenize(*tok, all.first(starts[k] + 1))->size();
+          EXPECT_GT(through, offsets[k]) << path << " trial " << trial << " part " << k;
+        }
+      }
+    }
+  }
+}
+
 // The named exceptions: text the vocabularies cannot give back.
 TEST(TokenizerSharedTest, RoundTripExceptions) {
   CAIRN_REQUIRE_SHARED("golden/tokenizer");
