@@ -43,6 +43,8 @@ const Row kRows[] = {
     {"models/stories260K.gguf", "golden/logits/stories260K.bin", 1e-4},
     {"golden/models/mamba2.gguf", "golden/logits/mamba2.bin", 1e-4},
     {"golden/models/mamba.gguf", "golden/logits/mamba.bin", 1e-4},
+    {"golden/models/granitehybrid.gguf", "golden/logits/granitehybrid.bin", 1e-4},
+    {"golden/models/qwen35.gguf", "golden/logits/qwen35.bin", 1e-4},
 };
 
 void PrintTo(const Row& r, std::ostream* os) { *os << r.model << " (tol " << r.tolerance << ")"; }
