@@ -1,0 +1,345 @@
+// The hybrid family beyond the conformance suite: multimodal chunks (golden
+// logits, M-RoPE position accounting, no cut or checkpoint inside a chunk,
+// snapshots across chunks), the composite memory's checkpoint size, MTP
+// blocks left out, and family-specific refusals.
+#include <algorithm>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "backends/backend.h"
+#include "backends/hybrid/hybrid_backend.h"
+#include "backends/model/gguf.h"
+#include "backends/model/gguf_writer.h"
+#include "gtest/gtest.h"
+#include "tests/testing/shared_data.h"
+#include "tools/eval_lib.h"
+
+namespace cairn {
+namespace {
+
+std::unique_ptr<Backend> Load(const std::string& relative) {
+  auto model = ModelFile::Open(testing::SharedPath(relative));
+  EXPECT_TRUE(model.ok()) << model.status();
+  if (!model.ok()) return nullptr;
+  auto b = CreateHybridBackend(std::shared_ptr<const ModelFile>(std::move(*model)), BackendOptions{});
+  EXPECT_TRUE(b.ok()) << b.status();
+  return b.ok() ? std::move(*b) : nullptr;
+}
+
+std::vector<int32_t> AllRows(int64_t n) {
+  std::vector<int32_t> rows(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) rows[i] = static_cast<int32_t>(i);
+  return rows;
+}
+
+class QwenMultimodalTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    CAIRN_REQUIRE_SHARED("golden/models/qwen35.gguf");
+    CAIRN_REQUIRE_SHARED("golden/multimodal/embd.bin");
+    backend_ = Load("golden/models/qwen35.gguf");
+    ASSERT_NE(backend_, nullptr);
+    auto embd = ReadEmbeddingsFile(testing::SharedPath("golden/multimodal/embd.bin"), backend_->info().n_embd);
+    ASSERT_TRUE(embd.ok()) << embd.status();
+    embd_ = *std::move(embd);
+    E_ = backend_->info().n_embd;
+  }
+
+  std::unique_ptr<SequenceMemory> NewSeq() {
+    auto m = backend_->NewSequence();
+    EXPECT_TRUE(m.ok()) << m.status();
+    return m.ok() ? std::move(*m) : nullptr;
+  }
+
+  std::vector<float> Tokens(SequenceMemory* mem, const std::vector<TokenId>& tokens) {
+    const std::vector<int32_t> rows = AllRows(static_cast<int64_t>(tokens.size()));
+    SequenceRun run{mem, mem->next_pos(), tokens, nullptr, rows};
+    auto r = backend_->Forward(std::span<const SequenceRun>(&run, 1));
+    EXPECT_TRUE(r.ok()) << r.status();
+    return r.ok() ? (*r)[0].values : std::vector<float>();
+  }
+
+  // A chunk of nx * ny rows starting at embedding row `first`.
+  std::vector<float> Chunk(SequenceMemory* mem, int32_t nx, int32_t ny, int64_t first) {
+    EmbeddingChunk c{embd_.data() + first * E_, nx, ny};
+    const std::vector<int32_t> rows = AllRows(static_cast<int64_t>(nx) * ny);
+    SequenceRun run{mem, mem->next_pos(), {}, &c, rows};
+    auto r = backend_->Forward(std::span<const SequenceRun>(&run, 1));
+    EXPECT_TRUE(r.ok()) << r.status();
+    return r.ok() ? (*r)[0].values : std::vector<float>();
+  }
+
+  std::unique_ptr<Backend> backend_;
+  std::vector<float> embd_;
+  int64_t E_ = 0;
+  const std::vector<TokenId> text_ = {1, 403, 407, 261, 378, 300, 301};
+  const std::vector<TokenId> more_ = {302, 350, 351, 352, 353};
+};
+
+TEST_F(QwenMultimodalTest, MatchesGoldenLogits) {
+  CAIRN_REQUIRE_SHARED("golden/multimodal/qwen35.bin");
+  auto parts = ReadMultimodalSpec(testing::SharedPath("golden/multimodal/spec.txt"));
+  ASSERT_TRUE(parts.ok()) << parts.status();
+  auto got = EvalMultimodal(*backend_, *parts, embd_);
+  ASSERT_TRUE(got.ok()) << got.status();
+  auto ref = ReadLogitsFile(testing::SharedPath("golden/multimodal/qwen35.bin"));
+  ASSERT_TRUE(ref.ok()) << ref.status();
+  ASSERT_EQ(ref->size(), 1u);
+  EXPECT_EQ(got->n_tokens, 41);
+  auto c = CompareLogits(*got, (*ref)[0]);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_LE(c->max_rel, 1e-4) << "max|diff| " << c->max_abs_diff << " std " << c->ref_std;
+  EXPECT_EQ(c->argmax_agree, c->rows);
+  RecordProperty("multimodal_max_rel", std::to_string(c->max_rel));
+}
+
+TEST_F(QwenMultimodalTest, ChunkAdvancesByTheLongerSideOfItsGrid) {
+  auto mem = NewSeq();
+  Tokens(mem.get(), text_);
+  EXPECT_EQ(mem->next_pos(), 7);
+  Chunk(mem.get(), 4, 3, 0);  // 12 rows, 4 positions
+  EXPECT_EQ(mem->next_pos(), 11);
+  Chunk(mem.get(), 2, 5, 12);  // 10 rows, 5 positions
+  EXPECT_EQ(mem->next_pos(), 16);
+}
+
+TEST_F(QwenMultimodalTest, NoTruncateOrCheckpointRestoreInsideAChunk) {
+  auto mem = NewSeq();
+  Tokens(mem.get(), text_);
+  Chunk(mem.get(), 4, 3, 0);  // positions [7, 11)
+  Tokens(mem.get(), more_);
+  for (Pos p : {8, 9, 10}) {
+    absl::Status s = mem->Truncate(p);
+    EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
+    EXPECT_NE(s.message().find("inside the embedding chunk"), std::string::npos) << s;
+  }
+  EXPECT_EQ(mem->next_pos(), 16);
+
+  // A checkpoint at position 9 of a text-only sequence cannot be restored
+  // into a sequence where 9 lies inside a chunk.
+  auto text_only = NewSeq();
+  Tokens(text_only.get(), {1, 403, 407, 261, 378, 300, 301, 302, 350});
+  auto cp9 = text_only->Capture(SnapshotScope::kCheckpoint);
+  ASSERT_TRUE(cp9.ok()) << cp9.status();
+  absl::Status s = mem->Restore(*cp9);
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
+  // At position 11 both have a boundary, but over different chunk layouts.
+  Tokens(text_only.get(), {351, 352});
+  auto cp11 = text_only->Capture(SnapshotScope::kCheckpoint);
+  ASSERT_TRUE(cp11.ok());
+  s = mem->Restore(*cp11);
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
+
+  // Nothing changed: the sequence continues like an untouched copy.
+  auto ref = NewSeq();
+  Tokens(ref.get(), text_);
+  Chunk(ref.get(), 4, 3, 0);
+  Tokens(ref.get(), more_);
+  EXPECT_EQ(mem->next_pos(), 16);
+  EXPECT_EQ(Tokens(mem.get(), {400, 401}), Tokens(ref.get(), {400, 401}));
+}
+
+TEST_F(QwenMultimodalTest, CheckpointAfterAChunkRestoresAndContinuesLikeFresh) {
+  // Fresh: text, chunk, text, chunk, text in one sequence.
+  auto fresh = NewSeq();
+  Tokens(fresh.get(), text_);
+  Chunk(fresh.get(), 4, 3, 0);
+  const std::vector<float> fresh_more = Tokens(fresh.get(), more_);
+  const std::vector<float> fresh_chunk = Chunk(fresh.get(), 2, 5, 12);
+  const std::vector<float> fresh_tail = Tokens(fresh.get(), {302, 400, 401, 402});
+
+  auto mem = NewSeq();
+  Tokens(mem.get(), text_);
+  Chunk(mem.get(), 4, 3, 0);
+  auto cp = mem->Capture(SnapshotScope::kCheckpoint);  // at the chunk's end, position 11
+  ASSERT_TRUE(cp.ok()) << cp.status();
+  EXPECT_EQ(cp->pos, 11);
+  // Diverge after the checkpoint, then come back.
+  Tokens(mem.get(), {5, 6, 7});
+  Chunk(mem.get(), 3, 3, 3);
+  ASSERT_TRUE(mem->Restore(*cp).ok());
+  EXPECT_EQ(mem->next_pos(), 11);
+  EXPECT_EQ(Tokens(mem.get(), more_), fresh_more);
+  EXPECT_EQ(Chunk(mem.get(), 2, 5, 12), fresh_chunk);
+  EXPECT_EQ(Tokens(mem.get(), {302, 400, 401, 402}), fresh_tail);
+
+  // A kFull snapshot carries the chunk layout into a fresh memory.
+  auto full = mem->Capture(SnapshotScope::kFull);
+  ASSERT_TRUE(full.ok()) << full.status();
+  auto moved = NewSeq();
+  Tokens(moved.get(), {9, 9, 9});
+  ASSERT_TRUE(moved->Restore(*full).ok());
+  EXPECT_EQ(moved->next_pos(), mem->next_pos());
+  EXPECT_EQ(Tokens(moved.get(), {3, 4}), Tokens(mem.get(), {3, 4}));
+  // And its chunk layout is enforced there too.
+  EXPECT_EQ(moved->Truncate(8).code(), absl::StatusCode::kFailedPrecondition);
+}
+
+TEST_F(QwenMultimodalTest, ChunkInABatchWithTextEqualsEachAlone) {
+  auto a = NewSeq(), b = NewSeq();
+  Tokens(a.get(), text_);
+  const std::vector<float> alone_chunk = Chunk(a.get(), 4, 3, 0);
+  const std::vector<float> alone_text = Tokens(b.get(), more_);
+
+  auto c = NewSeq(), d = NewSeq();
+  Tokens(c.get(), text_);
+  EmbeddingChunk chunk{embd_.data(), 4, 3};
+  const std::vector<int32_t> rows12 = AllRows(12), rows5 = AllRows(5);
+  SequenceRun runs[2] = {SequenceRun{c.get(), 7, {}, &chunk, rows12}, SequenceRun{d.get(), 0, more_, nullptr, rows5}};
+  auto r = backend_->Forward(runs);
+  ASSERT_TRUE(r.ok()) << r.status();
+  SequenceLogits got{12, (*r)[0].n_vocab, (*r)[0].values}, want{12, (*r)[0].n_vocab, alone_chunk};
+  auto cmp = CompareLogits(got, want);
+  ASSERT_TRUE(cmp.ok());
+  EXPECT_LE(cmp->max_rel, 1e-5);
+  SequenceLogits got_t{5, (*r)[1].n_vocab, (*r)[1].values}, want_t{5, (*r)[1].n_vocab, alone_text};
+  cmp = CompareLogits(got_t, want_t);
+  ASSERT_TRUE(cmp.ok());
+  EXPECT_LE(cmp->max_rel, 1e-5);
+  EXPECT_EQ(c->next_pos(), 11);
+}
+
+TEST_F(QwenMultimodalTest, InvalidChunksChangeNothing) {
+  auto mem = NewSeq();
+  Tokens(mem.get(), text_);
+  EmbeddingChunk empty{embd_.data(), 0, 3};
+  EmbeddingChunk no_rows{nullptr, 2, 2};
+  const std::vector<int32_t> row4 = {4};
+  EmbeddingChunk two_by_two{embd_.data(), 2, 2};
+  const std::vector<TokenId> tok = {5};
+  for (const SequenceRun& run : {SequenceRun{mem.get(), 7, {}, &empty, {}}, SequenceRun{mem.get(), 7, {}, &no_rows, {}},
+                                 SequenceRun{mem.get(), 7, {}, &two_by_two, row4},
+                                 SequenceRun{mem.get(), 7, tok, &two_by_two, {}}}) {
+    auto r = backend_->Forward(std::span<const SequenceRun>(&run, 1));
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << r.status();
+    EXPECT_EQ(mem->next_pos(), 7);
+  }
+  // Beyond the context in rows, though not in positions.
+  auto small_model = ModelFile::Open(testing::SharedPath("golden/models/qwen35.gguf"));
+  ASSERT_TRUE(small_model.ok());
+  BackendOptions opts;
+  opts.max_context = 12;
+  auto small = CreateHybridBackend(std::shared_ptr<const ModelFile>(std::move(*small_model)), opts);
+  ASSERT_TRUE(small.ok());
+  auto sm = (*small)->NewSequence();
+  ASSERT_TRUE(sm.ok());
+  EmbeddingChunk wide{embd_.data(), 4, 4};  // 16 rows over 4 positions
+  SequenceRun run{sm->get(), 0, {}, &wide, {}};
+  EXPECT_EQ((*small)->Forward(std::span<const SequenceRun>(&run, 1)).status().code(),
+            absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ((*sm)->next_pos(), 0);
+}
+
+TEST(HybridBackendTest, CheckpointBytesFollowTheRecurrentStateFormula) {
+  CAIRN_REQUIRE_SHARED("golden/models/qwen35.gguf");
+  CAIRN_REQUIRE_SHARED("golden/models/granitehybrid.gguf");
+  // Per recurrent layer: (d_conv - 1) * conv channels + the recurrent state.
+  // qwen35: 2 Gated DeltaNet layers, conv channels 2 * 2 * 16 + 4 * 16 = 128,
+  //         state 4 value heads x 16 x 16.
+  // granitehybrid: 2 Mamba-2 layers, conv channels 128 + 2 * 1 * 16 = 160,
+  //         state d_state 16 x d_inner 128.
+  struct Case {
+    const char* model;
+    size_t state_bytes;
+  };
+  for (const Case& c : {Case{"golden/models/qwen35.gguf", 2 * (3 * 128 + 4 * 16 * 16) * 4},
+                        Case{"golden/models/granitehybrid.gguf", 2 * (3 * 160 + 16 * 128) * 4}}) {
+    SCOPED_TRACE(c.model);
+    auto b = Load(c.model);
+    ASSERT_NE(b, nullptr);
+    auto mem = b->NewSequence();
+    ASSERT_TRUE(mem.ok());
+    const size_t empty = (*mem)->Bytes(SnapshotScope::kCheckpoint);
+    const std::vector<TokenId> toks = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
+    SequenceRun run{mem->get(), 0, toks, nullptr, {}};
+    ASSERT_TRUE(b->Forward(std::span<const SequenceRun>(&run, 1)).ok());
+    const size_t cp = (*mem)->Bytes(SnapshotScope::kCheckpoint);
+    EXPECT_EQ(cp, empty) << "checkpoint size must not grow with the sequence";
+    EXPECT_GE(cp, c.state_bytes);
+    EXPECT_LE(cp, c.state_bytes + 64) << "beyond the state, only a small header";
+    // kFull adds one K and one V row per attention layer (2) and token.
+    const size_t kv_row = 2 * 16 * 4;  // 2 KV heads x head dim 16, F32
+    EXPECT_GE((*mem)->Bytes(SnapshotScope::kFull), cp + 10 * 2 * 2 * kv_row);
+    auto snap = (*mem)->Capture(SnapshotScope::kCheckpoint);
+    ASSERT_TRUE(snap.ok());
+    EXPECT_EQ(snap->bytes(), cp);
+  }
+}
+
+TEST(HybridBackendTest, GraniteHybridTakesNoEmbeddingChunks) {
+  CAIRN_REQUIRE_SHARED("golden/models/granitehybrid.gguf");
+  auto b = Load("golden/models/granitehybrid.gguf");
+  ASSERT_NE(b, nullptr);
+  EXPECT_FALSE(b->info().accepts_embeddings);
+  EXPECT_EQ(b->info().family, "hybrid");
+  auto mem = b->NewSequence();
+  ASSERT_TRUE(mem.ok());
+  std::vector<float> rows(static_cast<size_t>(b->info().n_embd) * 4, 0.1f);
+  EmbeddingChunk c{rows.data(), 2, 2};
+  SequenceRun run{mem->get(), 0, {}, &c, {}};
+  EXPECT_EQ(b->Forward(std::span<const SequenceRun>(&run, 1)).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+// qwen35 files may carry MTP (next-token prediction) blocks after the trunk
+// (nextn_predict_layers): they are not part of the forward pass.
+TEST(HybridBackendTest, MtpBlocksAreNotRun) {
+  CAIRN_REQUIRE_SHARED("golden/models/qwen35.gguf");
+  auto orig = ModelFile::Open(testing::SharedPath("golden/models/qwen35.gguf"));
+  ASSERT_TRUE(orig.ok());
+  GgufWriter w;
+  for (const auto& [key, value] : (*orig)->metadata().entries()) {
+    if (key == "qwen35.block_count") continue;
+    w.Set(key, value);
+  }
+  w.SetUint32("qwen35.block_count", 5);
+  w.SetUint32("qwen35.nextn_predict_layers", 1);
+  for (const TensorInfo* t : (*orig)->tensors()) {
+    w.AddTensor(t->name, t->type, t->shape, std::vector<uint8_t>(t->data, t->data + t->n_bytes));
+  }
+  // An MTP block with weights that would change every logit if it ran.
+  w.AddF32Tensor("blk.4.attn_norm.weight", {64}, std::vector<float>(64, 100.0f));
+  w.AddF32Tensor("blk.4.nextn.eh_proj.weight", {128, 64}, std::vector<float>(128 * 64, 1.0f));
+  const std::vector<uint8_t> bytes = w.Serialize();
+  auto with_mtp = ModelFile::FromBuffer(bytes, "qwen35-mtp");
+  ASSERT_TRUE(with_mtp.ok()) << with_mtp.status();
+  auto b_mtp = CreateHybridBackend(std::shared_ptr<const ModelFile>(std::move(*with_mtp)), BackendOptions{});
+  ASSERT_TRUE(b_mtp.ok()) << b_mtp.status();
+  auto b = CreateHybridBackend(std::shared_ptr<const ModelFile>(std::move(*orig)), BackendOptions{});
+  ASSERT_TRUE(b.ok());
+  const std::vector<TokenId> toks = {1, 403, 407, 261, 378};
+  auto l_mtp = EvalSequence(**b_mtp, toks, EvalMode{});
+  auto l = EvalSequence(**b, toks, EvalMode{});
+  ASSERT_TRUE(l_mtp.ok() && l.ok());
+  EXPECT_EQ(l_mtp->values, l->values);
+}
+
+TEST(HybridBackendTest, RejectsFilesItCannotServe) {
+  CAIRN_REQUIRE_SHARED("golden/models/llama.gguf");
+  CAIRN_REQUIRE_SHARED("golden/models/granitehybrid.gguf");
+  auto llama = ModelFile::Open(testing::SharedPath("golden/models/llama.gguf"));
+  ASSERT_TRUE(llama.ok());
+  EXPECT_EQ(CreateHybridBackend(std::shared_ptr<const ModelFile>(std::move(*llama)), BackendOptions{}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  // granitehybrid with every layer declared attention: no recurrent layer.
+  auto orig = ModelFile::Open(testing::SharedPath("golden/models/granitehybrid.gguf"));
+  ASSERT_TRUE(orig.ok());
+  GgufWriter w;
+  for (const auto& [key, value] : (*orig)->metadata().entries()) {
+    if (key == "granitehybrid.attention.head_count_kv") continue;
+    w.Set(key, value);
+  }
+  w.SetInt32Array("granitehybrid.attention.head_count_kv", {2, 2, 2, 2});
+  for (const TensorInfo* t : (*orig)->tensors()) {
+    w.AddTensor(t->name, t->type, t->shape, std::vector<uint8_t>(t->data, t->data + t->n_bytes));
+  }
+  const std::vector<uint8_t> bytes = w.Serialize();
+  auto all_attn = ModelFile::FromBuffer(bytes, "granite-all-attention");
+  ASSERT_TRUE(all_attn.ok());
+  auto b = CreateHybridBackend(std::shared_ptr<const ModelFile>(std::move(*all_attn)), BackendOptions{});
+  EXPECT_EQ(b.status().code(), absl::StatusCode::kInvalidArgument) << b.status();
+}
+
+}  // namespace
+}  // namespace cairn
