@@ -41,6 +41,8 @@ const Row kRows[] = {
     {"golden/models/qwen3.gguf", "golden/logits/qwen3.bin", 1e-4},
     {"golden/models/llama256-Q4_K_M.gguf", "golden/logits/llama256-Q4_K_M.bin", 1e-4},
     {"models/stories260K.gguf", "golden/logits/stories260K.bin", 1e-4},
+    // gemma3: llama.cpp evaluates GELU through an fp16 table (golden README).
+    {"golden/models/gemma3.gguf", "golden/logits/gemma3.bin", 5e-3},
     {"golden/models/mamba2.gguf", "golden/logits/mamba2.bin", 1e-4},
     {"golden/models/mamba.gguf", "golden/logits/mamba.bin", 1e-4},
     {"golden/models/granitehybrid.gguf", "golden/logits/granitehybrid.bin", 1e-4},
@@ -180,6 +182,46 @@ TEST_P(ConformanceTest, TruncateThenRecomputeEqualsFresh) {
     SequenceLogits again = Feed(mem.get(), long_, p, n);
     ExpectClose(again, Slice(*fresh, p, n), "recomputed suffix");
   }
+}
+
+// The rollback window is exact for every memory: cutting back exactly
+// caps().rollback_window positions succeeds and recomputes like a fresh
+// sequence; one position more fails with FAILED_PRECONDITION and changes
+// nothing. The sequence (golden sequences repeated to 640 positions) is long
+// enough that SWA rings of the default size wrap.
+TEST_P(ConformanceTest, TruncateJustInsideAndJustOutsideTheRollbackWindow) {
+  const size_t n = std::min<size_t>(640, static_cast<size_t>(backend_->info().n_ctx_train));
+  std::vector<TokenId> seq;
+  while (seq.size() < n) {
+    for (const auto& s : tokens_) {
+      for (TokenId t : s) {
+        if (seq.size() < n) seq.push_back(t);
+      }
+    }
+  }
+  auto fresh = EvalSequence(*backend_, seq, EvalMode{0});
+  ASSERT_TRUE(fresh.ok()) << fresh.status();
+  auto mem = NewSeq();
+  ASSERT_NE(mem, nullptr);
+  Feed(mem.get(), seq, 0, n - 10);  // a prompt, then a continuation
+  Feed(mem.get(), seq, n - 10, n);
+  const MemoryCapabilities caps = mem->caps();
+  const Pos end = static_cast<Pos>(n);
+  const Pos w = caps.rollback_window;
+  ASSERT_GE(w, 0);
+  ASSERT_LE(w, end);
+  if (caps.truncatable) EXPECT_EQ(w, end);
+  RecordProperty("rollback_window_after_640", std::to_string(w));
+  if (w < end) {
+    absl::Status s = mem->Truncate(end - w - 1);
+    EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
+    EXPECT_EQ(mem->next_pos(), end);
+    EXPECT_EQ(mem->caps().rollback_window, w);
+  }
+  ASSERT_TRUE(mem->Truncate(end - w).ok());
+  ASSERT_EQ(mem->next_pos(), end - w);
+  if (w == 0) return;
+  ExpectClose(Feed(mem.get(), seq, n - w, n), Slice(*fresh, end - w, end), "recomputed window");
 }
 
 TEST_P(ConformanceTest, TruncateRejectsPositionsOutsideTheSequence) {
