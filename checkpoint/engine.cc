@@ -226,8 +226,11 @@ std::vector<CheckpointEngine::Plan> CheckpointEngine::Candidates(
   const MemoryCapabilities caps = s.memory->caps();
   const MemoryCapabilities static_caps = backend_->info().caps;
   const Pos next = s.memory->next_pos();
+  // Excluded ids failed earlier in this call; snapshots may also have been
+  // evicted since the lookup (by this call's own captures, or other sessions).
   auto is_excluded = [&](uint64_t id) {
-    return std::find(excluded.begin(), excluded.end(), id) != excluded.end();
+    if (std::find(excluded.begin(), excluded.end(), id) != excluded.end()) return true;
+    return id < kLiveIdBase && store_ != nullptr && !store_->Contains(id);
   };
   std::vector<Plan> out;
   {  // From scratch: always possible.
@@ -393,6 +396,13 @@ absl::Status CheckpointEngine::Apply(Sequence::State& s, const Prompt& prompt, c
         *failed_id = plan.base_id;
         return got.status();
       }
+      // The other sequence may have moved past the shared part: check the
+      // cut is possible before touching this sequence.
+      if (plan.ckpt_id == 0 && got->pos != target &&
+          !CheckpointPolicy::CanCut(backend_->info().caps, got->pos, target)) {
+        *failed_id = plan.base_id;
+        return absl::FailedPreconditionError("other sequence cannot be cut back to the shared part");
+      }
       other = std::move(*got);
     }
   }
@@ -501,6 +511,11 @@ absl::StatusOr<PrefillResult> CheckpointEngine::Prefill(Sequence& seq, const Pro
   if (absl::Status st = Validate(prompt); !st.ok()) return st;
   Sequence::State& s = *seq.state_;
   std::lock_guard<std::mutex> lock(s.mu);
+  if (s.memory->next_pos() != s.history.positions()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "sequence memory is at ", s.memory->next_pos(), " but its history ends at ",
+        s.history.positions(), ": call Append after running Forward on it"));
+  }
   PrefillResult result;
   PrefillStats& stats = result.stats;
   stats.prompt_symbols = prompt.size();
@@ -620,8 +635,10 @@ absl::StatusOr<PrefillResult> CheckpointEngine::Prefill(Sequence& seq, const Pro
       if (pt.symbols != i) continue;
       const double cost = static_cast<double>(s.history.positions() - s.history.pos_after(s.newest_depth));
       // Capture failures (budget, a memory inside a chunk) only cost reuse later.
-      CaptureAt(s, pt.reason, false, pt.keep_logits ? &result.logits : nullptr, cost, &stats)
-          .IgnoreError();
+      if (!CaptureAt(s, pt.reason, false, pt.keep_logits ? &result.logits : nullptr, cost, &stats).ok()) {
+        std::lock_guard<std::mutex> l(mu_);
+        ++stats_.capture_failures;
+      }
     }
   };
   capture_due();
@@ -714,7 +731,6 @@ absl::Status CheckpointEngine::Append(Sequence& seq, std::span<const TokenId> to
 absl::Status CheckpointEngine::EndGeneration(Sequence& seq) {
   Sequence::State& s = *seq.state_;
   std::lock_guard<std::mutex> lock(s.mu);
-  absl::Status st;
   if (enabled() && !s.history.empty() &&
       policy_.CaptureAfterGeneration(s.history.positions() - s.history.pos_after(s.newest_depth))) {
     const IndexMatch m = index_->Lookup(s.tenant, s.history.keys(), 0);
@@ -724,11 +740,15 @@ absl::Status CheckpointEngine::EndGeneration(Sequence& seq) {
     }
     if (!exists) {
       const double cost = static_cast<double>(s.history.positions() - s.history.pos_after(s.newest_depth));
-      st = CaptureAt(s, CaptureReason::kAfterGeneration, false, nullptr, cost, nullptr);
+      // A capture that does not fit only costs reuse later: not an error.
+      if (!CaptureAt(s, CaptureReason::kAfterGeneration, false, nullptr, cost, nullptr).ok()) {
+        std::lock_guard<std::mutex> l(mu_);
+        ++stats_.capture_failures;
+      }
     }
   }
   Publish(s);
-  return st;
+  return absl::OkStatus();
 }
 
 absl::Status CheckpointEngine::Park(Sequence& seq) {

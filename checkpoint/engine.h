@@ -70,6 +70,7 @@ struct EngineStats {
   int64_t reused = 0;
   int64_t recomputed = 0;
   uint64_t captures = 0;
+  uint64_t capture_failures = 0;  // did not fit the budget (reuse lost, not an error)
   uint64_t capture_bytes = 0;
   uint64_t restores = 0;
   uint64_t restore_failures = 0;  // fell back to another candidate
@@ -149,7 +150,8 @@ class CheckpointEngine final {
   absl::Status Append(Sequence& seq, std::span<const TokenId> tokens);
 
   // After a reply: captures a checkpoint when the policy says so and
-  // publishes the sequence in the prefix index. Errors only from Capture.
+  // publishes the sequence in the prefix index. A capture that fails (over
+  // budget) is counted in stats, not returned: it only costs reuse later.
   absl::Status EndGeneration(Sequence& seq);
 
   // Keeps a full snapshot of the sequence's state in the store and index

@@ -299,7 +299,9 @@ TEST_P(ExactnessTest, EveryRequestEqualsAFreshComputation) {
         ASSERT_TRUE(seq.ok());
         std::vector<std::vector<TokenId>> msgs = {Tokens(3 + rng_() % 30)};
         Request(**seq, Build(msgs), "sessionless");
-        if (rng_() % 2) ASSERT_TRUE(engine_->Park(**seq).ok());
+        if (rng_() % 2) {
+          ASSERT_TRUE(engine_->Park(**seq).ok());
+        }
         break;
       }
       case 9: {  // fork the active session
