@@ -220,34 +220,27 @@ absl::Status RecurrentBackend::Validate(std::span<const SequenceRun> batch) cons
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::vector<RunLogits>> RecurrentBackend::Forward(std::span<const SequenceRun> batch) {
-  if (absl::Status s = Validate(batch); !s.ok()) return s;
-  std::lock_guard<std::mutex> lock(forward_mu_);
+void RecurrentBackend::RunUbatch(std::span<const Segment> segments, std::span<const SequenceRun> batch,
+                                 std::span<RecurrentMemory* const> memories, std::vector<RunLogits>& results,
+                                 std::vector<size_t>& next_logit) {
   const MambaGeometry& g = geometry_;
   const int64_t n_embd = g.n_embd;
+  int64_t n_rows = 0;
+  for (const Segment& seg : segments) n_rows += seg.n;
 
-  std::vector<RecurrentMemory*> memories(batch.size());
-  std::vector<int64_t> offsets(batch.size() + 1, 0);
-  int64_t n_logit_rows = 0;
-  for (size_t i = 0; i < batch.size(); ++i) {
-    memories[i] = static_cast<RecurrentMemory*>(batch[i].memory);
-    offsets[i + 1] = offsets[i] + static_cast<int64_t>(batch[i].tokens.size());
-    n_logit_rows += static_cast<int64_t>(batch[i].logit_rows.size());
-  }
-  const int64_t n_rows = offsets.back();
-
-  // Residual stream, one row per token of every run.
+  // Residual stream, one row per token of every segment.
   std::vector<float> x(static_cast<size_t>(n_rows * n_embd));
-  for (size_t i = 0; i < batch.size(); ++i) {
-    for (size_t t = 0; t < batch[i].tokens.size(); ++t) {
-      DequantizeRow(token_embd_->type, token_embd_->row(batch[i].tokens[t]),
-                    x.data() + (offsets[i] + static_cast<int64_t>(t)) * n_embd, n_embd);
+  int64_t row = 0;
+  for (const Segment& seg : segments) {
+    for (int64_t t = 0; t < seg.n; ++t, ++row) {
+      DequantizeRow(token_embd_->type, token_embd_->row(batch[seg.run].tokens[seg.begin + t]),
+                    x.data() + row * n_embd, n_embd);
     }
   }
 
   std::vector<float> normed(x.size());
   std::vector<float> mixed(x.size());
-  std::vector<MambaMixerRun> runs(batch.size());
+  std::vector<MambaMixerRun> runs(segments.size());
   ThreadPool& pool = *pool_;
   for (int64_t l = 0; l < n_layers(); ++l) {
     const Layer& layer = layers_[l];
@@ -256,42 +249,83 @@ absl::StatusOr<std::vector<RunLogits>> RecurrentBackend::Forward(std::span<const
         RmsNorm(x.data() + t * n_embd, layer.attn_norm.data(), n_embd, g.rms_eps, normed.data() + t * n_embd);
       }
     });
-    for (size_t i = 0; i < batch.size(); ++i) {
-      runs[i].row_begin = offsets[i];
-      runs[i].n_rows = offsets[i + 1] - offsets[i];
-      runs[i].conv_state = memories[i]->conv_state(l);
-      runs[i].ssm_state = memories[i]->ssm_state(l);
+    int64_t offset = 0;
+    for (size_t i = 0; i < segments.size(); ++i) {
+      runs[i].row_begin = offset;
+      runs[i].n_rows = segments[i].n;
+      runs[i].conv_state = memories[segments[i].run]->conv_state(l);
+      runs[i].ssm_state = memories[segments[i].run]->ssm_state(l);
+      offset += segments[i].n;
     }
     MambaMixerForward(g, layer.mixer, runs, normed.data(), n_rows, mixed.data(), pool);
     pool.ParallelFor(n_rows * n_embd, 4096, [&](int64_t begin, int64_t end) {
       for (int64_t k = begin; k < end; ++k) x[k] += mixed[k];
     });
   }
-  for (size_t i = 0; i < batch.size(); ++i) memories[i]->Advance(static_cast<Pos>(batch[i].tokens.size()));
 
   // Final norm and output projection, for the requested rows only.
-  std::vector<float> h(static_cast<size_t>(n_logit_rows * n_embd));
-  int64_t k = 0;
-  for (size_t i = 0; i < batch.size(); ++i) {
-    for (int32_t r : batch[i].logit_rows) {
-      RmsNorm(x.data() + (offsets[i] + r) * n_embd, output_norm_.data(), n_embd, g.rms_eps, h.data() + k * n_embd);
-      ++k;
+  std::vector<float> h;
+  std::vector<std::pair<size_t, size_t>> dest;  // (run, index into its logit rows)
+  row = 0;
+  for (const Segment& seg : segments) {
+    const std::span<const int32_t> wanted = batch[seg.run].logit_rows;
+    size_t& k = next_logit[seg.run];
+    for (; k < wanted.size() && wanted[k] < seg.begin + seg.n; ++k) {
+      h.resize(h.size() + static_cast<size_t>(n_embd));
+      RmsNorm(x.data() + (row + wanted[k] - seg.begin) * n_embd, output_norm_.data(), n_embd, g.rms_eps,
+              h.data() + h.size() - n_embd);
+      dest.emplace_back(seg.run, k);
     }
+    row += seg.n;
   }
+  if (dest.empty()) return;
   const int64_t n_vocab = info_.n_vocab;
-  std::vector<float> logits(static_cast<size_t>(n_logit_rows * n_vocab));
-  if (n_logit_rows > 0) MatMul(output_, h.data(), n_logit_rows, logits.data(), pool);
-
-  std::vector<RunLogits> result(batch.size());
-  k = 0;
-  for (size_t i = 0; i < batch.size(); ++i) {
-    RunLogits& out = result[i];
-    out.n_rows = static_cast<int32_t>(batch[i].logit_rows.size());
-    out.n_vocab = static_cast<int32_t>(n_vocab);
-    out.values.assign(logits.begin() + k * n_vocab, logits.begin() + (k + out.n_rows) * n_vocab);
-    k += out.n_rows;
+  std::vector<float> logits(dest.size() * static_cast<size_t>(n_vocab));
+  MatMul(output_, h.data(), static_cast<int64_t>(dest.size()), logits.data(), pool);
+  for (size_t i = 0; i < dest.size(); ++i) {
+    std::memcpy(results[dest[i].first].values.data() + dest[i].second * n_vocab, logits.data() + i * n_vocab,
+                static_cast<size_t>(n_vocab) * sizeof(float));
   }
-  return result;
+}
+
+absl::StatusOr<std::vector<RunLogits>> RecurrentBackend::Forward(std::span<const SequenceRun> batch) {
+  if (absl::Status s = Validate(batch); !s.ok()) return s;
+  std::lock_guard<std::mutex> lock(forward_mu_);
+
+  std::vector<RecurrentMemory*> memories(batch.size());
+  std::vector<RunLogits> results(batch.size());
+  for (size_t i = 0; i < batch.size(); ++i) {
+    memories[i] = static_cast<RecurrentMemory*>(batch[i].memory);
+    results[i].n_rows = static_cast<int32_t>(batch[i].logit_rows.size());
+    results[i].n_vocab = info_.n_vocab;
+    results[i].values.resize(batch[i].logit_rows.size() * static_cast<size_t>(info_.n_vocab));
+  }
+
+  // Micro-batches of at most kUbatchRows rows bound the scratch memory of
+  // long prompts. A run split across micro-batches continues from the state
+  // the previous one left: the scan is sequential either way.
+  std::vector<size_t> next_logit(batch.size(), 0);
+  std::vector<Segment> segments;
+  size_t run = 0;
+  int64_t begin = 0;
+  while (run < batch.size()) {
+    segments.clear();
+    int64_t rows = 0;
+    while (run < batch.size() && rows < kUbatchRows) {
+      const int64_t len = static_cast<int64_t>(batch[run].tokens.size());
+      const int64_t take = std::min(len - begin, kUbatchRows - rows);
+      segments.push_back(Segment{run, begin, take});
+      rows += take;
+      begin += take;
+      if (begin == len) {
+        ++run;
+        begin = 0;
+      }
+    }
+    RunUbatch(segments, batch, memories, results, next_logit);
+  }
+  for (size_t i = 0; i < batch.size(); ++i) memories[i]->Advance(static_cast<Pos>(batch[i].tokens.size()));
+  return results;
 }
 
 absl::Status RegisterRecurrentFamily(BackendRegistry& registry) {

@@ -15,6 +15,7 @@
 #include "backends/kernels/matmul.h"
 #include "backends/kernels/thread_pool.h"
 #include "backends/recurrent/mamba_mixer.h"
+#include "backends/recurrent/recurrent_memory.h"
 
 namespace cairn {
 
@@ -48,9 +49,25 @@ class RecurrentBackend final : public Backend {
     MambaMixerWeights mixer;
   };
 
+  // Tokens [begin, begin + n) of batch[run].
+  struct Segment {
+    size_t run = 0;
+    int64_t begin = 0;
+    int64_t n = 0;
+  };
+  // Rows per micro-batch: large enough for sgemm to reach its peak on the
+  // projections, small enough that the scratch stays tens of MiB.
+  static constexpr int64_t kUbatchRows = 512;
+
   RecurrentBackend(std::shared_ptr<const ModelFile> model, const BackendOptions& options);
   absl::Status Load();
   absl::Status Validate(std::span<const SequenceRun> batch) const;
+  // Runs the segments through every layer and writes the logits of the
+  // requested rows they contain into `results` (next_logit[run] tracks how
+  // many of a run's logit rows are done).
+  void RunUbatch(std::span<const Segment> segments, std::span<const SequenceRun> batch,
+                 std::span<RecurrentMemory* const> memories, std::vector<RunLogits>& results,
+                 std::vector<size_t>& next_logit);
 
   std::shared_ptr<const ModelFile> model_;
   BackendOptions options_;

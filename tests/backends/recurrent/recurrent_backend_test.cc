@@ -238,6 +238,55 @@ TEST_P(GoldenTest, BatchOfSequencesEqualsEachAlone) {
   }
 }
 
+// Runs longer than a micro-batch (512 rows) continue across micro-batches
+// exactly: one 700-token run equals runs of 512 then 188, bit for bit, and a
+// batch whose runs straddle the boundary equals each run alone.
+TEST_P(GoldenTest, LongRunsSpanMicroBatches) {
+  const std::string name = GetParam();
+  CAIRN_REQUIRE_SHARED("golden/models/" + name + ".gguf");
+  std::unique_ptr<RecurrentBackend> b = Load(name);
+  ASSERT_NE(b, nullptr);
+  const int32_t n_vocab = b->info().n_vocab;
+  std::vector<TokenId> long_seq(700);
+  for (size_t i = 0; i < long_seq.size(); ++i) long_seq[i] = static_cast<TokenId>((i * 37 + 11) % n_vocab);
+  const std::span<const TokenId> all(long_seq);
+
+  auto whole = *b->NewSequence();
+  const std::vector<float> one_run = RunTokens(*b, *whole, all);
+  auto split = *b->NewSequence();
+  std::vector<float> two_runs = RunTokens(*b, *split, all.first(512));
+  const std::vector<float> rest = RunTokens(*b, *split, all.subspan(512));
+  two_runs.insert(two_runs.end(), rest.begin(), rest.end());
+  EXPECT_EQ(one_run, two_runs);
+  EXPECT_EQ(whole->Capture(SnapshotScope::kFull)->data, split->Capture(SnapshotScope::kFull)->data);
+
+  // Two runs in one call: 300 tokens, then 700 with sparse logit rows on
+  // both sides of the boundary the first run pushes to row 212.
+  auto m_a = *b->NewSequence();
+  auto m_b = *b->NewSequence();
+  const std::vector<int32_t> rows_a = {0, 299};
+  const std::vector<int32_t> rows_b = {0, 211, 212, 213, 699};
+  SequenceRun runs[2] = {{m_a.get(), 0, all.first(300), nullptr, rows_a}, {m_b.get(), 0, all, nullptr, rows_b}};
+  auto out = b->Forward(runs);
+  ASSERT_TRUE(out.ok()) << out.status();
+  ASSERT_EQ((*out)[1].n_rows, 5);
+  auto alone_a = *b->NewSequence();
+  const std::vector<float> ref_a = RunTokens(*b, *alone_a, all.first(300));
+  for (size_t i = 0; i < rows_a.size(); ++i) {
+    const std::vector<float> ref(ref_a.begin() + rows_a[i] * n_vocab, ref_a.begin() + (rows_a[i] + 1) * n_vocab);
+    const auto got = (*out)[0].row(static_cast<int32_t>(i));
+    EXPECT_LE(Compare(std::vector<float>(got.begin(), got.end()), ref, n_vocab).max_rel, 1e-5);
+  }
+  for (size_t i = 0; i < rows_b.size(); ++i) {
+    const std::vector<float> ref(one_run.begin() + rows_b[i] * n_vocab, one_run.begin() + (rows_b[i] + 1) * n_vocab);
+    const auto got = (*out)[1].row(static_cast<int32_t>(i));
+    const Deviation d = Compare(std::vector<float>(got.begin(), got.end()), ref, n_vocab);
+    EXPECT_LE(d.max_rel, 1e-5) << "row " << rows_b[i];
+    EXPECT_EQ(d.argmax_mismatches, 0);
+  }
+  EXPECT_EQ(m_b->next_pos(), 700);
+}
+
 INSTANTIATE_TEST_SUITE_P(Models, GoldenTest, ::testing::Values("mamba2", "mamba"));
 
 class MemoryContractTest : public ::testing::Test {
