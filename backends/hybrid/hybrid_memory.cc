@@ -106,32 +106,32 @@ absl::StatusOr<Snapshot> HybridMemory::Capture(SnapshotScope scope) const {
   // the check keeps the contract explicit should that ever change.
   absl::StatusOr<int64_t> rows = RowsAt(next_pos_);
   if (!rows.ok()) return rows.status();
-  absl::StatusOr<Snapshot> rec = rec_->Capture(scope);
-  if (!rec.ok()) return rec.status();
   Snapshot kv_full;
   if (scope == SnapshotScope::kFull) {
     absl::StatusOr<Snapshot> kv = kv_.Capture(SnapshotScope::kFull);
     if (!kv.ok()) return kv.status();
     kv_full = std::move(*kv);
   }
+  // The recurrent state goes in straight from the recurrent memory: one copy
+  // of the (large) state, no zero-filling of the buffer first.
+  const std::span<const uint8_t> rec = rec_->state_bytes_view();
   Snapshot s;
   s.pos = next_pos_;
   s.scope = scope;
   s.layout = geometry_.layout;
-  Header h{kMagic, static_cast<uint32_t>(scope), next_pos_, *rows, chunks_.size(), rec->data.size(),
-           kv_full.data.size()};
-  s.data.resize(HeaderBytes(chunks_.size()) + rec->data.size() + kv_full.data.size());
-  uint8_t* out = s.data.data();
-  std::memcpy(out, &h, sizeof h);
-  out += sizeof h;
+  Header h{kMagic, static_cast<uint32_t>(scope), next_pos_, *rows, chunks_.size(), rec.size(), kv_full.data.size()};
+  s.data.reserve(HeaderBytes(chunks_.size()) + rec.size() + kv_full.data.size());
+  auto append = [&s](const void* p, size_t n) {
+    const uint8_t* b = static_cast<const uint8_t*>(p);
+    s.data.insert(s.data.end(), b, b + n);
+  };
+  append(&h, sizeof h);
   for (const ChunkExtent& c : chunks_) {
     ChunkRecord r{c.pos, c.span, c.row, c.n_rows};
-    std::memcpy(out, &r, sizeof r);
-    out += sizeof r;
+    append(&r, sizeof r);
   }
-  std::memcpy(out, rec->data.data(), rec->data.size());
-  out += rec->data.size();
-  if (!kv_full.data.empty()) std::memcpy(out, kv_full.data.data(), kv_full.data.size());
+  append(rec.data(), rec.size());
+  append(kv_full.data.data(), kv_full.data.size());
   return s;
 }
 
@@ -175,11 +175,7 @@ absl::Status HybridMemory::Restore(const Snapshot& s) {
   if (h.n_rows != s.pos + extra) {
     return absl::InvalidArgumentError("malformed hybrid snapshot: row count does not match its chunks");
   }
-  Snapshot rec;
-  rec.pos = s.pos;
-  rec.scope = s.scope;
-  rec.layout = geometry_.layout;
-  rec.data.assign(in, in + h.recurrent_bytes);
+  const std::span<const uint8_t> rec(in, h.recurrent_bytes);
   in += h.recurrent_bytes;
   Snapshot kv;
   kv.pos = static_cast<Pos>(h.n_rows);
@@ -210,7 +206,7 @@ absl::Status HybridMemory::Restore(const Snapshot& s) {
   // Every check is done; the attention part can still fail (allocation for a
   // kFull restore) before anything changed, the recurrent part cannot now.
   if (absl::Status st = kv_.Restore(kv); !st.ok()) return st;
-  if (absl::Status st = rec_->Restore(rec); !st.ok()) return st;
+  if (absl::Status st = rec_->RestoreState(s.pos, rec); !st.ok()) return st;
   chunks_ = std::move(chunks);
   next_pos_ = s.pos;
   return absl::OkStatus();

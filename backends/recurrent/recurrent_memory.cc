@@ -91,8 +91,16 @@ absl::Status RecurrentMemory::Restore(const Snapshot& snapshot) {
   if (snapshot.scope != SnapshotScope::kCheckpoint && snapshot.scope != SnapshotScope::kFull) {
     return absl::InvalidArgumentError("malformed recurrent snapshot: unknown scope");
   }
-  std::memcpy(data_.get(), snapshot.data.data(), state_bytes());
-  pos_ = snapshot.pos;
+  return RestoreState(snapshot.pos, snapshot.data);
+}
+
+absl::Status RecurrentMemory::RestoreState(Pos pos, std::span<const uint8_t> bytes) {
+  if (bytes.size() != state_bytes() || pos < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("malformed recurrent state: ", bytes.size(), " bytes at position ",
+                                                   pos, ", expected ", state_bytes(), " bytes"));
+  }
+  std::memcpy(data_.get(), bytes.data(), state_bytes());
+  pos_ = pos;
   return absl::OkStatus();
 }
 

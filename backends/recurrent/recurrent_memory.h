@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 
 #include "absl/status/statusor.h"
 #include "backends/memory.h"
@@ -35,6 +36,16 @@ class RecurrentMemory final : public SequenceMemory {
   absl::StatusOr<Snapshot> Capture(SnapshotScope scope) const override;
   absl::Status Restore(const Snapshot& snapshot) override;
   size_t Bytes(SnapshotScope scope) const override;
+
+  // For composite memories (hybrids) that embed this state in their own
+  // snapshots: the raw state (Bytes() bytes, the Capture encoding) without an
+  // intermediate Snapshot copy, and its exact inverse. RestoreState fails
+  // with INVALID_ARGUMENT (changing nothing) on a size mismatch or a
+  // negative position.
+  std::span<const uint8_t> state_bytes_view() const {
+    return {reinterpret_cast<const uint8_t*>(data_.get()), state_bytes()};
+  }
+  absl::Status RestoreState(Pos pos, std::span<const uint8_t> bytes);
 
   // For the owning backend's Forward.
   const void* owner() const { return owner_; }
