@@ -1,0 +1,212 @@
+#include "service/demo_models.h"
+
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "backends/model/gguf_writer.h"
+
+namespace cairn::service {
+namespace {
+
+// xorshift64: deterministic on every platform.
+class Rng {
+ public:
+  float Uniform(float lo, float hi) {
+    s_ ^= s_ << 13;
+    s_ ^= s_ >> 7;
+    s_ ^= s_ << 17;
+    return lo + (hi - lo) * static_cast<float>(s_ >> 40) / static_cast<float>(1 << 24);
+  }
+  std::vector<float> Vec(size_t n, float lo, float hi) {
+    std::vector<float> v(n);
+    for (float& x : v) x = Uniform(lo, hi);
+    return v;
+  }
+
+ private:
+  uint64_t s_ = 0x9e3779b97f4a7c15ull;
+};
+
+constexpr const char* kWords[] = {
+    "the", "a", "and", "to", "of", "in", "was", "he", "she", "it", "they", "said", "once",
+    "upon", "time", "there", "little", "big", "girl", "boy", "dog", "cat", "bird", "tree",
+    "sun", "moon", "day", "night", "happy", "sad", "went", "saw", "found", "played", "ran",
+    "home", "friend", "mom", "dad", "park", "ball", "red", "blue", "green", "small", "very",
+    "with", "on", "for", "but", "so", "then", "one", "all", "her", "his", "had", "were",
+    "is", "not", "wanted", "liked", "looked", "toy", "box", "car", "house", "water", "sky",
+    "star", "fish", "flower", "cake", "book", "hat", "shoe", "door", "road", "hill", "river",
+    "king", "queen", "dragon", "cloud", "rain", "snow", "wind", "stone", "bear", "fox",
+    "owl", "frog", "apple", "bread", "song", "dance", "smile", "laugh", "jump", "fly", "swim",
+};
+
+struct Vocab {
+  std::vector<std::string> tokens;
+  std::vector<float> scores;
+  std::vector<int32_t> types;
+  size_t first_piece = 0;  // tokens before this are control and byte tokens
+};
+
+// SPM vocabulary: <unk> <s> </s>, 256 byte tokens, then every prefix of
+// "▁word" and each ASCII letter and punctuation mark, longer pieces scored
+// higher so that words merge whole.
+Vocab BuildVocab() {
+  Vocab v;
+  auto add = [&](std::string t, float score, int32_t type) {
+    v.tokens.push_back(std::move(t));
+    v.scores.push_back(score);
+    v.types.push_back(type);
+  };
+  add("<unk>", 0, 2);
+  add("<s>", 0, 3);
+  add("</s>", 0, 3);
+  for (int b = 0; b < 256; ++b) {
+    char buf[8];
+    std::snprintf(buf, sizeof(buf), "<0x%02X>", b);
+    add(buf, 0, 6);
+  }
+  v.first_piece = v.tokens.size();
+  std::set<std::string> seen;
+  auto piece = [&](const std::string& t) {
+    if (seen.insert(t).second) add(t, static_cast<float>(t.size()) - 20.0f, 1);
+  };
+  const std::string sp = "\xE2\x96\x81";  // ▁
+  piece(sp);
+  for (char c = 'a'; c <= 'z'; ++c) piece(std::string(1, c));
+  for (char c = 'A'; c <= 'Z'; ++c) piece(std::string(1, c));
+  for (const char* p : {".", ",", "!", "?", "'", "\"", "0", "1", "2", "3"}) piece(p);
+  for (const char* p : {".", ",", "!", "?"}) piece(sp + p);
+  for (const char* w : kWords) {
+    const std::string word = sp + w;
+    for (size_t len = sp.size() + 1; len <= word.size(); ++len) piece(word.substr(0, len));
+    const std::string cap = sp + std::string(1, static_cast<char>(w[0] - 'a' + 'A')) + (w + 1);
+    for (size_t len = sp.size() + 1; len <= cap.size(); ++len) piece(cap.substr(0, len));
+  }
+  return v;
+}
+
+void AddTokenizer(GgufWriter& w, const Vocab& v) {
+  w.SetString("tokenizer.ggml.model", "llama");
+  w.SetStringArray("tokenizer.ggml.tokens", v.tokens);
+  w.SetFloat32Array("tokenizer.ggml.scores", v.scores);
+  w.SetInt32Array("tokenizer.ggml.token_type", v.types);
+  w.SetUint32("tokenizer.ggml.bos_token_id", 1);
+  w.SetUint32("tokenizer.ggml.eos_token_id", 2);
+  w.SetUint32("tokenizer.ggml.unknown_token_id", 0);
+  w.SetBool("tokenizer.ggml.add_bos_token", true);
+}
+
+// Output rows: control and byte tokens get zero rows (logit 0) and word
+// pieces large random rows, so sampled text is mostly words, not stray bytes.
+std::vector<float> OutputRows(const Vocab& v, int64_t n_embd, float scale, Rng& rng) {
+  std::vector<float> out(static_cast<size_t>(n_embd) * v.tokens.size(), 0.0f);
+  for (size_t t = v.first_piece; t < v.tokens.size(); ++t) {
+    for (int64_t i = 0; i < n_embd; ++i) out[t * n_embd + i] = rng.Uniform(-scale, scale);
+  }
+  return out;
+}
+
+absl::StatusOr<DemoModel> Finish(GgufWriter& w, const std::string& name) {
+  std::vector<uint8_t> bytes = w.Serialize();
+  auto file = ModelFile::FromBuffer(bytes, name);
+  if (!file.ok()) return file.status();
+  return DemoModel{name, std::shared_ptr<const ModelFile>(std::move(*file))};
+}
+
+absl::StatusOr<DemoModel> BuildTransformer(const std::string& name) {
+  const Vocab v = BuildVocab();
+  const int64_t embd = 64, ff = 192, vocab = static_cast<int64_t>(v.tokens.size());
+  const int32_t layers = 2, heads = 4, kv_heads = 2;
+  GgufWriter w;
+  Rng rng;
+  w.SetString("general.architecture", "llama");
+  w.SetString("general.name", name);
+  w.SetUint32("llama.context_length", 4096);
+  w.SetUint32("llama.embedding_length", embd);
+  w.SetUint32("llama.block_count", layers);
+  w.SetUint32("llama.feed_forward_length", ff);
+  w.SetUint32("llama.attention.head_count", heads);
+  w.SetUint32("llama.attention.head_count_kv", kv_heads);
+  w.SetFloat32("llama.attention.layer_norm_rms_epsilon", 1e-5f);
+  w.SetFloat32("llama.rope.freq_base", 10000.0f);
+  AddTokenizer(w, v);
+  const int64_t kv = embd / heads * kv_heads;
+  const float a = 1.0f / std::sqrt(static_cast<float>(embd));
+  const float af = 1.0f / std::sqrt(static_cast<float>(ff));
+  std::vector<float> ones(embd, 1.0f);
+  w.AddF32Tensor("token_embd.weight", {embd, vocab}, rng.Vec(embd * vocab, -1.0f, 1.0f));
+  w.AddF32Tensor("output_norm.weight", {embd}, ones);
+  w.AddF32Tensor("output.weight", {embd, vocab}, OutputRows(v, embd, 0.6f, rng));
+  for (int32_t l = 0; l < layers; ++l) {
+    const std::string p = absl::StrCat("blk.", l, ".");
+    w.AddF32Tensor(p + "attn_norm.weight", {embd}, ones);
+    w.AddF32Tensor(p + "ffn_norm.weight", {embd}, ones);
+    w.AddF32Tensor(p + "attn_q.weight", {embd, embd}, rng.Vec(embd * embd, -a, a));
+    w.AddF32Tensor(p + "attn_k.weight", {embd, kv}, rng.Vec(embd * kv, -a, a));
+    w.AddF32Tensor(p + "attn_v.weight", {embd, kv}, rng.Vec(embd * kv, -a, a));
+    w.AddF32Tensor(p + "attn_output.weight", {embd, embd}, rng.Vec(embd * embd, -a, a));
+    w.AddF32Tensor(p + "ffn_gate.weight", {embd, ff}, rng.Vec(embd * ff, -a, a));
+    w.AddF32Tensor(p + "ffn_up.weight", {embd, ff}, rng.Vec(embd * ff, -a, a));
+    w.AddF32Tensor(p + "ffn_down.weight", {ff, embd}, rng.Vec(ff * embd, -af, af));
+  }
+  return Finish(w, name);
+}
+
+absl::StatusOr<DemoModel> BuildRecurrent(const std::string& name) {
+  const Vocab v = BuildVocab();
+  const int64_t n_embd = 64, n_layer = 2, d_state = 16, n_head = 4, n_group = 1, d_conv = 4;
+  const int64_t n_vocab = static_cast<int64_t>(v.tokens.size());
+  const int64_t d_inner = 2 * n_embd;
+  const int64_t conv_ch = d_inner + 2 * n_group * d_state;
+  const int64_t in_proj = 2 * d_inner + 2 * n_group * d_state + n_head;
+  GgufWriter w;
+  const std::string a = "mamba2";
+  w.SetString("general.architecture", a);
+  w.SetString("general.name", name);
+  w.SetUint32(a + ".context_length", 1 << 20);
+  w.SetUint32(a + ".embedding_length", n_embd);
+  w.SetUint32(a + ".block_count", n_layer);
+  w.SetFloat32(a + ".attention.layer_norm_rms_epsilon", 1e-5f);
+  w.SetUint32(a + ".ssm.conv_kernel", d_conv);
+  w.SetUint32(a + ".ssm.inner_size", d_inner);
+  w.SetUint32(a + ".ssm.state_size", d_state);
+  w.SetUint32(a + ".ssm.time_step_rank", n_head);
+  w.SetUint32(a + ".ssm.group_count", n_group);
+  AddTokenizer(w, v);
+  Rng rng;
+  const float in_scale = 1.0f / std::sqrt(static_cast<float>(n_embd));
+  const float out_scale = 1.0f / std::sqrt(static_cast<float>(d_inner));
+  w.AddF32Tensor("token_embd.weight", {n_embd, n_vocab}, rng.Vec(n_embd * n_vocab, -1.0f, 1.0f));
+  w.AddF32Tensor("output_norm.weight", {n_embd}, std::vector<float>(n_embd, 1.0f));
+  w.AddF32Tensor("output.weight", {n_embd, n_vocab}, OutputRows(v, n_embd, 0.6f, rng));
+  for (int64_t l = 0; l < n_layer; ++l) {
+    const std::string p = absl::StrCat("blk.", l, ".");
+    w.AddF32Tensor(p + "attn_norm.weight", {n_embd}, std::vector<float>(n_embd, 1.0f));
+    w.AddF32Tensor(p + "ssm_in.weight", {n_embd, in_proj}, rng.Vec(n_embd * in_proj, -in_scale, in_scale));
+    w.AddF32Tensor(p + "ssm_conv1d.weight", {d_conv, conv_ch}, rng.Vec(d_conv * conv_ch, -0.5f, 0.5f));
+    w.AddF32Tensor(p + "ssm_conv1d.bias", {conv_ch}, rng.Vec(conv_ch, -0.1f, 0.1f));
+    w.AddF32Tensor(p + "ssm_dt.bias", {n_head}, rng.Vec(n_head, -4.0f, -2.0f));
+    w.AddF32Tensor(p + "ssm_a", {1, n_head}, rng.Vec(n_head, -8.0f, -1.0f));
+    w.AddF32Tensor(p + "ssm_d", {1, n_head}, std::vector<float>(n_head, 1.0f));
+    w.AddF32Tensor(p + "ssm_norm.weight", {d_inner / n_group, n_group}, std::vector<float>(d_inner, 1.0f));
+    w.AddF32Tensor(p + "ssm_out.weight", {d_inner, n_embd}, rng.Vec(d_inner * n_embd, -out_scale, out_scale));
+  }
+  return Finish(w, name);
+}
+
+}  // namespace
+
+std::vector<std::string> DemoModelNames() { return {"demo-transformer", "demo-recurrent"}; }
+
+absl::StatusOr<DemoModel> BuildDemoModel(const std::string& name) {
+  if (name == "demo-transformer") return BuildTransformer(name);
+  if (name == "demo-recurrent") return BuildRecurrent(name);
+  return absl::NotFoundError(absl::StrCat("no built-in model named '", name, "'"));
+}
+
+}  // namespace cairn::service

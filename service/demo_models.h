@@ -1,0 +1,32 @@
+// Built-in synthetic models: deterministic random weights built in memory
+// with GgufWriter, one per backend family compiled in, each with a small SPM
+// vocabulary of English words. They let `cairn-server` start on a fresh
+// machine with no model file; their text is meaningless.
+#ifndef CAIRN_SERVICE_DEMO_MODELS_H_
+#define CAIRN_SERVICE_DEMO_MODELS_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "backends/model/gguf.h"
+
+namespace cairn::service {
+
+struct DemoModel {
+  std::string name;  // e.g. "demo-transformer"
+  std::shared_ptr<const ModelFile> file;
+};
+
+// The names DemoModel can build: "demo-transformer" (llama),
+// "demo-recurrent" (mamba2).
+std::vector<std::string> DemoModelNames();
+
+// Builds one (the same bytes on every call and machine). NOT_FOUND for an
+// unknown name.
+absl::StatusOr<DemoModel> BuildDemoModel(const std::string& name);
+
+}  // namespace cairn::service
+
+#endif  // CAIRN_SERVICE_DEMO_MODELS_H_

@@ -1,0 +1,547 @@
+#include "service/inference_service.h"
+
+#include <algorithm>
+#include <chrono>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "service/scheduler.h"
+#include "service/status.h"
+
+namespace cairn::service {
+namespace {
+
+// The tenant of a call. Authentication (per-token tenants) is not wired in
+// yet: every caller is the same tenant.
+std::string TenantOf(const grpc::ServerContext* /*ctx*/) { return ""; }
+
+absl::Status CheckToken(const ServedModel& model, int32_t id) {
+  if (id < 0 || id >= model.info().n_vocab) {
+    return absl::InvalidArgumentError(absl::StrCat("token id ", id, " out of range [0, ",
+                                                   model.info().n_vocab, ") for model '",
+                                                   model.name, "'"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::shared_ptr<const ChunkData>> ToChunk(const ServedModel& model,
+                                                        const v1::EmbeddingChunk& c) {
+  if (!model.info().accepts_embeddings) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("model '", model.name, "' does not accept embedding chunks"));
+  }
+  if (c.width() != model.info().n_embd) {
+    return absl::InvalidArgumentError(absl::StrCat("embedding width ", c.width(),
+                                                   " != the model's n_embd ", model.info().n_embd));
+  }
+  if (c.nx() <= 0 || c.ny() <= 0 || c.nx() > (1 << 16) || c.ny() > (1 << 16)) {
+    return absl::InvalidArgumentError(absl::StrCat("bad embedding grid ", c.nx(), "x", c.ny()));
+  }
+  const int64_t want = int64_t{c.nx()} * c.ny() * c.width();
+  if (want != c.values_size()) {
+    return absl::InvalidArgumentError(absl::StrCat("embedding chunk has ", c.values_size(),
+                                                   " values, grid and width need ", want));
+  }
+  auto d = std::make_shared<ChunkData>();
+  d->rows.assign(c.values().begin(), c.values().end());
+  d->width = c.width();
+  d->nx = c.nx();
+  d->ny = c.ny();
+  return std::shared_ptr<const ChunkData>(std::move(d));
+}
+
+}  // namespace
+
+absl::StatusOr<History> InferenceService::BuildPrompt(const ServedModel& model,
+                                                      const v1::GenerateRequest& req,
+                                                      bool at_start) const {
+  History h;
+  if (req.parts_size() > 0 && req.messages_size() > 0) {
+    return absl::InvalidArgumentError("give either parts or messages, not both");
+  }
+  if (req.parts_size() > limits_.max_prompt_parts || req.messages_size() > limits_.max_prompt_parts) {
+    return absl::InvalidArgumentError(absl::StrCat("more than ", limits_.max_prompt_parts, " prompt parts"));
+  }
+  const Tokenizer* tok = model.tokenizer.get();
+  auto tokenize = [&](const std::string& text, bool first, History* out) -> absl::Status {
+    if (tok == nullptr) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("model '", model.name, "' has no tokenizer: send token ids"));
+    }
+    if (text.size() > static_cast<size_t>(limits_.max_text_bytes)) {
+      return absl::InvalidArgumentError(absl::StrCat("text part longer than ", limits_.max_text_bytes, " bytes"));
+    }
+    if (first && tok->add_bos() && tok->special_tokens().bos >= 0) out->AddToken(tok->special_tokens().bos);
+    TokenizeOptions opt;
+    opt.add_special = false;
+    opt.parse_special = false;
+    for (TokenId t : tok->Tokenize(text, opt)) out->AddToken(t);
+    return absl::OkStatus();
+  };
+  for (int i = 0; i < req.parts_size(); ++i) {
+    const v1::PromptPart& p = req.parts(i);
+    switch (p.part_case()) {
+      case v1::PromptPart::kText:
+        if (absl::Status st = tokenize(p.text(), at_start && h.empty(), &h); !st.ok()) return st;
+        break;
+      case v1::PromptPart::kTokens:
+        for (int32_t id : p.tokens().ids()) {
+          if (absl::Status st = CheckToken(model, id); !st.ok()) return st;
+          h.AddToken(id);
+        }
+        break;
+      case v1::PromptPart::kEmbeddings: {
+        auto c = ToChunk(model, p.embeddings());
+        if (!c.ok()) return c.status();
+        h.AddChunk(std::move(*c));
+        break;
+      }
+      case v1::PromptPart::kMessageBoundary:
+        h.EndMessage();
+        break;
+      default:
+        return absl::InvalidArgumentError(absl::StrCat("prompt part ", i, " is empty"));
+    }
+  }
+  if (req.messages_size() > 0) {
+    // No chat-template engine yet: every model gets the plain fallback
+    // "role: content\n" per message, with a boundary after each.
+    for (int i = 0; i < req.messages_size(); ++i) {
+      const v1::ChatMessage& m = req.messages(i);
+      if (m.role().empty()) return absl::InvalidArgumentError(absl::StrCat("message ", i, " has no role"));
+      if (absl::Status st = tokenize(absl::StrCat(m.role(), ": ", m.content(), "\n"),
+                                     at_start && h.empty(), &h);
+          !st.ok()) {
+        return st;
+      }
+      h.EndMessage();
+    }
+    if (!req.has_add_generation_prompt() || req.add_generation_prompt()) {
+      if (absl::Status st = tokenize("assistant:", false, &h); !st.ok()) return st;
+    }
+  }
+  return h;
+}
+
+grpc::Status InferenceService::Generate(grpc::ServerContext* ctx, const v1::GenerateRequest* req,
+                                        grpc::ServerWriter<v1::GenerateResponse>* writer) {
+  if (active_generate_.fetch_add(1) >= limits_.max_concurrent_generate) {
+    active_generate_.fetch_sub(1);
+    return ToGrpcStatus(absl::ResourceExhaustedError(absl::StrCat(
+        "more than ", limits_.max_concurrent_generate, " concurrent Generate calls")));
+  }
+  absl::Status st = DoGenerate(ctx, *req, writer);
+  active_generate_.fetch_sub(1);
+  return ToGrpcStatus(st);
+}
+
+absl::Status InferenceService::DoGenerate(grpc::ServerContext* ctx, const v1::GenerateRequest& req,
+                                          grpc::ServerWriter<v1::GenerateResponse>* writer) {
+  const Clock::time_point received = Clock::now();
+  const std::string tenant = TenantOf(ctx);
+  auto model_or = models_->Find(req.model());
+  if (!model_or.ok()) return model_or.status();
+  ServedModel& model = **model_or;
+
+  // Parameters.
+  SamplingConfig sc;
+  const v1::SamplingParams& sp = req.sampling();
+  if (sp.has_temperature()) sc.temperature = sp.temperature();
+  sc.top_k = sp.top_k();
+  if (sp.has_top_p()) sc.top_p = sp.top_p();
+  sc.min_p = sp.min_p();
+  if (sp.has_repetition_penalty()) sc.repetition_penalty = sp.repetition_penalty();
+  sc.presence_penalty = sp.presence_penalty();
+  if (sp.has_penalty_last_n()) sc.penalty_last_n = sp.penalty_last_n();
+  sc.seed = sp.has_seed() ? sp.seed() : std::random_device{}();
+  sc.logprobs = req.logprobs();
+  sc.top_logprobs = req.top_logprobs();
+  if (absl::Status st = sc.Validate(); !st.ok()) return st;
+  const v1::StopParams& stop = req.stop();
+  int32_t max_tokens = stop.has_max_tokens() ? stop.max_tokens() : 256;
+  if (max_tokens < 0) return absl::InvalidArgumentError("stop.max_tokens must be >= 0");
+  if (stop.stop_strings_size() > limits_.max_stop_strings) {
+    return absl::InvalidArgumentError(absl::StrCat("more than ", limits_.max_stop_strings, " stop strings"));
+  }
+  for (const std::string& s : stop.stop_strings()) {
+    if (s.empty() || s.size() > static_cast<size_t>(limits_.max_stop_string_bytes)) {
+      return absl::InvalidArgumentError(absl::StrCat("stop strings must have 1..",
+                                                     limits_.max_stop_string_bytes, " bytes"));
+    }
+  }
+  if (stop.stop_strings_size() > 0 && model.tokenizer == nullptr) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("model '", model.name, "' has no tokenizer: stop strings cannot match"));
+  }
+  if (stop.stop_token_ids_size() > limits_.max_stop_tokens) {
+    return absl::InvalidArgumentError(absl::StrCat("more than ", limits_.max_stop_tokens, " stop tokens"));
+  }
+  for (int32_t id : stop.stop_token_ids()) {
+    if (absl::Status st = CheckToken(model, id); !st.ok()) return st;
+  }
+  if (req.append() && req.session_id().empty()) {
+    return absl::InvalidArgumentError("append needs a session_id");
+  }
+
+  // Session (exclusive while the request runs) or a fresh sequence.
+  SessionLease lease;
+  std::unique_ptr<checkpoint::Sequence> temp_seq;
+  checkpoint::Sequence* seq = nullptr;
+  const History* base = nullptr;
+  if (!req.session_id().empty()) {
+    auto l = sessions_->Acquire(req.session_id(), tenant);
+    if (!l.ok()) return l.status();
+    lease = std::move(*l);
+    if (lease->model != &model) {
+      return absl::InvalidArgumentError(absl::StrCat("session '", req.session_id(), "' runs model '",
+                                                     lease->model->name, "', not '", model.name, "'"));
+    }
+    seq = lease->seq.get();
+    if (req.append()) base = &lease->history;
+  }
+  auto added = BuildPrompt(model, req, base == nullptr || base->empty());
+  if (!added.ok()) return added.status();
+  History prompt;
+  if (base != nullptr) prompt = *base;
+  prompt.Append(*added);
+  if (prompt.empty()) return absl::InvalidArgumentError("empty prompt");
+  const Pos positions = prompt.PositionsOf(prompt.size());
+  if (positions >= model.context_length()) {
+    return absl::ResourceExhaustedError(absl::StrCat("prompt of ", positions,
+                                                     " positions does not fit the context of ",
+                                                     model.context_length()));
+  }
+  if (seq == nullptr) {
+    auto s = model.engine->NewSequence(tenant);
+    if (!s.ok()) return s.status();
+    temp_seq = std::move(*s);
+    seq = temp_seq.get();
+  }
+
+  auto job = std::make_shared<GenerateJob>();
+  job->model = &model;
+  job->seq = seq;
+  job->prompt = std::move(prompt);
+  job->sampling = sc;
+  job->max_tokens = max_tokens;
+  job->stop_tokens.assign(stop.stop_token_ids().begin(), stop.stop_token_ids().end());
+  job->stop_strings.assign(stop.stop_strings().begin(), stop.stop_strings().end());
+  job->ignore_eos = stop.ignore_eos();
+  job->stream_text = !req.has_stream_text() || req.stream_text();
+  job->session_id = req.session_id();
+  job->received = received;
+  if (absl::Status st = model.scheduler->Submit(job); !st.ok()) return st;
+
+  // Relay events until the job is done. Writes block while the client is
+  // slow (flow control), which stalls only this request's relay, not the
+  // scheduler (events queue up in the job).
+  const auto deadline = ctx->deadline();
+  std::optional<v1::GenerateResponse> finished;
+  bool client_gone = false;
+  for (;;) {
+    std::vector<v1::GenerateResponse> events = job->WaitEvents(std::chrono::milliseconds(10));
+    for (v1::GenerateResponse& ev : events) {
+      if (ev.has_finished()) {
+        finished = std::move(ev);
+        continue;
+      }
+      if (!client_gone && !writer->Write(ev)) {
+        client_gone = true;
+        job->RequestStop(StopReason::kCancelled);
+      }
+    }
+    if (job->done()) break;
+    if (ctx->IsCancelled()) job->RequestStop(StopReason::kCancelled);
+    if (std::chrono::system_clock::now() >= deadline) job->RequestStop(StopReason::kDeadline);
+  }
+  absl::Status status = job->status();
+
+  // Session bookkeeping: see GenerateRequest.session_id in the proto.
+  const bool keep_output = status.ok() || (job->prefilled && (absl::IsCancelled(status) ||
+                                                              absl::IsDeadlineExceeded(status)));
+  History after;
+  bool update = false;
+  if (keep_output) {
+    after = job->prompt;
+    for (TokenId t : job->streamed) after.AddToken(t);
+    update = true;
+  } else if (absl::IsCancelled(status) || absl::IsDeadlineExceeded(status)) {
+    // Stopped during prompt processing: the sequence holds a prefix of the
+    // prompt (or still its old state when nothing happened yet).
+    checkpoint::Prompt p;
+    if (job->prompt.ToPrompt(model.info().n_embd, &p).ok()) {
+      const auto held = seq->history().keys();
+      const size_t common = checkpoint::CommonPrefix(held, p.keys());
+      if (common == held.size()) {
+        after = job->prompt;
+        after.Resize(common);
+        update = lease.get() != nullptr;
+      }
+    }
+  }
+  if (job->prefilled) {
+    if (absl::Status e = model.engine->EndGeneration(*seq); !e.ok()) {
+      // A failed capture loses a cache entry, never correctness.
+    }
+  }
+  if (lease.get() != nullptr && update) lease->history = std::move(after);
+  if (temp_seq != nullptr && job->prefilled) {
+    // Sessionless: keep the state findable by the shared prefix index.
+    model.engine->Park(*temp_seq).IgnoreError();
+  }
+  if (status.ok() && finished.has_value()) {
+    finished->mutable_finished()->mutable_usage()->set_session_tokens(
+        lease.get() != nullptr ? static_cast<int32_t>(lease->history.size()) : 0);
+    if (!client_gone) writer->Write(*finished);
+  }
+  return status;
+}
+
+// ---------------------------------------------------------------------------
+// Sessions
+
+void InferenceService::Describe(const Session& s, bool include_tokens, v1::SessionInfo* out) const {
+  out->set_session_id(s.id);
+  out->set_model(s.model->name);
+  out->set_tokens(static_cast<int32_t>(s.history.size()));
+  out->set_positions(s.history.PositionsOf(s.history.size()));
+  out->set_idle_seconds(0);
+  out->set_busy(false);
+  if (include_tokens) {
+    for (TokenId t : s.history.Tokens()) out->add_token_ids(t);
+  }
+}
+
+grpc::Status InferenceService::SessionControl(grpc::ServerContext* ctx, const v1::SessionRequest* req,
+                                              v1::SessionResponse* resp) {
+  return ToGrpcStatus(DoSession(TenantOf(ctx), *req, resp));
+}
+
+absl::Status InferenceService::DoSession(const std::string& tenant, const v1::SessionRequest& req,
+                                         v1::SessionResponse* resp) {
+  switch (req.op_case()) {
+    case v1::SessionRequest::kCreate: {
+      auto model = models_->Find(req.create().model());
+      if (!model.ok()) return model.status();
+      auto s = sessions_->Create(*model, tenant);
+      if (!s.ok()) return s.status();
+      Describe(**s, false, resp->mutable_session());
+      break;
+    }
+    case v1::SessionRequest::kFork: {
+      auto src = sessions_->Acquire(req.fork().session_id(), tenant);
+      if (!src.ok()) return src.status();
+      auto s = sessions_->Fork(**src);
+      if (!s.ok()) return s.status();
+      Describe(**s, false, resp->mutable_session());
+      break;
+    }
+    case v1::SessionRequest::kRewind: {
+      auto s = sessions_->Acquire(req.rewind().session_id(), tenant);
+      if (!s.ok()) return s.status();
+      const int32_t n = req.rewind().tokens();
+      if (n < 0) return absl::InvalidArgumentError("rewind.tokens must be >= 0");
+      if (static_cast<size_t>(n) > (*s)->history.size()) {
+        return absl::FailedPreconditionError(absl::StrCat("cannot rewind to ", n, " tokens: the session has ",
+                                                          (*s)->history.size()));
+      }
+      // The live sequence is left as it is: the next Generate brings it to
+      // the history, cutting or restoring exactly as needed.
+      (*s)->history.Resize(static_cast<size_t>(n));
+      Describe(**s, false, resp->mutable_session());
+      break;
+    }
+    case v1::SessionRequest::kDelete: {
+      if (absl::Status st = sessions_->Delete(req.delete_().session_id(), tenant); !st.ok()) return st;
+      resp->set_deleted(true);
+      break;
+    }
+    case v1::SessionRequest::kGet: {
+      auto s = sessions_->Acquire(req.get().session_id(), tenant);
+      if (s.ok()) {
+        Describe(**s, req.get().include_tokens(), resp->mutable_session());
+        break;
+      }
+      if (!absl::IsFailedPrecondition(s.status())) return s.status();
+      // Busy: describe it without its (changing) history.
+      for (const auto& x : sessions_->List(tenant)) {
+        if (x.id != req.get().session_id()) continue;
+        v1::SessionInfo* out = resp->mutable_session();
+        out->set_session_id(x.id);
+        out->set_model(x.model);
+        out->set_busy(true);
+        return absl::OkStatus();
+      }
+      return absl::NotFoundError(absl::StrCat("session '", req.get().session_id(), "' not found"));
+    }
+    case v1::SessionRequest::kList: {
+      v1::SessionList* list = resp->mutable_sessions();
+      for (const auto& x : sessions_->List(tenant)) {
+        v1::SessionInfo* out = list->add_sessions();
+        out->set_session_id(x.id);
+        out->set_model(x.model);
+        out->set_tokens(static_cast<int32_t>(x.tokens));
+        out->set_positions(x.positions);
+        out->set_idle_seconds(x.idle_seconds);
+        out->set_busy(x.busy);
+      }
+      break;
+    }
+    case v1::SessionRequest::kExport: {
+      auto s = sessions_->Acquire(req.export_().session_id(), tenant);
+      if (!s.ok()) return s.status();
+      return Export(**s, resp);
+    }
+    case v1::SessionRequest::kImport:
+      return Import(tenant, req.import(), resp);
+    default:
+      return absl::InvalidArgumentError("SessionRequest without an operation");
+  }
+  if (metrics_ != nullptr) metrics_->sessions->Set(static_cast<double>(sessions_->size()));
+  return absl::OkStatus();
+}
+
+absl::Status InferenceService::Export(Session& s, v1::SessionResponse* resp) {
+  ServedModel& model = *s.model;
+  v1::SessionSnapshot snap;
+  snap.set_version(1);
+  snap.set_model(model.name);
+  snap.set_arch(model.info().arch);
+  snap.set_n_vocab(model.info().n_vocab);
+  for (const HistoryItem& it : s.history.items) {
+    v1::HistoryItem* h = snap.add_history();
+    if (it.is_chunk()) {
+      v1::EmbeddingChunk* c = h->mutable_chunk();
+      c->mutable_values()->Assign(it.chunk->rows.begin(), it.chunk->rows.end());
+      c->set_width(it.chunk->width);
+      c->set_nx(it.chunk->nx);
+      c->set_ny(it.chunk->ny);
+    } else {
+      h->set_token(it.token);
+    }
+  }
+  for (size_t e : s.history.message_ends) snap.add_message_ends(static_cast<int32_t>(e));
+  if (!s.history.empty()) {
+    // Bring the live state to the history (after a rewind or a reply whose
+    // last token was not absorbed yet), so the snapshot covers all of it.
+    checkpoint::Prompt p;
+    if (absl::Status st = s.history.ToPrompt(model.info().n_embd, &p); !st.ok()) return st;
+    const auto held = s.seq->history().keys();
+    if (held.size() != p.size() || checkpoint::CommonPrefix(held, p.keys()) != p.size()) {
+      auto r = model.engine->Prefill(*s.seq, p);
+      if (!r.ok()) return r.status();
+    }
+    auto state = s.seq->memory()->Capture(SnapshotScope::kFull);
+    if (!state.ok()) return state.status();
+    snap.set_layout(state->layout);
+    snap.set_pos(state->pos);
+    snap.set_state(state->data.data(), state->data.size());
+  }
+  std::string bytes;
+  if (!snap.SerializeToString(&bytes)) return absl::InternalError("snapshot serialization failed");
+  resp->set_snapshot(std::move(bytes));
+  return absl::OkStatus();
+}
+
+absl::Status InferenceService::Import(const std::string& tenant, const v1::ImportSession& req,
+                                      v1::SessionResponse* resp) {
+  v1::SessionSnapshot snap;
+  if (!snap.ParseFromString(req.snapshot())) {
+    return absl::InvalidArgumentError("snapshot bytes are not a cairn session snapshot");
+  }
+  if (snap.version() != 1) {
+    return absl::InvalidArgumentError(absl::StrCat("unsupported snapshot version ", snap.version()));
+  }
+  const std::string name = req.model().empty() ? snap.model() : req.model();
+  auto model_or = models_->Find(name);
+  if (!model_or.ok()) return model_or.status();
+  ServedModel& model = **model_or;
+  if (snap.model() != model.name || snap.arch() != model.info().arch ||
+      snap.n_vocab() != model.info().n_vocab) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "snapshot is of model '", snap.model(), "' (", snap.arch(), "), not '", model.name, "' (",
+        model.info().arch, ")"));
+  }
+  History h;
+  for (const v1::HistoryItem& it : snap.history()) {
+    if (it.has_chunk()) {
+      auto c = ToChunk(model, it.chunk());
+      if (!c.ok()) return c.status();
+      h.AddChunk(std::move(*c));
+    } else {
+      if (absl::Status st = CheckToken(model, it.token()); !st.ok()) return st;
+      h.AddToken(it.token());
+    }
+  }
+  for (int32_t e : snap.message_ends()) {
+    if (e <= 0 || static_cast<size_t>(e) > h.size() || (!h.message_ends.empty() && h.message_ends.back() >= static_cast<size_t>(e))) {
+      return absl::InvalidArgumentError("snapshot message boundaries are malformed");
+    }
+    h.message_ends.push_back(static_cast<size_t>(e));
+  }
+  if (h.PositionsOf(h.size()) >= model.context_length()) {
+    return absl::ResourceExhaustedError("snapshot history does not fit the model's context");
+  }
+  Snapshot state;
+  size_t k = 0;  // history items the state covers
+  bool tokens_only = true;
+  if (!snap.state().empty()) {
+    state.pos = snap.pos();
+    state.scope = SnapshotScope::kFull;
+    state.layout = snap.layout();
+    state.data.assign(snap.state().begin(), snap.state().end());
+    while (k < h.size() && h.PositionsOf(k) < state.pos) {
+      tokens_only &= !h.items[k].is_chunk();
+      ++k;
+    }
+    if (state.pos <= 0 || h.PositionsOf(k) != state.pos) {
+      return absl::InvalidArgumentError("snapshot state position does not match its history");
+    }
+  }
+  auto lease = sessions_->Create(&model, tenant);
+  if (!lease.ok()) return lease.status();
+  Session& s = **lease;
+  if (!state.data.empty()) {
+    if (absl::Status st = s.seq->memory()->Restore(state); !st.ok()) {
+      const std::string id = s.id;
+      lease->Reset();  // releases the session so that it can be deleted
+      sessions_->Delete(id, tenant).IgnoreError();
+      return absl::FailedPreconditionError(absl::StrCat("snapshot does not fit model '", model.name,
+                                                        "': ", st.message()));
+    }
+    // Tell the engine what the restored memory holds. A history with chunks
+    // cannot be recorded this way: the state is dropped and the next
+    // Generate recomputes it (exact either way).
+    std::vector<TokenId> tokens;
+    for (size_t i = 0; i < k; ++i) tokens.push_back(h.items[i].token);
+    if (!tokens_only || !model.engine->Append(*s.seq, tokens).ok()) {
+      s.seq->memory()->Truncate(0).IgnoreError();
+    }
+  }
+  s.history = std::move(h);
+  Describe(s, false, resp->mutable_session());
+  if (metrics_ != nullptr) metrics_->sessions->Set(static_cast<double>(sessions_->size()));
+  return absl::OkStatus();
+}
+
+grpc::Status InferenceService::ListModels(grpc::ServerContext* /*ctx*/, const v1::ListModelsRequest* /*req*/,
+                                          v1::ListModelsResponse* resp) {
+  for (ServedModel* m : models_->All()) {
+    v1::ModelDescription* d = resp->add_models();
+    const ModelInfo& info = m->info();
+    d->set_name(m->name);
+    d->set_arch(info.arch);
+    d->set_family(info.family);
+    d->set_n_vocab(info.n_vocab);
+    d->set_context_length(m->context_length());
+    d->set_n_embd(info.n_embd);
+    d->set_accepts_embeddings(info.accepts_embeddings);
+    d->set_has_tokenizer(m->tokenizer != nullptr);
+    d->set_synthetic(m->synthetic);
+    d->set_path(m->path);
+  }
+  return grpc::Status::OK;
+}
+
+}  // namespace cairn::service

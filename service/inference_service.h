@@ -1,0 +1,75 @@
+// The cairn.v1.Inference service: request validation, prompt assembly
+// (text, ids, embedding chunks, messages), session bookkeeping, and the
+// bridge between a streaming RPC and the model's scheduler.
+//
+// Threading: gRPC's synchronous API with its thread pool. A Generate
+// handler thread only relays events from the scheduler (which does all the
+// computation on its own threads) and watches for cancellation and the
+// deadline; it blocks, so the pool's size bounds concurrent streams
+// (--max-concurrent, beyond which calls get RESOURCE_EXHAUSTED). The
+// callback API would save those threads, but they are cheap next to the
+// memory of a live sequence, and the sync code is easier to get right.
+#ifndef CAIRN_SERVICE_INFERENCE_SERVICE_H_
+#define CAIRN_SERVICE_INFERENCE_SERVICE_H_
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "cairn/v1/inference.grpc.pb.h"
+#include "service/history.h"
+#include "service/metrics.h"
+#include "service/models.h"
+#include "service/sessions.h"
+
+namespace cairn::service {
+
+struct ServiceLimits {
+  int32_t max_concurrent_generate = 256;
+  int32_t max_prompt_parts = 4096;
+  int32_t max_stop_strings = 16;
+  int32_t max_stop_string_bytes = 256;
+  int32_t max_stop_tokens = 64;
+  int32_t max_text_bytes = 4 << 20;
+};
+
+class InferenceService final : public v1::Inference::Service {
+ public:
+  // Borrowed: all must outlive the service.
+  InferenceService(ModelRegistry* models, SessionManager* sessions, Metrics* metrics,
+                   const ServiceLimits& limits)
+      : models_(models), sessions_(sessions), metrics_(metrics), limits_(limits) {}
+
+  grpc::Status Generate(grpc::ServerContext* ctx, const v1::GenerateRequest* req,
+                        grpc::ServerWriter<v1::GenerateResponse>* writer) override;
+  grpc::Status SessionControl(grpc::ServerContext* ctx, const v1::SessionRequest* req,
+                              v1::SessionResponse* resp) override;
+  grpc::Status ListModels(grpc::ServerContext* ctx, const v1::ListModelsRequest* req,
+                          v1::ListModelsResponse* resp) override;
+
+ private:
+  absl::Status DoGenerate(grpc::ServerContext* ctx, const v1::GenerateRequest& req,
+                          grpc::ServerWriter<v1::GenerateResponse>* writer);
+  absl::Status DoSession(const std::string& tenant, const v1::SessionRequest& req,
+                         v1::SessionResponse* resp);
+  // The request's new prompt parts (or rendered messages) as history items.
+  absl::StatusOr<History> BuildPrompt(const ServedModel& model, const v1::GenerateRequest& req,
+                                      bool at_start) const;
+  absl::Status Export(Session& s, v1::SessionResponse* resp);
+  absl::Status Import(const std::string& tenant, const v1::ImportSession& req,
+                      v1::SessionResponse* resp);
+  void Describe(const Session& s, bool include_tokens, v1::SessionInfo* out) const;
+
+  ModelRegistry* const models_;
+  SessionManager* const sessions_;
+  Metrics* const metrics_;
+  const ServiceLimits limits_;
+  std::atomic<int32_t> active_generate_{0};
+};
+
+}  // namespace cairn::service
+
+#endif  // CAIRN_SERVICE_INFERENCE_SERVICE_H_

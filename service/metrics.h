@@ -1,0 +1,57 @@
+// Prometheus metrics of the service. The registry always exists (tests read
+// it in process); an HTTP exposer is started only with --metrics-listen.
+#ifndef CAIRN_SERVICE_METRICS_H_
+#define CAIRN_SERVICE_METRICS_H_
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "prometheus/counter.h"
+#include "prometheus/exposer.h"
+#include "prometheus/gauge.h"
+#include "prometheus/histogram.h"
+#include "prometheus/registry.h"
+
+namespace cairn::service {
+
+// Thread-safe (prometheus-cpp metrics are).
+class Metrics final {
+ public:
+  // `listen` "host:port" starts an exposer serving /metrics; empty: none.
+  // UNAVAILABLE when the address cannot be bound.
+  static absl::StatusOr<std::unique_ptr<Metrics>> Create(const std::string& listen);
+  ~Metrics();
+
+  // Bound port of the exposer (0 without one).
+  int port() const;
+  std::string Render() const;  // text exposition format, for tests
+  std::shared_ptr<prometheus::Registry> registry() const { return registry_; }
+
+  prometheus::Counter* requests_ok;
+  prometheus::Counter* requests_failed;
+  prometheus::Counter* prompt_tokens;
+  prometheus::Counter* reused_tokens;
+  prometheus::Counter* recomputed_tokens;
+  prometheus::Counter* generated_tokens;
+  prometheus::Gauge* checkpoints_captured;  // engine totals, refreshed periodically
+  prometheus::Gauge* checkpoints_restored;
+  prometheus::Gauge* checkpoints_evicted;
+  prometheus::Gauge* store_ram_bytes;
+  prometheus::Gauge* store_disk_bytes;
+  prometheus::Gauge* queue_depth;
+  prometheus::Gauge* running_sequences;
+  prometheus::Gauge* sessions;
+  prometheus::Histogram* time_to_first_token;
+  prometheus::Histogram* decode_tokens_per_second;
+  prometheus::Histogram* batch_rows;
+
+ private:
+  Metrics() = default;
+  std::shared_ptr<prometheus::Registry> registry_;
+  std::unique_ptr<prometheus::Exposer> exposer_;
+};
+
+}  // namespace cairn::service
+
+#endif  // CAIRN_SERVICE_METRICS_H_

@@ -1,0 +1,149 @@
+#include "service/models.h"
+
+#include <filesystem>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "backends/register_builtin.h"
+#include "service/demo_models.h"
+#include "service/scheduler.h"
+
+namespace cairn::service {
+
+absl::StatusOr<ModelSpec> ParseModelSpec(const std::string& text) {
+  ModelSpec spec;
+  std::string rest = text;
+  const size_t eq = text.find('=');
+  if (eq != std::string::npos) {
+    spec.name = text.substr(0, eq);
+    rest = text.substr(eq + 1);
+  }
+  // A trailing ":family" (a word without '/', '.'), so that paths with ':'
+  // elsewhere still work.
+  const size_t colon = rest.rfind(':');
+  if (colon != std::string::npos) {
+    const std::string fam = rest.substr(colon + 1);
+    if (!fam.empty() && fam.find_first_of("/.") == std::string::npos) {
+      spec.family = fam;
+      rest = rest.substr(0, colon);
+    }
+  }
+  spec.path = rest;
+  if (spec.path.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("--model '", text, "': empty path"));
+  }
+  if (eq == std::string::npos) spec.name = std::filesystem::path(spec.path).stem().string();
+  if (spec.name.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("--model '", text, "': empty name"));
+  }
+  for (const std::string& demo : DemoModelNames()) {
+    if (spec.path == demo) spec.builtin = true;
+  }
+  return spec;
+}
+
+ServedModel::~ServedModel() {
+  scheduler.reset();
+  engine.reset();
+}
+
+Pos ServedModel::context_length() const {
+  const int32_t n = info().n_ctx_train;
+  return n > 0 ? n : (1 << 20);
+}
+
+ModelRegistry::~ModelRegistry() { models_.clear(); }
+
+absl::StatusOr<std::unique_ptr<ModelRegistry>> ModelRegistry::Load(
+    const std::vector<ModelSpec>& specs_in, const ModelsOptions& options,
+    const SchedulerOptions& scheduler_options) {
+  std::unique_ptr<ModelRegistry> reg(new ModelRegistry());
+  BackendRegistry backends;
+  if (absl::Status st = RegisterBuiltinBackends(backends); !st.ok()) return st;
+
+  std::vector<ModelSpec> specs = specs_in;
+  if (specs.empty()) {
+    // Built-in synthetic models, one per family this build has.
+    for (const std::string& name : DemoModelNames()) {
+      ModelSpec s;
+      s.name = s.path = name;
+      s.builtin = true;
+      specs.push_back(s);
+    }
+  }
+  if (options.checkpoint.enabled) {
+    auto store = checkpoint::CheckpointStore::Create(options.checkpoint.store());
+    if (!store.ok()) return store.status();
+    reg->store_ = std::move(*store);
+  }
+  for (const ModelSpec& spec : specs) {
+    if (reg->models_.count(spec.name)) {
+      return absl::AlreadyExistsError(absl::StrCat("model name '", spec.name, "' given twice"));
+    }
+    auto m = std::make_unique<ServedModel>();
+    m->name = spec.name;
+    if (spec.builtin) {
+      auto demo = BuildDemoModel(spec.path);
+      if (!demo.ok()) return demo.status();
+      m->file = demo->file;
+      m->synthetic = true;
+    } else {
+      auto file = ModelFile::Open(spec.path);
+      if (!file.ok()) {
+        return absl::Status(file.status().code(),
+                            absl::StrCat("model '", spec.name, "': ", file.status().message()));
+      }
+      m->file = std::shared_ptr<const ModelFile>(std::move(*file));
+      m->path = spec.path;
+    }
+    BackendOptions bo;
+    bo.name = spec.name;
+    bo.n_threads = options.threads;
+    bo.max_context = options.max_context;
+    auto backend = backends.Create(m->file, bo, spec.family);
+    if (!backend.ok()) {
+      // Skip built-in models whose family this build lacks; a user's model
+      // must load.
+      if (spec.builtin && specs_in.empty()) continue;
+      return absl::Status(backend.status().code(),
+                          absl::StrCat("model '", spec.name, "': ", backend.status().message()));
+    }
+    m->backend = MakeFairBackend(std::move(*backend));
+    auto tok = Tokenizer::Create(*m->file);
+    if (tok.ok()) {
+      m->tokenizer = std::move(*tok);
+    } else if (tok.status().code() != absl::StatusCode::kNotFound) {
+      return absl::Status(tok.status().code(),
+                          absl::StrCat("model '", spec.name, "' tokenizer: ", tok.status().message()));
+    }
+    auto engine = checkpoint::CheckpointEngine::Create(m->backend.get(), reg->store_, options.checkpoint);
+    if (!engine.ok()) return engine.status();
+    m->engine = std::move(*engine);
+    auto sched = Scheduler::Create(m.get(), scheduler_options);
+    if (!sched.ok()) return sched.status();
+    m->scheduler = std::move(*sched);
+    reg->models_.emplace(spec.name, std::move(m));
+  }
+  if (reg->models_.empty()) return absl::NotFoundError("no model could be loaded");
+  return reg;
+}
+
+absl::StatusOr<ServedModel*> ModelRegistry::Find(const std::string& name) const {
+  auto it = models_.find(name);
+  if (it == models_.end()) {
+    std::vector<std::string> names;
+    for (const auto& [n, m] : models_) names.push_back(n);
+    return absl::NotFoundError(absl::StrCat("model '", name, "' is not served (served: ",
+                                            absl::StrJoin(names, ", "), ")"));
+  }
+  return it->second.get();
+}
+
+std::vector<ServedModel*> ModelRegistry::All() const {
+  std::vector<ServedModel*> out;
+  for (const auto& [n, m] : models_) out.push_back(m.get());
+  return out;
+}
+
+}  // namespace cairn::service

@@ -1,0 +1,87 @@
+// The models a server serves: each one loaded file, its backend, tokenizer,
+// checkpoint engine and scheduler, under a deployment name.
+#ifndef CAIRN_SERVICE_MODELS_H_
+#define CAIRN_SERVICE_MODELS_H_
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "backends/backend.h"
+#include "backends/model/gguf.h"
+#include "backends/model/tokenizer.h"
+#include "checkpoint/engine.h"
+#include "checkpoint/options.h"
+#include "checkpoint/store.h"
+
+namespace cairn::service {
+
+class Scheduler;
+struct SchedulerOptions;
+
+// "NAME=PATH" or "NAME=PATH:family"; a bare "PATH" names the model after the
+// file stem. INVALID_ARGUMENT for an empty name or path.
+struct ModelSpec {
+  std::string name;
+  std::string path;
+  std::string family;  // empty: from general.architecture
+  bool builtin = false;  // a DemoModel name instead of a path
+};
+absl::StatusOr<ModelSpec> ParseModelSpec(const std::string& text);
+
+// One served model. Immutable after load except through its scheduler and
+// engine, which are thread-safe.
+struct ServedModel {
+  ~ServedModel();
+
+  std::string name;
+  std::string path;       // "" for built-in models
+  bool synthetic = false;
+  std::shared_ptr<const ModelFile> file;
+  // Member order is destruction order in reverse: the scheduler stops
+  // before the engine goes, the engine before the backend.
+  std::unique_ptr<Backend> backend;
+  std::unique_ptr<Tokenizer> tokenizer;  // null: token ids only
+  std::unique_ptr<checkpoint::CheckpointEngine> engine;
+  std::unique_ptr<Scheduler> scheduler;
+
+  const ModelInfo& info() const { return backend->info(); }
+  // Most positions a sequence may hold.
+  Pos context_length() const;
+};
+
+struct ModelsOptions {
+  int32_t threads = 0;  // per backend; 0: all cores
+  int32_t max_context = 0;
+  checkpoint::CheckpointOptions checkpoint;
+};
+
+// Thread-safe after Load: read-only.
+class ModelRegistry final {
+ public:
+  // Loads every spec (built-ins when `specs` is empty). One checkpoint
+  // store (one RAM budget) is shared by all models. Errors from opening,
+  // recognizing or loading a file name the model; ALREADY_EXISTS for a
+  // duplicate name.
+  static absl::StatusOr<std::unique_ptr<ModelRegistry>> Load(
+      const std::vector<ModelSpec>& specs, const ModelsOptions& options,
+      const SchedulerOptions& scheduler_options);
+  ~ModelRegistry();
+
+  // NOT_FOUND naming the model and the served ones.
+  absl::StatusOr<ServedModel*> Find(const std::string& name) const;
+  std::vector<ServedModel*> All() const;
+  checkpoint::CheckpointStore* store() const { return store_.get(); }
+
+ private:
+  ModelRegistry() = default;
+  std::shared_ptr<checkpoint::CheckpointStore> store_;
+  std::map<std::string, std::unique_ptr<ServedModel>> models_;
+};
+
+}  // namespace cairn::service
+
+#endif  // CAIRN_SERVICE_MODELS_H_

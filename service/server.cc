@@ -1,0 +1,110 @@
+#include "service/server.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "grpcpp/ext/proto_server_reflection_plugin.h"
+#include "grpcpp/health_check_service_interface.h"
+#include "grpcpp/resource_quota.h"
+#include "grpcpp/security/server_credentials.h"
+#include "grpcpp/server_builder.h"
+
+namespace cairn::service {
+
+absl::StatusOr<std::unique_ptr<Server>> Server::Create(const ServerOptions& options) {
+  std::unique_ptr<Server> s(new Server());
+  s->options_ = options;
+  auto metrics = Metrics::Create(options.metrics_listen);
+  if (!metrics.ok()) return metrics.status();
+  s->metrics_ = std::move(*metrics);
+  SchedulerOptions sched = options.scheduler;
+  sched.metrics = s->metrics_.get();
+  auto models = ModelRegistry::Load(options.models, options.models_options, sched);
+  if (!models.ok()) return models.status();
+  s->models_ = std::move(*models);
+  s->sessions_ = std::make_unique<SessionManager>(options.sessions);
+  s->service_ = std::make_unique<InferenceService>(s->models_.get(), s->sessions_.get(),
+                                                   s->metrics_.get(), options.limits);
+
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(options.listen, grpc::InsecureServerCredentials(), &s->port_);
+  builder.RegisterService(s->service_.get());
+  builder.SetMaxReceiveMessageSize(options.max_message_bytes);
+  builder.SetMaxSendMessageSize(options.max_message_bytes);
+  // The sync API runs each call on a pool thread; bound it (Generate calls
+  // beyond max_concurrent_generate are refused before they block).
+  grpc::ResourceQuota quota("cairn");
+  quota.SetMaxThreads(options.limits.max_concurrent_generate + 64);
+  builder.SetResourceQuota(quota);
+  s->server_ = builder.BuildAndStart();
+  if (s->server_ == nullptr || s->port_ == 0) {
+    return absl::UnavailableError(absl::StrCat("cannot listen on ", options.listen));
+  }
+  if (auto* health = s->server_->GetHealthCheckService()) {
+    health->SetServingStatus(true);
+    health->SetServingStatus("cairn.v1.Inference", true);
+  }
+  s->housekeeper_ = std::thread([p = s.get()] { p->Housekeeping(); });
+  return s;
+}
+
+void Server::Housekeeping() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!shutdown_) {
+    cv_.wait_for(lock, std::chrono::seconds(1));
+    if (shutdown_) break;
+    lock.unlock();
+    sessions_->Sweep();
+    double captured = 0, restored = 0;
+    size_t queued = 0;
+    for (ServedModel* m : models_->All()) {
+      const checkpoint::EngineStats st = m->engine->stats();
+      captured += static_cast<double>(st.captures);
+      restored += static_cast<double>(st.restores);
+      queued += m->scheduler->queue_depth();
+    }
+    metrics_->checkpoints_captured->Set(captured);
+    metrics_->checkpoints_restored->Set(restored);
+    metrics_->queue_depth->Set(static_cast<double>(queued));
+    metrics_->sessions->Set(static_cast<double>(sessions_->size()));
+    if (checkpoint::CheckpointStore* store = models_->store()) {
+      const checkpoint::StoreStats st = store->stats();
+      metrics_->checkpoints_evicted->Set(static_cast<double>(st.evictions));
+      metrics_->store_ram_bytes->Set(static_cast<double>(st.ram_bytes));
+      metrics_->store_disk_bytes->Set(static_cast<double>(st.disk_bytes));
+    }
+    lock.lock();
+  }
+}
+
+void Server::Wait() {
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait(lock, [&] { return shutdown_; });
+}
+
+void Server::Shutdown() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (shutdown_) return;
+    shutdown_ = true;
+  }
+  cv_.notify_all();
+  // Running calls get a moment to finish, then are cancelled (their
+  // handlers see IsCancelled and stop their requests within a step).
+  server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+}
+
+Server::~Server() {
+  Shutdown();
+  if (housekeeper_.joinable()) housekeeper_.join();
+  server_->Wait();
+  server_.reset();
+  service_.reset();
+  sessions_.reset();  // sequences before their engines
+  models_.reset();
+  metrics_.reset();
+}
+
+}  // namespace cairn::service

@@ -1,0 +1,76 @@
+// A running cairn server: models, sessions, the Inference service, health
+// checking, reflection and metrics, listening on one address. Used by
+// cairn-server's main and, in process, by the end-to-end tests.
+#ifndef CAIRN_SERVICE_SERVER_H_
+#define CAIRN_SERVICE_SERVER_H_
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "grpcpp/server.h"
+#include "service/inference_service.h"
+#include "service/metrics.h"
+#include "service/models.h"
+#include "service/scheduler.h"
+#include "service/sessions.h"
+
+namespace cairn::service {
+
+struct ServerOptions {
+  // "host:port"; port 0 picks a free one (see Server::port()).
+  std::string listen = "127.0.0.1:50051";
+  std::vector<ModelSpec> models;  // empty: the built-in synthetic models
+  ModelsOptions models_options;
+  SchedulerOptions scheduler;
+  SessionOptions sessions;
+  ServiceLimits limits;
+  std::string metrics_listen;  // empty: no HTTP exposer
+  int32_t max_message_bytes = 64 << 20;
+};
+
+class Server final {
+ public:
+  // Loads the models and starts listening. UNAVAILABLE when the address
+  // cannot be bound; load errors as ModelRegistry::Load.
+  static absl::StatusOr<std::unique_ptr<Server>> Create(const ServerOptions& options);
+  // Shuts down (cancelling running calls) and frees everything.
+  ~Server();
+
+  int port() const { return port_; }
+  Metrics& metrics() { return *metrics_; }
+  ModelRegistry& models() { return *models_; }
+  SessionManager& sessions() { return *sessions_; }
+
+  // Blocks until Shutdown.
+  void Wait();
+  // Stops accepting calls and ends running ones (idempotent, thread-safe).
+  void Shutdown();
+
+ private:
+  Server() = default;
+  void Housekeeping();
+
+  ServerOptions options_;
+  std::unique_ptr<Metrics> metrics_;
+  std::unique_ptr<ModelRegistry> models_;
+  std::unique_ptr<SessionManager> sessions_;
+  std::unique_ptr<InferenceService> service_;
+  std::unique_ptr<grpc::Server> server_;
+  int port_ = 0;
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool shutdown_ = false;
+  std::thread housekeeper_;
+};
+
+}  // namespace cairn::service
+
+#endif  // CAIRN_SERVICE_SERVER_H_

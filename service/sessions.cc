@@ -1,0 +1,169 @@
+#include "service/sessions.h"
+
+#include <cstdio>
+#include <random>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "service/models.h"
+
+namespace cairn::service {
+
+void SessionLease::Reset() {
+  if (mgr_ != nullptr && s_ != nullptr) mgr_->Release(s_);
+  mgr_ = nullptr;
+  s_.reset();
+}
+
+SessionManager::~SessionManager() { Clear(); }
+
+std::string SessionManager::NewId() {
+  // std::random_device reads the OS CSPRNG (getrandom) on Linux/glibc.
+  static std::mutex mu;
+  static std::random_device rd;
+  uint32_t words[4];
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    for (uint32_t& w : words) w = rd();
+  }
+  char buf[33];
+  std::snprintf(buf, sizeof(buf), "%08x%08x%08x%08x", words[0], words[1], words[2], words[3]);
+  return buf;
+}
+
+absl::StatusOr<SessionLease> SessionManager::Insert(std::shared_ptr<Session> s) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (sessions_.size() >= static_cast<size_t>(options_.max_sessions)) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "session limit reached (", options_.max_sessions, " sessions); delete some or wait for idle ones to expire"));
+  }
+  do {
+    s->id = NewId();
+  } while (sessions_.count(s->id));
+  s->busy = true;
+  s->last_used = std::chrono::steady_clock::now();
+  sessions_[s->id] = s;
+  return SessionLease(this, std::move(s));
+}
+
+absl::StatusOr<SessionLease> SessionManager::Create(ServedModel* model, const std::string& tenant) {
+  Sweep();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (sessions_.size() >= static_cast<size_t>(options_.max_sessions)) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "session limit reached (", options_.max_sessions, " sessions)"));
+    }
+  }
+  auto seq = model->engine->NewSequence(tenant);
+  if (!seq.ok()) return seq.status();
+  auto s = std::make_shared<Session>();
+  s->tenant = tenant;
+  s->model = model;
+  s->seq = std::move(*seq);
+  return Insert(std::move(s));
+}
+
+absl::StatusOr<SessionLease> SessionManager::Fork(Session& source) {
+  Sweep();
+  auto seq = source.model->engine->Fork(*source.seq);
+  if (!seq.ok()) return seq.status();
+  auto s = std::make_shared<Session>();
+  s->tenant = source.tenant;
+  s->model = source.model;
+  s->seq = std::move(*seq);
+  s->history = source.history;
+  return Insert(std::move(s));
+}
+
+absl::StatusOr<SessionLease> SessionManager::Acquire(const std::string& id, const std::string& tenant) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = sessions_.find(id);
+  if (it == sessions_.end()) {
+    return absl::NotFoundError(absl::StrCat("session '", id, "' not found (deleted or expired)"));
+  }
+  Session& s = *it->second;
+  if (s.tenant != tenant) {
+    return absl::PermissionDeniedError(absl::StrCat("session '", id, "' belongs to another client"));
+  }
+  if (s.busy) {
+    return absl::FailedPreconditionError(absl::StrCat("session '", id, "' is busy with another request"));
+  }
+  s.busy = true;
+  return SessionLease(this, it->second);
+}
+
+void SessionManager::Release(const std::shared_ptr<Session>& s) {
+  std::lock_guard<std::mutex> lock(mu_);
+  s->busy = false;
+  s->last_used = std::chrono::steady_clock::now();
+}
+
+absl::Status SessionManager::Delete(const std::string& id, const std::string& tenant) {
+  std::shared_ptr<Session> gone;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = sessions_.find(id);
+    if (it == sessions_.end()) return absl::NotFoundError(absl::StrCat("session '", id, "' not found"));
+    if (it->second->tenant != tenant) {
+      return absl::PermissionDeniedError(absl::StrCat("session '", id, "' belongs to another client"));
+    }
+    if (it->second->busy) {
+      return absl::FailedPreconditionError(absl::StrCat("session '", id, "' is busy with another request"));
+    }
+    gone = std::move(it->second);
+    sessions_.erase(it);
+  }
+  return absl::OkStatus();  // `gone` (its sequence) is freed outside the lock
+}
+
+std::vector<SessionManager::Summary> SessionManager::List(const std::string& tenant) const {
+  std::vector<Summary> out;
+  const auto now = std::chrono::steady_clock::now();
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& [id, s] : sessions_) {
+    if (s->tenant != tenant) continue;
+    Summary x;
+    x.id = id;
+    x.model = s->model->name;
+    x.busy = s->busy;
+    // A busy session's history is being changed by its request.
+    if (!s->busy) {
+      x.tokens = s->history.size();
+      x.positions = s->history.PositionsOf(s->history.size());
+      x.idle_seconds = std::chrono::duration<double>(now - s->last_used).count();
+    }
+    out.push_back(std::move(x));
+  }
+  return out;
+}
+
+size_t SessionManager::Sweep() {
+  std::vector<std::shared_ptr<Session>> gone;
+  const auto now = std::chrono::steady_clock::now();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto it = sessions_.begin(); it != sessions_.end();) {
+      if (!it->second->busy && now - it->second->last_used > options_.idle_timeout) {
+        gone.push_back(std::move(it->second));
+        it = sessions_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  return gone.size();
+}
+
+size_t SessionManager::size() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return sessions_.size();
+}
+
+void SessionManager::Clear() {
+  std::map<std::string, std::shared_ptr<Session>> gone;
+  std::lock_guard<std::mutex> lock(mu_);
+  gone.swap(sessions_);
+}
+
+}  // namespace cairn::service

@@ -1,0 +1,115 @@
+// Sessions: conversations kept live between requests. Each holds a History
+// (the truth) and a checkpoint::Sequence (its cached state), on one model.
+#ifndef CAIRN_SERVICE_SESSIONS_H_
+#define CAIRN_SERVICE_SESSIONS_H_
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "checkpoint/engine.h"
+#include "service/history.h"
+
+namespace cairn::service {
+
+struct ServedModel;
+
+struct Session {
+  std::string id;      // 32 hex digits: 128 random bits
+  std::string tenant;  // owner ("" without authentication)
+  ServedModel* model = nullptr;
+  std::unique_ptr<checkpoint::Sequence> seq;
+  History history;
+  // Guarded by SessionManager's mutex:
+  std::chrono::steady_clock::time_point last_used;
+  bool busy = false;
+};
+
+struct SessionOptions {
+  int32_t max_sessions = 1024;
+  std::chrono::seconds idle_timeout{3600};
+};
+
+// A session checked out for exclusive use; released (not busy, idle clock
+// restarted) when destroyed.
+class SessionLease {
+ public:
+  SessionLease() = default;
+  SessionLease(SessionLease&& o) noexcept : mgr_(o.mgr_), s_(std::move(o.s_)) { o.mgr_ = nullptr; }
+  SessionLease& operator=(SessionLease&& o) noexcept {
+    if (this != &o) {
+      Reset();
+      mgr_ = o.mgr_;
+      s_ = std::move(o.s_);
+      o.mgr_ = nullptr;
+    }
+    return *this;
+  }
+  ~SessionLease() { Reset(); }
+  // Releases the session now.
+  void Reset();
+  Session* operator->() const { return s_.get(); }
+  Session& operator*() const { return *s_; }
+  Session* get() const { return s_.get(); }
+
+ private:
+  friend class SessionManager;
+  SessionLease(class SessionManager* mgr, std::shared_ptr<Session> s) : mgr_(mgr), s_(std::move(s)) {}
+  class SessionManager* mgr_ = nullptr;
+  std::shared_ptr<Session> s_;
+};
+
+// Thread-safe. Bounded: at most max_sessions live sessions; sessions idle
+// longer than idle_timeout are deleted by Sweep (which the server calls
+// periodically) and are then NOT_FOUND.
+class SessionManager final {
+ public:
+  explicit SessionManager(const SessionOptions& options) : options_(options) {}
+  ~SessionManager();
+
+  // RESOURCE_EXHAUSTED at the session limit (after sweeping idle ones).
+  absl::StatusOr<SessionLease> Create(ServedModel* model, const std::string& tenant);
+  // A new session holding a copy of `source`'s history and state.
+  absl::StatusOr<SessionLease> Fork(Session& source);
+  // Exclusive use. NOT_FOUND for an unknown or expired id, PERMISSION_DENIED
+  // for another tenant's session, FAILED_PRECONDITION when busy.
+  absl::StatusOr<SessionLease> Acquire(const std::string& id, const std::string& tenant);
+  // NOT_FOUND / PERMISSION_DENIED as Acquire; FAILED_PRECONDITION when busy.
+  absl::Status Delete(const std::string& id, const std::string& tenant);
+
+  struct Summary {
+    std::string id;
+    std::string model;
+    size_t tokens = 0;
+    Pos positions = 0;
+    double idle_seconds = 0;
+    bool busy = false;
+  };
+  // The tenant's sessions (all when tenant is "" and `all` is set).
+  std::vector<Summary> List(const std::string& tenant) const;
+  // Deletes idle sessions; returns how many.
+  size_t Sweep();
+  size_t size() const;
+  // Drops every session (before the models go).
+  void Clear();
+
+ private:
+  friend class SessionLease;
+  void Release(const std::shared_ptr<Session>& s);
+  absl::StatusOr<SessionLease> Insert(std::shared_ptr<Session> s);
+  static std::string NewId();
+
+  const SessionOptions options_;
+  mutable std::mutex mu_;
+  std::map<std::string, std::shared_ptr<Session>> sessions_;
+};
+
+}  // namespace cairn::service
+
+#endif  // CAIRN_SERVICE_SESSIONS_H_
