@@ -10,14 +10,6 @@
 #include "backends/kernels/vec.h"
 #include "backends/model/dequant.h"
 
-#if defined(__AVX512F__)
-#include <immintrin.h>
-// GCC 12 reports its own _mm512_undefined_* placeholders inside the AVX-512
-// intrinsics as uninitialized once they are inlined here: a false positive.
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
-
 namespace cairn {
 namespace {
 
@@ -38,20 +30,8 @@ void UseSingleThreadedBlas() {
 
 void DequantizeRows(const WeightMatrix& w, int64_t row0, int64_t rows, float* dst) {
   const size_t rb = w.row_bytes();
-  if (w.type == GgmlType::kF16) {
-    const int64_t total = rows * w.n_in;
-    const uint16_t* h = reinterpret_cast<const uint16_t*>(w.data + row0 * rb);
-    int64_t i = 0;
-#if defined(__AVX512F__)
-    for (; i + 16 <= total; i += 16) {
-      _mm512_storeu_ps(dst + i, _mm512_maskz_cvtph_ps(0xFFFF, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(h + i))));
-    }
-#endif
-    for (; i < total; ++i) dst[i] = Fp16ToFp32(h[i]);
-    return;
-  }
   for (int64_t r = 0; r < rows; ++r) {
-    DequantizeRow(w.type, w.data + (row0 + r) * rb, dst + r * w.n_in, w.n_in);
+    DequantizeRowFast(w.type, w.data + (row0 + r) * rb, dst + r * w.n_in, w.n_in);
   }
 }
 

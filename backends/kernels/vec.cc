@@ -76,19 +76,45 @@ float DotQ8_0(const uint8_t* row, const float* x, int64_t n) {
   return _mm512_reduce_add_ps(acc);
 }
 
-float DotQ4_0(const uint8_t* row, const float* x, int64_t n) {
-  __m512 acc = _mm512_setzero_ps();
-  const __m128i mask = _mm_set1_epi8(0x0F);
-  const __m128i eight = _mm_set1_epi8(8);
-  for (int64_t b = 0; b < n / 32; ++b, row += 18, x += 32) {
-    __m128i qs = _mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 2));
-    __m128i lo = _mm_sub_epi8(_mm_and_si128(qs, mask), eight);
-    __m128i hi = _mm_sub_epi8(_mm_and_si128(_mm_srli_epi16(qs, 4), mask), eight);
-    __m512 p = _mm512_mul_ps(Cvt16xI8(lo), _mm512_loadu_ps(x));
-    p = _mm512_fmadd_ps(Cvt16xI8(hi), _mm512_loadu_ps(x + 16), p);
-    acc = _mm512_fmadd_ps(_mm512_set1_ps(Half(row)), p, acc);
+// 4-bit formats: every sub-block's 16 possible values are computed once
+// exactly as the reference dequantizes them (same float operations), then
+// looked up per element with vpermps (which reads only the index's low four
+// bits). This replaces a widen + int-to-float conversion per 16 elements.
+const __m512 kIota = _mm512_set_ps(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
+
+inline __m512i Widen16(const uint8_t* p) {
+  return _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+}
+
+// Q4_0: y = (q - 8) * d.
+inline __m512 TableQ4_0(const uint8_t* b) {
+  return _mm512_mul_ps(_mm512_sub_ps(kIota, _mm512_set1_ps(8.0f)), _mm512_set1_ps(Half(b)));
+}
+// Q4_1: y = q * d + m.
+inline __m512 TableQ4_1(const uint8_t* b) {
+  return _mm512_add_ps(_mm512_mul_ps(kIota, _mm512_set1_ps(Half(b))), _mm512_set1_ps(Half(b + 2)));
+}
+
+template <__m512 (*Table)(const uint8_t*), size_t kBlockBytes, size_t kQsOffset>
+float DotQ4Block32(const uint8_t* row, const float* x, int64_t n) {
+  __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
+  for (int64_t b = 0; b < n / 32; ++b, row += kBlockBytes, x += 32) {
+    const __m512 t = Table(row);
+    const __m512i q = Widen16(row + kQsOffset);
+    acc0 = _mm512_fmadd_ps(_mm512_permutexvar_ps(q, t), _mm512_loadu_ps(x), acc0);
+    acc1 = _mm512_fmadd_ps(_mm512_permutexvar_ps(_mm512_srli_epi32(q, 4), t), _mm512_loadu_ps(x + 16), acc1);
   }
-  return _mm512_reduce_add_ps(acc);
+  return _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1));
+}
+
+template <__m512 (*Table)(const uint8_t*), size_t kBlockBytes, size_t kQsOffset>
+void DequantQ4Block32(const uint8_t* row, float* y, int64_t n) {
+  for (int64_t b = 0; b < n / 32; ++b, row += kBlockBytes, y += 32) {
+    const __m512 t = Table(row);
+    const __m512i q = Widen16(row + kQsOffset);
+    _mm512_storeu_ps(y, _mm512_permutexvar_ps(q, t));
+    _mm512_storeu_ps(y + 16, _mm512_permutexvar_ps(_mm512_srli_epi32(q, 4), t));
+  }
 }
 
 inline void ScaleMinK4(int j, const uint8_t* q, int* sc, int* m) {
@@ -101,20 +127,54 @@ inline void ScaleMinK4(int j, const uint8_t* q, int* sc, int* m) {
   }
 }
 
-// Q4_K / Q5_K: y = d*sc*q - dmin*m per 32-element sub-block, so
+// Q4_K: 8 sub-blocks of 32 with y = (d * sc) * q - dmin * m. Calls
+// f(lo, lo_offset, hi, hi_offset) with two groups of 16 dequantized values
+// and their element offsets.
+template <typename F>
+inline void ForEachQ4_K(const uint8_t* row, int64_t n, F&& f) {
+  for (int64_t b = 0; b < n / 256; ++b, row += 144) {
+    const float d = Half(row), dmin = Half(row + 2);
+    const uint8_t* scales = row + 4;
+    const uint8_t* qs = row + 16;
+    for (int c = 0; c < 4; ++c) {
+      int sc0, m0, sc1, m1;
+      ScaleMinK4(2 * c, scales, &sc0, &m0);
+      ScaleMinK4(2 * c + 1, scales, &sc1, &m1);
+      const __m512 t0 = _mm512_sub_ps(_mm512_mul_ps(_mm512_set1_ps(d * static_cast<float>(sc0)), kIota),
+                                      _mm512_set1_ps(dmin * static_cast<float>(m0)));
+      const __m512 t1 = _mm512_sub_ps(_mm512_mul_ps(_mm512_set1_ps(d * static_cast<float>(sc1)), kIota),
+                                      _mm512_set1_ps(dmin * static_cast<float>(m1)));
+      const int64_t base = b * 256 + 64 * c;
+      for (int k = 0; k < 2; ++k) {
+        const __m512i q = Widen16(qs + 32 * c + 16 * k);
+        f(_mm512_permutexvar_ps(q, t0), base + 16 * k, _mm512_permutexvar_ps(_mm512_srli_epi32(q, 4), t1),
+          base + 32 + 16 * k);
+      }
+    }
+  }
+}
+
+float DotQ4_K(const uint8_t* row, const float* x, int64_t n) {
+  __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
+  ForEachQ4_K(row, n, [&](__m512 lo, int64_t i, __m512 hi, int64_t j) {
+    acc0 = _mm512_fmadd_ps(lo, _mm512_loadu_ps(x + i), acc0);
+    acc1 = _mm512_fmadd_ps(hi, _mm512_loadu_ps(x + j), acc1);
+  });
+  return _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1));
+}
+
+// Q5_K: y = d*sc*q - dmin*m per 32-element sub-block with 5-bit q, so
 // dot = sum_s d*sc_s * <q, x>_s - dmin*m_s * sum(x)_s.
-template <bool kFive>
-float DotQxK(const uint8_t* row, const float* x, int64_t n) {
-  constexpr size_t kBlockBytes = kFive ? 176 : 144;
+float DotQ5_K(const uint8_t* row, const float* x, int64_t n) {
   __m512 acc = _mm512_setzero_ps();
   __m512 accm = _mm512_setzero_ps();
   const __m128i mask = _mm_set1_epi8(0x0F);
   const __m128i one = _mm_set1_epi8(1);
-  for (int64_t b = 0; b < n / 256; ++b, row += kBlockBytes) {
+  for (int64_t b = 0; b < n / 256; ++b, row += 176) {
     const float d = Half(row), dmin = Half(row + 2);
     const uint8_t* scales = row + 4;
     const uint8_t* qh = row + 16;
-    const uint8_t* qs = row + (kFive ? 48 : 16);
+    const uint8_t* qs = row + 48;
     const float* xb = x + b * 256;
     for (int c = 0; c < 4; ++c) {
       const uint8_t* q = qs + 32 * c;
@@ -127,12 +187,9 @@ float DotQxK(const uint8_t* row, const float* x, int64_t n) {
         for (int k = 0; k < 2; ++k) {
           __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(q + 16 * k));
           v = half ? _mm_and_si128(_mm_srli_epi16(v, 4), mask) : _mm_and_si128(v, mask);
-          if constexpr (kFive) {
-            __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qh + 16 * k));
-            const int shift = 2 * c + half;
-            h = _mm_and_si128(_mm_srl_epi16(h, _mm_cvtsi32_si128(shift)), one);
-            v = _mm_or_si128(v, _mm_slli_epi16(h, 4));
-          }
+          __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qh + 16 * k));
+          h = _mm_and_si128(_mm_srl_epi16(h, _mm_cvtsi32_si128(2 * c + half)), one);
+          v = _mm_or_si128(v, _mm_slli_epi16(h, 4));
           __m512 xv = _mm512_loadu_ps(xs + 16 * k);
           pq = _mm512_fmadd_ps(Cvt16xU8(v), xv, pq);
           px = _mm512_add_ps(px, xv);
@@ -178,6 +235,47 @@ float DotQ6_K(const uint8_t* row, const float* x, int64_t n) {
   return _mm512_reduce_add_ps(acc);
 }
 
+void DequantQ8_0(const uint8_t* row, float* y, int64_t n) {
+  for (int64_t b = 0; b < n / 32; ++b, row += 34, y += 32) {
+    const __m512 d = _mm512_set1_ps(Half(row));
+    const __m128i* q = reinterpret_cast<const __m128i*>(row + 2);
+    _mm512_storeu_ps(y, _mm512_mul_ps(Cvt16xI8(_mm_loadu_si128(q)), d));
+    _mm512_storeu_ps(y + 16, _mm512_mul_ps(Cvt16xI8(_mm_loadu_si128(q + 1)), d));
+  }
+}
+
+void DequantQ6_K(const uint8_t* row, float* y, int64_t n) {
+  const __m256i m4 = _mm256_set1_epi8(0x0F);
+  const __m256i m30 = _mm256_set1_epi8(0x30);
+  const __m256i k32 = _mm256_set1_epi8(32);
+  for (int64_t b = 0; b < n / 256; ++b, row += 210) {
+    const uint8_t* ql = row;
+    const uint8_t* qh = row + 128;
+    const int8_t* sc = reinterpret_cast<const int8_t*>(row + 192);
+    const float d = Half(row + 208);
+    float* yb = y + b * 256;
+    for (int h = 0; h < 2; ++h, ql += 64, qh += 32, sc += 8, yb += 128) {
+      __m256i l0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ql));
+      __m256i l1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ql + 32));
+      __m256i hb = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qh));
+      __m256i q[4];
+      q[0] = _mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_and_si256(_mm256_slli_epi16(hb, 4), m30));
+      q[1] = _mm256_or_si256(_mm256_and_si256(l1, m4), _mm256_and_si256(_mm256_slli_epi16(hb, 2), m30));
+      q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4), _mm256_and_si256(hb, m30));
+      q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
+                             _mm256_and_si256(_mm256_srli_epi16(hb, 2), m30));
+      for (int j = 0; j < 4; ++j) {
+        __m256i v = _mm256_sub_epi8(q[j], k32);
+        // (d * sc) * q, in the reference's order.
+        _mm512_storeu_ps(yb + 32 * j, _mm512_mul_ps(_mm512_set1_ps(d * static_cast<float>(sc[2 * j])),
+                                                   Cvt16xI8(_mm256_castsi256_si128(v))));
+        _mm512_storeu_ps(yb + 32 * j + 16, _mm512_mul_ps(_mm512_set1_ps(d * static_cast<float>(sc[2 * j + 1])),
+                                                        Cvt16xI8(_mm256_extracti128_si256(v, 1))));
+      }
+    }
+  }
+}
+
 #endif  // CAIRN_AVX512
 
 }  // namespace
@@ -219,6 +317,34 @@ void AddF32(const float* a, const float* b, float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = a[i] + b[i];
 }
 
+void DequantizeRowFast(GgmlType type, const uint8_t* row, float* y, int64_t n) {
+  switch (type) {
+#ifdef CAIRN_AVX512
+    case GgmlType::kF16: {
+      const uint16_t* h = reinterpret_cast<const uint16_t*>(row);
+      int64_t i = 0;
+      for (; i + 16 <= n; i += 16) {
+        _mm512_storeu_ps(y + i, _mm512_maskz_cvtph_ps(0xFFFF, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(h + i))));
+      }
+      for (; i < n; ++i) y[i] = Fp16ToFp32(h[i]);
+      return;
+    }
+    case GgmlType::kQ8_0: return DequantQ8_0(row, y, n);
+    case GgmlType::kQ4_0: return DequantQ4Block32<TableQ4_0, 18, 2>(row, y, n);
+    case GgmlType::kQ4_1: return DequantQ4Block32<TableQ4_1, 20, 4>(row, y, n);
+    case GgmlType::kQ4_K:
+      ForEachQ4_K(row, n, [&](__m512 lo, int64_t i, __m512 hi, int64_t j) {
+        _mm512_storeu_ps(y + i, lo);
+        _mm512_storeu_ps(y + j, hi);
+      });
+      return;
+    case GgmlType::kQ6_K: return DequantQ6_K(row, y, n);
+#endif
+    default:
+      return DequantizeRow(type, row, y, n);
+  }
+}
+
 float DotRow(GgmlType type, const uint8_t* row, const float* x, int64_t n) {
   switch (type) {
     case GgmlType::kF32:
@@ -226,9 +352,10 @@ float DotRow(GgmlType type, const uint8_t* row, const float* x, int64_t n) {
 #ifdef CAIRN_AVX512
     case GgmlType::kF16: return DotF16(row, x, n);
     case GgmlType::kQ8_0: return DotQ8_0(row, x, n);
-    case GgmlType::kQ4_0: return DotQ4_0(row, x, n);
-    case GgmlType::kQ4_K: return DotQxK<false>(row, x, n);
-    case GgmlType::kQ5_K: return DotQxK<true>(row, x, n);
+    case GgmlType::kQ4_0: return DotQ4Block32<TableQ4_0, 18, 2>(row, x, n);
+    case GgmlType::kQ4_1: return DotQ4Block32<TableQ4_1, 20, 4>(row, x, n);
+    case GgmlType::kQ4_K: return DotQ4_K(row, x, n);
+    case GgmlType::kQ5_K: return DotQ5_K(row, x, n);
     case GgmlType::kQ6_K: return DotQ6_K(row, x, n);
 #endif
     default:

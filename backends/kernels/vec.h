@@ -21,9 +21,13 @@ void AddF32(const float* a, const float* b, float* y, int64_t n);
 // Dot product of one weight row of `type` (n elements, n a multiple of the
 // type's block size) with F32 activations, dequantizing on the fly. Keeps the
 // activations in F32: the result equals DequantizeRow + DotF32 up to the
-// order of F32 rounding. Vectorized for F32, F16, Q8_0, Q4_0, Q4_K, Q5_K and
-// Q6_K (AVX-512); other types dequantize block-wise into a stack buffer.
+// order of F32 rounding. Vectorized for F32, F16, Q8_0, Q4_0, Q4_1, Q4_K, Q5_K
+// and Q6_K (AVX-512); other types dequantize block-wise into a stack buffer.
 float DotRow(GgmlType type, const uint8_t* row, const float* x, int64_t n);
+
+// DequantizeRow with the same results bit for bit, vectorized for F16, Q8_0,
+// Q4_0, Q4_1, Q4_K and Q6_K (used for the sgemm tiles of prompt products).
+void DequantizeRowFast(GgmlType type, const uint8_t* row, float* y, int64_t n);
 
 }  // namespace cairn
 

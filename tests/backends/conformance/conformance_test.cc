@@ -210,7 +210,9 @@ TEST_P(ConformanceTest, TruncateJustInsideAndJustOutsideTheRollbackWindow) {
   const Pos w = caps.rollback_window;
   ASSERT_GE(w, 0);
   ASSERT_LE(w, end);
-  if (caps.truncatable) EXPECT_EQ(w, end);
+  if (caps.truncatable) {
+    EXPECT_EQ(w, end);
+  }
   RecordProperty("rollback_window_after_640", std::to_string(w));
   if (w < end) {
     absl::Status s = mem->Truncate(end - w - 1);

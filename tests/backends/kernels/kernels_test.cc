@@ -113,6 +113,21 @@ TEST_P(QuantTest, FusedDotMatchesDequantizedReference) {
   }
 }
 
+TEST_P(QuantTest, FastDequantizationIsBitExact) {
+  const std::string rel = std::string("golden/quants/") + GetParam().file;
+  CAIRN_REQUIRE_SHARED(rel);
+  auto f = ModelFile::Open(testing::SharedPath(rel));
+  ASSERT_TRUE(f.ok()) << f.status();
+  const TensorInfo* q = *(*f)->GetTensor("quantized");
+  const float* expected = reinterpret_cast<const float*>((*(*f)->GetTensor("expected"))->data);
+  const int64_t n = q->row_size();
+  std::vector<float> y(static_cast<size_t>(n));
+  for (int64_t r = 0; r < q->n_rows(); ++r) {
+    DequantizeRowFast(q->type, q->row(r), y.data(), n);
+    ASSERT_EQ(std::memcmp(y.data(), expected + r * n, static_cast<size_t>(n) * sizeof(float)), 0) << "row " << r;
+  }
+}
+
 TEST_P(QuantTest, MatMulBothPathsMatchReference) {
   const std::string rel = std::string("golden/quants/") + GetParam().file;
   CAIRN_REQUIRE_SHARED(rel);
