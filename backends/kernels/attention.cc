@@ -24,7 +24,7 @@ void Attention(const AttentionParams& p, const AttentionArgs& a, ThreadPool& poo
       const int64_t n = a.kv_end[i] > b ? a.kv_end[i] - b : 0;  // rows b .. b + n - 1
       scores.resize(static_cast<size_t>(n > 0 ? n : 1));
       for (int64_t jj = 0; jj < n; ++jj) {
-        const int64_t j = b + jj;
+        const int64_t j = a.kv_wrap > 0 ? (b + jj) % a.kv_wrap : b + jj;
         float s = DotF32(qh, a.k + j * a.k_stride + static_cast<int64_t>(hk) * p.head_dim_k, p.head_dim_k) * p.scale;
         if (p.softcap > 0.0f) s = p.softcap * std::tanh(s / p.softcap);
         if (p.window > 0 && a.q_pos[i] - a.kv_pos[j] >= p.window) s = -std::numeric_limits<float>::infinity();
@@ -34,7 +34,8 @@ void Attention(const AttentionParams& p, const AttentionArgs& a, ThreadPool& poo
       for (int32_t d = 0; d < p.head_dim_v; ++d) o[d] = 0.0f;
       for (int64_t jj = 0; jj < n; ++jj) {
         if (scores[jj] == 0.0f) continue;
-        AxpyF32(scores[jj], a.v + (b + jj) * a.v_stride + static_cast<int64_t>(hk) * p.head_dim_v, o, p.head_dim_v);
+        const int64_t j = a.kv_wrap > 0 ? (b + jj) % a.kv_wrap : b + jj;
+        AxpyF32(scores[jj], a.v + j * a.v_stride + static_cast<int64_t>(hk) * p.head_dim_v, o, p.head_dim_v);
       }
     }
   });

@@ -28,8 +28,10 @@ struct AttentionParams {
 // kv_begin null means 0), and when a window is set only those with
 // q_pos[i] - kv_pos[j] < window. kv_begin lets a caller whose rows are in
 // position order skip rows a window hides without scoring them (SWA over a
-// long run). A query that sees no row gets zeros. Parallel over (query, head)
-// pairs on `pool`.
+// long run). With kv_wrap > 0 the rows j are logical: row j is stored at
+// j % kv_wrap of k, v and kv_pos, so a ring buffer (an SWA cache) is read in
+// place without copying it into position order. A query that sees no row
+// gets zeros. Parallel over (query, head) pairs on `pool`.
 struct AttentionArgs {
   const float* q = nullptr;
   int64_t q_stride = 0;
@@ -43,6 +45,7 @@ struct AttentionArgs {
   int64_t v_stride = 0;
   const int32_t* kv_pos = nullptr;  // [n_kv], used only with a window
   int64_t n_kv = 0;
+  int64_t kv_wrap = 0;              // > 0: logical row j is stored at row j % kv_wrap
   float* out = nullptr;
   int64_t out_stride = 0;
 };

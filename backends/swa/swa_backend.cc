@@ -503,14 +503,41 @@ absl::StatusOr<std::vector<RunLogits>> SwaBackend::Forward(std::span<const Seque
         Attention(ap, aa, pool_);
         continue;
       }
-      // Local layer: history rows p0 - h .. p0 - 1 from the ring (h <= W - 1,
-      // all held: Truncate and the ring size guarantee it), then the new rows.
+      // Local layer: the run needs the history p0 - h .. p0 - 1 (h <= W - 1,
+      // all held: Truncate and the ring size guarantee it) and its new rows.
       const int64_t h = std::min<int64_t>(W - 1, p0);
+      kv_begin.resize(n);
+      if (n <= R - h) {
+        // The new rows fit in the ring without overwriting that history
+        // (position p0 + i replaces p0 + i - R < p0 - h): write them first and
+        // attend over the ring in place, logical row = position.
+        for (int64_t i = 0; i < n; ++i) {
+          const Pos p = static_cast<Pos>(p0 + i);
+          std::copy_n(&k[(offset[r] + i) * k_dim], k_dim, mem->ring_k(L.slot, p));
+          std::copy_n(&vv[(offset[r] + i) * v_dim], v_dim, mem->ring_v(L.slot, p));
+        }
+        for (int64_t i = 0; i < n; ++i) {
+          kv_end[i] = static_cast<int32_t>(p0 + i + 1);
+          kv_begin[i] = static_cast<int32_t>(std::max<int64_t>(0, p0 + i + 1 - W));  // keys p - W + 1 .. p
+        }
+        aa.kv_end = kv_end.data();
+        aa.kv_begin = kv_begin.data();
+        aa.k = mem->ring_k(L.slot, 0);
+        aa.k_stride = k_dim;
+        aa.v = mem->ring_v(L.slot, 0);
+        aa.v_stride = v_dim;
+        aa.n_kv = p0 + n;
+        aa.kv_wrap = R;
+        ap.window = 0;  // kv_begin is the window
+        Attention(ap, aa, pool_);
+        continue;
+      }
+      // A run longer than the ring's slack: gather the history and the new
+      // rows in position order, attend, then keep the last R rows.
       const int64_t rows = h + n;
       ctx_k.resize(rows * k_dim);
       ctx_v.resize(rows * v_dim);
       kv_pos.resize(rows);
-      kv_begin.resize(n);
       for (int64_t j = 0; j < h; ++j) {
         const Pos p = static_cast<Pos>(p0 - h + j);
         std::copy_n(mem->ring_k(L.slot, p), k_dim, &ctx_k[j * k_dim]);
