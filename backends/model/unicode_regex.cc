@@ -400,6 +400,67 @@ class Parser {
   size_t i_ = 0;
 };
 
+using StartFilter = UnicodeRegex::StartFilter;
+
+StartFilter AnyStart() {
+  StartFilter f;
+  f.any = true;
+  return f;
+}
+
+void Union(StartFilter* into, const StartFilter& f) {
+  into->any |= f.any;
+  into->ascii[0] |= f.ascii[0];
+  into->ascii[1] |= f.ascii[1];
+  into->by_flags |= f.by_flags;
+}
+
+StartFilter SetStart(const CharSet& set) {
+  StartFilter f;
+  for (uint32_t c = 0; c < 128; ++c) {
+    if (set.ascii[c]) f.ascii[c >> 6] |= uint64_t{1} << (c & 63);
+  }
+  bool non_ascii_ranges = false;
+  for (const auto& [lo, hi] : set.ranges) non_ascii_ranges |= hi >= 128;
+  for (int flags = 0; flags < 16; ++flags) {
+    const int cat = flags & 0x07;
+    const bool ws = (flags & unicode_internal::kWhitespaceBit) != 0;
+    bool in = ((set.categories >> cat) & 1) || (set.whitespace && ws) ||
+              (set.non_whitespace && !ws) || set.any_but_newline;
+    in = non_ascii_ranges || (in != set.negated);
+    if (in) f.by_flags |= static_cast<uint16_t>(1u << flags);
+  }
+  return f;
+}
+
+// The codepoints that can start a match of seq[idx..] (conservative).
+StartFilter FirstOf(const Seq& seq, size_t idx, int depth = 0) {
+  if (idx >= seq.size() || depth > 64) return AnyStart();
+  const Node& n = seq[idx];
+  switch (n.kind) {
+    case Node::Kind::kSet:
+      return SetStart(n.set);
+    case Node::Kind::kGroup:
+    case Node::Kind::kRepeat: {
+      StartFilter f;
+      for (const Seq& alt : n.alternatives) Union(&f, FirstOf(alt, 0, depth + 1));
+      if (n.kind == Node::Kind::kRepeat && n.min == 0) Union(&f, FirstOf(seq, idx + 1, depth + 1));
+      return f;
+    }
+    case Node::Kind::kLookahead:
+    case Node::Kind::kBegin:
+    case Node::Kind::kEnd:
+      return FirstOf(seq, idx + 1, depth + 1);  // they consume nothing
+  }
+  return AnyStart();
+}
+
+bool MayStart(const StartFilter& f, uint32_t cp) {
+  if (f.any) return true;
+  if (cp < 128) return (f.ascii[cp >> 6] >> (cp & 63)) & 1;
+  return (f.by_flags >> (CodepointFlags(cp) & 0x0F)) & 1;
+}
+
 // One backtracking match attempt. Continuations are an explicit linked list of
 // frames on the C++ stack.
 class Matcher {
@@ -407,12 +468,15 @@ class Matcher {
   Matcher(std::span<const uint32_t> text, size_t begin, size_t end)
       : t_(text.data()), begin_(begin), end_(end) {}
 
-  int64_t Run(const Node& root, size_t pos) {
+  int64_t Run(const Node& root, const std::vector<StartFilter>& filters, size_t pos) {
     start_ = pos;
     Frame final_frame;
     final_frame.kind = Frame::kFinal;
-    for (const Seq& alt : root.alternatives) {
-      if (MatchSeq(alt, 0, pos, &final_frame)) return static_cast<int64_t>(match_end_ - pos);
+    for (size_t a = 0; a < root.alternatives.size(); ++a) {
+      if (pos < end_ && !MayStart(filters[a], t_[pos])) continue;
+      if (MatchSeq(root.alternatives[a], 0, pos, &final_frame)) {
+        return static_cast<int64_t>(match_end_ - pos);
+      }
     }
     return -1;
   }
@@ -571,13 +635,14 @@ absl::StatusOr<UnicodeRegex> UnicodeRegex::Compile(std::string_view pattern) {
   UnicodeRegex re;
   re.pattern_ = std::string(pattern);
   re.root_ = std::make_unique<Node>(*std::move(root));
+  for (const Seq& alt : re.root_->alternatives) re.filters_.push_back(FirstOf(alt, 0));
   return re;
 }
 
 int64_t UnicodeRegex::MatchAt(std::span<const uint32_t> text, size_t begin, size_t end,
                               size_t pos) const {
   Matcher m(text, begin, end);
-  return m.Run(*root_, pos);
+  return m.Run(*root_, filters_, pos);
 }
 
 void UnicodeRegex::Split(std::span<const uint32_t> text, std::span<const size_t> pieces,
@@ -589,7 +654,7 @@ void UnicodeRegex::Split(std::span<const uint32_t> text, std::span<const size_t>
     size_t last = begin;
     size_t pos = begin;
     while (pos < end) {
-      const int64_t n = m.Run(*root_, pos);
+      const int64_t n = m.Run(*root_, filters_, pos);
       if (n > 0) {
         if (pos > last) out->push_back(pos - last);
         out->push_back(static_cast<size_t>(n));

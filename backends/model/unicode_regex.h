@@ -52,12 +52,20 @@ class UnicodeRegex final {
   int64_t MatchAt(std::span<const uint32_t> text, size_t begin, size_t end, size_t pos) const;
 
   struct Node;
+  // Which codepoints can start a match of one top-level alternative
+  // (conservative: may admit codepoints that then fail).
+  struct StartFilter {
+    bool any = false;
+    uint64_t ascii[2] = {0, 0};
+    uint16_t by_flags = 0;  // bit f: non-ASCII codepoints whose CodepointFlags & 0x0F == f
+  };
 
  private:
   UnicodeRegex() = default;
 
   std::string pattern_;
   std::unique_ptr<Node> root_;  // a group of alternatives
+  std::vector<StartFilter> filters_;  // one per alternative of root_
 };
 
 }  // namespace cairn
