@@ -114,6 +114,28 @@ TEST(UnicodeRegexTest, SplitKeepsGapsAsPieces) {
   EXPECT_EQ(SplitText(R"([^\s\p{L}]+)", "ab!?  ;"), (Words{"ab", "!?", "  ", ";"}));
 }
 
+TEST(UnicodeRegexTest, StartFiltersNeverHideAMatch) {
+  struct Case {
+    std::string_view pattern, text;
+    int64_t want;
+  };
+  const Case cases[] = {
+      {"(?=a)ab|b", "ab", 2},      {"(?!a)\\p{L}|a", "a", 1}, {"^x|y", "x", 1},
+      {"[^a]?b", "cb", 2},         {"[^a]?b", "b", 1},          {"\\P{L}x", "1x", 2},
+      {"(?i:K)", "k", 1},          {"z|\\s*\\n", "  \n", 3}, {"x*y", "y", 1},
+      {"[^\\s\\p{L}]+", "\xE2\x82\xAC", 1},  // euro sign, non-ASCII symbol
+      {"\\S", "\xE4\xB8\xAD", 1},              {"\\s", "\xE3\x80\x80", 1},  // U+3000
+      {"[\xC3\xA9]", "\xC3\xA9", 1},            // a non-ASCII literal in a class
+      {"[^\xC3\xA9]", "\xC3\xA8", 1},
+  };
+  for (const Case& c : cases) {
+    auto re = UnicodeRegex::Compile(c.pattern);
+    ASSERT_TRUE(re.ok()) << c.pattern << ": " << re.status();
+    const auto cpts = DecodeUtf8Lenient(c.text);
+    EXPECT_EQ(re->MatchAt(cpts, 0, cpts.size(), 0), c.want) << c.pattern << " on " << c.text;
+  }
+}
+
 TEST(UnicodeRegexTest, Llama3Pattern) {
   constexpr std::string_view kLlama3 =
       R"((?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
