@@ -400,6 +400,15 @@ absl::StatusOr<std::vector<RunLogits>> TransformerBackend::Forward(std::span<con
   ap.head_dim_v = hp_.head_dim_v;
   ap.scale = hp_.kq_scale;
 
+  // Rows whose logits are wanted, ascending within each run (validated).
+  std::vector<int64_t> wanted;
+  std::vector<int64_t> wanted_offset(batch.size() + 1, 0);
+  for (size_t r = 0; r < batch.size(); ++r) {
+    for (int32_t row : batch[r].logit_rows) wanted.push_back(offset[r] + row);
+    wanted_offset[r + 1] = static_cast<int64_t>(wanted.size());
+  }
+  const int64_t W = static_cast<int64_t>(wanted.size());
+
   auto add_bias = [&](std::vector<float>& y, const std::vector<float>& b, int64_t width) {
     if (b.empty()) return;
     RowsParallel(T, [&](int64_t i) { AddF32(&y[i * width], b.data(), &y[i * width], width); });
@@ -426,47 +435,67 @@ absl::StatusOr<std::vector<RunLogits>> TransformerBackend::Forward(std::span<con
       std::copy_n(ki, k_dim, mem->k(il) + static_cast<int64_t>(pos[i]) * k_dim);
       std::copy_n(&vv[i * v_dim], v_dim, mem->v(il) + static_cast<int64_t>(pos[i]) * v_dim);
     });
+    // The last layer's output feeds only the logits: from here on it works
+    // on the wanted rows alone (their K/V rows above were stored for all).
+    const bool last = il == hp_.n_layer - 1;
+    const int64_t R = last ? W : T;
     for (size_t r = 0; r < batch.size(); ++r) {
-      const int64_t n = offset[r + 1] - offset[r];
-      std::vector<int32_t> kv_end(n);
-      for (int64_t i = 0; i < n; ++i) kv_end[i] = batch[r].start_pos + static_cast<int32_t>(i) + 1;
+      const int64_t n = last ? wanted_offset[r + 1] - wanted_offset[r] : offset[r + 1] - offset[r];
+      if (n == 0) continue;
+      std::vector<int32_t> kv_end(n), q_pos(n);
+      std::vector<float> q_rows;
+      const float* q_base = &q[offset[r] * q_dim];
+      for (int64_t i = 0; i < n; ++i) {
+        const int64_t row = last ? wanted[wanted_offset[r] + i] : offset[r] + i;
+        q_pos[i] = pos[row];
+        kv_end[i] = pos[row] + 1;
+      }
+      if (last) {
+        q_rows.resize(n * q_dim);
+        for (int64_t i = 0; i < n; ++i) std::copy_n(&q[wanted[wanted_offset[r] + i] * q_dim], q_dim, &q_rows[i * q_dim]);
+        q_base = q_rows.data();
+      }
       AttentionArgs aa;
-      aa.q = &q[offset[r] * q_dim];
+      aa.q = q_base;
       aa.q_stride = q_dim;
       aa.n_q = n;
       aa.kv_end = kv_end.data();
-      aa.q_pos = &pos[offset[r]];
+      aa.q_pos = q_pos.data();
       aa.k = mems[r]->k(il);
       aa.k_stride = k_dim;
       aa.v = mems[r]->v(il);
       aa.v_stride = v_dim;
-      aa.n_kv = batch[r].start_pos + n;
-      aa.out = &attn[offset[r] * o_dim];
+      aa.n_kv = batch[r].start_pos + static_cast<int64_t>(batch[r].tokens.size());
+      aa.out = &attn[(last ? wanted_offset[r] : offset[r]) * o_dim];
       aa.out_stride = o_dim;
       Attention(ap, aa, pool_);
     }
-    MatMul(L.wo, attn.data(), T, proj.data(), pool_);
-    add_bias(proj, L.bo, E);
-    RowsParallel(T, [&](int64_t i) {
+    if (last && R != T) {
+      // Residual rows of the wanted tokens, compacted in place (ascending).
+      for (int64_t j = 0; j < W; ++j) {
+        if (wanted[j] != j) std::copy_n(&x[wanted[j] * E], E, &x[j * E]);
+      }
+    }
+    if (R == 0) break;
+    MatMul(L.wo, attn.data(), R, proj.data(), pool_);
+    if (!L.bo.empty()) {
+      RowsParallel(R, [&](int64_t i) { AddF32(&proj[i * E], L.bo.data(), &proj[i * E], E); });
+    }
+    RowsParallel(R, [&](int64_t i) {
       AddF32(&x[i * E], &proj[i * E], &x[i * E], E);
       RmsNorm(&x[i * E], L.ffn_norm.data(), E, hp_.eps, &xn[i * E]);
     });
     const int64_t F = L.n_ff;
-    MatMul(L.gate, xn.data(), T, gate.data(), pool_);
-    MatMul(L.up, xn.data(), T, up.data(), pool_);
-    RowsParallel(T, [&](int64_t i) { SwiGlu(&gate[i * F], &up[i * F], F, &gate[i * F]); });
-    MatMul(L.down, gate.data(), T, proj.data(), pool_);
-    RowsParallel(T, [&](int64_t i) { AddF32(&x[i * E], &proj[i * E], &x[i * E], E); });
+    MatMul(L.gate, xn.data(), R, gate.data(), pool_);
+    MatMul(L.up, xn.data(), R, up.data(), pool_);
+    RowsParallel(R, [&](int64_t i) { SwiGlu(&gate[i * F], &up[i * F], F, &gate[i * F]); });
+    MatMul(L.down, gate.data(), R, proj.data(), pool_);
+    RowsParallel(R, [&](int64_t i) { AddF32(&x[i * E], &proj[i * E], &x[i * E], E); });
   }
 
-  // Only the wanted rows go through the output head.
-  std::vector<int64_t> wanted;
-  for (size_t r = 0; r < batch.size(); ++r) {
-    for (int32_t row : batch[r].logit_rows) wanted.push_back(offset[r] + row);
-  }
-  const int64_t W = static_cast<int64_t>(wanted.size());
+  // x now holds the W wanted rows, in order.
   std::vector<float> hn(W * E), logits(W * hp_.n_vocab);
-  RowsParallel(W, [&](int64_t j) { RmsNorm(&x[wanted[j] * E], output_norm_.data(), E, hp_.eps, &hn[j * E]); });
+  RowsParallel(W, [&](int64_t j) { RmsNorm(&x[j * E], output_norm_.data(), E, hp_.eps, &hn[j * E]); });
   MatMul(output_, hn.data(), W, logits.data(), pool_);
 
   std::vector<RunLogits> out(batch.size());
