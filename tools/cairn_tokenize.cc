@@ -1,10 +1,13 @@
 // cairn-tokenize --model FILE --in TEXTS --out IDS [--parse-special] [--no-add-special]
+//                [--pre NAME]
 //
 // Tokenizes one text per line of TEXTS with the vocabulary of a GGUF file and
 // writes one line of space-separated ids per text to IDS. In TEXTS, "\n",
 // "\t" and "\\" stand for a newline, a tab and a backslash (the format of
-// ../shared/golden/tokenizer). BOS/EOS are added as the vocabulary asks
-// unless --no-add-special; --parse-special matches special tokens' text.
+// ../shared/golden/tokenizer; "\r" too, for a carriage return). BOS/EOS are
+// added as the vocabulary asks unless --no-add-special; --parse-special
+// matches special tokens' text.
+// --pre replaces the file's BPE pre-tokenizer (tokenizer.ggml.pre) by NAME.
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -22,7 +25,7 @@ namespace {
 
 constexpr std::string_view kUsage =
     "usage: cairn-tokenize --model FILE --in TEXTS --out IDS [--parse-special] "
-    "[--no-add-special]\n";
+    "[--no-add-special] [--pre NAME]\n";
 
 absl::StatusOr<std::string> Unescape(std::string_view line, int line_no) {
   std::string out;
@@ -38,6 +41,7 @@ absl::StatusOr<std::string> Unescape(std::string_view line, int line_no) {
     const char c = line[++i];
     if (c == 'n') out.push_back('\n');
     else if (c == 't') out.push_back('\t');
+    else if (c == 'r') out.push_back('\r');
     else if (c == '\\') out.push_back('\\');
     else return absl::InvalidArgumentError(absl::StrCat("line ", line_no, ": unknown escape \\", std::string(1, c)));
   }
@@ -47,7 +51,7 @@ absl::StatusOr<std::string> Unescape(std::string_view line, int line_no) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string model_path, in_path, out_path;
+  std::string model_path, in_path, out_path, pre;
   cairn::TokenizeOptions options;
   for (int i = 1; i < argc; ++i) {
     const std::string_view arg = argv[i];
@@ -60,6 +64,7 @@ int main(int argc, char** argv) {
     if (arg == "--model") ok = value(&model_path);
     else if (arg == "--in") ok = value(&in_path);
     else if (arg == "--out") ok = value(&out_path);
+    else if (arg == "--pre") ok = value(&pre);
     else if (arg == "--parse-special") options.parse_special = true;
     else if (arg == "--no-add-special") options.add_special = false;
     else if (arg == "--help" || arg == "-h") {
@@ -83,7 +88,12 @@ int main(int argc, char** argv) {
     std::cerr << "cairn-tokenize: " << model.status() << "\n";
     return 1;
   }
-  auto tokenizer = cairn::Tokenizer::Create(**model);
+  cairn::Metadata metadata = (*model)->metadata();
+  if (!pre.empty()) {
+    metadata.Set("tokenizer.ggml.pre",
+                 cairn::MetadataValue::FromScalar(cairn::GgufValueType::kString, pre));
+  }
+  auto tokenizer = cairn::Tokenizer::FromMetadata(metadata);
   if (!tokenizer.ok()) {
     std::cerr << "cairn-tokenize: " << tokenizer.status() << "\n";
     return 1;
