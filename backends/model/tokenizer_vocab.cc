@@ -30,6 +30,24 @@ constexpr std::string_view kEogTexts[] = {
     "<EOT>", "_<EOT>", "<|end_of_text|>", "<end_of_utterance>", "<｜end▁of▁sentence｜>",
 };
 
+// Fill-in-the-middle tokens, found by text as llama.cpp does and forced to
+// control tokens; the pad, repo and file-separator ones also end generation.
+struct FimTexts {
+  bool end_of_generation;
+  std::vector<std::string_view> texts;
+};
+const FimTexts kFimTexts[] = {
+    {false, {"<|fim_prefix|>", "<fim-prefix>", "<fim_prefix>", "<｜fim▁begin｜>", "<PRE>",
+             "▁<PRE>", "<|code_prefix|>", "<|prefix|>"}},
+    {false, {"<|fim_suffix|>", "<fim-suffix>", "<fim_suffix>", "<｜fim▁hole｜>", "<SUF>",
+             "▁<SUF>", "<|code_suffix|>", "<|suffix|>"}},
+    {false, {"<|fim_middle|>", "<fim-middle>", "<fim_middle>", "<｜fim▁end｜>", "<MID>",
+             "▁<MID>", "<|code_middle|>", "<|middle|>"}},
+    {true, {"<|fim_pad|>", "<fim-pad>", "<fim_pad>", "<PAD>", "[PAD]"}},
+    {true, {"<|fim_repo|>", "<|repo_name|>", "<fim-repo>", "<REPO>", "<reponame>"}},
+    {true, {"<|file_sep|>"}},
+};
+
 int ParseHexByte(std::string_view text) {
   // "<0xNN>"
   if (text.size() != 6 || text.substr(0, 3) != "<0x" || text[5] != '>') return -1;
@@ -160,6 +178,15 @@ absl::Status FinishVocab(const Metadata& metadata, Vocab* vocab,
     }
   }
   if (vocab->special.eot >= 0) vocab->types[vocab->special.eot] = TokenType::kControl;
+  for (const FimTexts& fim : kFimTexts) {
+    for (std::string_view text : fim.texts) {
+      if (auto id = vocab->Find(text)) {
+        vocab->types[*id] = TokenType::kControl;
+        if (fim.end_of_generation) vocab->end_of_generation.insert(*id);
+        break;
+      }
+    }
+  }
   for (TokenId id : {vocab->special.eos, vocab->special.eot}) {
     if (id >= 0) vocab->end_of_generation.insert(id);
   }

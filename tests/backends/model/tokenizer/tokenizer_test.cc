@@ -167,6 +167,11 @@ TEST(TokenizerSharedTest, SpecialTokensOnlyWithSpecialParsing) {
   }
   EXPECT_TRUE(qwen->IsEndOfGeneration(im_end));
   EXPECT_FALSE(qwen->IsEndOfGeneration(think));
+  // Fill-in-the-middle markers are control tokens (as llama.cpp forces them),
+  // the file separator also ends generation.
+  EXPECT_EQ(qwen->token_type(*qwen->FindToken("<|fim_prefix|>")), TokenType::kControl);
+  EXPECT_TRUE(qwen->IsEndOfGeneration(*qwen->FindToken("<|file_sep|>")));
+  EXPECT_FALSE(qwen->IsEndOfGeneration(*qwen->FindToken("<|fim_prefix|>")));
   EXPECT_FALSE(qwen->add_bos());
 
   auto llama = LoadShared("golden/tokenizer/llama3-vocab.gguf");
