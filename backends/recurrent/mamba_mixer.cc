@@ -56,8 +56,17 @@ absl::StatusOr<int64_t> GetPositive(const Metadata& md, const std::string& key, 
   return *v;
 }
 
-// Splits `n` items into blocks of `block` for ParallelFor over (run, block) pairs.
 int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// The grain for ParallelFor over `items` work items totalling `work` scalar
+// updates: all items on the calling thread when the job is too small to
+// repay waking the workers. Decoding one token, the conv (~10k MACs) and the
+// scan (~250k updates, tens of microseconds) are such jobs; a worker that is
+// descheduled on a busy machine costs far more than that.
+int64_t GrainFor(int64_t items, int64_t work) {
+  constexpr int64_t kMinParallelWork = int64_t{1} << 20;
+  return work < kMinParallelWork ? std::max<int64_t>(items, 1) : 1;
+}
 
 }  // namespace
 
@@ -175,7 +184,10 @@ void ConvAll(const MambaGeometry& g, const MambaMixerWeights& w, std::span<const
   const int64_t conv_ch = g.conv_channels();
   constexpr int64_t kBlock = 256;
   const int64_t n_blocks = CeilDiv(conv_ch, kBlock);
-  pool.ParallelFor(static_cast<int64_t>(runs.size()) * n_blocks, 1, [&](int64_t begin, int64_t end) {
+  int64_t n_rows = 0;
+  for (const MambaMixerRun& r : runs) n_rows += r.n_rows;
+  const int64_t items = static_cast<int64_t>(runs.size()) * n_blocks;
+  pool.ParallelFor(items, GrainFor(items, n_rows * conv_ch * g.d_conv), [&](int64_t begin, int64_t end) {
     for (int64_t item = begin; item < end; ++item) {
       const MambaMixerRun& r = runs[item / n_blocks];
       const int64_t c0 = (item % n_blocks) * kBlock;
@@ -212,7 +224,8 @@ void Mamba2Forward(const MambaGeometry& g, const MambaMixerWeights& w, std::span
 
   std::vector<float> y(static_cast<size_t>(n_rows * d_inner));
   const int64_t n_head = g.n_head;
-  pool.ParallelFor(static_cast<int64_t>(runs.size()) * n_head, 1, [&](int64_t begin, int64_t end) {
+  const int64_t scan_items = static_cast<int64_t>(runs.size()) * n_head;
+  pool.ParallelFor(scan_items, GrainFor(scan_items, n_rows * d_inner * g.d_state), [&](int64_t begin, int64_t end) {
     for (int64_t item = begin; item < end;) {
       const int64_t ri = item / n_head;
       const int64_t h0 = item % n_head;
@@ -247,7 +260,7 @@ void Mamba2Forward(const MambaGeometry& g, const MambaMixerWeights& w, std::span
   });
 
   // Gate with silu(z), then the grouped norm.
-  pool.ParallelFor(n_rows, 1, [&](int64_t begin, int64_t end) {
+  pool.ParallelFor(n_rows, GrainFor(n_rows, n_rows * d_inner * 8), [&](int64_t begin, int64_t end) {
     for (int64_t t = begin; t < end; ++t) {
       float* yr = y.data() + t * d_inner;
       SwiGlu(proj.data() + t * d_proj, yr, d_inner, yr);
@@ -295,7 +308,9 @@ void Mamba1Forward(const MambaGeometry& g, const MambaMixerWeights& w, std::span
   std::vector<float> y(static_cast<size_t>(n_rows * d_inner));
   constexpr int64_t kBlock = 64;
   const int64_t n_blocks = CeilDiv(d_inner, kBlock);
-  pool.ParallelFor(static_cast<int64_t>(runs.size()) * n_blocks, 1, [&](int64_t begin, int64_t end) {
+  const int64_t scan_items = static_cast<int64_t>(runs.size()) * n_blocks;
+  // Mamba-1 evaluates exp per state element: weigh it as ~8 updates.
+  pool.ParallelFor(scan_items, GrainFor(scan_items, n_rows * d_inner * g.d_state * 8), [&](int64_t begin, int64_t end) {
     for (int64_t item = begin; item < end; ++item) {
       const MambaMixerRun& r = runs[item / n_blocks];
       const int64_t c0 = (item % n_blocks) * kBlock;
