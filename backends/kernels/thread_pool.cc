@@ -16,52 +16,68 @@
 
 namespace cairn {
 
-// Static partitioning: worker i always gets the i-th range, so a kernel's
-// result never depends on timing (bitwise-reproducible forward passes), and
-// each thread streams one contiguous slice of a weight matrix.
+// A job is split into at most n_threads chunks with fixed boundaries, so a
+// kernel's result never depends on which thread ran which chunk (forward
+// passes are bitwise reproducible). Any thread may claim any chunk: when a
+// worker is descheduled (a loaded machine) the caller runs its chunk instead
+// of waiting a time slice for it.
 struct ThreadPool::Impl {
   std::vector<std::thread> workers;
   std::mutex mu;
   std::condition_variable wake;
-  std::condition_variable done_cv;
-  // Incremented per job; workers run when they see a new value.
-  std::atomic<uint64_t> generation{0};
-  std::atomic<int> pending{0};
   bool stop = false;
+
+  // (generation << 32) | (chunk count << 16) | next unclaimed chunk. A
+  // thread decides from this word alone whether a chunk is left, and a
+  // worker holding a stale generation can never claim one of a newer job.
+  std::atomic<uint64_t> ticket{0};
+  std::atomic<int> done{0};
 
   const std::function<void(int64_t, int64_t)>* body = nullptr;
   int64_t n = 0;
   int n_chunks = 0;
 
   void RunChunk(int chunk) {
-    int64_t begin = n * chunk / n_chunks;
-    int64_t end = n * (chunk + 1) / n_chunks;
+    const int64_t begin = n * chunk / n_chunks;
+    const int64_t end = n * (chunk + 1) / n_chunks;
     if (begin < end) (*body)(begin, end);
   }
 
-  void WorkerLoop(int index) {
-    uint64_t seen = 0;
+  // Claims and runs chunks of job `gen` until none is left.
+  void Drain(uint32_t gen) {
+    uint64_t t = ticket.load(std::memory_order_acquire);
+    for (;;) {
+      if (static_cast<uint32_t>(t >> 32) != gen) return;
+      const int chunk = static_cast<int>(t & 0xffffu);
+      if (chunk >= static_cast<int>((t >> 16) & 0xffffu)) return;
+      if (ticket.compare_exchange_weak(t, t + 1, std::memory_order_acq_rel, std::memory_order_acquire)) {
+        RunChunk(chunk);
+        done.fetch_add(1, std::memory_order_acq_rel);
+        t = ticket.load(std::memory_order_acquire);
+      }
+    }
+  }
+
+  void WorkerLoop() {
+    uint32_t seen = 0;
     for (;;) {
       // Spin briefly: decode issues hundreds of small jobs per token and a
-      // condition-variable wake-up costs more than the job itself.
-      uint64_t gen = generation.load(std::memory_order_acquire);
+      // condition-variable wake-up costs more than many of them.
+      uint32_t gen = static_cast<uint32_t>(ticket.load(std::memory_order_acquire) >> 32);
       for (int spin = 0; gen == seen && spin < 20000; ++spin) {
         CAIRN_CPU_RELAX();
-        gen = generation.load(std::memory_order_acquire);
+        gen = static_cast<uint32_t>(ticket.load(std::memory_order_acquire) >> 32);
       }
       if (gen == seen) {
         std::unique_lock<std::mutex> lock(mu);
-        wake.wait(lock, [&] { return stop || generation.load(std::memory_order_acquire) != seen; });
+        wake.wait(lock, [&] {
+          return stop || static_cast<uint32_t>(ticket.load(std::memory_order_acquire) >> 32) != seen;
+        });
         if (stop) return;
-        gen = generation.load(std::memory_order_acquire);
+        gen = static_cast<uint32_t>(ticket.load(std::memory_order_acquire) >> 32);
       }
       seen = gen;
-      // Chunk 0 belongs to the caller; worker `index` takes chunk index + 1.
-      if (index + 1 < n_chunks) RunChunk(index + 1);
-      if (pending.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-        std::lock_guard<std::mutex> lock(mu);
-        done_cv.notify_one();
-      }
+      Drain(gen);
     }
   }
 };
@@ -70,7 +86,7 @@ ThreadPool::ThreadPool(int n_threads) : impl_(new Impl) {
   if (n_threads <= 0) n_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   n_threads_ = n_threads;
   for (int i = 0; i + 1 < n_threads; ++i) {
-    impl_->workers.emplace_back([this, i] { impl_->WorkerLoop(i); });
+    impl_->workers.emplace_back([this] { impl_->WorkerLoop(); });
   }
 }
 
@@ -88,32 +104,33 @@ void ThreadPool::ParallelFor(int64_t n, int64_t grain,
                              const std::function<void(int64_t, int64_t)>& body) {
   if (n <= 0) return;
   grain = std::max<int64_t>(grain, 1);
-  int64_t max_chunks = std::max<int64_t>(1, n / grain);
-  int n_chunks = static_cast<int>(std::min<int64_t>(n_threads_, max_chunks));
+  const int64_t max_chunks = std::max<int64_t>(1, n / grain);
+  const int n_chunks = static_cast<int>(std::min<int64_t>({n_threads_, max_chunks, 0xffff}));
   if (n_chunks <= 1 || impl_->workers.empty()) {
     body(0, n);
     return;
   }
   Impl& im = *impl_;
+  // The previous job is complete (done == n_chunks and every claimed chunk
+  // finished), so no thread reads these fields now.
   im.body = &body;
   im.n = n;
   im.n_chunks = n_chunks;
-  int n_workers = static_cast<int>(im.workers.size());
-  im.pending.store(n_workers, std::memory_order_release);
+  im.done.store(0, std::memory_order_relaxed);
+  const uint32_t gen = static_cast<uint32_t>(im.ticket.load(std::memory_order_relaxed) >> 32) + 1;
   {
     std::lock_guard<std::mutex> lock(im.mu);
-    im.generation.fetch_add(1, std::memory_order_acq_rel);
+    im.ticket.store((static_cast<uint64_t>(gen) << 32) | (static_cast<uint64_t>(n_chunks) << 16),
+                    std::memory_order_release);
   }
   im.wake.notify_all();
-  im.RunChunk(0);
-  // Wait for every worker (also those without a chunk) so the job fields can
-  // be reused safely by the next call.
-  for (int spin = 0; im.pending.load(std::memory_order_acquire) != 0 && spin < 200000; ++spin) {
-    CAIRN_CPU_RELAX();
-  }
-  if (im.pending.load(std::memory_order_acquire) != 0) {
-    std::unique_lock<std::mutex> lock(im.mu);
-    im.done_cv.wait(lock, [&] { return im.pending.load(std::memory_order_acquire) == 0; });
+  im.Drain(gen);
+  for (int spin = 0; im.done.load(std::memory_order_acquire) != n_chunks; ++spin) {
+    if (spin < 100000) {
+      CAIRN_CPU_RELAX();
+    } else {
+      std::this_thread::yield();  // a worker holding a chunk was descheduled
+    }
   }
 }
 
