@@ -112,6 +112,15 @@ void SwaMemory::Advance(Pos end) {
   global_.SetNextPos(end);
 }
 
+void SwaMemory::ForEachRingSegment(Pos begin, Pos end, const std::function<void(Pos, Pos)>& fn) const {
+  // At most R positions: one run of slots, or two when it crosses the end.
+  while (begin < end) {
+    const Pos n = std::min<Pos>(end - begin, geometry_.ring_rows - static_cast<Pos>(Slot(begin)));
+    fn(begin, n);
+    begin += n;
+  }
+}
+
 size_t SwaMemory::Bytes(SnapshotScope scope) const {
   size_t n = sizeof(Header) + static_cast<size_t>(geometry_.n_local) * (next_pos_ - oldest_) * RowBytes(geometry_);
   if (scope == SnapshotScope::kFull) n += static_cast<size_t>(geometry_.n_global) * next_pos_ * RowBytes(geometry_);
@@ -139,8 +148,14 @@ absl::StatusOr<Snapshot> SwaMemory::Capture(SnapshotScope scope) const {
   out += sizeof h;
   const size_t kb = geometry_.k_dim * sizeof(float), vb = geometry_.v_dim * sizeof(float);
   for (int32_t l = 0; l < geometry_.n_local; ++l) {
-    for (Pos p = oldest_; p < next_pos_; ++p, out += kb) std::memcpy(out, ring_k(l, p), kb);
-    for (Pos p = oldest_; p < next_pos_; ++p, out += vb) std::memcpy(out, ring_v(l, p), vb);
+    ForEachRingSegment(oldest_, next_pos_, [&](Pos p, Pos n) {
+      std::memcpy(out, ring_k(l, p), n * kb);
+      out += n * kb;
+    });
+    ForEachRingSegment(oldest_, next_pos_, [&](Pos p, Pos n) {
+      std::memcpy(out, ring_v(l, p), n * vb);
+      out += n * vb;
+    });
   }
   if (scope == SnapshotScope::kFull) {
     for (int32_t g = 0; g < geometry_.n_global; ++g) {
@@ -192,8 +207,14 @@ absl::Status SwaMemory::Restore(const Snapshot& s) {
   const uint8_t* in = s.data.data() + sizeof h;
   const size_t kb = geometry_.k_dim * sizeof(float), vb = geometry_.v_dim * sizeof(float);
   for (int32_t l = 0; l < geometry_.n_local; ++l) {
-    for (Pos p = oldest; p < pos; ++p, in += kb) std::memcpy(ring_k(l, p), in, kb);
-    for (Pos p = oldest; p < pos; ++p, in += vb) std::memcpy(ring_v(l, p), in, vb);
+    ForEachRingSegment(oldest, pos, [&](Pos p, Pos n) {
+      std::memcpy(ring_k(l, p), in, n * kb);
+      in += n * kb;
+    });
+    ForEachRingSegment(oldest, pos, [&](Pos p, Pos n) {
+      std::memcpy(ring_v(l, p), in, n * vb);
+      in += n * vb;
+    });
   }
   if (s.scope == SnapshotScope::kFull) {
     for (int32_t g = 0; g < geometry_.n_global; ++g) {

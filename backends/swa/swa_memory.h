@@ -18,6 +18,7 @@
 #define CAIRN_BACKENDS_SWA_SWA_MEMORY_H_
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -76,6 +77,9 @@ class SwaMemory final : public SequenceMemory {
   // Smallest position Truncate can reach other than 0.
   Pos LowestTruncate() const;
   absl::Status ReserveRings(Pos end);
+  // Calls fn(first position, count) for the runs of consecutive ring slots
+  // that hold positions [begin, end) (end - begin <= ring_rows).
+  void ForEachRingSegment(Pos begin, Pos end, const std::function<void(Pos, Pos)>& fn) const;
 
   SwaGeometry geometry_;
   const void* owner_;
