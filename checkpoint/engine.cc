@@ -167,6 +167,28 @@ absl::StatusOr<std::unique_ptr<Sequence>> CheckpointEngine::Fork(Sequence& sourc
   return fork;
 }
 
+absl::StatusOr<CheckpointEngine::Exported> CheckpointEngine::Export(Sequence& seq) {
+  Sequence::State& s = *seq.state_;
+  std::lock_guard<std::mutex> lock(s.mu);
+  absl::StatusOr<Snapshot> snap = s.memory->Capture(SnapshotScope::kFull);
+  if (!snap.ok()) return snap.status();
+  return Exported{std::move(*snap), s.history};
+}
+
+absl::StatusOr<std::unique_ptr<Sequence>> CheckpointEngine::Import(const Exported& exported,
+                                                                  const std::string& tenant) {
+  if (exported.snapshot.scope != SnapshotScope::kFull ||
+      exported.snapshot.pos != exported.history.positions()) {
+    return absl::InvalidArgumentError("export is not a full snapshot at the end of its history");
+  }
+  absl::StatusOr<std::unique_ptr<Sequence>> seq = NewSequence(tenant);
+  if (!seq.ok()) return seq.status();
+  Sequence::State& s = *(*seq)->state_;
+  if (absl::Status st = s.memory->Restore(exported.snapshot); !st.ok()) return st;
+  s.history = exported.history;
+  return seq;
+}
+
 void CheckpointEngine::Unregister(Sequence::State& s) {
   {
     std::lock_guard<std::mutex> lock(mu_);

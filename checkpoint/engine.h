@@ -154,6 +154,19 @@ class CheckpointEngine final {
   // budget) is counted in stats, not returned: it only costs reuse later.
   absl::Status EndGeneration(Sequence& seq);
 
+  // A portable copy of a sequence (SessionControl export): its full
+  // snapshot and the symbols it absorbed. Errors from Capture.
+  struct Exported {
+    Snapshot snapshot;
+    SymbolPath history;
+  };
+  absl::StatusOr<Exported> Export(Sequence& seq);
+  // A new sequence from an export. INVALID_ARGUMENT for a snapshot of
+  // another model or a history that does not end at the snapshot's
+  // position; the sequence is not created then.
+  absl::StatusOr<std::unique_ptr<Sequence>> Import(const Exported& exported,
+                                                   const std::string& tenant = "");
+
   // Keeps a full snapshot of the sequence's state in the store and index
   // (e.g. before a sessionless request's sequence is dropped), unless one
   // exists. No-op when checkpointing is off.

@@ -14,6 +14,7 @@ PolicyOptions CheckpointOptions::policy() const {
   PolicyOptions p;
   p.enabled = enabled;
   p.every_n = every_n;
+  p.tail_every = tail_every;
   p.min_branch_preserve = min_branch_preserve;
   return p;
 }
@@ -97,11 +98,13 @@ absl::StatusOr<bool> ApplyCheckpointFlag(std::string_view arg, CheckpointOptions
     options->disk_dir = std::string(value);
     return true;
   }
-  if (name == "checkpoint-every" || name == "checkpoint-branch-min" || name == "prefill-chunk") {
+  if (name == "checkpoint-every" || name == "checkpoint-branch-min" || name == "prefill-chunk" ||
+      name == "checkpoint-tail-every") {
     if (auto s = need_value(); !s.ok()) return s;
     absl::StatusOr<Pos> n = ParseCount(name, value);
     if (!n.ok()) return n.status();
     if (name == "checkpoint-every") options->every_n = *n;
+    else if (name == "checkpoint-tail-every") options->tail_every = *n;
     else if (name == "checkpoint-branch-min") options->min_branch_preserve = *n;
     else {
       if (*n == 0) return absl::InvalidArgumentError("--prefill-chunk must be > 0");
@@ -131,6 +134,7 @@ std::string CheckpointFlagsHelp() {
       "  --checkpoint-disk-dir=PATH   disk tier for evicted checkpoints (default none)\n",
       "  --checkpoint-disk-budget=SIZE  bytes on the disk tier (default ", d.disk_budget_bytes >> 30, "GiB)\n",
       "  --checkpoint-every=N         positions between checkpoints in long prompts (default ", d.every_n, ", 0 = off)\n",
+      "  --checkpoint-tail-every=N    positions between checkpoints in a prompt's last message (default ", d.tail_every, ", 0 = off)\n",
       "  --checkpoint-branch-min=N    keep an abandoned branch of >= N positions (default ", d.min_branch_preserve, ", 0 = off)\n",
       "  --prefill-chunk=N            most prompt tokens per forward call (default ", d.prefill_chunk, ")\n");
 }

@@ -30,6 +30,9 @@ struct CheckpointOptions {
   // --checkpoint-every=N. Positions between interval checkpoints in a long
   // prompt; 0 disables them.
   Pos every_n = 256;
+  // --checkpoint-tail-every=N. Positions between checkpoints inside the
+  // last message of a prompt (edits resume near the change); 0 disables.
+  Pos tail_every = 16;
   // --checkpoint-branch-min=N. Keep a full snapshot of a history before
   // cutting at least N positions of it away; 0 disables.
   Pos min_branch_preserve = 32;

@@ -1,11 +1,14 @@
 #include "checkpoint/policy.h"
 
+#include <algorithm>
+
 namespace cairn::checkpoint {
 
 const char* CaptureReasonName(CaptureReason reason) {
   switch (reason) {
     case CaptureReason::kMessageBoundary: return "message_boundary";
     case CaptureReason::kInterval: return "interval";
+    case CaptureReason::kTail: return "tail";
     case CaptureReason::kPromptEnd: return "prompt_end";
     case CaptureReason::kAfterGeneration: return "after_generation";
     case CaptureReason::kBranch: return "branch";
@@ -36,6 +39,14 @@ std::vector<CapturePoint> CheckpointPolicy::PlanPrefill(
   std::vector<CapturePoint> points;
   if (!captures() || start > prompt.size()) return points;
   const Pos n = options_.every_n;
+  const Pos tail = options_.tail_every;
+  // The last message starts after the last boundary before the prompt end.
+  size_t last_start = 0;
+  for (size_t m : prompt.message_ends()) {
+    if (m < prompt.size()) last_start = m;
+  }
+  const Pos tail_from =
+      std::max(prompt.pos_after(last_start), prompt.positions() - std::max<Pos>(options_.tail_span, 0));
   for (size_t s = start; s <= prompt.size(); ++s) {
     if (s == 0) continue;  // an empty sequence needs no snapshot
     CapturePoint point{s, CaptureReason::kMessageBoundary, false};
@@ -49,7 +60,18 @@ std::vector<CapturePoint> CheckpointPolicy::PlanPrefill(
       point.reason = CaptureReason::kInterval;
       capture = true;
     }
-    if (prompt.IsMessageEnd(s) && !capture) capture = true;
+    if (!capture && s > start && s > last_start && tail > 0 &&
+        prompt.pos_after(s - 1) >= tail_from) {
+      const Pos from = tail_from;
+      if ((prompt.pos_after(s) - from) / tail > (prompt.pos_after(s - 1) - from) / tail) {
+        point.reason = CaptureReason::kTail;
+        capture = true;
+      }
+    }
+    if (prompt.IsMessageEnd(s) && !capture) {
+      point.reason = CaptureReason::kMessageBoundary;
+      capture = true;
+    }
     if (!capture) continue;
     // The prompt end is captured even when a snapshot exists there if this
     // one keeps logits: the engine decides by asking `exists` with that in

@@ -27,6 +27,14 @@ struct PolicyOptions {
   // multiple of this many positions, so a cancelled or diverging long prompt
   // resumes near where it stopped. 0 disables interval captures.
   Pos every_n = 256;
+  // Inside the last message of a prompt (the one a client most often edits
+  // or regenerates from), capture every this many positions as well, so an
+  // edit resumes near the changed token. Cheap, low-value checkpoints: they
+  // are the first evicted. 0 disables them.
+  Pos tail_every = 16;
+  // Tail points cover at most this many positions before the prompt end (a
+  // long single-message prompt relies on the every_n points instead).
+  Pos tail_span = 256;
   // After generation, capture when at least this many positions were added
   // since the newest checkpoint of the sequence.
   Pos min_generation_capture = 1;
@@ -44,6 +52,7 @@ struct PolicyOptions {
 enum class CaptureReason : uint8_t {
   kMessageBoundary,
   kInterval,
+  kTail,             // inside the last message (see PolicyOptions::tail_every)
   kPromptEnd,        // keeps the last row's logits: a regenerate needs no forward
   kAfterGeneration,
   kBranch,           // full snapshot of a history about to be cut away
@@ -90,7 +99,8 @@ class CheckpointPolicy final {
   static bool CanCut(const MemoryCapabilities& caps, Pos next_pos, Pos target);
 
   // Capture points for processing prompt symbols (start, prompt.size()]:
-  // message boundaries, interval crossings and the prompt end (with logits);
+  // message boundaries, interval crossings, tail points inside the last
+  // message and the prompt end (with logits);
   // a boundary at `start` itself too when it is a message end. Points for
   // which `exists(symbols)` is true (already captured on this path) are
   // skipped. Ascending, no duplicates; every point is a symbol boundary, so

@@ -335,6 +335,28 @@ TEST_P(EngineTest, ForkContinuesIndependently) {
   EXPECT_EQ(Run(*a, pa).stats.recomputed, 5);
 }
 
+TEST_P(EngineTest, ExportImportRoundTrips) {
+  auto a = NewSeq();
+  Prompt p;
+  Add(p, RandomTokens(rng_, 30, vocab_));
+  auto r = Run(*a, p);
+  auto reply = Reply(*a, r.logits, 4);
+  auto exported = engine_->Export(*a);
+  ASSERT_TRUE(exported.ok()) << exported.status();
+  auto b = engine_->Import(*exported, "other");
+  ASSERT_TRUE(b.ok()) << b.status();
+  Prompt q = p;
+  Add(q, reply);
+  Add(q, RandomTokens(rng_, 6, vocab_));
+  EXPECT_EQ(Run(**b, q).stats.recomputed, 6);
+  auto broken = *exported;
+  broken.history.Resize(3);
+  EXPECT_EQ(engine_->Import(broken).status().code(), absl::StatusCode::kInvalidArgument);
+  broken = *exported;
+  broken.snapshot.layout ^= 1;
+  EXPECT_EQ(engine_->Import(broken).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
 TEST_P(EngineTest, DisabledCheckpointingIsTheBaseline) {
   options_.enabled = false;
   Rebuild();

@@ -21,7 +21,7 @@ TEST(CheckpointOptionsTest, AppliesFlagsAndLeavesOthers) {
   std::vector<std::string> args = {"--listen=:0",           "--checkpoint-ram=64MiB",
                                    "--checkpoint-disk-dir=/x", "--checkpoint-disk-budget=1G",
                                    "--checkpoint-every=128",   "--checkpoints=off",
-                                   "--checkpoint-branch-min=0", "--prefill-chunk=64", "positional"};
+                                   "--checkpoint-branch-min=0", "--prefill-chunk=64", "--checkpoint-tail-every=8", "positional"};
   ASSERT_TRUE(ParseCheckpointFlags(&args, &o).ok());
   EXPECT_EQ(args, (std::vector<std::string>{"--listen=:0", "positional"}));
   EXPECT_EQ(o.ram_budget_bytes, size_t{64} << 20);
@@ -31,6 +31,8 @@ TEST(CheckpointOptionsTest, AppliesFlagsAndLeavesOthers) {
   EXPECT_FALSE(o.enabled);
   EXPECT_EQ(o.min_branch_preserve, 0);
   EXPECT_EQ(o.prefill_chunk, 64);
+  EXPECT_EQ(o.tail_every, 8);
+  EXPECT_EQ(o.policy().tail_every, 8);
   EXPECT_EQ(o.store().disk_budget_bytes, size_t{1} << 30);
   EXPECT_FALSE(o.policy().enabled);
 }

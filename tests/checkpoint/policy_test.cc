@@ -38,6 +38,7 @@ TEST(CheckpointPolicyTest, DisabledCapturesNothingAnywhere) {
 TEST(CheckpointPolicyTest, RecurrentCapturesPromptEndWithLogitsBoundariesAndIntervals) {
   PolicyOptions o;
   o.every_n = 100;
+  o.tail_every = 0;
   CheckpointPolicy policy(Recurrent(), o);
   ASSERT_TRUE(policy.captures());
   Prompt p;
@@ -63,6 +64,7 @@ TEST(CheckpointPolicyTest, RecurrentCapturesPromptEndWithLogitsBoundariesAndInte
 TEST(CheckpointPolicyTest, StartsAfterReusedPartAndSkipsExistingCheckpoints) {
   PolicyOptions o;
   o.every_n = 100;
+  o.tail_every = 0;
   CheckpointPolicy policy(Recurrent(), o);
   Prompt p = Tokens(50);
   p.EndMessage();
@@ -77,6 +79,33 @@ TEST(CheckpointPolicyTest, StartsAfterReusedPartAndSkipsExistingCheckpoints) {
   points = policy.PlanPrefill(p, 249, nullptr);
   ASSERT_EQ(points.size(), 1u);
   EXPECT_EQ(points[0].symbols, 250u);
+}
+
+TEST(CheckpointPolicyTest, TailPointsOnlyInsideTheLastMessage) {
+  PolicyOptions o;
+  o.every_n = 0;
+  o.tail_every = 10;
+  CheckpointPolicy policy(Recurrent(), o);
+  Prompt p = Tokens(40);
+  p.EndMessage();
+  for (int i = 0; i < 35; ++i) p.AddToken(i);  // last message: 40..75
+  p.EndMessage();
+  std::vector<size_t> at;
+  for (auto& pt : policy.PlanPrefill(p, 0, nullptr)) at.push_back(pt.symbols);
+  EXPECT_EQ(at, (std::vector<size_t>{40, 50, 60, 70, 75}));
+  // Counted from the last message's start, not from the resume point.
+  at.clear();
+  for (auto& pt : policy.PlanPrefill(p, 55, nullptr)) at.push_back(pt.symbols);
+  EXPECT_EQ(at, (std::vector<size_t>{60, 70, 75}));
+  // Only the last tail_span positions get them.
+  o.tail_span = 20;
+  at.clear();
+  for (auto& pt : CheckpointPolicy(Recurrent(), o).PlanPrefill(p, 0, nullptr)) at.push_back(pt.symbols);
+  EXPECT_EQ(at, (std::vector<size_t>{40, 65, 75}));
+  o.tail_every = 0;
+  at.clear();
+  for (auto& pt : CheckpointPolicy(Recurrent(), o).PlanPrefill(p, 0, nullptr)) at.push_back(pt.symbols);
+  EXPECT_EQ(at, (std::vector<size_t>{40, 75}));
 }
 
 TEST(CheckpointPolicyTest, NeverCapturesInsideAMultimodalChunk) {
