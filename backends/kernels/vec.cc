@@ -310,11 +310,22 @@ float DotF32(const float* a, const float* b, int64_t n) {
 }
 
 void AxpyF32(float a, const float* x, float* y, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) y[i] += a * x[i];
+  int64_t i = 0;
+#ifdef CAIRN_AVX512
+  const __m512 va = _mm512_set1_ps(a);
+  for (; i + 16 <= n; i += 16) {
+    _mm512_storeu_ps(y + i, _mm512_fmadd_ps(va, _mm512_loadu_ps(x + i), _mm512_loadu_ps(y + i)));
+  }
+#endif
+  for (; i < n; ++i) y[i] += a * x[i];
 }
 
 void AddF32(const float* a, const float* b, float* y, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) y[i] = a[i] + b[i];
+  int64_t i = 0;
+#ifdef CAIRN_AVX512
+  for (; i + 16 <= n; i += 16) _mm512_storeu_ps(y + i, _mm512_add_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i)));
+#endif
+  for (; i < n; ++i) y[i] = a[i] + b[i];
 }
 
 void DequantizeRowFast(GgmlType type, const uint8_t* row, float* y, int64_t n) {
