@@ -299,6 +299,9 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> CreateBpeTokenizer(const Metadata& me
   (*vocab)->add_bos = found->add_bos;
   if (found->no_bos) (*vocab)->special.bos = -1;
   if (auto s = FinishVocab(metadata, vocab->get(), &DecodeByteLevel); !s.ok()) return s;
+  // BPE tokenization never prepends a space, whatever the file says (llama.cpp
+  // reads the key but only its SPM path uses it).
+  (*vocab)->add_space_prefix = false;
 
   std::vector<UnicodeRegex> regexes;
   for (std::string_view pattern : found->regexes) {
