@@ -1,5 +1,5 @@
 // bench/forward rows for the hybrid family: synthetic models of realistic
-// size built in memory, F32, vocabulary 32000, tied output:
+// size built in memory, F32 and Q8_0 matrices, vocabulary 32000, tied output:
 //   qwen35         Qwen3.5-0.8B's shapes (BENCHMARKS.md bench-qwen35): n_embd
 //                  1024, 24 layers (every 4th gated attention, 8 heads / 2 KV
 //                  heads of 256, IMROPE 64 dims [11,11,10,0]), Gated DeltaNet
@@ -15,6 +15,7 @@
 //   capture / restore  vs a plain memcpy of the same bytes
 //
 // Usage: bench_forward_hybrid [--threads N] [--prompt N] [--decode N] [--model qwen35|granitehybrid|all]
+//                             [--type f32|q8_0|all]
 #include <cblas.h>
 
 #include <algorithm>
@@ -30,6 +31,7 @@
 
 #include "backends/hybrid/hybrid_backend.h"
 #include "backends/kernels/thread_pool.h"
+#include "backends/model/dequant.h"
 #include "backends/model/gguf.h"
 #include "backends/model/gguf_writer.h"
 
@@ -70,14 +72,41 @@ struct Spec {
   int64_t conv_channels = 0, state_floats = 0;
   // Weight elements of the matrices one token multiplies (prompt FLOPs / 2).
   int64_t matrix_elems = 0;
+  GgmlType type = GgmlType::kF32;  // of the matrices and the (tied) embedding
   int64_t n_rec() const { return std::count(recurrent.begin(), recurrent.end(), true); }
   int64_t n_attn() const { return n_layer - n_rec(); }
 };
 
+// Q8_0 blocks of 32: an fp16 scale max|x| / 127, then 32 rounded int8.
+std::vector<uint8_t> QuantizeQ8_0(const std::vector<float>& x) {
+  std::vector<uint8_t> out;
+  out.reserve(x.size() / 32 * 34);
+  for (size_t b = 0; b < x.size(); b += 32) {
+    float amax = 0.0f;
+    for (size_t i = 0; i < 32; ++i) amax = std::max(amax, std::abs(x[b + i]));
+    const float d = amax / 127.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    const uint16_t h = Fp32ToFp16(d);
+    out.push_back(static_cast<uint8_t>(h & 0xff));
+    out.push_back(static_cast<uint8_t>(h >> 8));
+    for (size_t i = 0; i < 32; ++i) out.push_back(static_cast<uint8_t>(static_cast<int8_t>(std::lround(x[b + i] * id))));
+  }
+  return out;
+}
+
+void AddWeights(GgufWriter& w, const Spec& s, const std::string& name, int64_t n_in, int64_t n_out,
+                const std::vector<float>& values) {
+  if (s.type == GgmlType::kQ8_0 && n_in % 32 == 0) {
+    w.AddTensor(name, GgmlType::kQ8_0, {n_in, n_out}, QuantizeQ8_0(values));
+  } else {
+    w.AddF32Tensor(name, {n_in, n_out}, values);
+  }
+}
+
 // Adds a random matrix [n_in, n_out] scaled to keep activations of order 1.
 void Matrix(GgufWriter& w, Rng& rng, Spec& s, const std::string& name, int64_t n_in, int64_t n_out) {
   const float scale = 1.0f / std::sqrt(static_cast<float>(n_in));
-  w.AddF32Tensor(name, {n_in, n_out}, rng.Vec(n_in * n_out, -scale, scale));
+  AddWeights(w, s, name, n_in, n_out, rng.Vec(n_in * n_out, -scale, scale));
   s.matrix_elems += n_in * n_out;
 }
 
@@ -97,7 +126,7 @@ void Common(GgufWriter& w, Rng& rng, const Spec& s) {
   w.SetUint32(a + ".attention.head_count", static_cast<uint32_t>(s.n_head));
   w.SetFloat32(a + ".attention.layer_norm_rms_epsilon", 1e-6f);
   w.SetUint32(a + ".ssm.conv_kernel", static_cast<uint32_t>(s.d_conv));
-  w.AddF32Tensor("token_embd.weight", {s.n_embd, kVocab}, rng.Vec(s.n_embd * kVocab, -1.0f, 1.0f));
+  AddWeights(w, s, "token_embd.weight", s.n_embd, kVocab, rng.Vec(s.n_embd * kVocab, -1.0f, 1.0f));
   Ones(w, "output_norm.weight", {s.n_embd});
 }
 
@@ -248,8 +277,9 @@ struct Baselines {
   double bandwidth = 0;
 };
 
-int RunModel(const std::string& which, int threads, int prompt, int decode, const Baselines& base) {
+int RunModel(const std::string& which, GgmlType type, int threads, int prompt, int decode, const Baselines& base) {
   Spec s;
+  s.type = type;
   const auto t_build = Clock::now();
   std::vector<uint8_t> bytes = which == "qwen35" ? BuildQwen35(s) : BuildGranite(s);
   auto model = ModelFile::FromBuffer(bytes, "bench-" + which);
@@ -266,9 +296,10 @@ int RunModel(const std::string& which, int threads, int prompt, int decode, cons
     return 1;
   }
   Backend& b = **backend;
-  std::printf("\n== synthetic %s: n_embd %ld, %ld layers (%ld recurrent, %ld attention), ffn %ld, vocab %ld, F32; "
+  std::printf("\n== synthetic %s: n_embd %ld, %ld layers (%ld recurrent, %ld attention), ffn %ld, vocab %ld, %s; "
               "built in %.1f s; weights read per token %.1f MiB\n",
               which.c_str(), s.n_embd, s.n_layer, s.n_rec(), s.n_attn(), s.n_ff, kVocab,
+              type == GgmlType::kF32 ? "F32" : "Q8_0 matrices",
               Seconds(t_build, Clock::now()), b.info().weight_bytes / 1048576.0);
 
   std::vector<TokenId> tokens(static_cast<size_t>(prompt));
@@ -343,11 +374,11 @@ int RunModel(const std::string& which, int threads, int prompt, int decode, cons
 
 int Main(int argc, char** argv) {
   int threads = 2, prompt = 512, decode = 16;
-  std::string which = "all";
+  std::string which = "all", types = "all";
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string k = argv[i];
-    if (k == "--model") {
-      which = argv[i + 1];
+    if (k == "--model" || k == "--type") {
+      (k == "--model" ? which : types) = argv[i + 1];
       continue;
     }
     const int v = std::atoi(argv[i + 1]);
@@ -355,8 +386,10 @@ int Main(int argc, char** argv) {
     else if (k == "--prompt") prompt = v;
     else if (k == "--decode") decode = v;
   }
-  if (threads <= 0 || prompt <= 0 || decode <= 0 || (which != "all" && which != "qwen35" && which != "granitehybrid")) {
-    std::fprintf(stderr, "usage: bench_forward_hybrid [--threads N] [--prompt N] [--decode N] [--model qwen35|granitehybrid|all]\n");
+  if (threads <= 0 || prompt <= 0 || decode <= 0 || (which != "all" && which != "qwen35" && which != "granitehybrid") ||
+      (types != "all" && types != "f32" && types != "q8_0")) {
+    std::fprintf(stderr, "usage: bench_forward_hybrid [--threads N] [--prompt N] [--decode N] "
+                         "[--model qwen35|granitehybrid|all] [--type f32|q8_0|all]\n");
     return 2;
   }
   // Baselines first (OpenBLAS with its own threads, before the kernels pin it
@@ -379,10 +412,14 @@ int Main(int argc, char** argv) {
   }
   std::printf("%d threads; same-run baselines: cblas_sgemm %.1f GFLOP/s, read bandwidth %.1f GB/s\n", threads,
               base.sgemm_flops / 1e9, base.bandwidth / 1e9);
-  std::printf("reference (BENCHMARKS.md, llama.cpp bench-qwen35 F32, same machine kind): prompt 133/s, decode 17.4/s\n");
+  std::printf("reference (BENCHMARKS.md, llama.cpp bench-qwen35, same machine kind, 2 threads): F32 prompt 133/s, "
+              "decode 17.4/s; Q8_0 prompt 208/s, decode 49.0/s\n");
   for (const std::string m : {"qwen35", "granitehybrid"}) {
     if (which != "all" && which != m) continue;
-    if (int rc = RunModel(m, threads, prompt, decode, base); rc != 0) return rc;
+    for (GgmlType t : {GgmlType::kF32, GgmlType::kQ8_0}) {
+      if (types != "all" && types != (t == GgmlType::kF32 ? "f32" : "q8_0")) continue;
+      if (int rc = RunModel(m, t, threads, prompt, decode, base); rc != 0) return rc;
+    }
   }
   return 0;
 }
