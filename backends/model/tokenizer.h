@@ -72,8 +72,10 @@ class Tokenizer {
   // file carries no tokenizer.ggml.model / tokens; UNIMPLEMENTED for a
   // tokenizer model or BPE pre-tokenizer (tokenizer.ggml.pre) cairn does not
   // implement (never a silent fallback); INVALID_ARGUMENT for inconsistent
-  // data (array lengths, duplicate tokens, special ids out of range, bad
-  // merges).
+  // data (wrong types, short scores/types arrays, duplicate tokens, add_bos
+  // or add_eos without the token). As in llama.cpp, a missing
+  // tokenizer.ggml.pre means "default", special ids outside the vocabulary
+  // are ignored and merges that are not two tokens never apply.
   static absl::StatusOr<std::unique_ptr<Tokenizer>> Create(const ModelFile& model);
   static absl::StatusOr<std::unique_ptr<Tokenizer>> FromMetadata(const Metadata& metadata);
 
