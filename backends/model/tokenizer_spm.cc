@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_format.h"
 #include "backends/model/tokenizer_vocab.h"
 #include "backends/model/unicode.h"
@@ -92,7 +93,28 @@ class SpmTokenizer final : public VocabTokenizer {
       return;
     }
     // Cut only at symbol boundaries (the same UTF-8 stepping as TokenizeWord,
-    // so that invalid UTF-8 is split into the same symbols).
+    // so that invalid UTF-8 is split into the same symbols). Parts repeat:
+    // within one call each distinct short part is merged once.
+    struct Span {
+      uint32_t begin, length;
+    };
+    absl::flat_hash_map<std::string_view, Span> cache;
+    auto part = [&](std::string_view word) {
+      if (word.size() > 48) {
+        TokenizeWord(word, out);
+        return;
+      }
+      if (auto it = cache.find(word); it != cache.end()) {
+        for (uint32_t k = 0; k < it->second.length; ++k) {
+          out->push_back((*out)[it->second.begin + k]);
+        }
+        return;
+      }
+      const size_t before = out->size();
+      TokenizeWord(word, out);
+      cache.emplace(word, Span{static_cast<uint32_t>(before),
+                               static_cast<uint32_t>(out->size() - before)});
+    };
     size_t start = 0;
     bool prev_space = false;
     for (size_t p = 0; p < text.size();) {
@@ -100,13 +122,13 @@ class SpmTokenizer final : public VocabTokenizer {
           std::min(Utf8SequenceLength(static_cast<uint8_t>(text[p])), text.size() - p);
       const bool space = text.substr(p, len) == kSpaceMark;
       if (space && !prev_space && p > start) {
-        TokenizeWord(text.substr(start, p - start), out);
+        part(text.substr(start, p - start));
         start = p;
       }
       prev_space = space;
       p += len;
     }
-    TokenizeWord(text.substr(start), out);
+    part(text.substr(start));
   }
 
   struct Symbol {
