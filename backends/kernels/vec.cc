@@ -66,14 +66,25 @@ float DotF16(const uint8_t* row, const float* x, int64_t n) {
 }
 
 float DotQ8_0(const uint8_t* row, const float* x, int64_t n) {
-  __m512 acc = _mm512_setzero_ps();
-  for (int64_t b = 0; b < n / 32; ++b, row += 34, x += 32) {
-    const __m128i* q = reinterpret_cast<const __m128i*>(row + 2);
-    __m512 p = _mm512_mul_ps(Cvt16xI8(_mm_loadu_si128(q)), _mm512_loadu_ps(x));
-    p = _mm512_fmadd_ps(Cvt16xI8(_mm_loadu_si128(q + 1)), _mm512_loadu_ps(x + 16), p);
-    acc = _mm512_fmadd_ps(_mm512_set1_ps(Half(row)), p, acc);
+  // Two blocks per step on separate accumulators: one FMA chain per block
+  // would make this latency-bound.
+  __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
+  const int64_t nb = n / 32;
+  int64_t b = 0;
+  auto block = [](const uint8_t* blk, const float* xb) {
+    const __m128i* q = reinterpret_cast<const __m128i*>(blk + 2);
+    __m512 p = _mm512_mul_ps(Cvt16xI8(_mm_loadu_si128(q)), _mm512_loadu_ps(xb));
+    return _mm512_fmadd_ps(Cvt16xI8(_mm_loadu_si128(q + 1)), _mm512_loadu_ps(xb + 16), p);
+  };
+  for (; b + 2 <= nb; b += 2) {
+    const uint8_t* blk = row + b * 34;
+    acc0 = _mm512_fmadd_ps(_mm512_set1_ps(Half(blk)), block(blk, x + b * 32), acc0);
+    acc1 = _mm512_fmadd_ps(_mm512_set1_ps(Half(blk + 34)), block(blk + 34, x + b * 32 + 32), acc1);
   }
-  return _mm512_reduce_add_ps(acc);
+  for (; b < nb; ++b) {
+    acc0 = _mm512_fmadd_ps(_mm512_set1_ps(Half(row + b * 34)), block(row + b * 34, x + b * 32), acc0);
+  }
+  return _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1));
 }
 
 // 4-bit formats: every sub-block's 16 possible values are computed once
@@ -97,14 +108,23 @@ inline __m512 TableQ4_1(const uint8_t* b) {
 
 template <__m512 (*Table)(const uint8_t*), size_t kBlockBytes, size_t kQsOffset>
 float DotQ4Block32(const uint8_t* row, const float* x, int64_t n) {
-  __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
-  for (int64_t b = 0; b < n / 32; ++b, row += kBlockBytes, x += 32) {
-    const __m512 t = Table(row);
-    const __m512i q = Widen16(row + kQsOffset);
-    acc0 = _mm512_fmadd_ps(_mm512_permutexvar_ps(q, t), _mm512_loadu_ps(x), acc0);
-    acc1 = _mm512_fmadd_ps(_mm512_permutexvar_ps(_mm512_srli_epi32(q, 4), t), _mm512_loadu_ps(x + 16), acc1);
+  // Named accumulators (an indexed array would live in memory), two blocks
+  // per step so that no FMA waits for the previous one.
+  __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps(), a2 = _mm512_setzero_ps(), a3 = _mm512_setzero_ps();
+  auto block = [](const uint8_t* blk, const float* xb, __m512& lo, __m512& hi) {
+    const __m512 t = Table(blk);
+    const __m512i q = Widen16(blk + kQsOffset);
+    lo = _mm512_fmadd_ps(_mm512_permutexvar_ps(q, t), _mm512_loadu_ps(xb), lo);
+    hi = _mm512_fmadd_ps(_mm512_permutexvar_ps(_mm512_srli_epi32(q, 4), t), _mm512_loadu_ps(xb + 16), hi);
+  };
+  const int64_t nb = n / 32;
+  int64_t b = 0;
+  for (; b + 2 <= nb; b += 2) {
+    block(row + b * kBlockBytes, x + b * 32, a0, a1);
+    block(row + (b + 1) * kBlockBytes, x + b * 32 + 32, a2, a3);
   }
-  return _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1));
+  if (b < nb) block(row + b * kBlockBytes, x + b * 32, a0, a1);
+  return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)));
 }
 
 template <__m512 (*Table)(const uint8_t*), size_t kBlockBytes, size_t kQsOffset>
@@ -128,8 +148,8 @@ inline void ScaleMinK4(int j, const uint8_t* q, int* sc, int* m) {
 }
 
 // Q4_K: 8 sub-blocks of 32 with y = (d * sc) * q - dmin * m. Calls
-// f(lo, lo_offset, hi, hi_offset) with two groups of 16 dequantized values
-// and their element offsets.
+// f(w0, i0, w1, i1, w2, i2, w3, i3) for each 64-element chunk: four groups of
+// 16 dequantized values and their element offsets.
 template <typename F>
 inline void ForEachQ4_K(const uint8_t* row, int64_t n, F&& f) {
   for (int64_t b = 0; b < n / 256; ++b, row += 144) {
@@ -145,65 +165,70 @@ inline void ForEachQ4_K(const uint8_t* row, int64_t n, F&& f) {
       const __m512 t1 = _mm512_sub_ps(_mm512_mul_ps(_mm512_set1_ps(d * static_cast<float>(sc1)), kIota),
                                       _mm512_set1_ps(dmin * static_cast<float>(m1)));
       const int64_t base = b * 256 + 64 * c;
-      for (int k = 0; k < 2; ++k) {
-        const __m512i q = Widen16(qs + 32 * c + 16 * k);
-        f(_mm512_permutexvar_ps(q, t0), base + 16 * k, _mm512_permutexvar_ps(_mm512_srli_epi32(q, 4), t1),
-          base + 32 + 16 * k);
-      }
+      const __m512i q0 = Widen16(qs + 32 * c);
+      const __m512i q1 = Widen16(qs + 32 * c + 16);
+      f(_mm512_permutexvar_ps(q0, t0), base, _mm512_permutexvar_ps(q1, t0), base + 16,
+        _mm512_permutexvar_ps(_mm512_srli_epi32(q0, 4), t1), base + 32,
+        _mm512_permutexvar_ps(_mm512_srli_epi32(q1, 4), t1), base + 48);
     }
   }
 }
 
 float DotQ4_K(const uint8_t* row, const float* x, int64_t n) {
-  __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
-  ForEachQ4_K(row, n, [&](__m512 lo, int64_t i, __m512 hi, int64_t j) {
-    acc0 = _mm512_fmadd_ps(lo, _mm512_loadu_ps(x + i), acc0);
-    acc1 = _mm512_fmadd_ps(hi, _mm512_loadu_ps(x + j), acc1);
+  // Four accumulators: each gets one FMA per 64 elements.
+  __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps(), a2 = _mm512_setzero_ps(), a3 = _mm512_setzero_ps();
+  ForEachQ4_K(row, n, [&](__m512 w0, int64_t i0, __m512 w1, int64_t i1, __m512 w2, int64_t i2, __m512 w3, int64_t i3) {
+    a0 = _mm512_fmadd_ps(w0, _mm512_loadu_ps(x + i0), a0);
+    a1 = _mm512_fmadd_ps(w1, _mm512_loadu_ps(x + i1), a1);
+    a2 = _mm512_fmadd_ps(w2, _mm512_loadu_ps(x + i2), a2);
+    a3 = _mm512_fmadd_ps(w3, _mm512_loadu_ps(x + i3), a3);
   });
-  return _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1));
+  return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)));
 }
 
-// Q5_K: y = d*sc*q - dmin*m per 32-element sub-block with 5-bit q, so
-// dot = sum_s d*sc_s * <q, x>_s - dmin*m_s * sum(x)_s.
+// Q5_K: 8 sub-blocks of 32 with 5-bit q and y = (d * sc) * q - dmin * m:
+// a 32-entry table (two registers) per sub-block, indexed by the nibble
+// with the high bit from qh as bit 4 (vpermt2ps).
 float DotQ5_K(const uint8_t* row, const float* x, int64_t n) {
-  __m512 acc = _mm512_setzero_ps();
-  __m512 accm = _mm512_setzero_ps();
-  const __m128i mask = _mm_set1_epi8(0x0F);
-  const __m128i one = _mm_set1_epi8(1);
+  __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps(), a2 = _mm512_setzero_ps(), a3 = _mm512_setzero_ps();
+  const __m512 iota16 = _mm512_add_ps(kIota, _mm512_set1_ps(16.0f));
+  const __m512i m4 = _mm512_set1_epi32(0x0F);
+  const __m512i bit4 = _mm512_set1_epi32(0x10);
   for (int64_t b = 0; b < n / 256; ++b, row += 176) {
     const float d = Half(row), dmin = Half(row + 2);
     const uint8_t* scales = row + 4;
     const uint8_t* qh = row + 16;
     const uint8_t* qs = row + 48;
     const float* xb = x + b * 256;
+    const __m512i h0 = Widen16(qh), h1 = Widen16(qh + 16);
+    // One sub-block (c, half): both 16-element groups into (lo, hi).
+    auto sub = [&](int c, int half, __m512& lo, __m512& hi) {
+      int sc, m;
+      ScaleMinK4(2 * c + half, scales, &sc, &m);
+      const __m512 dd = _mm512_set1_ps(d * static_cast<float>(sc));
+      const __m512 mm = _mm512_set1_ps(dmin * static_cast<float>(m));
+      const __m512 t_lo = _mm512_sub_ps(_mm512_mul_ps(dd, kIota), mm);
+      const __m512 t_hi = _mm512_sub_ps(_mm512_mul_ps(dd, iota16), mm);
+      const int shift = 2 * c + half;  // qh bit of this sub-block
+      __m512i q0 = Widen16(qs + 32 * c), q1 = Widen16(qs + 32 * c + 16);
+      q0 = half ? _mm512_srli_epi32(q0, 4) : _mm512_and_si512(q0, m4);
+      q1 = half ? _mm512_srli_epi32(q1, 4) : _mm512_and_si512(q1, m4);
+      const __m512i b0 = _mm512_and_si512(_mm512_slli_epi32(_mm512_srli_epi32(h0, shift), 4), bit4);
+      const __m512i b1 = _mm512_and_si512(_mm512_slli_epi32(_mm512_srli_epi32(h1, shift), 4), bit4);
+      const float* xs = xb + 64 * c + 32 * half;
+      lo = _mm512_fmadd_ps(_mm512_permutex2var_ps(t_lo, _mm512_or_si512(q0, b0), t_hi), _mm512_loadu_ps(xs), lo);
+      hi = _mm512_fmadd_ps(_mm512_permutex2var_ps(t_lo, _mm512_or_si512(q1, b1), t_hi), _mm512_loadu_ps(xs + 16), hi);
+    };
     for (int c = 0; c < 4; ++c) {
-      const uint8_t* q = qs + 32 * c;
-      for (int half = 0; half < 2; ++half) {  // low nibbles, then high
-        int sc, m;
-        ScaleMinK4(2 * c + half, scales, &sc, &m);
-        const float* xs = xb + 64 * c + 32 * half;
-        __m512 pq = _mm512_setzero_ps();
-        __m512 px = _mm512_setzero_ps();
-        for (int k = 0; k < 2; ++k) {
-          __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(q + 16 * k));
-          v = half ? _mm_and_si128(_mm_srli_epi16(v, 4), mask) : _mm_and_si128(v, mask);
-          __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qh + 16 * k));
-          h = _mm_and_si128(_mm_srl_epi16(h, _mm_cvtsi32_si128(2 * c + half)), one);
-          v = _mm_or_si128(v, _mm_slli_epi16(h, 4));
-          __m512 xv = _mm512_loadu_ps(xs + 16 * k);
-          pq = _mm512_fmadd_ps(Cvt16xU8(v), xv, pq);
-          px = _mm512_add_ps(px, xv);
-        }
-        acc = _mm512_fmadd_ps(_mm512_set1_ps(d * static_cast<float>(sc)), pq, acc);
-        accm = _mm512_fmadd_ps(_mm512_set1_ps(dmin * static_cast<float>(m)), px, accm);
-      }
+      sub(c, 0, a0, a1);
+      sub(c, 1, a2, a3);
     }
   }
-  return _mm512_reduce_add_ps(_mm512_sub_ps(acc, accm));
+  return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)));
 }
 
 float DotQ6_K(const uint8_t* row, const float* x, int64_t n) {
-  __m512 acc = _mm512_setzero_ps();
+  __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps(), a2 = _mm512_setzero_ps(), a3 = _mm512_setzero_ps();
   const __m256i m4 = _mm256_set1_epi8(0x0F);
   const __m256i m30 = _mm256_set1_epi8(0x30);
   const __m256i k32 = _mm256_set1_epi8(32);
@@ -214,25 +239,26 @@ float DotQ6_K(const uint8_t* row, const float* x, int64_t n) {
     const float d = Half(row + 208);
     const float* xb = x + b * 256;
     for (int h = 0; h < 2; ++h, ql += 64, qh += 32, sc += 8, xb += 128) {
-      __m256i l0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ql));
-      __m256i l1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ql + 32));
-      __m256i hb = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qh));
-      __m256i q[4];
-      q[0] = _mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_and_si256(_mm256_slli_epi16(hb, 4), m30));
-      q[1] = _mm256_or_si256(_mm256_and_si256(l1, m4), _mm256_and_si256(_mm256_slli_epi16(hb, 2), m30));
-      q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4), _mm256_and_si256(hb, m30));
-      q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
-                             _mm256_and_si256(_mm256_srli_epi16(hb, 2), m30));
-      for (int j = 0; j < 4; ++j) {
-        __m256i v = _mm256_sub_epi8(q[j], k32);
-        __m512 lo = _mm512_mul_ps(Cvt16xI8(_mm256_castsi256_si128(v)), _mm512_loadu_ps(xb + 32 * j));
-        __m512 hi = _mm512_mul_ps(Cvt16xI8(_mm256_extracti128_si256(v, 1)), _mm512_loadu_ps(xb + 32 * j + 16));
+      const __m256i l0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ql));
+      const __m256i l1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ql + 32));
+      const __m256i hb = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qh));
+      // 32 values of q - 32 (int8) for x[32 j .. 32 j + 31], scales sc[2j], sc[2j+1].
+      auto group = [&](__m256i q, int j, __m512& acc) {
+        const __m256i v = _mm256_sub_epi8(q, k32);
+        const __m512 lo = _mm512_mul_ps(Cvt16xI8(_mm256_castsi256_si128(v)), _mm512_loadu_ps(xb + 32 * j));
+        const __m512 hi = _mm512_mul_ps(Cvt16xI8(_mm256_extracti128_si256(v, 1)), _mm512_loadu_ps(xb + 32 * j + 16));
         acc = _mm512_fmadd_ps(_mm512_set1_ps(d * static_cast<float>(sc[2 * j])), lo, acc);
         acc = _mm512_fmadd_ps(_mm512_set1_ps(d * static_cast<float>(sc[2 * j + 1])), hi, acc);
-      }
+      };
+      group(_mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_and_si256(_mm256_slli_epi16(hb, 4), m30)), 0, a0);
+      group(_mm256_or_si256(_mm256_and_si256(l1, m4), _mm256_and_si256(_mm256_slli_epi16(hb, 2), m30)), 1, a1);
+      group(_mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4), _mm256_and_si256(hb, m30)), 2, a2);
+      group(_mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
+                            _mm256_and_si256(_mm256_srli_epi16(hb, 2), m30)),
+            3, a3);
     }
   }
-  return _mm512_reduce_add_ps(acc);
+  return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)));
 }
 
 void DequantQ8_0(const uint8_t* row, float* y, int64_t n) {
@@ -344,9 +370,12 @@ void DequantizeRowFast(GgmlType type, const uint8_t* row, float* y, int64_t n) {
     case GgmlType::kQ4_0: return DequantQ4Block32<TableQ4_0, 18, 2>(row, y, n);
     case GgmlType::kQ4_1: return DequantQ4Block32<TableQ4_1, 20, 4>(row, y, n);
     case GgmlType::kQ4_K:
-      ForEachQ4_K(row, n, [&](__m512 lo, int64_t i, __m512 hi, int64_t j) {
-        _mm512_storeu_ps(y + i, lo);
-        _mm512_storeu_ps(y + j, hi);
+      ForEachQ4_K(row, n, [&](__m512 w0, int64_t i0, __m512 w1, int64_t i1, __m512 w2, int64_t i2, __m512 w3,
+                              int64_t i3) {
+        _mm512_storeu_ps(y + i0, w0);
+        _mm512_storeu_ps(y + i1, w1);
+        _mm512_storeu_ps(y + i2, w2);
+        _mm512_storeu_ps(y + i3, w3);
       });
       return;
     case GgmlType::kQ6_K: return DequantQ6_K(row, y, n);
