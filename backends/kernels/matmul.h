@@ -29,7 +29,10 @@ struct WeightMatrix {
 // Many tokens: W is dequantized tile by tile and multiplied with
 // cblas_sgemm; one token: a fused dequantize-and-dot kernel. Both paths
 // keep activations in F32, so results match a dequantized F32 model to
-// rounding. Uses `pool` for parallelism.
+// rounding. Uses `pool` for parallelism: each pool thread runs a
+// single-threaded sgemm on its block of output columns, so on first use
+// OpenBLAS is set to one thread for the whole process
+// (openblas_set_num_threads(1)).
 void MatMul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool);
 
 }  // namespace cairn
