@@ -249,6 +249,7 @@ TEST_P(EngineTest, SharedSystemPromptServesOtherSessionsOfTheSameTenant) {
 
 TEST_P(EngineTest, CancelledLongPromptResumesWhereItStopped) {
   testing::CancellingBackend cancelling(backend_.get());
+  options_.tail_every = 0;  // chunks of exactly 64: the cancel point is known
   auto engine = CheckpointEngine::Create(&cancelling, store_, options_);
   ASSERT_TRUE(engine.ok());
   auto seq = (*engine)->NewSequence();
