@@ -3,6 +3,7 @@
 // snapshots across chunks), the composite memory's checkpoint size, MTP
 // blocks left out, and family-specific refusals.
 #include <algorithm>
+#include <cmath>
 #include <memory>
 #include <string>
 #include <vector>
@@ -11,6 +12,7 @@
 #include "backends/backend.h"
 #include "backends/hybrid/hybrid_backend.h"
 #include "backends/model/gguf.h"
+#include "backends/model/dequant.h"
 #include "backends/model/gguf_writer.h"
 #include "gtest/gtest.h"
 #include "tests/testing/shared_data.h"
@@ -313,6 +315,74 @@ TEST(HybridBackendTest, MtpBlocksAreNotRun) {
   auto l = EvalSequence(**b, toks, EvalMode{});
   ASSERT_TRUE(l_mtp.ok() && l.ok());
   EXPECT_EQ(l_mtp->values, l->values);
+}
+
+// Q8_0 blocks of 32: an fp16 scale max|x| / 127, then 32 rounded int8.
+std::vector<uint8_t> QuantizeQ8_0(const std::vector<float>& x) {
+  std::vector<uint8_t> out;
+  for (size_t b = 0; b < x.size(); b += 32) {
+    float amax = 0.0f;
+    for (size_t i = 0; i < 32; ++i) amax = std::max(amax, std::abs(x[b + i]));
+    const float d = amax / 127.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    const uint16_t h = Fp32ToFp16(d);
+    out.push_back(static_cast<uint8_t>(h & 0xff));
+    out.push_back(static_cast<uint8_t>(h >> 8));
+    for (size_t i = 0; i < 32; ++i) out.push_back(static_cast<uint8_t>(static_cast<int8_t>(std::lround(x[b + i] * id))));
+  }
+  return out;
+}
+
+// Quantized weights go through the same mathematics as their exact F32
+// dequantization (activations stay F32): every matrix of both hybrids as
+// Q8_0 against an F32 copy holding the dequantized values.
+TEST(HybridBackendTest, QuantizedWeightsMatchTheirDequantizedCopy) {
+  for (const char* name : {"golden/models/qwen35.gguf", "golden/models/granitehybrid.gguf"}) {
+    SCOPED_TRACE(name);
+    CAIRN_REQUIRE_SHARED(name);
+    auto orig = ModelFile::Open(testing::SharedPath(name));
+    ASSERT_TRUE(orig.ok());
+    GgufWriter wq, wf;
+    for (const auto& [key, value] : (*orig)->metadata().entries()) {
+      wq.Set(key, value);
+      wf.Set(key, value);
+    }
+    int quantized = 0;
+    for (const TensorInfo* t : (*orig)->tensors()) {
+      std::vector<uint8_t> raw(t->data, t->data + t->n_bytes);
+      if (t->type == GgmlType::kF32 && t->shape.size() == 2 && t->shape[0] % 32 == 0 && t->shape[1] > 1) {
+        const std::vector<uint8_t> q = QuantizeQ8_0(DequantizeTensor(*t));
+        std::vector<float> back(static_cast<size_t>(t->n_elements()));
+        DequantizeRow(GgmlType::kQ8_0, q.data(), back.data(), t->n_elements());
+        wq.AddTensor(t->name, GgmlType::kQ8_0, t->shape, q);
+        wf.AddF32Tensor(t->name, t->shape, back);
+        ++quantized;
+      } else {
+        wq.AddTensor(t->name, t->type, t->shape, raw);
+        wf.AddTensor(t->name, t->type, t->shape, raw);
+      }
+    }
+    EXPECT_GE(quantized, 20);
+    const std::vector<uint8_t> bq = wq.Serialize(), bf = wf.Serialize();
+    auto mq = ModelFile::FromBuffer(bq, "q8");
+    auto mf = ModelFile::FromBuffer(bf, "f32");
+    ASSERT_TRUE(mq.ok() && mf.ok());
+    auto q8 = CreateHybridBackend(std::shared_ptr<const ModelFile>(std::move(*mq)), BackendOptions{});
+    auto f32 = CreateHybridBackend(std::shared_ptr<const ModelFile>(std::move(*mf)), BackendOptions{});
+    ASSERT_TRUE(q8.ok() && f32.ok()) << q8.status() << f32.status();
+    EXPECT_LT((*q8)->info().weight_bytes, (*f32)->info().weight_bytes / 3);
+    std::vector<TokenId> toks;
+    for (int i = 0; i < 40; ++i) toks.push_back((i * 37 + 1) % 512);
+    for (EvalMode mode : {EvalMode{0}, EvalMode{1}}) {  // batched (tile + sgemm) and one row (fused dot)
+      auto lq = EvalSequence(**q8, toks, mode);
+      auto lf = EvalSequence(**f32, toks, mode);
+      ASSERT_TRUE(lq.ok() && lf.ok());
+      auto c = CompareLogits(*lq, *lf);
+      ASSERT_TRUE(c.ok());
+      EXPECT_LE(c->max_rel, 1e-4) << "mode chunk " << mode.chunk;
+      EXPECT_EQ(c->argmax_agree, c->rows);
+    }
+  }
 }
 
 TEST(HybridBackendTest, RejectsFilesItCannotServe) {
