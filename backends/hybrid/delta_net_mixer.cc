@@ -130,7 +130,11 @@ void DeltaNetForward(const DeltaNetGeometry& g, const DeltaNetWeights& w, float 
   std::vector<float> xc(static_cast<size_t>(n_rows * C));
   constexpr int64_t kBlock = 256;
   const int64_t n_blocks = (C + kBlock - 1) / kBlock;
-  pool.ParallelFor(static_cast<int64_t>(runs.size()) * n_blocks, 1, [&](int64_t begin, int64_t end) {
+  // A decode step's convolution (a few thousand multiply-adds) is cheaper
+  // than waking the pool: below ~64k taps it runs on the calling thread.
+  const int64_t conv_items = static_cast<int64_t>(runs.size()) * n_blocks;
+  const int64_t conv_grain = n_rows * C * g.d_conv < (int64_t{1} << 16) ? conv_items : 1;
+  pool.ParallelFor(conv_items, conv_grain, [&](int64_t begin, int64_t end) {
     for (int64_t item = begin; item < end; ++item) {
       const DeltaNetRun& r = runs[item / n_blocks];
       const int64_t c0 = (item % n_blocks) * kBlock;
