@@ -237,6 +237,10 @@ absl::Status SwaBackend::Load(const BackendOptions& options, const SwaOptions& s
   }
   double factor = 0;
   CAIRN_SWA_MD(factor, md.GetFloatOr(a + "rope.scaling.factor", 0.0));
+  if (factor == 0.0) CAIRN_SWA_MD(factor, md.GetFloatOr(a + "rope.scale_linear", 0.0));  // older files
+  if (factor < 0.0) {
+    return absl::InvalidArgumentError(absl::StrCat("model '", m.path(), "': negative rope scaling factor"));
+  }
   rg.freq_scale = (scaling == "none" || factor == 0.0) ? 1.0f : static_cast<float>(1.0 / factor);
   hp_.rope_local = rg;
   CAIRN_SWA_MD(f, md.GetFloatOr(a + "rope.freq_base_swa", gemma3 ? 10000.0 : rg.freq_base));
