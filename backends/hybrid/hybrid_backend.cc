@@ -149,6 +149,10 @@ absl::Status HybridBackend::LoadLayer(int32_t il, bool recurrent, int32_t part_i
   CAIRN_HY_ASSIGN(L.attn_norm, LoadVector(m, p + "attn_norm.weight", E));
   CAIRN_HY_ASSIGN(L.ffn_norm, LoadVector(m, p + (hp_.arch == Arch::kQwen35 ? "post_attention_norm.weight"
                                                                            : "ffn_norm.weight"), E));
+  if (m.FindTensor(p + "ffn_gate_inp.weight") != nullptr) {
+    // Granite 4.0 H Tiny/Small route tokens to experts; only dense FFNs here.
+    return absl::UnimplementedError(absl::StrCat("layer ", il, ": mixture-of-experts FFN (ffn_gate_inp) is not supported"));
+  }
   CAIRN_HY_ASSIGN(L.gate, LoadMatrix(m, p + "ffn_gate.weight", E, n_ff));
   CAIRN_HY_ASSIGN(L.up, LoadMatrix(m, p + "ffn_up.weight", E, n_ff));
   CAIRN_HY_ASSIGN(L.down, LoadMatrix(m, p + "ffn_down.weight", n_ff, E));

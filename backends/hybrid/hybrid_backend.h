@@ -33,7 +33,7 @@ std::vector<std::string> HybridArchs();
 // Loads the model. Errors: INVALID_ARGUMENT for another architecture or
 // missing/inconsistent metadata and tensors (the message names them),
 // NOT_FOUND for a missing tensor, UNIMPLEMENTED for attention layers of
-// different K/V widths.
+// different K/V widths or mixture-of-experts FFNs.
 absl::StatusOr<std::unique_ptr<Backend>> CreateHybridBackend(std::shared_ptr<const ModelFile> model,
                                                              const BackendOptions& options);
 
