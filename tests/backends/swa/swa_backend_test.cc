@@ -364,6 +364,7 @@ struct Synth {
   double base = 10000, base_swa = 10000, rope_factor = 0;  // 0: no scaling key
   double attn_cap = 0, final_cap = 0;                      // 0: key absent
   bool qk_norm = false;
+  bool write_pattern = true;  // false: the arch's default period applies
   std::map<std::string, std::vector<float>> t;
   std::map<std::string, std::vector<int64_t>> shape;
 
@@ -396,7 +397,7 @@ struct Synth {
     w.SetUint32(a + "attention.value_length", D);
     w.SetFloat32(a + "attention.layer_norm_rms_epsilon", 1e-6f);
     w.SetUint32(a + "attention.sliding_window", W);
-    w.SetUint32(a + "attention.sliding_window_pattern", P);
+    if (write_pattern) w.SetUint32(a + "attention.sliding_window_pattern", P);
     w.SetFloat32(a + "rope.freq_base", static_cast<float>(base));
     if (arch == "gemma3") w.SetFloat32(a + "rope.freq_base_swa", static_cast<float>(base_swa));
     if (rope_factor > 0) {
@@ -474,7 +475,7 @@ struct Synth {
     }
     for (int l = 0; l < L; ++l) {
       const std::string p = "blk." + std::to_string(l) + ".";
-      const bool local = l % P < P - 1;
+      const bool local = W > 0 && l % P < P - 1;
       std::vector<std::vector<double>> q(n), k(n), v(n);
       for (int i = 0; i < n; ++i) {
         std::vector<double> xn = x[i];
@@ -601,6 +602,35 @@ TEST(SwaSyntheticTest, Gemma3WithRopeScalingTwoBasesAndFinalCapMatchesAPlainImpl
   s.rope_factor = 4;  // global layers only
   s.final_cap = 2.0;
   ExpectMatchesReference(s, "gemma3");
+}
+
+TEST(SwaSyntheticTest, Gemma3DefaultPatternIsFiveLocalLayersPerGlobalOne) {
+  Synth s;
+  s.arch = "gemma3";
+  s.qk_norm = true;
+  s.L = 7;  // layers 0-4 local, 5 global, 6 local
+  s.P = 6;
+  s.write_pattern = false;
+  ExpectMatchesReference(s, "gemma3 default pattern");
+}
+
+// No sliding window: every layer global, and the memory is a plain
+// truncatable cache with nothing that needs a checkpoint.
+TEST(SwaSyntheticTest, Gemma3WithoutAWindowIsAllGlobalAndTruncatable) {
+  Synth s;
+  s.arch = "gemma3";
+  s.qk_norm = true;
+  s.W = 0;
+  ExpectMatchesReference(s, "gemma3 without window");
+  auto b = CreateSwaBackend(s.Build(), BackendOptions{});
+  ASSERT_TRUE(b.ok()) << b.status();
+  EXPECT_TRUE((*b)->info().caps.truncatable);
+  EXPECT_FALSE((*b)->info().caps.has_checkpoint_state);
+  auto mem = *(*b)->NewSequence();
+  const std::vector<TokenId> tokens = SynthTokens(20, s.V);
+  Feed(**b, mem.get(), tokens, 0, 20);
+  EXPECT_EQ(mem->caps().rollback_window, 20);
+  EXPECT_TRUE(mem->Truncate(1).ok());
 }
 
 }  // namespace
