@@ -132,7 +132,6 @@ absl::StatusOr<Snapshot> SwaMemory::Capture(SnapshotScope scope) const {
   s.pos = next_pos_;
   s.scope = scope;
   s.layout = geometry_.layout;
-  s.data.resize(Bytes(scope));
   const Header h{kMagic,
                  static_cast<uint32_t>(scope),
                  static_cast<uint32_t>(geometry_.n_local),
@@ -143,27 +142,24 @@ absl::StatusOr<Snapshot> SwaMemory::Capture(SnapshotScope scope) const {
                  geometry_.ring_rows,
                  oldest_,
                  next_pos_};
-  uint8_t* out = s.data.data();
-  std::memcpy(out, &h, sizeof h);
-  out += sizeof h;
+  // Appending into reserved capacity writes every byte once (resize would
+  // zero the buffer first: a second pass over tens of MB).
+  s.data.reserve(Bytes(scope));
+  auto append = [&s](const void* p, size_t n) {
+    const uint8_t* b = static_cast<const uint8_t*>(p);
+    s.data.insert(s.data.end(), b, b + n);
+  };
+  append(&h, sizeof h);
   const size_t kb = geometry_.k_dim * sizeof(float), vb = geometry_.v_dim * sizeof(float);
   for (int32_t l = 0; l < geometry_.n_local; ++l) {
-    ForEachRingSegment(oldest_, next_pos_, [&](Pos p, Pos n) {
-      std::memcpy(out, ring_k(l, p), n * kb);
-      out += n * kb;
-    });
-    ForEachRingSegment(oldest_, next_pos_, [&](Pos p, Pos n) {
-      std::memcpy(out, ring_v(l, p), n * vb);
-      out += n * vb;
-    });
+    ForEachRingSegment(oldest_, next_pos_, [&](Pos p, Pos n) { append(ring_k(l, p), n * kb); });
+    ForEachRingSegment(oldest_, next_pos_, [&](Pos p, Pos n) { append(ring_v(l, p), n * vb); });
   }
   if (scope == SnapshotScope::kFull) {
     for (int32_t g = 0; g < geometry_.n_global; ++g) {
-      const size_t kn = static_cast<size_t>(next_pos_) * kb, vn = static_cast<size_t>(next_pos_) * vb;
-      if (kn) std::memcpy(out, global_.k(g), kn);
-      out += kn;
-      if (vn) std::memcpy(out, global_.v(g), vn);
-      out += vn;
+      if (next_pos_ == 0) break;
+      append(global_.k(g), static_cast<size_t>(next_pos_) * kb);
+      append(global_.v(g), static_cast<size_t>(next_pos_) * vb);
     }
   }
   return s;
