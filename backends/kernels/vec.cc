@@ -188,9 +188,9 @@ float DotQ4_K(const uint8_t* row, const float* x, int64_t n) {
 
 // Q5_K: 8 sub-blocks of 32 with 5-bit q and y = (d * sc) * q - dmin * m:
 // a 32-entry table (two registers) per sub-block, indexed by the nibble
-// with the high bit from qh as bit 4 (vpermt2ps).
-float DotQ5_K(const uint8_t* row, const float* x, int64_t n) {
-  __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps(), a2 = _mm512_setzero_ps(), a3 = _mm512_setzero_ps();
+// with the high bit from qh as bit 4 (vpermt2ps). Calls f as ForEachQ4_K.
+template <typename F>
+inline void ForEachQ5_K(const uint8_t* row, int64_t n, F&& f) {
   const __m512 iota16 = _mm512_add_ps(kIota, _mm512_set1_ps(16.0f));
   const __m512i m4 = _mm512_set1_epi32(0x0F);
   const __m512i bit4 = _mm512_set1_epi32(0x10);
@@ -199,10 +199,9 @@ float DotQ5_K(const uint8_t* row, const float* x, int64_t n) {
     const uint8_t* scales = row + 4;
     const uint8_t* qh = row + 16;
     const uint8_t* qs = row + 48;
-    const float* xb = x + b * 256;
     const __m512i h0 = Widen16(qh), h1 = Widen16(qh + 16);
-    // One sub-block (c, half): both 16-element groups into (lo, hi).
-    auto sub = [&](int c, int half, __m512& lo, __m512& hi) {
+    // The 32 values of sub-block (c, half), as two groups of 16.
+    auto sub = [&](int c, int half, __m512& w0, __m512& w1) {
       int sc, m;
       ScaleMinK4(2 * c + half, scales, &sc, &m);
       const __m512 dd = _mm512_set1_ps(d * static_cast<float>(sc));
@@ -215,15 +214,27 @@ float DotQ5_K(const uint8_t* row, const float* x, int64_t n) {
       q1 = half ? _mm512_srli_epi32(q1, 4) : _mm512_and_si512(q1, m4);
       const __m512i b0 = _mm512_and_si512(_mm512_slli_epi32(_mm512_srli_epi32(h0, shift), 4), bit4);
       const __m512i b1 = _mm512_and_si512(_mm512_slli_epi32(_mm512_srli_epi32(h1, shift), 4), bit4);
-      const float* xs = xb + 64 * c + 32 * half;
-      lo = _mm512_fmadd_ps(_mm512_permutex2var_ps(t_lo, _mm512_or_si512(q0, b0), t_hi), _mm512_loadu_ps(xs), lo);
-      hi = _mm512_fmadd_ps(_mm512_permutex2var_ps(t_lo, _mm512_or_si512(q1, b1), t_hi), _mm512_loadu_ps(xs + 16), hi);
+      w0 = _mm512_permutex2var_ps(t_lo, _mm512_or_si512(q0, b0), t_hi);
+      w1 = _mm512_permutex2var_ps(t_lo, _mm512_or_si512(q1, b1), t_hi);
     };
     for (int c = 0; c < 4; ++c) {
-      sub(c, 0, a0, a1);
-      sub(c, 1, a2, a3);
+      __m512 w0, w1, w2, w3;
+      sub(c, 0, w0, w1);
+      sub(c, 1, w2, w3);
+      const int64_t base = b * 256 + 64 * c;
+      f(w0, base, w1, base + 16, w2, base + 32, w3, base + 48);
     }
   }
+}
+
+float DotQ5_K(const uint8_t* row, const float* x, int64_t n) {
+  __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps(), a2 = _mm512_setzero_ps(), a3 = _mm512_setzero_ps();
+  ForEachQ5_K(row, n, [&](__m512 w0, int64_t i0, __m512 w1, int64_t i1, __m512 w2, int64_t i2, __m512 w3, int64_t i3) {
+    a0 = _mm512_fmadd_ps(w0, _mm512_loadu_ps(x + i0), a0);
+    a1 = _mm512_fmadd_ps(w1, _mm512_loadu_ps(x + i1), a1);
+    a2 = _mm512_fmadd_ps(w2, _mm512_loadu_ps(x + i2), a2);
+    a3 = _mm512_fmadd_ps(w3, _mm512_loadu_ps(x + i3), a3);
+  });
   return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)));
 }
 
@@ -371,6 +382,15 @@ void DequantizeRowFast(GgmlType type, const uint8_t* row, float* y, int64_t n) {
     case GgmlType::kQ4_1: return DequantQ4Block32<TableQ4_1, 20, 4>(row, y, n);
     case GgmlType::kQ4_K:
       ForEachQ4_K(row, n, [&](__m512 w0, int64_t i0, __m512 w1, int64_t i1, __m512 w2, int64_t i2, __m512 w3,
+                              int64_t i3) {
+        _mm512_storeu_ps(y + i0, w0);
+        _mm512_storeu_ps(y + i1, w1);
+        _mm512_storeu_ps(y + i2, w2);
+        _mm512_storeu_ps(y + i3, w3);
+      });
+      return;
+    case GgmlType::kQ5_K:
+      ForEachQ5_K(row, n, [&](__m512 w0, int64_t i0, __m512 w1, int64_t i1, __m512 w2, int64_t i2, __m512 w3,
                               int64_t i3) {
         _mm512_storeu_ps(y + i0, w0);
         _mm512_storeu_ps(y + i1, w1);

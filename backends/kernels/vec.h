@@ -26,7 +26,7 @@ void AddF32(const float* a, const float* b, float* y, int64_t n);
 float DotRow(GgmlType type, const uint8_t* row, const float* x, int64_t n);
 
 // DequantizeRow with the same results bit for bit, vectorized for F16, Q8_0,
-// Q4_0, Q4_1, Q4_K and Q6_K (used for the sgemm tiles of prompt products).
+// Q4_0, Q4_1, Q4_K, Q5_K and Q6_K (the sgemm tiles of prompt products).
 void DequantizeRowFast(GgmlType type, const uint8_t* row, float* y, int64_t n);
 
 }  // namespace cairn
