@@ -211,18 +211,18 @@ void ConvAll(const MambaGeometry& g, const MambaMixerWeights& w, std::span<const
 }
 
 void Mamba2Forward(const MambaGeometry& g, const MambaMixerWeights& w, std::span<const MambaMixerRun> runs,
-                   const float* in, int64_t n_rows, float* out, ThreadPool& pool) {
+                   const float* in, int64_t n_rows, float* out, ThreadPool& pool, MambaMixerScratch& scratch) {
   const int64_t d_proj = g.in_proj_size();
   const int64_t conv_ch = g.conv_channels();
   const int64_t d_inner = g.d_inner;
-  std::vector<float> proj(static_cast<size_t>(n_rows * d_proj));
-  MatMul(w.in_proj, in, n_rows, proj.data(), pool);
+  float* proj = scratch.Get(0, static_cast<size_t>(n_rows * d_proj));
+  MatMul(w.in_proj, in, n_rows, proj, pool);
 
   // Columns of the projection: z | x B C | dt.
-  std::vector<float> xbc(static_cast<size_t>(n_rows * conv_ch));
-  ConvAll(g, w, runs, proj.data(), d_proj, d_inner, xbc.data(), pool);
+  float* xbc = scratch.Get(1, static_cast<size_t>(n_rows * conv_ch));
+  ConvAll(g, w, runs, proj, d_proj, d_inner, xbc, pool);
 
-  std::vector<float> y(static_cast<size_t>(n_rows * d_inner));
+  float* y = scratch.Get(2, static_cast<size_t>(n_rows * d_inner));
   const int64_t n_head = g.n_head;
   const int64_t scan_items = static_cast<int64_t>(runs.size()) * n_head;
   pool.ParallelFor(scan_items, GrainFor(scan_items, n_rows * d_inner * g.d_state), [&](int64_t begin, int64_t end) {
@@ -240,19 +240,19 @@ void Mamba2Forward(const MambaGeometry& g, const MambaMixerWeights& w, std::span
       a.d_state = g.d_state;
       a.head_begin = h0;
       a.head_end = h1;
-      const float* xr = xbc.data() + r.row_begin * conv_ch;
+      const float* xr = xbc + r.row_begin * conv_ch;
       a.x = xr;
       a.x_stride = conv_ch;
       a.B = xr + d_inner;
       a.C = xr + d_inner + g.n_group * g.d_state;
       a.bc_stride = conv_ch;
-      a.dt = proj.data() + r.row_begin * d_proj + d_inner + conv_ch;
+      a.dt = proj + r.row_begin * d_proj + d_inner + conv_ch;
       a.dt_stride = d_proj;
       a.dt_bias = w.dt_bias.data();
       a.A = w.A.data();
       a.D = w.D.data();
       a.state = r.ssm_state;
-      a.y = y.data() + r.row_begin * d_inner;
+      a.y = y + r.row_begin * d_inner;
       a.y_stride = d_inner;
       Mamba2Scan(a);
       item += h1 - h0;
@@ -262,50 +262,50 @@ void Mamba2Forward(const MambaGeometry& g, const MambaMixerWeights& w, std::span
   // Gate with silu(z), then the grouped norm.
   pool.ParallelFor(n_rows, GrainFor(n_rows, n_rows * d_inner * 8), [&](int64_t begin, int64_t end) {
     for (int64_t t = begin; t < end; ++t) {
-      float* yr = y.data() + t * d_inner;
-      SwiGlu(proj.data() + t * d_proj, yr, d_inner, yr);
+      float* yr = y + t * d_inner;
+      SwiGlu(proj + t * d_proj, yr, d_inner, yr);
       if (!w.norm.empty()) {
         GroupRmsNorm(yr, g.n_group, d_inner / g.n_group, w.norm.data(), g.rms_eps, yr);
       }
     }
   });
-  MatMul(w.out_proj, y.data(), n_rows, out, pool);
+  MatMul(w.out_proj, y, n_rows, out, pool);
 }
 
 void Mamba1Forward(const MambaGeometry& g, const MambaMixerWeights& w, std::span<const MambaMixerRun> runs,
-                   const float* in, int64_t n_rows, float* out, ThreadPool& pool) {
+                   const float* in, int64_t n_rows, float* out, ThreadPool& pool, MambaMixerScratch& scratch) {
   const int64_t d_inner = g.d_inner;
   const int64_t d_proj = g.in_proj_size();
-  std::vector<float> proj(static_cast<size_t>(n_rows * d_proj));
-  MatMul(w.in_proj, in, n_rows, proj.data(), pool);
+  float* proj = scratch.Get(0, static_cast<size_t>(n_rows * d_proj));
+  MatMul(w.in_proj, in, n_rows, proj, pool);
 
   // Columns of the projection: x | z.
-  std::vector<float> xc(static_cast<size_t>(n_rows * d_inner));
-  ConvAll(g, w, runs, proj.data(), d_proj, 0, xc.data(), pool);
+  float* xc = scratch.Get(1, static_cast<size_t>(n_rows * d_inner));
+  ConvAll(g, w, runs, proj, d_proj, 0, xc, pool);
 
   const int64_t d_xdb = g.dt_rank + 2 * g.d_state;
-  std::vector<float> xdb(static_cast<size_t>(n_rows * d_xdb));
-  MatMul(w.x_proj, xc.data(), n_rows, xdb.data(), pool);
+  float* xdb = scratch.Get(2, static_cast<size_t>(n_rows * d_xdb));
+  MatMul(w.x_proj, xc, n_rows, xdb, pool);
 
   // dt (made contiguous for its projection) and optionally normalized dt, B, C.
-  std::vector<float> dt_low(static_cast<size_t>(n_rows * g.dt_rank));
+  float* dt_low = scratch.Get(3, static_cast<size_t>(n_rows * g.dt_rank));
   for (int64_t t = 0; t < n_rows; ++t) {
-    float* row = xdb.data() + t * d_xdb;
+    float* row = xdb + t * d_xdb;
     if (g.dt_b_c_rms) {
       GroupRmsNorm(row, 1, g.dt_rank, nullptr, g.rms_eps, row);
       GroupRmsNorm(row + g.dt_rank, 1, g.d_state, nullptr, g.rms_eps, row + g.dt_rank);
       GroupRmsNorm(row + g.dt_rank + g.d_state, 1, g.d_state, nullptr, g.rms_eps, row + g.dt_rank + g.d_state);
     }
-    std::memcpy(dt_low.data() + t * g.dt_rank, row, static_cast<size_t>(g.dt_rank) * sizeof(float));
+    std::memcpy(dt_low + t * g.dt_rank, row, static_cast<size_t>(g.dt_rank) * sizeof(float));
   }
-  std::vector<float> dt(static_cast<size_t>(n_rows * d_inner));
-  MatMul(w.dt_proj, dt_low.data(), n_rows, dt.data(), pool);
+  float* dt = scratch.Get(4, static_cast<size_t>(n_rows * d_inner));
+  MatMul(w.dt_proj, dt_low, n_rows, dt, pool);
   for (int64_t t = 0; t < n_rows; ++t) {
-    float* row = dt.data() + t * d_inner;
+    float* row = dt + t * d_inner;
     for (int64_t c = 0; c < d_inner; ++c) row[c] += w.dt_bias[c];
   }
 
-  std::vector<float> y(static_cast<size_t>(n_rows * d_inner));
+  float* y = scratch.Get(5, static_cast<size_t>(n_rows * d_inner));
   constexpr int64_t kBlock = 64;
   const int64_t n_blocks = CeilDiv(d_inner, kBlock);
   const int64_t scan_items = static_cast<int64_t>(runs.size()) * n_blocks;
@@ -320,38 +320,40 @@ void Mamba1Forward(const MambaGeometry& g, const MambaMixerWeights& w, std::span
       a.d_state = g.d_state;
       a.channel_begin = c0;
       a.channel_end = std::min(d_inner, c0 + kBlock);
-      a.x = xc.data() + r.row_begin * d_inner;
+      a.x = xc + r.row_begin * d_inner;
       a.x_stride = d_inner;
-      a.dt = dt.data() + r.row_begin * d_inner;
+      a.dt = dt + r.row_begin * d_inner;
       a.dt_stride = d_inner;
-      a.B = xdb.data() + r.row_begin * d_xdb + g.dt_rank;
+      a.B = xdb + r.row_begin * d_xdb + g.dt_rank;
       a.C = a.B + g.d_state;
       a.bc_stride = d_xdb;
       a.A_t = w.A.data();
       a.D = w.D.data();
       a.state = r.ssm_state;
-      a.y = y.data() + r.row_begin * d_inner;
+      a.y = y + r.row_begin * d_inner;
       a.y_stride = d_inner;
       Mamba1Scan(a);
     }
   });
 
   for (int64_t t = 0; t < n_rows; ++t) {
-    float* yr = y.data() + t * d_inner;
-    SwiGlu(proj.data() + t * d_proj + d_inner, yr, d_inner, yr);
+    float* yr = y + t * d_inner;
+    SwiGlu(proj + t * d_proj + d_inner, yr, d_inner, yr);
   }
-  MatMul(w.out_proj, y.data(), n_rows, out, pool);
+  MatMul(w.out_proj, y, n_rows, out, pool);
 }
 
 }  // namespace
 
 void MambaMixerForward(const MambaGeometry& g, const MambaMixerWeights& w, std::span<const MambaMixerRun> runs,
-                       const float* in, int64_t n_rows, float* out, ThreadPool& pool) {
+                       const float* in, int64_t n_rows, float* out, ThreadPool& pool, MambaMixerScratch* scratch) {
   if (n_rows == 0) return;
+  MambaMixerScratch local;
+  MambaMixerScratch& s = scratch != nullptr ? *scratch : local;
   if (g.version == MambaVersion::kMamba2) {
-    Mamba2Forward(g, w, runs, in, n_rows, out, pool);
+    Mamba2Forward(g, w, runs, in, n_rows, out, pool, s);
   } else {
-    Mamba1Forward(g, w, runs, in, n_rows, out, pool);
+    Mamba1Forward(g, w, runs, in, n_rows, out, pool, s);
   }
 }
 

@@ -94,14 +94,31 @@ struct MambaMixerRun {
   float* ssm_state = nullptr;
 };
 
+// Work buffers of MambaMixerForward, reusable across calls so that a
+// 512-row prompt does not allocate and zero-fill tens of MiB per layer.
+// Grows to the largest call seen; one user at a time.
+class MambaMixerScratch {
+ public:
+  // At least n floats for buffer `slot` (0 .. kSlots-1); contents undefined.
+  float* Get(int slot, size_t n) {
+    if (bufs_[slot].size() < n) bufs_[slot].resize(n);
+    return bufs_[slot].data();
+  }
+  static constexpr int kSlots = 6;
+
+ private:
+  std::vector<float> bufs_[kSlots];
+};
+
 // out[r] = mixer(in[r]) for the n_rows rows of `in` ([n_rows][n_embd], the
 // normalized layer input), advancing each run's state over its rows in order.
-// Runs must cover disjoint row ranges and distinct states. Tokens of one run
-// are processed in sequence (the exact form); runs and heads/channels are
-// spread over `pool`. out: [n_rows][n_embd], not aliasing `in`.
+// Runs must cover disjoint row ranges that together are all n_rows rows, and
+// distinct states. Tokens of one run are processed in sequence (the exact
+// form); runs and heads/channels are spread over `pool`. out: [n_rows][n_embd],
+// not aliasing `in`. `scratch` may be null (buffers allocated per call).
 void MambaMixerForward(const MambaGeometry& geometry, const MambaMixerWeights& weights,
                        std::span<const MambaMixerRun> runs, const float* in, int64_t n_rows,
-                       float* out, ThreadPool& pool);
+                       float* out, ThreadPool& pool, MambaMixerScratch* scratch = nullptr);
 
 }  // namespace cairn
 

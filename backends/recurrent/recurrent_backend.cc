@@ -238,15 +238,15 @@ void RecurrentBackend::RunUbatch(std::span<const Segment> segments, std::span<co
     }
   }
 
-  std::vector<float> normed(x.size());
-  std::vector<float> mixed(x.size());
+  float* normed = ubatch_scratch_.Get(0, x.size());
+  float* mixed = ubatch_scratch_.Get(1, x.size());
   std::vector<MambaMixerRun> runs(segments.size());
   ThreadPool& pool = *pool_;
   for (int64_t l = 0; l < n_layers(); ++l) {
     const Layer& layer = layers_[l];
     pool.ParallelFor(n_rows, 16, [&](int64_t begin, int64_t end) {
       for (int64_t t = begin; t < end; ++t) {
-        RmsNorm(x.data() + t * n_embd, layer.attn_norm.data(), n_embd, g.rms_eps, normed.data() + t * n_embd);
+        RmsNorm(x.data() + t * n_embd, layer.attn_norm.data(), n_embd, g.rms_eps, normed + t * n_embd);
       }
     });
     int64_t offset = 0;
@@ -257,7 +257,7 @@ void RecurrentBackend::RunUbatch(std::span<const Segment> segments, std::span<co
       runs[i].ssm_state = memories[segments[i].run]->ssm_state(l);
       offset += segments[i].n;
     }
-    MambaMixerForward(g, layer.mixer, runs, normed.data(), n_rows, mixed.data(), pool);
+    MambaMixerForward(g, layer.mixer, runs, normed, n_rows, mixed, pool, &mixer_scratch_);
     pool.ParallelFor(n_rows * n_embd, 4096, [&](int64_t begin, int64_t end) {
       for (int64_t k = begin; k < end; ++k) x[k] += mixed[k];
     });

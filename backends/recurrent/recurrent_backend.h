@@ -81,6 +81,9 @@ class RecurrentBackend final : public Backend {
 
   std::mutex forward_mu_;  // serializes Forward: one job at a time on pool_
   std::unique_ptr<ThreadPool> pool_;
+  // Work buffers reused across micro-batches and calls (under forward_mu_).
+  MambaMixerScratch mixer_scratch_;
+  MambaMixerScratch ubatch_scratch_;  // slots 0, 1: normalized input, mixer output
 };
 
 // Registers family "recurrent" for archs `mamba2` and `mamba`.
