@@ -241,6 +241,18 @@ TEST(SyntheticMamba1Test, DtBcRmsChangesTheResult) {
   EXPECT_NE((*b_on)->layout(), (*b_off)->layout());
 }
 
+TEST(SyntheticMamba1Test, StateBytesFollowTheFormula) {
+  const Mamba1Weights w = MakeWeights(false, 14);
+  auto b = RecurrentBackend::Create(Write(w), BackendOptions{});
+  ASSERT_TRUE(b.ok()) << b.status();
+  auto m = *(*b)->NewSequence();
+  // Per layer: (d_conv - 1) * d_inner conv inputs + d_state * d_inner SSM state.
+  const Dims& d = w.d;
+  const size_t expected = static_cast<size_t>(d.n_layer * ((d.d_conv - 1) * d.d_inner + d.d_state * d.d_inner)) * 4;
+  EXPECT_EQ(m->Bytes(SnapshotScope::kCheckpoint), expected);
+  EXPECT_EQ(m->Capture(SnapshotScope::kFull)->bytes(), expected);
+}
+
 TEST(SyntheticLoadErrors, NameWhatIsWrong) {
   const Mamba1Weights w = MakeWeights(false, 13);
   {
