@@ -16,9 +16,10 @@ namespace {
 // Below this many tokens the fused dequantize-and-dot kernel wins: the
 // weights are streamed once and each row stays in L1 across the tokens.
 constexpr int64_t kGemmMinTokens = 4;
-// Rows of W dequantized per sgemm call on the quantized prompt path: 64
-// rows x 8192 inputs x 4 bytes = 2 MiB at most, about one L2.
-constexpr int64_t kTileBytes = 1 << 20;
+// Bytes of F32 weights dequantized per sgemm call on the quantized prompt
+// path (per thread, kept in a thread-local buffer). Large tiles matter: each
+// call packs all of x again, and narrow sgemm calls run far below peak.
+constexpr int64_t kTileBytes = 8 << 20;
 
 // Our pool splits the output columns and each thread calls a single-threaded
 // sgemm: OpenBLAS's own threads would otherwise keep spinning after a GEMM
