@@ -93,13 +93,13 @@ void Server::Shutdown() {
   cv_.notify_all();
   // Running calls get a moment to finish, then are cancelled (their
   // handlers see IsCancelled and stop their requests within a step).
-  server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  if (server_ != nullptr) server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
 }
 
 Server::~Server() {
   Shutdown();
   if (housekeeper_.joinable()) housekeeper_.join();
-  server_->Wait();
+  if (server_ != nullptr) server_->Wait();
   server_.reset();
   service_.reset();
   sessions_.reset();  // sequences before their engines

@@ -1,4 +1,7 @@
 // cairn-server: serves models over gRPC (see README "Run").
+#include <unistd.h>
+
+#include <cerrno>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -13,6 +16,14 @@
 #include "service/server.h"
 
 namespace {
+
+int g_signal_pipe[2] = {-1, -1};
+
+void OnSignal(int sig) {
+  const char c = static_cast<char>(sig);
+  if (write(g_signal_pipe[1], &c, 1) < 0) {
+  }
+}
 
 const char kUsage[] = R"(cairn-server: a gRPC inference service (cairn.v1.Inference)
 
@@ -107,13 +118,19 @@ int main(int argc, char** argv) {
     if (!ok) return 2;
   }
 
-  // SIGINT/SIGTERM end the server cleanly: block them here (every thread
-  // inherits the mask) and wait for them on one thread.
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGINT);
-  sigaddset(&set, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  // SIGINT/SIGTERM end the server cleanly. A handler (not a blocked mask and
+  // sigwait) because library threads may run with their own masks: whichever
+  // thread takes the signal, the handler only writes to a pipe that one
+  // thread here reads.
+  if (pipe(g_signal_pipe) != 0) {
+    std::perror("cairn-server: pipe");
+    return 1;
+  }
+  struct sigaction sa = {};
+  sa.sa_handler = OnSignal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
 
   auto server = service::Server::Create(opt);
   if (!server.ok()) {
@@ -130,14 +147,17 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "cairn-server: metrics on port %d\n", (*server)->metrics().port());
   }
   std::thread signals([&] {
-    int sig = 0;
-    sigwait(&set, &sig);
-    std::fprintf(stderr, "cairn-server: signal %d, shutting down\n", sig);
+    char c = 0;
+    while (read(g_signal_pipe[0], &c, 1) < 0 && errno == EINTR) {
+    }
+    if (c != 0) std::fprintf(stderr, "cairn-server: signal %d, shutting down\n", c);
     (*server)->Shutdown();
   });
   (*server)->Wait();
   // Wake the signal thread if Shutdown came from elsewhere.
-  pthread_kill(signals.native_handle(), SIGTERM);
+  const char zero = 0;
+  if (write(g_signal_pipe[1], &zero, 1) < 0) {
+  }
   signals.join();
   server->reset();
   return 0;

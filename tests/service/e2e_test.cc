@@ -1,0 +1,912 @@
+// End-to-end tests: a real cairn server (built-in synthetic models) on a
+// real socket (127.0.0.1, port 0), driven through the generated C++ client.
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "backends/model/detokenizer.h"
+#include "backends/model/tokenizer.h"
+#include "cairn/v1/inference.grpc.pb.h"
+#include "grpcpp/create_channel.h"
+#include "grpcpp/generic/generic_stub.h"
+#include "grpcpp/security/credentials.h"
+#include "gtest/gtest.h"
+#include "service/demo_models.h"
+#include "service/server.h"
+
+namespace cairn::service {
+namespace {
+
+using v1::GenerateRequest;
+
+constexpr const char* kTf = "demo-transformer";
+constexpr const char* kRec = "demo-recurrent";
+
+struct Result {
+  grpc::Status status;
+  bool has_prompt = false;
+  bool prompt_first = false;
+  v1::PromptInfo prompt;
+  std::vector<int32_t> ids;
+  std::string text;
+  bool has_finished = false;
+  v1::Finished finished;
+  int messages = 0;
+};
+
+class Client {
+ public:
+  explicit Client(int port)
+      : channel_(grpc::CreateChannel("127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials())),
+        stub_(v1::Inference::NewStub(channel_)) {}
+
+  // Reads the whole stream. `after_tokens`, when set, is called with the
+  // context after each token (to cancel).
+  Result Generate(const GenerateRequest& req, double deadline_s = 0,
+                  std::function<void(grpc::ClientContext&, int)> on_token = nullptr) {
+    grpc::ClientContext ctx;
+    if (deadline_s > 0) {
+      ctx.set_deadline(std::chrono::system_clock::now() +
+                       std::chrono::milliseconds(static_cast<int64_t>(deadline_s * 1000)));
+    }
+    Result r;
+    auto reader = stub_->Generate(&ctx, req);
+    v1::GenerateResponse ev;
+    while (reader->Read(&ev)) {
+      ++r.messages;
+      if (ev.has_prompt()) {
+        r.prompt_first = r.messages == 1;
+        r.has_prompt = true;
+        r.prompt = ev.prompt();
+      } else if (ev.has_token()) {
+        r.ids.push_back(ev.token().id());
+        r.text += ev.token().text();
+        if (on_token) on_token(ctx, static_cast<int>(r.ids.size()));
+      } else if (ev.has_finished()) {
+        r.has_finished = true;
+        r.finished = ev.finished();
+        r.text += ev.finished().text();
+      }
+    }
+    r.status = reader->Finish();
+    return r;
+  }
+
+  grpc::Status Session(const v1::SessionRequest& req, v1::SessionResponse* resp) {
+    grpc::ClientContext ctx;
+    return stub_->SessionControl(&ctx, req, resp);
+  }
+  std::string Create(const std::string& model) {
+    v1::SessionRequest req;
+    req.mutable_create()->set_model(model);
+    v1::SessionResponse resp;
+    grpc::Status st = Session(req, &resp);
+    EXPECT_TRUE(st.ok()) << st.error_message();
+    return resp.session().session_id();
+  }
+  grpc::StatusCode Rewind(const std::string& id, int n) {
+    v1::SessionRequest req;
+    req.mutable_rewind()->set_session_id(id);
+    req.mutable_rewind()->set_tokens(n);
+    v1::SessionResponse resp;
+    return Session(req, &resp).error_code();
+  }
+  absl::StatusOr<v1::SessionInfo> Get(const std::string& id, bool tokens = true) {
+    v1::SessionRequest req;
+    req.mutable_get()->set_session_id(id);
+    req.mutable_get()->set_include_tokens(tokens);
+    v1::SessionResponse resp;
+    grpc::Status st = Session(req, &resp);
+    if (!st.ok()) return absl::Status(static_cast<absl::StatusCode>(st.error_code()), st.error_message());
+    return resp.session();
+  }
+  // Waits until the server has released the session after a stopped call
+  // (the server finishes its side asynchronously).
+  v1::SessionInfo GetIdle(const std::string& id) {
+    for (;;) {
+      auto s = Get(id);
+      EXPECT_TRUE(s.ok()) << s.status();
+      if (!s.ok() || !s->busy()) return s.ok() ? *s : v1::SessionInfo();
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+  }
+  grpc::Channel& channel() { return *channel_; }
+  v1::Inference::Stub& stub() { return *stub_; }
+
+ private:
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<v1::Inference::Stub> stub_;
+};
+
+GenerateRequest Req(const std::string& model, std::vector<int32_t> ids, int max_tokens,
+                    float temperature = 0.0f) {
+  GenerateRequest r;
+  r.set_model(model);
+  auto* t = r.add_parts()->mutable_tokens();
+  for (int32_t id : ids) t->add_ids(id);
+  r.mutable_stop()->set_max_tokens(max_tokens);
+  r.mutable_stop()->set_ignore_eos(true);
+  r.mutable_sampling()->set_temperature(temperature);
+  r.mutable_sampling()->set_seed(7);
+  return r;
+}
+
+std::vector<int32_t> Ids(int n, int32_t base = 300) {
+  std::vector<int32_t> v;
+  for (int i = 0; i < n; ++i) v.push_back(base + (i * 37) % 200);
+  return v;
+}
+
+std::vector<int32_t> Concat(std::vector<int32_t> a, const std::vector<int32_t>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+class ServiceTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    ServerOptions opt;
+    opt.listen = "127.0.0.1:0";
+    opt.models_options.threads = 2;
+    opt.sessions.max_sessions = 64;
+    auto s = Server::Create(opt);
+    ASSERT_TRUE(s.ok()) << s.status();
+    server_ = s->release();
+  }
+  static void TearDownTestSuite() {
+    delete server_;
+    server_ = nullptr;
+  }
+  void SetUp() override {
+    ASSERT_NE(server_, nullptr);
+    client_ = std::make_unique<Client>(server_->port());
+  }
+  static Server* server_;
+  std::unique_ptr<Client> client_;
+};
+Server* ServiceTest::server_ = nullptr;
+
+TEST_F(ServiceTest, ListModelsDescribesBuiltInModels) {
+  v1::ListModelsResponse resp;
+  grpc::ClientContext ctx;
+  ASSERT_TRUE(client_->stub().ListModels(&ctx, {}, &resp).ok());
+  ASSERT_EQ(resp.models_size(), 2);
+  std::map<std::string, v1::ModelDescription> by;
+  for (const auto& m : resp.models()) by[m.name()] = m;
+  EXPECT_EQ(by[kTf].arch(), "llama");
+  EXPECT_EQ(by[kTf].family(), "transformer");
+  EXPECT_EQ(by[kRec].arch(), "mamba2");
+  EXPECT_EQ(by[kRec].family(), "recurrent");
+  for (const auto& [n, m] : by) {
+    EXPECT_TRUE(m.synthetic());
+    EXPECT_TRUE(m.has_tokenizer());
+    EXPECT_GT(m.n_vocab(), 300);
+    EXPECT_GT(m.context_length(), 0);
+  }
+}
+
+TEST_F(ServiceTest, StreamsPromptInfoTokensAndFinished) {
+  for (const char* model : {kTf, kRec}) {
+    Result r = client_->Generate(Req(model, Ids(12), 9));
+    ASSERT_TRUE(r.status.ok()) << r.status.error_message();
+    EXPECT_TRUE(r.prompt_first);
+    EXPECT_EQ(r.prompt.prompt_tokens(), 12);
+    EXPECT_EQ(r.prompt.reused_tokens() + r.prompt.recomputed_tokens(), 12);
+    ASSERT_EQ(r.ids.size(), 9u);
+    ASSERT_TRUE(r.has_finished);
+    EXPECT_EQ(r.messages, 1 + 9 + 1);
+    EXPECT_EQ(r.finished.reason(), v1::FINISH_REASON_LENGTH);
+    EXPECT_EQ(r.finished.usage().completion_tokens(), 9);
+    EXPECT_EQ(r.finished.usage().prompt_tokens(), 12);
+    EXPECT_GT(r.finished.timings().time_to_first_token_seconds(), 0);
+  }
+}
+
+TEST_F(ServiceTest, TextIsTheDetokenizationOfTheIds) {
+  auto demo = BuildDemoModel(kTf);
+  ASSERT_TRUE(demo.ok());
+  auto tok = Tokenizer::Create(*demo->file);
+  ASSERT_TRUE(tok.ok()) << tok.status();
+  GenerateRequest req = Req(kTf, {}, 40, 1.0f);
+  req.clear_parts();
+  req.add_parts()->set_text("Once upon a time the little dog");
+  Result r = client_->Generate(req);
+  ASSERT_TRUE(r.status.ok()) << r.status.error_message();
+  // BOS + the words.
+  EXPECT_EQ(r.prompt.prompt_tokens(), static_cast<int>(1 + (*tok)->Tokenize("Once upon a time the little dog", {false, false}).size()));
+  DetokenizeOptions opt;
+  opt.strip_space_prefix = false;
+  auto text = Detokenize(**tok, r.ids, opt);
+  ASSERT_TRUE(text.ok());
+  EXPECT_EQ(r.text, *text);
+  EXPECT_FALSE(r.text.empty());
+}
+
+TEST_F(ServiceTest, SameSeedSameTokensAndGreedyIsDeterministic) {
+  GenerateRequest a = Req(kRec, Ids(8), 16, 1.0f);
+  Result r1 = client_->Generate(a);
+  Result r2 = client_->Generate(a);
+  ASSERT_TRUE(r1.status.ok() && r2.status.ok());
+  EXPECT_EQ(r1.ids, r2.ids);
+  a.mutable_sampling()->set_seed(8);
+  Result r3 = client_->Generate(a);
+  ASSERT_TRUE(r3.status.ok());
+  EXPECT_NE(r1.ids, r3.ids);  // 16 draws over ~600 tokens at T=1
+}
+
+TEST_F(ServiceTest, SamplingFiltersAreHonored) {
+  // top_k = 1 is greedy whatever the temperature.
+  Result greedy = client_->Generate(Req(kTf, Ids(10), 12, 0.0f));
+  GenerateRequest k1 = Req(kTf, Ids(10), 12, 1.5f);
+  k1.mutable_sampling()->set_top_k(1);
+  Result rk = client_->Generate(k1);
+  ASSERT_TRUE(greedy.status.ok() && rk.status.ok());
+  EXPECT_EQ(greedy.ids, rk.ids);
+  // A tiny top_p keeps only the most likely token: greedy again.
+  GenerateRequest p = Req(kTf, Ids(10), 12, 1.5f);
+  p.mutable_sampling()->set_top_p(1e-6f);
+  EXPECT_EQ(client_->Generate(p).ids, greedy.ids);
+  // min_p = 1 keeps only tokens as likely as the best one.
+  GenerateRequest m = Req(kTf, Ids(10), 12, 1.5f);
+  m.mutable_sampling()->set_min_p(1.0f);
+  EXPECT_EQ(client_->Generate(m).ids, greedy.ids);
+  // A strong presence penalty forbids repeating any token of the window.
+  GenerateRequest pen = Req(kTf, Ids(10), 24, 0.0f);
+  pen.mutable_sampling()->set_presence_penalty(2.0f);
+  pen.mutable_sampling()->set_repetition_penalty(10.0f);
+  pen.mutable_sampling()->set_penalty_last_n(-1);
+  Result rp = client_->Generate(pen);
+  ASSERT_TRUE(rp.status.ok());
+  const std::vector<int32_t> prompt = Ids(10);
+  std::set<int32_t> seen(prompt.begin(), prompt.end());
+  int repeats = 0;
+  for (int32_t id : rp.ids) repeats += !seen.insert(id).second;
+  std::set<int32_t> seen_g(prompt.begin(), prompt.end());
+  int repeats_g = 0;
+  for (int32_t id : client_->Generate(Req(kTf, Ids(10), 24, 0.0f)).ids) repeats_g += !seen_g.insert(id).second;
+  EXPECT_LE(repeats, repeats_g);
+  if (repeats_g > 0) {
+    EXPECT_NE(rp.ids, client_->Generate(Req(kTf, Ids(10), 24, 0.0f)).ids);
+  }
+}
+
+TEST_F(ServiceTest, LogprobsAreSortedAndMatchGreedyChoice) {
+  GenerateRequest req = Req(kTf, Ids(6), 5, 0.0f);
+  req.set_logprobs(true);
+  req.set_top_logprobs(5);
+  grpc::ClientContext ctx;
+  auto reader = client_->stub().Generate(&ctx, req);
+  v1::GenerateResponse ev;
+  int tokens = 0;
+  while (reader->Read(&ev)) {
+    if (!ev.has_token()) continue;
+    ++tokens;
+    const auto& t = ev.token();
+    ASSERT_TRUE(t.has_logprob());
+    ASSERT_EQ(t.top_logprobs_size(), 5);
+    EXPECT_EQ(t.top_logprobs(0).id(), t.id());
+    EXPECT_FLOAT_EQ(t.top_logprobs(0).logprob(), t.logprob());
+    EXPECT_LE(t.logprob(), 0.0f);
+    for (int i = 1; i < 5; ++i) EXPECT_LE(t.top_logprobs(i).logprob(), t.top_logprobs(i - 1).logprob());
+  }
+  EXPECT_TRUE(reader->Finish().ok());
+  EXPECT_EQ(tokens, 5);
+}
+
+TEST_F(ServiceTest, StopStringAcrossTokenBoundariesIsNotStreamed) {
+  GenerateRequest req = Req(kTf, {}, 60, 1.0f);
+  req.clear_parts();
+  req.add_parts()->set_text("Once upon a time");
+  Result full = client_->Generate(req);
+  ASSERT_TRUE(full.status.ok());
+  ASSERT_GT(full.text.size(), 20u);
+  // A stop string that starts inside one token's text and ends in a later one.
+  const size_t start = full.text.size() / 3;
+  const std::string stop = full.text.substr(start, 6);
+  const size_t first = full.text.find(stop);
+  req.mutable_stop()->add_stop_strings(stop);
+  Result r = client_->Generate(req);
+  ASSERT_TRUE(r.status.ok());
+  EXPECT_EQ(r.finished.reason(), v1::FINISH_REASON_STOP_STRING);
+  EXPECT_EQ(r.finished.matched_stop(), stop);
+  EXPECT_EQ(r.text, full.text.substr(0, first));
+  EXPECT_LT(r.ids.size(), full.ids.size());
+}
+
+TEST_F(ServiceTest, StopTokenIdEndsGeneration) {
+  Result full = client_->Generate(Req(kRec, Ids(7), 20));
+  ASSERT_TRUE(full.status.ok());
+  const int32_t stop = full.ids[5];
+  size_t first = 0;
+  while (full.ids[first] != stop) ++first;
+  GenerateRequest req = Req(kRec, Ids(7), 20);
+  req.mutable_stop()->add_stop_token_ids(stop);
+  Result r = client_->Generate(req);
+  ASSERT_TRUE(r.status.ok());
+  EXPECT_EQ(r.finished.reason(), v1::FINISH_REASON_STOP_TOKEN);
+  EXPECT_EQ(r.ids, std::vector<int32_t>(full.ids.begin(), full.ids.begin() + first + 1));
+}
+
+TEST_F(ServiceTest, EndOfGenerationTokenStops) {
+  // Without ignore_eos a greedy run stops at </s> if the model picks it;
+  // forcing the choice: a stop on </s> (id 2) is reported as end of
+  // generation when it is the model's own eos.
+  GenerateRequest req = Req(kTf, Ids(5), 5);
+  req.mutable_stop()->set_ignore_eos(false);
+  req.mutable_stop()->set_max_tokens(0);
+  Result r = client_->Generate(req);
+  ASSERT_TRUE(r.status.ok());
+  EXPECT_TRUE(r.ids.empty());
+  EXPECT_EQ(r.finished.reason(), v1::FINISH_REASON_LENGTH);
+  EXPECT_EQ(r.prompt.prompt_tokens(), 5);
+}
+
+// The contract of sessions: whatever the path (append, whole conversation,
+// fork, rewind, import), greedy output equals that of a fresh computation
+// of the same full prompt.
+TEST_F(ServiceTest, SessionTurnsReuseAndMatchFreshComputation) {
+  for (const char* model : {kTf, kRec}) {
+    SCOPED_TRACE(model);
+    const std::string sid = client_->Create(model);
+    GenerateRequest t1 = Req(model, Ids(20), 8);
+    t1.set_session_id(sid);
+    t1.set_append(true);
+    Result r1 = client_->Generate(t1);
+    ASSERT_TRUE(r1.status.ok()) << r1.status.error_message();
+    EXPECT_EQ(r1.finished.usage().session_tokens(), 28);
+    auto info = client_->Get(sid);
+    ASSERT_TRUE(info.ok());
+    EXPECT_EQ(info->tokens(), 28);
+    const std::vector<int32_t> hist(info->token_ids().begin(), info->token_ids().end());
+    EXPECT_EQ(hist, Concat(Ids(20), r1.ids));
+
+    // Turn 2, appended.
+    GenerateRequest t2 = Req(model, Ids(6, 400), 8);
+    t2.set_session_id(sid);
+    t2.set_append(true);
+    Result r2 = client_->Generate(t2);
+    ASSERT_TRUE(r2.status.ok());
+    EXPECT_EQ(r2.prompt.prompt_tokens(), 28 + 6);
+    EXPECT_GE(r2.prompt.reused_tokens(), 27);  // at most the unabsorbed last token is recomputed
+    Result fresh = client_->Generate(Req(model, Concat(hist, Ids(6, 400)), 8));
+    ASSERT_TRUE(fresh.status.ok());
+    EXPECT_EQ(r2.ids, fresh.ids);
+
+    // Turn 3 as the whole conversation (server finds the divergence).
+    auto info2 = client_->Get(sid);
+    ASSERT_TRUE(info2.ok());
+    std::vector<int32_t> conv(info2->token_ids().begin(), info2->token_ids().end());
+    conv = Concat(conv, Ids(4, 500));
+    GenerateRequest t3 = Req(model, conv, 6);
+    t3.set_session_id(sid);
+    Result r3 = client_->Generate(t3);
+    ASSERT_TRUE(r3.status.ok());
+    EXPECT_GE(r3.prompt.reused_tokens(), static_cast<int>(conv.size()) - 5);
+    EXPECT_EQ(r3.ids, client_->Generate(Req(model, conv, 6)).ids);
+  }
+}
+
+TEST_F(ServiceTest, ForkSharesHistoryAndBranchesIndependently) {
+  for (const char* model : {kTf, kRec}) {
+    SCOPED_TRACE(model);
+    const std::string a = client_->Create(model);
+    GenerateRequest t1 = Req(model, Ids(15), 5);
+    t1.set_session_id(a);
+    t1.set_append(true);
+    ASSERT_TRUE(client_->Generate(t1).status.ok());
+    v1::SessionRequest fork;
+    fork.mutable_fork()->set_session_id(a);
+    v1::SessionResponse resp;
+    ASSERT_TRUE(client_->Session(fork, &resp).ok());
+    const std::string b = resp.session().session_id();
+    EXPECT_NE(a, b);
+    EXPECT_EQ(b.size(), 32u);  // 128 bits in hex
+    EXPECT_EQ(resp.session().tokens(), 20);
+    auto ha = client_->Get(a);
+    ASSERT_TRUE(ha.ok());
+    const std::vector<int32_t> hist(ha->token_ids().begin(), ha->token_ids().end());
+
+    GenerateRequest ga = Req(model, Ids(3, 410), 6);
+    ga.set_session_id(a);
+    ga.set_append(true);
+    GenerateRequest gb = Req(model, Ids(3, 450), 6);
+    gb.set_session_id(b);
+    gb.set_append(true);
+    Result ra = client_->Generate(ga);
+    Result rb = client_->Generate(gb);
+    ASSERT_TRUE(ra.status.ok() && rb.status.ok());
+    EXPECT_GE(rb.prompt.reused_tokens(), 19);
+    EXPECT_EQ(ra.ids, client_->Generate(Req(model, Concat(hist, Ids(3, 410)), 6)).ids);
+    EXPECT_EQ(rb.ids, client_->Generate(Req(model, Concat(hist, Ids(3, 450)), 6)).ids);
+    EXPECT_EQ(client_->Get(a)->tokens(), 29);
+    EXPECT_EQ(client_->Get(b)->tokens(), 29);
+  }
+}
+
+TEST_F(ServiceTest, RewindThenContinueMatchesFreshComputation) {
+  for (const char* model : {kTf, kRec}) {
+    SCOPED_TRACE(model);
+    const std::string sid = client_->Create(model);
+    GenerateRequest t1 = Req(model, Ids(30), 10);
+    t1.set_session_id(sid);
+    t1.set_append(true);
+    ASSERT_TRUE(client_->Generate(t1).status.ok());
+    auto h = client_->Get(sid);
+    ASSERT_TRUE(h.ok());
+    const std::vector<int32_t> hist(h->token_ids().begin(), h->token_ids().end());
+    ASSERT_EQ(hist.size(), 40u);
+    EXPECT_EQ(client_->Rewind(sid, 41), grpc::StatusCode::FAILED_PRECONDITION);
+    EXPECT_EQ(client_->Rewind(sid, -1), grpc::StatusCode::INVALID_ARGUMENT);
+    EXPECT_EQ(client_->Get(sid)->tokens(), 40);  // failed rewinds change nothing
+    ASSERT_EQ(client_->Rewind(sid, 25), grpc::StatusCode::OK);
+    EXPECT_EQ(client_->Get(sid)->tokens(), 25);
+    GenerateRequest t2 = Req(model, Ids(5, 420), 7);
+    t2.set_session_id(sid);
+    t2.set_append(true);
+    Result r2 = client_->Generate(t2);
+    ASSERT_TRUE(r2.status.ok());
+    EXPECT_EQ(r2.prompt.prompt_tokens(), 30);
+    const std::vector<int32_t> prefix(hist.begin(), hist.begin() + 25);
+    EXPECT_EQ(r2.ids, client_->Generate(Req(model, Concat(prefix, Ids(5, 420)), 7)).ids);
+  }
+}
+
+TEST_F(ServiceTest, DeleteGetListSessions) {
+  const std::string a = client_->Create(kTf);
+  const std::string b = client_->Create(kRec);
+  v1::SessionRequest list;
+  list.mutable_list();
+  v1::SessionResponse resp;
+  ASSERT_TRUE(client_->Session(list, &resp).ok());
+  std::set<std::string> ids;
+  for (const auto& s : resp.sessions().sessions()) ids.insert(s.session_id());
+  EXPECT_TRUE(ids.count(a) && ids.count(b));
+  auto g = client_->Get(b);
+  ASSERT_TRUE(g.ok());
+  EXPECT_EQ(g->model(), kRec);
+  EXPECT_EQ(g->tokens(), 0);
+  v1::SessionRequest del;
+  del.mutable_delete_()->set_session_id(a);
+  ASSERT_TRUE(client_->Session(del, &resp).ok());
+  EXPECT_TRUE(resp.deleted());
+  EXPECT_EQ(client_->Session(del, &resp).error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(client_->Get(a).status().code(), absl::StatusCode::kNotFound);
+  GenerateRequest req = Req(kTf, Ids(3), 2);
+  req.set_session_id(a);
+  EXPECT_EQ(client_->Generate(req).status.error_code(), grpc::StatusCode::NOT_FOUND);
+}
+
+TEST_F(ServiceTest, ExportImportRoundTripsAndRefusesOtherModels) {
+  for (const char* model : {kTf, kRec}) {
+    SCOPED_TRACE(model);
+    const std::string sid = client_->Create(model);
+    GenerateRequest t1 = Req(model, Ids(18), 6);
+    t1.set_session_id(sid);
+    t1.set_append(true);
+    ASSERT_TRUE(client_->Generate(t1).status.ok());
+    v1::SessionRequest ex;
+    ex.mutable_export_()->set_session_id(sid);
+    v1::SessionResponse exported;
+    ASSERT_TRUE(client_->Session(ex, &exported).ok());
+    ASSERT_FALSE(exported.snapshot().empty());
+
+    v1::SessionRequest im;
+    im.mutable_import()->set_snapshot(exported.snapshot());
+    v1::SessionResponse imported;
+    grpc::Status st = client_->Session(im, &imported);
+    ASSERT_TRUE(st.ok()) << st.error_message();
+    const std::string copy = imported.session().session_id();
+    EXPECT_NE(copy, sid);
+    EXPECT_EQ(imported.session().tokens(), 24);
+    EXPECT_EQ(imported.session().model(), model);
+
+    GenerateRequest next = Req(model, Ids(4, 430), 6);
+    next.set_append(true);
+    next.set_session_id(copy);
+    Result rc = client_->Generate(next);
+    ASSERT_TRUE(rc.status.ok());
+    EXPECT_GE(rc.prompt.reused_tokens(), 24);  // the imported state is used, not recomputed
+    next.set_session_id(sid);
+    Result ro = client_->Generate(next);
+    ASSERT_TRUE(ro.status.ok());
+    EXPECT_EQ(rc.ids, ro.ids);
+
+    // Into the other model: FAILED_PRECONDITION.
+    im.mutable_import()->set_model(std::string(model) == kTf ? kRec : kTf);
+    EXPECT_EQ(client_->Session(im, &imported).error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+    im.mutable_import()->set_model("no-such-model");
+    EXPECT_EQ(client_->Session(im, &imported).error_code(), grpc::StatusCode::NOT_FOUND);
+  }
+  v1::SessionRequest bad;
+  bad.mutable_import()->set_snapshot("\xff\xff not a snapshot");
+  v1::SessionResponse resp;
+  EXPECT_EQ(client_->Session(bad, &resp).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+}
+
+TEST_F(ServiceTest, InvalidRequestsGetPreciseCodes) {
+  auto code = [&](const GenerateRequest& r) { return client_->Generate(r).status.error_code(); };
+  GenerateRequest ok = Req(kTf, Ids(4), 2);
+  EXPECT_EQ(code(ok), grpc::StatusCode::OK);
+
+  GenerateRequest r = ok;
+  r.set_model("nope");
+  EXPECT_EQ(code(r), grpc::StatusCode::NOT_FOUND);
+  r = ok;
+  r.clear_parts();
+  EXPECT_EQ(code(r), grpc::StatusCode::INVALID_ARGUMENT);  // empty prompt
+  r = ok;
+  r.mutable_parts(0)->mutable_tokens()->add_ids(1 << 20);
+  EXPECT_EQ(code(r), grpc::StatusCode::INVALID_ARGUMENT);  // id out of range
+  r = ok;
+  r.mutable_parts(0)->mutable_tokens()->add_ids(-1);
+  EXPECT_EQ(code(r), grpc::StatusCode::INVALID_ARGUMENT);
+  r = ok;
+  r.mutable_sampling()->set_temperature(-1);
+  EXPECT_EQ(code(r), grpc::StatusCode::INVALID_ARGUMENT);
+  r = ok;
+  r.mutable_sampling()->set_top_p(0);
+  EXPECT_EQ(code(r), grpc::StatusCode::INVALID_ARGUMENT);
+  r = ok;
+  r.mutable_sampling()->set_min_p(2);
+  EXPECT_EQ(code(r), grpc::StatusCode::INVALID_ARGUMENT);
+  r = ok;
+  r.mutable_sampling()->set_top_k(-3);
+  EXPECT_EQ(code(r), grpc::StatusCode::INVALID_ARGUMENT);
+  r = ok;
+  r.mutable_sampling()->set_repetition_penalty(0);
+  EXPECT_EQ(code(r), grpc::StatusCode::INVALID_ARGUMENT);
+  r = ok;
+  r.set_top_logprobs(21);
+  EXPECT_EQ(code(r), grpc::StatusCode::INVALID_ARGUMENT);
+  r = ok;
+  r.mutable_stop()->set_max_tokens(-1);
+  EXPECT_EQ(code(r), grpc::StatusCode::INVALID_ARGUMENT);
+  r = ok;
+  r.mutable_stop()->add_stop_strings("");
+  EXPECT_EQ(code(r), grpc::StatusCode::INVALID_ARGUMENT);
+  r = ok;
+  r.mutable_stop()->add_stop_token_ids(99999);
+  EXPECT_EQ(code(r), grpc::StatusCode::INVALID_ARGUMENT);
+  r = ok;
+  r.add_messages()->set_role("user");
+  EXPECT_EQ(code(r), grpc::StatusCode::INVALID_ARGUMENT);  // parts and messages
+  r = ok;
+  r.set_append(true);
+  EXPECT_EQ(code(r), grpc::StatusCode::INVALID_ARGUMENT);  // append without a session
+  r = ok;
+  r.add_parts();  // a part with nothing set
+  EXPECT_EQ(code(r), grpc::StatusCode::INVALID_ARGUMENT);
+  r = ok;
+  auto* emb = r.add_parts()->mutable_embeddings();
+  emb->set_width(64);
+  emb->set_nx(1);
+  emb->set_ny(1);
+  for (int i = 0; i < 64; ++i) emb->add_values(0.1f);
+  EXPECT_EQ(code(r), grpc::StatusCode::INVALID_ARGUMENT);  // model takes no embeddings
+  r = ok;
+  r.set_session_id("0123456789abcdef0123456789abcdef");
+  EXPECT_EQ(code(r), grpc::StatusCode::NOT_FOUND);
+  // Beyond the context: RESOURCE_EXHAUSTED.
+  EXPECT_EQ(code(Req(kTf, Ids(5000), 1)), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  // A session of another model.
+  const std::string sid = client_->Create(kRec);
+  r = ok;
+  r.set_session_id(sid);
+  EXPECT_EQ(code(r), grpc::StatusCode::INVALID_ARGUMENT);
+  // Session ops.
+  v1::SessionRequest empty;
+  v1::SessionResponse resp;
+  EXPECT_EQ(client_->Session(empty, &resp).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  v1::SessionRequest create;
+  create.mutable_create()->set_model("nope");
+  EXPECT_EQ(client_->Session(create, &resp).error_code(), grpc::StatusCode::NOT_FOUND);
+  v1::SessionRequest fork;
+  fork.mutable_fork()->set_session_id("ffff");
+  EXPECT_EQ(client_->Session(fork, &resp).error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(client_->Rewind("ffff", 0), grpc::StatusCode::NOT_FOUND);
+  v1::SessionRequest ex;
+  ex.mutable_export_()->set_session_id("ffff");
+  EXPECT_EQ(client_->Session(ex, &resp).error_code(), grpc::StatusCode::NOT_FOUND);
+}
+
+TEST_F(ServiceTest, FailedRequestLeavesSessionUnchanged) {
+  const std::string sid = client_->Create(kTf);
+  GenerateRequest t1 = Req(kTf, Ids(10), 4);
+  t1.set_session_id(sid);
+  t1.set_append(true);
+  ASSERT_TRUE(client_->Generate(t1).status.ok());
+  const auto before = client_->Get(sid);
+  ASSERT_TRUE(before.ok());
+  GenerateRequest bad = Req(kTf, {5, 1 << 20}, 4);
+  bad.set_session_id(sid);
+  bad.set_append(true);
+  EXPECT_EQ(client_->Generate(bad).status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  GenerateRequest too_long = Req(kTf, Ids(4090), 4);
+  too_long.set_session_id(sid);
+  too_long.set_append(true);
+  EXPECT_EQ(client_->Generate(too_long).status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  const auto after = client_->Get(sid);
+  ASSERT_TRUE(after.ok());
+  EXPECT_EQ(after->token_ids().size(), before->token_ids().size());
+  EXPECT_TRUE(std::equal(after->token_ids().begin(), after->token_ids().end(), before->token_ids().begin()));
+}
+
+TEST_F(ServiceTest, ConcurrentRequestOnABusySessionIsRefused) {
+  const std::string sid = client_->Create(kTf);
+  GenerateRequest longreq = Req(kTf, Ids(10), 3000);
+  longreq.set_session_id(sid);
+  longreq.set_append(true);
+  std::atomic<bool> started{false};
+  grpc::StatusCode second = grpc::StatusCode::OK;
+  Result first = client_->Generate(longreq, 0, [&](grpc::ClientContext& ctx, int n) {
+    if (n == 1) {
+      Client other(server_->port());
+      GenerateRequest r = Req(kTf, Ids(3), 2);
+      r.set_session_id(sid);
+      second = other.Generate(r).status.error_code();
+      started = true;
+      ctx.TryCancel();
+    }
+  });
+  EXPECT_TRUE(started);
+  EXPECT_EQ(second, grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_EQ(first.status.error_code(), grpc::StatusCode::CANCELLED);
+}
+
+TEST_F(ServiceTest, CancellationStopsTheRequestAndKeepsTheSessionConsistent) {
+  for (const char* model : {kTf, kRec}) {
+    SCOPED_TRACE(model);
+    const std::string sid = client_->Create(model);
+    GenerateRequest req = Req(model, Ids(12), 3000);
+    req.set_session_id(sid);
+    req.set_append(true);
+    Result r = client_->Generate(req, 0, [](grpc::ClientContext& ctx, int n) {
+      if (n == 5) ctx.TryCancel();
+    });
+    EXPECT_EQ(r.status.error_code(), grpc::StatusCode::CANCELLED);
+    EXPECT_GE(r.ids.size(), 5u);
+    EXPECT_LT(r.ids.size(), 3000u);
+    // The history is the prompt plus the tokens the server streamed (at
+    // least those the client saw before cancelling).
+    const v1::SessionInfo info = client_->GetIdle(sid);
+    ASSERT_GE(info.tokens(), 12 + 5);
+    const std::vector<int32_t> hist(info.token_ids().begin(), info.token_ids().end());
+    const std::vector<int32_t> prompt = Ids(12);
+    EXPECT_TRUE(std::equal(prompt.begin(), prompt.end(), hist.begin()));
+    EXPECT_TRUE(std::equal(r.ids.begin(), r.ids.end(), hist.begin() + 12));
+    // And it continues exactly.
+    GenerateRequest next = Req(model, Ids(3, 440), 5);
+    next.set_session_id(sid);
+    next.set_append(true);
+    Result rn = client_->Generate(next);
+    ASSERT_TRUE(rn.status.ok()) << rn.status.error_message();
+    EXPECT_EQ(rn.ids, client_->Generate(Req(model, Concat(hist, Ids(3, 440)), 5)).ids);
+  }
+}
+
+TEST_F(ServiceTest, DeadlineExceededStopsTheRequest) {
+  const std::string sid = client_->Create(kRec);
+  GenerateRequest req = Req(kRec, Ids(8), 1 << 20);
+  req.set_session_id(sid);
+  req.set_append(true);
+  Result r = client_->Generate(req, 0.3);
+  EXPECT_EQ(r.status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
+  const v1::SessionInfo info = client_->GetIdle(sid);
+  EXPECT_GE(info.tokens(), 8 + static_cast<int>(r.ids.size()));
+  GenerateRequest next = Req(kRec, Ids(2, 460), 3);
+  next.set_session_id(sid);
+  next.set_append(true);
+  EXPECT_TRUE(client_->Generate(next).status.ok());
+}
+
+TEST_F(ServiceTest, ConcurrentRequestsAreBatchedAndExact) {
+  // Sequential references first, then the same requests at once.
+  std::vector<GenerateRequest> reqs;
+  std::vector<std::vector<int32_t>> want;
+  for (int i = 0; i < 6; ++i) {
+    const char* model = i % 2 ? kRec : kTf;
+    reqs.push_back(Req(model, Ids(10 + i, 300 + 13 * i), 20));
+    Result r = client_->Generate(reqs.back());
+    ASSERT_TRUE(r.status.ok());
+    want.push_back(r.ids);
+  }
+  std::vector<Result> got(reqs.size());
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    threads.emplace_back([&, i] {
+      Client c(server_->port());
+      got[i] = c.Generate(reqs[i]);
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    ASSERT_TRUE(got[i].status.ok()) << got[i].status.error_message();
+    EXPECT_EQ(got[i].ids, want[i]) << "request " << i;
+  }
+}
+
+TEST_F(ServiceTest, MessagesAreRenderedWithBoundaries) {
+  const std::string sid = client_->Create(kRec);
+  GenerateRequest req;
+  req.set_model(kRec);
+  req.set_session_id(sid);
+  req.set_append(true);
+  auto* m = req.add_messages();
+  m->set_role("system");
+  m->set_content("You tell stories.");
+  m = req.add_messages();
+  m->set_role("user");
+  m->set_content("Tell me about a dog.");
+  req.mutable_stop()->set_max_tokens(5);
+  Result r = client_->Generate(req);
+  ASSERT_TRUE(r.status.ok()) << r.status.error_message();
+  EXPECT_GT(r.prompt.prompt_tokens(), 10);
+  // A second turn appends and reuses the first.
+  req.clear_messages();
+  m = req.add_messages();
+  m->set_role("user");
+  m->set_content("And a cat?");
+  Result r2 = client_->Generate(req);
+  ASSERT_TRUE(r2.status.ok());
+  EXPECT_GE(r2.prompt.reused_tokens(), r.prompt.prompt_tokens());
+}
+
+TEST_F(ServiceTest, SessionlessRequestsShareThePrefixCache) {
+  const std::vector<int32_t> system = Ids(64, 310);
+  Result a = client_->Generate(Req(kRec, Concat(system, Ids(5, 470)), 3));
+  ASSERT_TRUE(a.status.ok());
+  Result b = client_->Generate(Req(kRec, Concat(system, Ids(5, 480)), 3));
+  ASSERT_TRUE(b.status.ok());
+  EXPECT_GE(b.prompt.reused_tokens(), 64);
+  EXPECT_EQ(b.ids, client_->Generate(Req(kRec, Concat(system, Ids(5, 480)), 3)).ids);
+}
+
+TEST_F(ServiceTest, HealthAndReflectionAreServed) {
+  grpc::GenericStub generic(client_->channel().shared_from_this());
+  // grpc.health.v1.Health/Check with an empty HealthCheckRequest: the
+  // response is field 1 (status) = 1 (SERVING), i.e. bytes 08 01.
+  grpc::ClientContext ctx;
+  grpc::Slice empty_slice(std::string(""));
+  grpc::ByteBuffer request(&empty_slice, 1);  // an empty HealthCheckRequest
+  grpc::ByteBuffer response;
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;
+  grpc::Status status;
+  generic.UnaryCall(&ctx, "/grpc.health.v1.Health/Check", grpc::StubOptions(), &request, &response,
+                    [&](grpc::Status s) {
+                      std::lock_guard<std::mutex> lock(mu);
+                      status = s;
+                      done = true;
+                      cv.notify_all();
+                    });
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] { return done; });
+  }
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  std::vector<grpc::Slice> slices;
+  ASSERT_TRUE(response.Dump(&slices).ok());
+  std::string bytes;
+  for (const auto& s : slices) bytes.append(reinterpret_cast<const char*>(s.begin()), s.size());
+  EXPECT_EQ(bytes, std::string("\x08\x01", 2));
+
+  // Reflection: ServerReflectionInfo with list_services (field 7) = "".
+  grpc::ClientContext rctx;
+  grpc::CompletionQueue cq;
+  auto call = generic.PrepareCall(&rctx, "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo", &cq);
+  void* tag;
+  bool ok;
+  call->StartCall(reinterpret_cast<void*>(1));
+  ASSERT_TRUE(cq.Next(&tag, &ok) && ok);
+  grpc::Slice req_slice(std::string("\x3a\x00", 2));
+  grpc::ByteBuffer req_buf(&req_slice, 1);
+  call->Write(req_buf, reinterpret_cast<void*>(2));
+  ASSERT_TRUE(cq.Next(&tag, &ok) && ok);
+  call->WritesDone(reinterpret_cast<void*>(3));
+  ASSERT_TRUE(cq.Next(&tag, &ok) && ok);
+  grpc::ByteBuffer resp_buf;
+  call->Read(&resp_buf, reinterpret_cast<void*>(4));
+  ASSERT_TRUE(cq.Next(&tag, &ok) && ok);
+  std::vector<grpc::Slice> rs;
+  ASSERT_TRUE(resp_buf.Dump(&rs).ok());
+  std::string rbytes;
+  for (const auto& s : rs) rbytes.append(reinterpret_cast<const char*>(s.begin()), s.size());
+  EXPECT_NE(rbytes.find("cairn.v1.Inference"), std::string::npos);
+  EXPECT_NE(rbytes.find("grpc.health.v1.Health"), std::string::npos);
+  grpc::Status fin;
+  call->Finish(&fin, reinterpret_cast<void*>(5));
+  while (cq.Next(&tag, &ok) && tag != reinterpret_cast<void*>(5)) {
+  }
+  cq.Shutdown();
+  while (cq.Next(&tag, &ok)) {
+  }
+}
+
+TEST_F(ServiceTest, MetricsCountTokens) {
+  ASSERT_TRUE(client_->Generate(Req(kTf, Ids(5), 4)).status.ok());
+  const std::string text = server_->metrics().Render();
+  EXPECT_NE(text.find("cairn_generated_tokens_total"), std::string::npos);
+  EXPECT_NE(text.find("cairn_time_to_first_token_seconds_count"), std::string::npos);
+  EXPECT_EQ(text.find("cairn_generated_tokens_total 0\n"), std::string::npos);
+}
+
+// A server with small limits, for the bounds.
+TEST(ServiceLimitsTest, SessionCountAndIdleTimeAreBounded) {
+  ServerOptions opt;
+  opt.listen = "127.0.0.1:0";
+  opt.models = {*ParseModelSpec("tiny=demo-transformer")};
+  opt.sessions.max_sessions = 2;
+  opt.sessions.idle_timeout = std::chrono::seconds(1);
+  auto server = Server::Create(opt);
+  ASSERT_TRUE(server.ok()) << server.status();
+  Client c((*server)->port());
+  const std::string a = c.Create("tiny");
+  c.Create("tiny");
+  v1::SessionRequest create;
+  create.mutable_create()->set_model("tiny");
+  v1::SessionResponse resp;
+  EXPECT_EQ(c.Session(create, &resp).error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  // Idle sessions expire (the sweep runs every second): then a is NOT_FOUND
+  // and there is room again.
+  // (List does not count as a use; Get would keep it alive.)
+  auto listed = [&] {
+    v1::SessionRequest list;
+    list.mutable_list();
+    v1::SessionResponse r;
+    EXPECT_TRUE(c.Session(list, &r).ok());
+    for (const auto& s : r.sessions().sessions()) {
+      if (s.session_id() == a) return true;
+    }
+    return false;
+  };
+  while (listed()) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_EQ(c.Get(a).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_TRUE(c.Session(create, &resp).ok());
+}
+
+TEST(ServiceLimitsTest, ModelSpecsAndLoadErrors) {
+  auto s = ParseModelSpec("chat=/models/x.gguf:transformer");
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->name, "chat");
+  EXPECT_EQ(s->path, "/models/x.gguf");
+  EXPECT_EQ(s->family, "transformer");
+  s = ParseModelSpec("/models/stories260K.gguf");
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->name, "stories260K");
+  EXPECT_TRUE(s->family.empty());
+  EXPECT_FALSE(ParseModelSpec("x=").ok());
+  ServerOptions opt;
+  opt.listen = "127.0.0.1:0";
+  opt.models = {*ParseModelSpec("m=/nonexistent/model.gguf")};
+  auto server = Server::Create(opt);
+  EXPECT_EQ(server.status().code(), absl::StatusCode::kNotFound);
+  opt.models = {*ParseModelSpec("m=demo-recurrent:nosuchfamily")};
+  EXPECT_EQ(Server::Create(opt).status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST(ServiceLimitsTest, QueueAndConcurrencyBounds) {
+  ServerOptions opt;
+  opt.listen = "127.0.0.1:0";
+  opt.models = {*ParseModelSpec("tiny=demo-transformer")};
+  opt.limits.max_concurrent_generate = 1;
+  auto server = Server::Create(opt);
+  ASSERT_TRUE(server.ok());
+  Client c((*server)->port());
+  grpc::StatusCode second = grpc::StatusCode::OK;
+  Result first = c.Generate(Req("tiny", Ids(4), 3000), 0, [&](grpc::ClientContext& ctx, int n) {
+    if (n == 1) {
+      Client other((*server)->port());
+      second = other.Generate(Req("tiny", Ids(4), 2)).status.error_code();
+      ctx.TryCancel();
+    }
+  });
+  EXPECT_EQ(second, grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_EQ(first.status.error_code(), grpc::StatusCode::CANCELLED);
+}
+
+}  // namespace
+}  // namespace cairn::service

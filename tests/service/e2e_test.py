@@ -1,0 +1,232 @@
+#!/usr/bin/python3
+"""End-to-end test of cairn-server through a Python client.
+
+Starts the real cairn-server binary on 127.0.0.1 port 0 (built-in synthetic
+models), generates Python stubs from the .proto with protoc and
+grpc_python_plugin, and drives every RPC. Needs Debian's python3-grpcio and
+python3-protobuf, so it runs under /usr/bin/python3.
+"""
+import argparse
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import unittest
+import urllib.request
+
+ARGS = None
+SERVER = None  # (process, port, metrics_port)
+
+
+def generate_stubs(out_dir):
+    subprocess.check_call([
+        ARGS.protoc, "-I", ARGS.proto_dir, "--python_out=" + out_dir,
+        "--grpc_python_out=" + out_dir,
+        "--plugin=protoc-gen-grpc_python=" + ARGS.plugin,
+        os.path.join(ARGS.proto_dir, "cairn/v1/inference.proto")])
+    sys.path.insert(0, out_dir)
+
+
+def start_server():
+    proc = subprocess.Popen(
+        [ARGS.server, "--listen=127.0.0.1:0", "--metrics-listen=127.0.0.1:0", "--threads=2"],
+        stderr=subprocess.PIPE, text=True)
+    port = metrics = None
+    lines = []
+    for line in proc.stderr:
+        lines.append(line)
+        m = re.search(r"listening on port (\d+)", line)
+        if m:
+            port = int(m.group(1))
+        m = re.search(r"metrics on port (\d+)", line)
+        if m:
+            metrics = int(m.group(1))
+            break
+    if port is None or metrics is None:
+        proc.kill()
+        raise RuntimeError("server did not start:\n" + "".join(lines))
+    # Keep draining stderr so the server never blocks on a full pipe.
+    threading.Thread(target=lambda: [None for _ in proc.stderr], daemon=True).start()
+    return proc, port, metrics
+
+
+class InferenceTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        import grpc
+        from cairn.v1 import inference_pb2 as pb
+        from cairn.v1 import inference_pb2_grpc as pbg
+        cls.grpc = grpc
+        cls.pb = pb
+        cls.channel = grpc.insecure_channel("127.0.0.1:%d" % SERVER[1])
+        cls.stub = pbg.InferenceStub(cls.channel)
+
+    def req(self, model, ids, max_tokens, temperature=0.0, **kw):
+        pb = self.pb
+        r = pb.GenerateRequest(model=model, **kw)
+        r.parts.add().tokens.ids.extend(ids)
+        r.stop.max_tokens = max_tokens
+        r.stop.ignore_eos = True
+        r.sampling.temperature = temperature
+        r.sampling.seed = 11
+        return r
+
+    def run_stream(self, req, timeout=None, cancel_after=None):
+        call = self.stub.Generate(req, timeout=timeout)
+        events = []
+        try:
+            for ev in call:
+                events.append(ev)
+                if cancel_after is not None and sum(e.HasField("token") for e in events) == cancel_after:
+                    call.cancel()
+        except self.grpc.RpcError as e:
+            return events, e.code()
+        return events, self.grpc.StatusCode.OK
+
+    def session(self, **op):
+        return self.stub.SessionControl(self.pb.SessionRequest(**op))
+
+    def code_of(self, fn):
+        try:
+            fn()
+        except self.grpc.RpcError as e:
+            return e.code()
+        return self.grpc.StatusCode.OK
+
+    def test_list_models(self):
+        models = {m.name: m for m in self.stub.ListModels(self.pb.ListModelsRequest()).models}
+        self.assertEqual(models["demo-transformer"].arch, "llama")
+        self.assertEqual(models["demo-recurrent"].family, "recurrent")
+        self.assertTrue(all(m.synthetic and m.has_tokenizer for m in models.values()))
+
+    def test_stream_shape_and_text(self):
+        pb = self.pb
+        r = pb.GenerateRequest(model="demo-transformer")
+        r.parts.add().text = "Once upon a time"
+        r.stop.max_tokens = 12
+        r.stop.ignore_eos = True
+        r.sampling.seed = 3
+        events, code = self.run_stream(r)
+        self.assertEqual(code, self.grpc.StatusCode.OK)
+        self.assertTrue(events[0].HasField("prompt"))
+        self.assertTrue(events[-1].HasField("finished"))
+        tokens = [e.token for e in events if e.HasField("token")]
+        self.assertEqual(len(tokens), 12)
+        fin = events[-1].finished
+        self.assertEqual(fin.reason, pb.FINISH_REASON_LENGTH)
+        self.assertEqual(fin.usage.completion_tokens, 12)
+        text = "".join(t.text for t in tokens) + fin.text
+        self.assertGreater(len(text), 0)
+        text.encode("utf-8")  # valid UTF-8 by construction of str
+
+    def test_sessions_every_operation(self):
+        pb = self.pb
+        for model in ("demo-transformer", "demo-recurrent"):
+            sid = self.session(create=pb.CreateSession(model=model)).session.session_id
+            self.assertEqual(len(sid), 32)
+            t1 = self.req(model, list(range(300, 320)), 6, session_id=sid, append=True)
+            ev, code = self.run_stream(t1)
+            self.assertEqual(code, self.grpc.StatusCode.OK)
+            info = self.session(get=pb.GetSession(session_id=sid, include_tokens=True)).session
+            self.assertEqual(info.tokens, 26)
+            hist = list(info.token_ids)
+            # Continue on the session == fresh computation of the full prompt.
+            ev2, _ = self.run_stream(self.req(model, [401, 402], 5, session_id=sid, append=True))
+            fresh, _ = self.run_stream(self.req(model, hist + [401, 402], 5))
+            ids = lambda evs: [e.token.id for e in evs if e.HasField("token")]
+            self.assertEqual(ids(ev2), ids(fresh))
+            self.assertGreaterEqual(ev2[0].prompt.reused_tokens, 25)
+            # Fork, rewind, list, export/import, delete.
+            fork = self.session(fork=pb.ForkSession(session_id=sid)).session
+            self.assertEqual(fork.tokens, 33)
+            self.assertEqual(self.session(rewind=pb.RewindSession(session_id=fork.session_id, tokens=10)).session.tokens, 10)
+            self.assertEqual(self.code_of(lambda: self.session(rewind=pb.RewindSession(session_id=fork.session_id, tokens=11))),
+                             self.grpc.StatusCode.FAILED_PRECONDITION)
+            listed = {s.session_id for s in self.session(list=pb.ListSessions()).sessions.sessions}
+            self.assertTrue({sid, fork.session_id} <= listed)
+            snap = self.session(export=pb.ExportSession(session_id=sid)).snapshot
+            imported = self.session(**{"import": pb.ImportSession(snapshot=snap)}).session
+            self.assertEqual(imported.tokens, 33)
+            a, _ = self.run_stream(self.req(model, [450], 4, session_id=imported.session_id, append=True))
+            b, _ = self.run_stream(self.req(model, [450], 4, session_id=sid, append=True))
+            self.assertEqual(ids(a), ids(b))
+            other = "demo-recurrent" if model == "demo-transformer" else "demo-transformer"
+            self.assertEqual(self.code_of(lambda: self.session(**{"import": pb.ImportSession(snapshot=snap, model=other)})),
+                             self.grpc.StatusCode.FAILED_PRECONDITION)
+            for s in (sid, fork.session_id, imported.session_id):
+                self.assertTrue(self.session(delete=pb.DeleteSession(session_id=s)).deleted)
+            self.assertEqual(self.code_of(lambda: self.session(get=pb.GetSession(session_id=sid))),
+                             self.grpc.StatusCode.NOT_FOUND)
+
+    def test_errors(self):
+        pb = self.pb
+        SC = self.grpc.StatusCode
+        def gen(r):
+            return self.run_stream(r)[1]
+        self.assertEqual(gen(self.req("nope", [5], 2)), SC.NOT_FOUND)
+        self.assertEqual(gen(self.req("demo-transformer", [], 2)), SC.INVALID_ARGUMENT)
+        self.assertEqual(gen(self.req("demo-transformer", [10 ** 6], 2)), SC.INVALID_ARGUMENT)
+        self.assertEqual(gen(self.req("demo-transformer", [5], 2, temperature=-1)), SC.INVALID_ARGUMENT)
+        self.assertEqual(gen(self.req("demo-transformer", [7] * 5000, 2)), SC.RESOURCE_EXHAUSTED)
+        self.assertEqual(gen(self.req("demo-transformer", [5], 2, session_id="00" * 16)), SC.NOT_FOUND)
+        self.assertEqual(self.code_of(lambda: self.session()), SC.INVALID_ARGUMENT)
+        self.assertEqual(self.code_of(lambda: self.session(**{"import": pb.ImportSession(snapshot=b"junk")})),
+                         SC.INVALID_ARGUMENT)
+
+    def test_cancel_and_deadline(self):
+        pb = self.pb
+        sid = self.session(create=pb.CreateSession(model="demo-recurrent")).session.session_id
+        events, code = self.run_stream(self.req("demo-recurrent", [300] * 8, 100000, session_id=sid, append=True),
+                                       cancel_after=4)
+        self.assertEqual(code, self.grpc.StatusCode.CANCELLED)
+        events, code = self.run_stream(self.req("demo-transformer", [301] * 8, 4000), timeout=0.3)
+        self.assertEqual(code, self.grpc.StatusCode.DEADLINE_EXCEEDED)
+        # The session is released and consistent: it accepts the next turn.
+        while True:
+            info = self.session(get=pb.GetSession(session_id=sid)).session
+            if not info.busy:
+                break
+        self.assertGreaterEqual(info.tokens, 8 + 4)
+        _, code = self.run_stream(self.req("demo-recurrent", [302], 2, session_id=sid, append=True))
+        self.assertEqual(code, self.grpc.StatusCode.OK)
+
+    def test_health_and_metrics(self):
+        check = self.channel.unary_unary("/grpc.health.v1.Health/Check",
+                                         request_serializer=lambda x: x,
+                                         response_deserializer=lambda x: x)
+        self.assertEqual(check(b""), b"\x08\x01")  # status: SERVING
+        self.run_stream(self.req("demo-transformer", [5, 6], 3))
+        body = urllib.request.urlopen("http://127.0.0.1:%d/metrics" % SERVER[2], timeout=10).read().decode()
+        m = re.search(r"^cairn_generated_tokens_total (\S+)$", body, re.M)
+        self.assertIsNotNone(m, body[:500])
+        self.assertGreater(float(m.group(1)), 0)
+        self.assertIn("cairn_time_to_first_token_seconds_bucket", body)
+
+
+def main():
+    global ARGS, SERVER
+    p = argparse.ArgumentParser()
+    p.add_argument("--server", required=True)
+    p.add_argument("--proto-dir", required=True)
+    p.add_argument("--protoc", required=True)
+    p.add_argument("--plugin", required=True)
+    ARGS, rest = p.parse_known_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        generate_stubs(tmp)
+        SERVER = start_server()
+        try:
+            result = unittest.main(argv=[sys.argv[0]] + rest, exit=False, verbosity=2).result
+        finally:
+            SERVER[0].send_signal(signal.SIGTERM)
+            rc = SERVER[0].wait(timeout=30)
+        if rc != 0:
+            print("cairn-server exited with %d after SIGTERM" % rc)
+            return 1
+        return 0 if result.wasSuccessful() else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
