@@ -12,11 +12,14 @@ namespace cairn {
 void Attention(const AttentionParams& p, const AttentionArgs& a, ThreadPool& pool) {
   const int32_t group = p.n_head / p.n_head_kv;
   const int64_t items = a.n_q * p.n_head;
+  // Items are head-major: with causal masks late queries cost more than
+  // early ones, so contiguous chunks of (head, query) pairs stay balanced
+  // only when every chunk spans whole heads' query ranges.
   pool.ParallelFor(items, 1, [&](int64_t begin, int64_t end) {
     thread_local std::vector<float> scores;
     for (int64_t item = begin; item < end; ++item) {
-      const int64_t i = item / p.n_head;
-      const int32_t h = static_cast<int32_t>(item % p.n_head);
+      const int32_t h = static_cast<int32_t>(item / a.n_q);
+      const int64_t i = item % a.n_q;
       const int32_t hk = h / group;
       const float* qh = a.q + i * a.q_stride + static_cast<int64_t>(h) * p.head_dim_k;
       float* o = a.out + i * a.out_stride + static_cast<int64_t>(h) * p.head_dim_v;
