@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
-# Sets up a fresh Debian 12 machine, builds cairn and runs it.
-#   bash scripts/run.sh [MODEL.gguf]
-# The gRPC service is not built yet (see README): until it is, this shows what
-# cairn reads from a model with `cairn-model info`, by default on the real
-# TinyStories model in ../shared/models (or a golden model).
+# Sets up a fresh Debian 12 machine, builds cairn and starts the server.
+#   bash scripts/run.sh                  built-in synthetic models (random weights)
+#   bash scripts/run.sh MODEL.gguf [...] serve a GGUF model (name: the file stem)
+# Extra cairn-server flags can follow the model, e.g. --listen=0.0.0.0:50051.
+# Then, in another terminal: ./build/service/cairn-cli
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-ninja -C build -j"$(nproc)" cairn-model
-model=${1:-../shared/models/stories260K.gguf}
-exec ./build/tools/cairn-model info "$model"
+ninja -C build -j"$(nproc)" cairn-server cairn-cli
+args=()
+if [ $# -gt 0 ] && [ "${1#--}" = "$1" ]; then
+  args+=("--model=$1")
+  shift
+fi
+exec ./build/service/cairn-server --listen=127.0.0.1:50051 "${args[@]}" "$@"
