@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <thread>
 
 #include "gtest/gtest.h"
 #include "tests/checkpoint/engine_testing.h"
@@ -356,6 +357,54 @@ TEST_P(EngineTest, ExportImportRoundTrips) {
   broken = *exported;
   broken.snapshot.layout ^= 1;
   EXPECT_EQ(engine_->Import(broken).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+// Sessions on several threads share one engine, store and index (as in the
+// service): every request still equals a fresh computation.
+TEST_P(EngineTest, ConcurrentSessionsShareTheEngine) {
+  Rebuild(size_t{1} << 20);  // small: evictions race with lookups
+  const auto sys = RandomTokens(rng_, 60, vocab_);
+  std::atomic<int> bad{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 3; ++t) {
+    threads.emplace_back([&, t] {
+      std::mt19937 rng(100 + t);
+      auto seq = engine_->NewSequence();
+      if (!seq.ok()) {
+        ++bad;
+        return;
+      }
+      Prompt p;
+      Add(p, sys);
+      for (int turn = 0; turn < 6; ++turn) {
+        Add(p, RandomTokens(rng, 5 + rng() % 20, vocab_));
+        auto r = engine_->Prefill(**seq, p);
+        auto fresh = FreshLogits(*backend_, p);
+        if (!r.ok() || !fresh.ok() || Deviation(r->logits, *fresh) > GetParam().tolerance) {
+          ++bad;
+          return;
+        }
+        std::vector<TokenId> reply;
+        for (int i = 0; i < 6; ++i) {
+          reply.push_back(3 + rng() % (vocab_ - 3));
+          if (!engine_->Decode(**seq, reply.back()).ok()) ++bad;
+        }
+        if (!engine_->EndGeneration(**seq).ok()) ++bad;
+        if (turn % 3 == 2) {  // regenerate from the same prompt
+          auto again = engine_->Prefill(**seq, p);
+          if (!again.ok() || Deviation(again->logits, *fresh) > GetParam().tolerance) ++bad;
+          reply.assign(reply.begin(), reply.begin() + 3);
+          for (TokenId x : reply) {
+            if (!engine_->Decode(**seq, x).ok()) ++bad;
+          }
+        }
+        Add(p, reply);
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(bad.load(), 0);
+  EXPECT_LE(store_->stats().ram_bytes, store_->options().ram_budget_bytes);
 }
 
 TEST_P(EngineTest, DisabledCheckpointingIsTheBaseline) {
