@@ -199,13 +199,86 @@ absl::StatusOr<DemoModel> BuildRecurrent(const std::string& name) {
   return Finish(w, name);
 }
 
+// A Granite-4-style hybrid: Mamba-2 layers with one attention layer in
+// four.
+absl::StatusOr<DemoModel> BuildHybrid(const std::string& name) {
+  const Vocab v = BuildVocab();
+  const int64_t E = 64, n_layer = 4, n_ff = 128, n_head = 4, n_head_kv = 2, head_dim = E / n_head;
+  const int64_t d_inner = 2 * E, d_state = 16, heads = 4, groups = 1, d_conv = 4;
+  const int64_t conv_ch = d_inner + 2 * groups * d_state;
+  const int64_t in_proj = 2 * d_inner + 2 * groups * d_state + heads;
+  const int64_t n_vocab = static_cast<int64_t>(v.tokens.size());
+  GgufWriter w;
+  const std::string a = "granitehybrid";
+  w.SetString("general.architecture", a);
+  w.SetString("general.name", name);
+  w.SetUint32(a + ".context_length", 8192);
+  w.SetUint32(a + ".embedding_length", E);
+  w.SetUint32(a + ".block_count", n_layer);
+  w.SetUint32(a + ".feed_forward_length", n_ff);
+  w.SetUint32(a + ".attention.head_count", n_head);
+  w.SetFloat32(a + ".attention.layer_norm_rms_epsilon", 1e-6f);
+  w.SetUint32(a + ".ssm.conv_kernel", d_conv);
+  std::vector<int32_t> kv(n_layer);
+  for (int64_t l = 0; l < n_layer; ++l) kv[l] = (l % 4 == 3) ? static_cast<int32_t>(n_head_kv) : 0;
+  w.SetInt32Array(a + ".attention.head_count_kv", kv);
+  w.SetFloat32(a + ".attention.scale", 1.0f / static_cast<float>(head_dim));
+  w.SetFloat32(a + ".embedding_scale", 1.0f);
+  w.SetFloat32(a + ".residual_scale", 0.5f);
+  w.SetFloat32(a + ".logit_scale", 1.0f);
+  w.SetBool(a + ".rope.scaling.finetuned", false);
+  w.SetUint32(a + ".ssm.inner_size", d_inner);
+  w.SetUint32(a + ".ssm.state_size", d_state);
+  w.SetUint32(a + ".ssm.time_step_rank", heads);
+  w.SetUint32(a + ".ssm.group_count", groups);
+  AddTokenizer(w, v);
+  Rng rng;
+  auto matrix = [&](const std::string& n, int64_t n_in, int64_t n_out) {
+    const float sc = 1.0f / std::sqrt(static_cast<float>(n_in));
+    w.AddF32Tensor(n, {n_in, n_out}, rng.Vec(n_in * n_out, -sc, sc));
+  };
+  auto ones = [&](const std::string& n, std::vector<int64_t> shape) {
+    int64_t k = 1;
+    for (int64_t d : shape) k *= d;
+    w.AddF32Tensor(n, std::move(shape), std::vector<float>(static_cast<size_t>(k), 1.0f));
+  };
+  w.AddF32Tensor("token_embd.weight", {E, n_vocab}, rng.Vec(E * n_vocab, -1.0f, 1.0f));
+  ones("output_norm.weight", {E});
+  w.AddF32Tensor("output.weight", {E, n_vocab}, OutputRows(v, E, 0.6f, rng));
+  for (int64_t l = 0; l < n_layer; ++l) {
+    const std::string p = absl::StrCat("blk.", l, ".");
+    ones(p + "attn_norm.weight", {E});
+    ones(p + "ffn_norm.weight", {E});
+    if (kv[l] == 0) {
+      matrix(p + "ssm_in.weight", E, in_proj);
+      matrix(p + "ssm_out.weight", d_inner, E);
+      w.AddF32Tensor(p + "ssm_conv1d.weight", {d_conv, conv_ch}, rng.Vec(d_conv * conv_ch, -0.5f, 0.5f));
+      w.AddF32Tensor(p + "ssm_conv1d.bias", {conv_ch}, rng.Vec(conv_ch, -0.1f, 0.1f));
+      w.AddF32Tensor(p + "ssm_dt.bias", {heads}, rng.Vec(heads, -4.0f, -2.0f));
+      w.AddF32Tensor(p + "ssm_a", {1, heads}, rng.Vec(heads, -8.0f, -1.0f));
+      ones(p + "ssm_d", {1, heads});
+      ones(p + "ssm_norm.weight", {d_inner / groups, groups});
+    } else {
+      matrix(p + "attn_q.weight", E, n_head * head_dim);
+      matrix(p + "attn_k.weight", E, n_head_kv * head_dim);
+      matrix(p + "attn_v.weight", E, n_head_kv * head_dim);
+      matrix(p + "attn_output.weight", n_head * head_dim, E);
+    }
+    matrix(p + "ffn_gate.weight", E, n_ff);
+    matrix(p + "ffn_up.weight", E, n_ff);
+    matrix(p + "ffn_down.weight", n_ff, E);
+  }
+  return Finish(w, name);
+}
+
 }  // namespace
 
-std::vector<std::string> DemoModelNames() { return {"demo-transformer", "demo-recurrent"}; }
+std::vector<std::string> DemoModelNames() { return {"demo-transformer", "demo-recurrent", "demo-hybrid"}; }
 
 absl::StatusOr<DemoModel> BuildDemoModel(const std::string& name) {
   if (name == "demo-transformer") return BuildTransformer(name);
   if (name == "demo-recurrent") return BuildRecurrent(name);
+  if (name == "demo-hybrid") return BuildHybrid(name);
   return absl::NotFoundError(absl::StrCat("no built-in model named '", name, "'"));
 }
 

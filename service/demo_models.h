@@ -20,7 +20,8 @@ struct DemoModel {
 };
 
 // The names DemoModel can build: "demo-transformer" (llama),
-// "demo-recurrent" (mamba2).
+// "demo-recurrent" (mamba2), "demo-hybrid" (granitehybrid: Mamba-2 layers
+// and one attention layer in four).
 std::vector<std::string> DemoModelNames();
 
 // Builds one (the same bytes on every call and machine). NOT_FOUND for an

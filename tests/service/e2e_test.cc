@@ -29,6 +29,7 @@ using v1::GenerateRequest;
 
 constexpr const char* kTf = "demo-transformer";
 constexpr const char* kRec = "demo-recurrent";
+constexpr const char* kHyb = "demo-hybrid";
 
 struct Result {
   grpc::Status status;
@@ -178,13 +179,15 @@ TEST_F(ServiceTest, ListModelsDescribesBuiltInModels) {
   v1::ListModelsResponse resp;
   grpc::ClientContext ctx;
   ASSERT_TRUE(client_->stub().ListModels(&ctx, {}, &resp).ok());
-  ASSERT_EQ(resp.models_size(), 2);
+  ASSERT_EQ(resp.models_size(), 3);
   std::map<std::string, v1::ModelDescription> by;
   for (const auto& m : resp.models()) by[m.name()] = m;
   EXPECT_EQ(by[kTf].arch(), "llama");
   EXPECT_EQ(by[kTf].family(), "transformer");
   EXPECT_EQ(by[kRec].arch(), "mamba2");
   EXPECT_EQ(by[kRec].family(), "recurrent");
+  EXPECT_EQ(by[kHyb].arch(), "granitehybrid");
+  EXPECT_EQ(by[kHyb].family(), "hybrid");
   for (const auto& [n, m] : by) {
     EXPECT_TRUE(m.synthetic());
     EXPECT_TRUE(m.has_tokenizer());
@@ -194,7 +197,7 @@ TEST_F(ServiceTest, ListModelsDescribesBuiltInModels) {
 }
 
 TEST_F(ServiceTest, StreamsPromptInfoTokensAndFinished) {
-  for (const char* model : {kTf, kRec}) {
+  for (const char* model : {kTf, kRec, kHyb}) {
     Result r = client_->Generate(Req(model, Ids(12), 9));
     ASSERT_TRUE(r.status.ok()) << r.status.error_message();
     EXPECT_TRUE(r.prompt_first);
@@ -353,7 +356,7 @@ TEST_F(ServiceTest, EndOfGenerationTokenStops) {
 // fork, rewind, import), greedy output equals that of a fresh computation
 // of the same full prompt.
 TEST_F(ServiceTest, SessionTurnsReuseAndMatchFreshComputation) {
-  for (const char* model : {kTf, kRec}) {
+  for (const char* model : {kTf, kRec, kHyb}) {
     SCOPED_TRACE(model);
     const std::string sid = client_->Create(model);
     GenerateRequest t1 = Req(model, Ids(20), 8);
@@ -395,7 +398,7 @@ TEST_F(ServiceTest, SessionTurnsReuseAndMatchFreshComputation) {
 }
 
 TEST_F(ServiceTest, ForkSharesHistoryAndBranchesIndependently) {
-  for (const char* model : {kTf, kRec}) {
+  for (const char* model : {kTf, kRec, kHyb}) {
     SCOPED_TRACE(model);
     const std::string a = client_->Create(model);
     GenerateRequest t1 = Req(model, Ids(15), 5);
@@ -432,7 +435,7 @@ TEST_F(ServiceTest, ForkSharesHistoryAndBranchesIndependently) {
 }
 
 TEST_F(ServiceTest, RewindThenContinueMatchesFreshComputation) {
-  for (const char* model : {kTf, kRec}) {
+  for (const char* model : {kTf, kRec, kHyb}) {
     SCOPED_TRACE(model);
     const std::string sid = client_->Create(model);
     GenerateRequest t1 = Req(model, Ids(30), 10);
@@ -485,7 +488,7 @@ TEST_F(ServiceTest, DeleteGetListSessions) {
 }
 
 TEST_F(ServiceTest, ExportImportRoundTripsAndRefusesOtherModels) {
-  for (const char* model : {kTf, kRec}) {
+  for (const char* model : {kTf, kRec, kHyb}) {
     SCOPED_TRACE(model);
     const std::string sid = client_->Create(model);
     GenerateRequest t1 = Req(model, Ids(18), 6);
@@ -520,7 +523,7 @@ TEST_F(ServiceTest, ExportImportRoundTripsAndRefusesOtherModels) {
     EXPECT_EQ(rc.ids, ro.ids);
 
     // Into the other model: FAILED_PRECONDITION.
-    im.mutable_import()->set_model(std::string(model) == kTf ? kRec : kTf);
+    im.mutable_import()->set_model(std::string(model) == kTf ? kRec : kTf);  // another model
     EXPECT_EQ(client_->Session(im, &imported).error_code(), grpc::StatusCode::FAILED_PRECONDITION);
     im.mutable_import()->set_model("no-such-model");
     EXPECT_EQ(client_->Session(im, &imported).error_code(), grpc::StatusCode::NOT_FOUND);
@@ -662,7 +665,7 @@ TEST_F(ServiceTest, ConcurrentRequestOnABusySessionIsRefused) {
 }
 
 TEST_F(ServiceTest, CancellationStopsTheRequestAndKeepsTheSessionConsistent) {
-  for (const char* model : {kTf, kRec}) {
+  for (const char* model : {kTf, kRec, kHyb}) {
     SCOPED_TRACE(model);
     const std::string sid = client_->Create(model);
     GenerateRequest req = Req(model, Ids(12), 3000);
@@ -712,7 +715,7 @@ TEST_F(ServiceTest, ConcurrentRequestsAreBatchedAndExact) {
   std::vector<GenerateRequest> reqs;
   std::vector<std::vector<int32_t>> want;
   for (int i = 0; i < 6; ++i) {
-    const char* model = i % 2 ? kRec : kTf;
+    const char* model = i % 3 == 0 ? kTf : (i % 3 == 1 ? kRec : kHyb);
     reqs.push_back(Req(model, Ids(10 + i, 300 + 13 * i), 20));
     Result r = client_->Generate(reqs.back());
     ASSERT_TRUE(r.status.ok());

@@ -100,6 +100,7 @@ class InferenceTest(unittest.TestCase):
         models = {m.name: m for m in self.stub.ListModels(self.pb.ListModelsRequest()).models}
         self.assertEqual(models["demo-transformer"].arch, "llama")
         self.assertEqual(models["demo-recurrent"].family, "recurrent")
+        self.assertEqual(models["demo-hybrid"].family, "hybrid")
         self.assertTrue(all(m.synthetic and m.has_tokenizer for m in models.values()))
 
     def test_stream_shape_and_text(self):
@@ -124,7 +125,7 @@ class InferenceTest(unittest.TestCase):
 
     def test_sessions_every_operation(self):
         pb = self.pb
-        for model in ("demo-transformer", "demo-recurrent"):
+        for model in ("demo-transformer", "demo-recurrent", "demo-hybrid"):
             sid = self.session(create=pb.CreateSession(model=model)).session.session_id
             self.assertEqual(len(sid), 32)
             t1 = self.req(model, list(range(300, 320)), 6, session_id=sid, append=True)
