@@ -34,7 +34,7 @@ struct PolicyOptions {
   Pos tail_every = 16;
   // Tail points cover at most this many positions before the prompt end (a
   // long single-message prompt relies on the every_n points instead).
-  Pos tail_span = 256;
+  Pos tail_span = 128;
   // After generation, capture when at least this many positions were added
   // since the newest checkpoint of the sequence.
   Pos min_generation_capture = 1;
