@@ -105,20 +105,42 @@ absl::StatusOr<History> InferenceService::BuildPrompt(const ServedModel& model,
     }
   }
   if (req.messages_size() > 0) {
-    // No chat-template engine yet: every model gets the plain fallback
-    // "role: content\n" per message, with a boundary after each.
-    for (int i = 0; i < req.messages_size(); ++i) {
-      const v1::ChatMessage& m = req.messages(i);
-      if (m.role().empty()) return absl::InvalidArgumentError(absl::StrCat("message ", i, " has no role"));
-      if (absl::Status st = tokenize(absl::StrCat(m.role(), ": ", m.content(), "\n"),
-                                     at_start && h.empty(), &h);
-          !st.ok()) {
-        return st;
-      }
-      h.EndMessage();
+    if (tok == nullptr || !model.chat_template.has_value()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("model '", model.name, "' has no tokenizer: messages cannot be rendered"));
     }
-    if (!req.has_add_generation_prompt() || req.add_generation_prompt()) {
-      if (absl::Status st = tokenize("assistant:", false, &h); !st.ok()) return st;
+    std::vector<ChatMessage> msgs;
+    size_t bytes = 0;
+    for (const v1::ChatMessage& m : req.messages()) {
+      msgs.push_back({m.role(), m.content()});
+      bytes += m.content().size();
+    }
+    if (bytes > static_cast<size_t>(limits_.max_text_bytes)) {
+      return absl::InvalidArgumentError(absl::StrCat("messages longer than ", limits_.max_text_bytes, " bytes"));
+    }
+    const bool gen = !req.has_add_generation_prompt() || req.add_generation_prompt();
+    auto rendered = model.chat_template->Render(msgs, gen);
+    if (!rendered.ok()) return rendered.status();
+    TokenizedChat chat = TokenizeChat(*tok, *rendered);
+    // Appended to a conversation: no second BOS.
+    size_t skip = 0;
+    if (!at_start && !chat.tokens.empty() && chat.tokens[0] == tok->special_tokens().bos) skip = 1;
+    // Boundaries where each message after the first starts and where the
+    // generation prompt starts (the end of the last message).
+    std::vector<size_t> ends(chat.message_starts.begin() + (chat.message_starts.empty() ? 0 : 1),
+                             chat.message_starts.end());
+    ends.push_back(chat.generation_prompt_start);
+    size_t next = 0;
+    for (size_t i = skip; i < chat.tokens.size(); ++i) {
+      while (next < ends.size() && ends[next] <= i) {
+        if (ends[next] == i) h.EndMessage();
+        ++next;
+      }
+      h.AddToken(chat.tokens[i]);
+    }
+    while (next < ends.size()) {
+      if (ends[next] == chat.tokens.size()) h.EndMessage();
+      ++next;
     }
   }
   return h;
@@ -540,6 +562,7 @@ grpc::Status InferenceService::ListModels(grpc::ServerContext* /*ctx*/, const v1
     d->set_has_tokenizer(m->tokenizer != nullptr);
     d->set_synthetic(m->synthetic);
     d->set_path(m->path);
+    if (m->chat_template.has_value()) d->set_chat_template(std::string(m->chat_template->name()));
   }
   return grpc::Status::OK;
 }

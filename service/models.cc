@@ -117,6 +117,11 @@ absl::StatusOr<std::unique_ptr<ModelRegistry>> ModelRegistry::Load(
       return absl::Status(tok.status().code(),
                           absl::StrCat("model '", spec.name, "' tokenizer: ", tok.status().message()));
     }
+    if (m->tokenizer != nullptr) {
+      auto tmpl = ChatTemplate::FromMetadata(m->file->metadata());
+      if (!tmpl.ok()) tmpl = ChatTemplate::FromName("plain");
+      if (tmpl.ok()) m->chat_template = *tmpl;
+    }
     auto engine = checkpoint::CheckpointEngine::Create(m->backend.get(), reg->store_, options.checkpoint);
     if (!engine.ok()) return engine.status();
     m->engine = std::move(*engine);

@@ -4,6 +4,7 @@
 #define CAIRN_SERVICE_MODELS_H_
 
 #include <map>
+#include <optional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -12,6 +13,7 @@
 #include "absl/status/statusor.h"
 #include "backends/backend.h"
 #include "backends/model/gguf.h"
+#include "backends/model/chat_template.h"
 #include "backends/model/tokenizer.h"
 #include "checkpoint/engine.h"
 #include "checkpoint/options.h"
@@ -45,6 +47,9 @@ struct ServedModel {
   // before the engine goes, the engine before the backend.
   std::unique_ptr<Backend> backend;
   std::unique_ptr<Tokenizer> tokenizer;  // null: token ids only
+  // From tokenizer.chat_template; the plain template when the model has none
+  // or one of a family cairn does not render (see chat_template.h).
+  std::optional<ChatTemplate> chat_template;
   std::unique_ptr<checkpoint::CheckpointEngine> engine;
   std::unique_ptr<Scheduler> scheduler;
 

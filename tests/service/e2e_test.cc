@@ -191,6 +191,7 @@ TEST_F(ServiceTest, ListModelsDescribesBuiltInModels) {
   for (const auto& [n, m] : by) {
     EXPECT_TRUE(m.synthetic());
     EXPECT_TRUE(m.has_tokenizer());
+    EXPECT_EQ(m.chat_template(), "plain");
     EXPECT_GT(m.n_vocab(), 300);
     EXPECT_GT(m.context_length(), 0);
   }
