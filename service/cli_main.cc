@@ -7,6 +7,8 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <fstream>
+#include <sstream>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -38,6 +40,9 @@ const char kUsage[] = R"(cairn-cli: talk to a cairn server
   --ids                print token ids instead of text (one shot)
   --stats              print prompt statistics and timings to stderr (one shot)
   --timeout=SECONDS    deadline of each request (default: none)
+  --token=TOKEN        bearer token for a server started with --auth-token-file
+  --tls-ca=PEM         connect with TLS, trusting this CA (or self-signed certificate)
+  --tls-server-name=N  expected name in the server's certificate (default: the host)
 )";
 
 struct Options {
@@ -50,8 +55,20 @@ struct Options {
   bool stats = false;
   bool list_models = false;
   double timeout = 0;
+  std::string token;
+  std::string tls_ca;
+  std::string tls_server_name;
   std::vector<std::string> prompt;
 };
+
+const Options* g_options = nullptr;
+
+// Every call carries the bearer token when one is given.
+void Prepare(grpc::ClientContext& ctx) {
+  if (g_options != nullptr && !g_options->token.empty()) {
+    ctx.AddMetadata("authorization", "Bearer " + g_options->token);
+  }
+}
 
 struct LastStats {
   cairn::v1::PromptInfo prompt;
@@ -81,6 +98,7 @@ void PrintStats(const LastStats& s) {
 grpc::Status Run(Inference::Stub& stub, const Options& o, const cairn::v1::GenerateRequest& req,
                  LastStats* stats) {
   grpc::ClientContext ctx;
+  Prepare(ctx);
   if (o.timeout > 0) {
     ctx.set_deadline(std::chrono::system_clock::now() +
                      std::chrono::milliseconds(static_cast<int64_t>(o.timeout * 1000)));
@@ -115,6 +133,7 @@ int Fail(const grpc::Status& st) {
 grpc::Status Session(Inference::Stub& stub, const cairn::v1::SessionRequest& req,
                      cairn::v1::SessionResponse* resp) {
   grpc::ClientContext ctx;
+  Prepare(ctx);
   return stub.SessionControl(&ctx, req, resp);
 }
 
@@ -177,6 +196,7 @@ int Interactive(Inference::Stub& stub, Options o) {
     if (line == "/models") {
       cairn::v1::ListModelsResponse resp;
       grpc::ClientContext ctx;
+      Prepare(ctx);
       if (grpc::Status st = stub.ListModels(&ctx, {}, &resp); !st.ok()) return Fail(st);
       for (const auto& m : resp.models()) std::fprintf(stderr, "%s (%s)\n", m.name().c_str(), m.arch().c_str());
       continue;
@@ -248,6 +268,12 @@ int main(int argc, char** argv) {
       o.sampling.set_repetition_penalty(static_cast<float>(d));
     } else if (value("seed", &v) && absl::SimpleAtoi(v, &n)) {
       o.sampling.set_seed(static_cast<uint64_t>(n));
+    } else if (value("token", &v)) {
+      o.token = v;
+    } else if (value("tls-ca", &v)) {
+      o.tls_ca = v;
+    } else if (value("tls-server-name", &v)) {
+      o.tls_server_name = v;
     } else if (value("timeout", &v) && absl::SimpleAtod(v, &d)) {
       o.timeout = d;
     } else if (a.rfind("--", 0) == 0) {
@@ -257,11 +283,28 @@ int main(int argc, char** argv) {
       o.prompt.push_back(a);
     }
   }
-  auto channel = grpc::CreateChannel(o.server, grpc::InsecureChannelCredentials());
+  g_options = &o;
+  std::shared_ptr<grpc::ChannelCredentials> creds = grpc::InsecureChannelCredentials();
+  grpc::ChannelArguments args;
+  if (!o.tls_ca.empty()) {
+    std::ifstream in(o.tls_ca);
+    std::stringstream pem;
+    pem << in.rdbuf();
+    if (!in) {
+      std::fprintf(stderr, "cairn-cli: cannot read %s\n", o.tls_ca.c_str());
+      return 2;
+    }
+    grpc::SslCredentialsOptions ssl;
+    ssl.pem_root_certs = pem.str();
+    creds = grpc::SslCredentials(ssl);
+    if (!o.tls_server_name.empty()) args.SetSslTargetNameOverride(o.tls_server_name);
+  }
+  auto channel = grpc::CreateCustomChannel(o.server, creds, args);
   auto stub = Inference::NewStub(channel);
   if (o.model.empty() || o.list_models) {
     cairn::v1::ListModelsResponse resp;
     grpc::ClientContext ctx;
+    Prepare(ctx);
     ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
     if (grpc::Status st = stub->ListModels(&ctx, {}, &resp); !st.ok()) return Fail(st);
     if (o.list_models) {

@@ -12,10 +12,6 @@
 namespace cairn::service {
 namespace {
 
-// The tenant of a call. Authentication (per-token tenants) is not wired in
-// yet: every caller is the same tenant.
-std::string TenantOf(const grpc::ServerContext* /*ctx*/) { return ""; }
-
 absl::Status CheckToken(const ServedModel& model, int32_t id) {
   if (id < 0 || id >= model.info().n_vocab) {
     return absl::InvalidArgumentError(absl::StrCat("token id ", id, " out of range [0, ",
@@ -153,15 +149,16 @@ grpc::Status InferenceService::Generate(grpc::ServerContext* ctx, const v1::Gene
     return ToGrpcStatus(absl::ResourceExhaustedError(absl::StrCat(
         "more than ", limits_.max_concurrent_generate, " concurrent Generate calls")));
   }
-  absl::Status st = DoGenerate(ctx, *req, writer);
+  absl::StatusOr<Caller> caller = auth_->Authenticate(*ctx);
+  absl::Status st = caller.ok() ? DoGenerate(ctx, *caller, *req, writer) : caller.status();
   active_generate_.fetch_sub(1);
   return ToGrpcStatus(st);
 }
 
-absl::Status InferenceService::DoGenerate(grpc::ServerContext* ctx, const v1::GenerateRequest& req,
+absl::Status InferenceService::DoGenerate(grpc::ServerContext* ctx, const Caller& caller,
+                                          const v1::GenerateRequest& req,
                                           grpc::ServerWriter<v1::GenerateResponse>* writer) {
   const Clock::time_point received = Clock::now();
-  const std::string tenant = TenantOf(ctx);
   auto model_or = models_->Find(req.model());
   if (!model_or.ok()) return model_or.status();
   ServedModel& model = **model_or;
@@ -212,7 +209,7 @@ absl::Status InferenceService::DoGenerate(grpc::ServerContext* ctx, const v1::Ge
   checkpoint::Sequence* seq = nullptr;
   const History* base = nullptr;
   if (!req.session_id().empty()) {
-    auto l = sessions_->Acquire(req.session_id(), tenant);
+    auto l = sessions_->Acquire(req.session_id(), caller.owner);
     if (!l.ok()) return l.status();
     lease = std::move(*l);
     if (lease->model != &model) {
@@ -235,7 +232,7 @@ absl::Status InferenceService::DoGenerate(grpc::ServerContext* ctx, const v1::Ge
                                                      model.context_length()));
   }
   if (seq == nullptr) {
-    auto s = model.engine->NewSequence(tenant);
+    auto s = model.engine->NewSequence(caller.cache_tenant);
     if (!s.ok()) return s.status();
     temp_seq = std::move(*s);
     seq = temp_seq.get();
@@ -337,22 +334,24 @@ void InferenceService::Describe(const Session& s, bool include_tokens, v1::Sessi
 
 grpc::Status InferenceService::SessionControl(grpc::ServerContext* ctx, const v1::SessionRequest* req,
                                               v1::SessionResponse* resp) {
-  return ToGrpcStatus(DoSession(TenantOf(ctx), *req, resp));
+  absl::StatusOr<Caller> caller = auth_->Authenticate(*ctx);
+  if (!caller.ok()) return ToGrpcStatus(caller.status());
+  return ToGrpcStatus(DoSession(*caller, *req, resp));
 }
 
-absl::Status InferenceService::DoSession(const std::string& tenant, const v1::SessionRequest& req,
+absl::Status InferenceService::DoSession(const Caller& caller, const v1::SessionRequest& req,
                                          v1::SessionResponse* resp) {
   switch (req.op_case()) {
     case v1::SessionRequest::kCreate: {
       auto model = models_->Find(req.create().model());
       if (!model.ok()) return model.status();
-      auto s = sessions_->Create(*model, tenant);
+      auto s = sessions_->Create(*model, caller.owner, caller.cache_tenant);
       if (!s.ok()) return s.status();
       Describe(**s, false, resp->mutable_session());
       break;
     }
     case v1::SessionRequest::kFork: {
-      auto src = sessions_->Acquire(req.fork().session_id(), tenant);
+      auto src = sessions_->Acquire(req.fork().session_id(), caller.owner);
       if (!src.ok()) return src.status();
       auto s = sessions_->Fork(**src);
       if (!s.ok()) return s.status();
@@ -360,7 +359,7 @@ absl::Status InferenceService::DoSession(const std::string& tenant, const v1::Se
       break;
     }
     case v1::SessionRequest::kRewind: {
-      auto s = sessions_->Acquire(req.rewind().session_id(), tenant);
+      auto s = sessions_->Acquire(req.rewind().session_id(), caller.owner);
       if (!s.ok()) return s.status();
       const int32_t n = req.rewind().tokens();
       if (n < 0) return absl::InvalidArgumentError("rewind.tokens must be >= 0");
@@ -375,19 +374,19 @@ absl::Status InferenceService::DoSession(const std::string& tenant, const v1::Se
       break;
     }
     case v1::SessionRequest::kDelete: {
-      if (absl::Status st = sessions_->Delete(req.delete_().session_id(), tenant); !st.ok()) return st;
+      if (absl::Status st = sessions_->Delete(req.delete_().session_id(), caller.owner); !st.ok()) return st;
       resp->set_deleted(true);
       break;
     }
     case v1::SessionRequest::kGet: {
-      auto s = sessions_->Acquire(req.get().session_id(), tenant);
+      auto s = sessions_->Acquire(req.get().session_id(), caller.owner);
       if (s.ok()) {
         Describe(**s, req.get().include_tokens(), resp->mutable_session());
         break;
       }
       if (!absl::IsFailedPrecondition(s.status())) return s.status();
       // Busy: describe it without its (changing) history.
-      for (const auto& x : sessions_->List(tenant)) {
+      for (const auto& x : sessions_->List(caller.owner)) {
         if (x.id != req.get().session_id()) continue;
         v1::SessionInfo* out = resp->mutable_session();
         out->set_session_id(x.id);
@@ -399,7 +398,7 @@ absl::Status InferenceService::DoSession(const std::string& tenant, const v1::Se
     }
     case v1::SessionRequest::kList: {
       v1::SessionList* list = resp->mutable_sessions();
-      for (const auto& x : sessions_->List(tenant)) {
+      for (const auto& x : sessions_->List(caller.owner)) {
         v1::SessionInfo* out = list->add_sessions();
         out->set_session_id(x.id);
         out->set_model(x.model);
@@ -411,12 +410,12 @@ absl::Status InferenceService::DoSession(const std::string& tenant, const v1::Se
       break;
     }
     case v1::SessionRequest::kExport: {
-      auto s = sessions_->Acquire(req.export_().session_id(), tenant);
+      auto s = sessions_->Acquire(req.export_().session_id(), caller.owner);
       if (!s.ok()) return s.status();
       return Export(**s, resp);
     }
     case v1::SessionRequest::kImport:
-      return Import(tenant, req.import(), resp);
+      return Import(caller, req.import(), resp);
     default:
       return absl::InvalidArgumentError("SessionRequest without an operation");
   }
@@ -466,7 +465,7 @@ absl::Status InferenceService::Export(Session& s, v1::SessionResponse* resp) {
   return absl::OkStatus();
 }
 
-absl::Status InferenceService::Import(const std::string& tenant, const v1::ImportSession& req,
+absl::Status InferenceService::Import(const Caller& caller, const v1::ImportSession& req,
                                       v1::SessionResponse* resp) {
   v1::SessionSnapshot snap;
   if (!snap.ParseFromString(req.snapshot())) {
@@ -521,14 +520,14 @@ absl::Status InferenceService::Import(const std::string& tenant, const v1::Impor
       return absl::InvalidArgumentError("snapshot state position does not match its history");
     }
   }
-  auto lease = sessions_->Create(&model, tenant);
+  auto lease = sessions_->Create(&model, caller.owner, caller.cache_tenant);
   if (!lease.ok()) return lease.status();
   Session& s = **lease;
   if (!state.data.empty()) {
     if (absl::Status st = s.seq->memory()->Restore(state); !st.ok()) {
       const std::string id = s.id;
       lease->Reset();  // releases the session so that it can be deleted
-      sessions_->Delete(id, tenant).IgnoreError();
+      sessions_->Delete(id, caller.owner).IgnoreError();
       return absl::FailedPreconditionError(absl::StrCat("snapshot does not fit model '", model.name,
                                                         "': ", st.message()));
     }
@@ -547,8 +546,11 @@ absl::Status InferenceService::Import(const std::string& tenant, const v1::Impor
   return absl::OkStatus();
 }
 
-grpc::Status InferenceService::ListModels(grpc::ServerContext* /*ctx*/, const v1::ListModelsRequest* /*req*/,
+grpc::Status InferenceService::ListModels(grpc::ServerContext* ctx, const v1::ListModelsRequest* /*req*/,
                                           v1::ListModelsResponse* resp) {
+  if (absl::StatusOr<Caller> caller = auth_->Authenticate(*ctx); !caller.ok()) {
+    return ToGrpcStatus(caller.status());
+  }
   for (ServedModel* m : models_->All()) {
     v1::ModelDescription* d = resp->add_models();
     const ModelInfo& info = m->info();

@@ -20,6 +20,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "cairn/v1/inference.grpc.pb.h"
+#include "service/auth.h"
 #include "service/history.h"
 #include "service/metrics.h"
 #include "service/models.h"
@@ -40,8 +41,8 @@ class InferenceService final : public v1::Inference::Service {
  public:
   // Borrowed: all must outlive the service.
   InferenceService(ModelRegistry* models, SessionManager* sessions, Metrics* metrics,
-                   const ServiceLimits& limits)
-      : models_(models), sessions_(sessions), metrics_(metrics), limits_(limits) {}
+                   const Authenticator* auth, const ServiceLimits& limits)
+      : models_(models), sessions_(sessions), metrics_(metrics), auth_(auth), limits_(limits) {}
 
   grpc::Status Generate(grpc::ServerContext* ctx, const v1::GenerateRequest* req,
                         grpc::ServerWriter<v1::GenerateResponse>* writer) override;
@@ -51,21 +52,22 @@ class InferenceService final : public v1::Inference::Service {
                           v1::ListModelsResponse* resp) override;
 
  private:
-  absl::Status DoGenerate(grpc::ServerContext* ctx, const v1::GenerateRequest& req,
+  absl::Status DoGenerate(grpc::ServerContext* ctx, const Caller& caller, const v1::GenerateRequest& req,
                           grpc::ServerWriter<v1::GenerateResponse>* writer);
-  absl::Status DoSession(const std::string& tenant, const v1::SessionRequest& req,
+  absl::Status DoSession(const Caller& caller, const v1::SessionRequest& req,
                          v1::SessionResponse* resp);
   // The request's new prompt parts (or rendered messages) as history items.
   absl::StatusOr<History> BuildPrompt(const ServedModel& model, const v1::GenerateRequest& req,
                                       bool at_start) const;
   absl::Status Export(Session& s, v1::SessionResponse* resp);
-  absl::Status Import(const std::string& tenant, const v1::ImportSession& req,
+  absl::Status Import(const Caller& caller, const v1::ImportSession& req,
                       v1::SessionResponse* resp);
   void Describe(const Session& s, bool include_tokens, v1::SessionInfo* out) const;
 
   ModelRegistry* const models_;
   SessionManager* const sessions_;
   Metrics* const metrics_;
+  const Authenticator* const auth_;
   const ServiceLimits limits_;
   std::atomic<int32_t> active_generate_{0};
 };

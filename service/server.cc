@@ -1,5 +1,7 @@
 #include "service/server.h"
 
+#include <fstream>
+#include <sstream>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -10,6 +12,17 @@
 #include "grpcpp/server_builder.h"
 
 namespace cairn::service {
+namespace {
+
+absl::StatusOr<std::string> ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat("cannot read '", path, "'"));
+  std::stringstream buf;
+  buf << in.rdbuf();
+  return buf.str();
+}
+
+}  // namespace
 
 absl::StatusOr<std::unique_ptr<Server>> Server::Create(const ServerOptions& options) {
   std::unique_ptr<Server> s(new Server());
@@ -23,13 +36,35 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Create(const ServerOptions& opti
   if (!models.ok()) return models.status();
   s->models_ = std::move(*models);
   s->sessions_ = std::make_unique<SessionManager>(options.sessions);
+  auto auth = Authenticator::Create(options.auth_tokens, options.share_prefix_cache);
+  if (!auth.ok()) return auth.status();
+  s->auth_ = std::move(*auth);
   s->service_ = std::make_unique<InferenceService>(s->models_.get(), s->sessions_.get(),
-                                                   s->metrics_.get(), options.limits);
+                                                   s->metrics_.get(), s->auth_.get(), options.limits);
+  std::shared_ptr<grpc::ServerCredentials> creds = grpc::InsecureServerCredentials();
+  if (!options.tls_cert.empty() || !options.tls_key.empty() || !options.tls_client_ca.empty()) {
+    if (options.tls_cert.empty() || options.tls_key.empty()) {
+      return absl::InvalidArgumentError("TLS needs both a certificate and a key");
+    }
+    auto cert = ReadFile(options.tls_cert);
+    if (!cert.ok()) return cert.status();
+    auto key = ReadFile(options.tls_key);
+    if (!key.ok()) return key.status();
+    grpc::SslServerCredentialsOptions ssl;
+    ssl.pem_key_cert_pairs.push_back({*key, *cert});
+    if (!options.tls_client_ca.empty()) {
+      auto ca = ReadFile(options.tls_client_ca);
+      if (!ca.ok()) return ca.status();
+      ssl.pem_root_certs = *ca;
+      ssl.client_certificate_request = GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY;
+    }
+    creds = grpc::SslServerCredentials(ssl);
+  }
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(options.listen, grpc::InsecureServerCredentials(), &s->port_);
+  builder.AddListeningPort(options.listen, creds, &s->port_);
   builder.RegisterService(s->service_.get());
   builder.SetMaxReceiveMessageSize(options.max_message_bytes);
   builder.SetMaxSendMessageSize(options.max_message_bytes);

@@ -32,6 +32,15 @@ struct ServerOptions {
   SessionOptions sessions;
   ServiceLimits limits;
   std::string metrics_listen;  // empty: no HTTP exposer
+  // TLS: PEM files of the server's certificate chain and key (both or
+  // neither); with a client CA, clients must present a certificate it signed
+  // (mutual TLS).
+  std::string tls_cert;
+  std::string tls_key;
+  std::string tls_client_ca;
+  // Bearer tokens accepted (empty: no authentication); see auth.h.
+  std::vector<std::string> auth_tokens;
+  bool share_prefix_cache = false;
   int32_t max_message_bytes = 64 << 20;
 };
 
@@ -61,6 +70,7 @@ class Server final {
   std::unique_ptr<Metrics> metrics_;
   std::unique_ptr<ModelRegistry> models_;
   std::unique_ptr<SessionManager> sessions_;
+  std::unique_ptr<Authenticator> auth_;
   std::unique_ptr<InferenceService> service_;
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;

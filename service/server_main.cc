@@ -42,6 +42,12 @@ const char kUsage[] = R"(cairn-server: a gRPC inference service (cairn.v1.Infere
   --max-sessions=N          live sessions (default 1024)
   --session-idle-seconds=N  delete sessions idle this long (default 3600)
   --metrics-listen=HOST:PORT  Prometheus /metrics over HTTP (default: off)
+  --tls-cert=PEM --tls-key=PEM  serve TLS with this certificate chain and key
+  --tls-client-ca=PEM       require client certificates signed by this CA (mutual TLS)
+  --auth-token-file=PATH    require 'authorization: Bearer <token>' with a token from
+                            this file (one per line); sessions belong to their token
+  --share-prefix-cache      let different tokens share the prefix cache (off: cache
+                            timing could reveal another tenant's prompts)
 %s)";
 
 bool Flag(const std::string& arg, const std::string& name, std::string* value) {
@@ -77,7 +83,8 @@ int main(int argc, char** argv) {
   for (size_t i = 0; i < args.size(); ++i) {
     std::string a = args[i], v;
     // Accept "--flag value" as well as "--flag=value".
-    if (a.rfind("--", 0) == 0 && a.find('=') == std::string::npos && a != "--help" && i + 1 < args.size()) {
+    if (a.rfind("--", 0) == 0 && a.find('=') == std::string::npos && a != "--help" &&
+        a != "--share-prefix-cache" && i + 1 < args.size()) {
       a += "=" + args[++i];
     }
     bool ok = true;
@@ -111,6 +118,21 @@ int main(int argc, char** argv) {
       opt.sessions.idle_timeout = std::chrono::seconds(s);
     } else if (Flag(a, "metrics-listen", &v)) {
       opt.metrics_listen = v;
+    } else if (Flag(a, "tls-cert", &v)) {
+      opt.tls_cert = v;
+    } else if (Flag(a, "tls-key", &v)) {
+      opt.tls_key = v;
+    } else if (Flag(a, "tls-client-ca", &v)) {
+      opt.tls_client_ca = v;
+    } else if (Flag(a, "auth-token-file", &v)) {
+      auto tokens = service::Authenticator::ReadTokenFile(v);
+      if (!tokens.ok()) {
+        std::fprintf(stderr, "cairn-server: %s\n", tokens.status().ToString().c_str());
+        return 2;
+      }
+      opt.auth_tokens = *tokens;
+    } else if (a == "--share-prefix-cache") {
+      opt.share_prefix_cache = true;
     } else {
       std::fprintf(stderr, "cairn-server: unknown argument '%s' (see --help)\n", a.c_str());
       return 2;

@@ -46,7 +46,8 @@ absl::StatusOr<SessionLease> SessionManager::Insert(std::shared_ptr<Session> s) 
   return SessionLease(this, std::move(s));
 }
 
-absl::StatusOr<SessionLease> SessionManager::Create(ServedModel* model, const std::string& tenant) {
+absl::StatusOr<SessionLease> SessionManager::Create(ServedModel* model, const std::string& tenant,
+                                                    const std::string& cache_tenant) {
   Sweep();
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -55,7 +56,7 @@ absl::StatusOr<SessionLease> SessionManager::Create(ServedModel* model, const st
           "session limit reached (", options_.max_sessions, " sessions)"));
     }
   }
-  auto seq = model->engine->NewSequence(tenant);
+  auto seq = model->engine->NewSequence(cache_tenant);
   if (!seq.ok()) return seq.status();
   auto s = std::make_shared<Session>();
   s->tenant = tenant;

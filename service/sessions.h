@@ -74,7 +74,9 @@ class SessionManager final {
   ~SessionManager();
 
   // RESOURCE_EXHAUSTED at the session limit (after sweeping idle ones).
-  absl::StatusOr<SessionLease> Create(ServedModel* model, const std::string& tenant);
+  // `tenant` owns the session; `cache_tenant` is its prefix-cache partition.
+  absl::StatusOr<SessionLease> Create(ServedModel* model, const std::string& tenant,
+                                      const std::string& cache_tenant);
   // A new session holding a copy of `source`'s history and state.
   absl::StatusOr<SessionLease> Fork(Session& source);
   // Exclusive use. NOT_FOUND for an unknown or expired id, PERMISSION_DENIED

@@ -2,6 +2,8 @@
 // real socket (127.0.0.1, port 0), driven through the generated C++ client.
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <memory>
@@ -45,15 +47,27 @@ struct Result {
 
 class Client {
  public:
-  explicit Client(int port)
-      : channel_(grpc::CreateChannel("127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials())),
-        stub_(v1::Inference::NewStub(channel_)) {}
+  explicit Client(int port, std::string token = "")
+      : Client(grpc::CreateChannel("127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials()),
+               std::move(token)) {}
+  Client(std::shared_ptr<grpc::Channel> channel, std::string token)
+      : channel_(std::move(channel)), stub_(v1::Inference::NewStub(channel_)), token_(std::move(token)) {}
+
+  void Prepare(grpc::ClientContext& ctx) const {
+    if (!token_.empty()) ctx.AddMetadata("authorization", "Bearer " + token_);
+  }
+  grpc::Status ListModels(v1::ListModelsResponse* resp) {
+    grpc::ClientContext ctx;
+    Prepare(ctx);
+    return stub_->ListModels(&ctx, {}, resp);
+  }
 
   // Reads the whole stream. `after_tokens`, when set, is called with the
   // context after each token (to cancel).
   Result Generate(const GenerateRequest& req, double deadline_s = 0,
                   std::function<void(grpc::ClientContext&, int)> on_token = nullptr) {
     grpc::ClientContext ctx;
+    Prepare(ctx);
     if (deadline_s > 0) {
       ctx.set_deadline(std::chrono::system_clock::now() +
                        std::chrono::milliseconds(static_cast<int64_t>(deadline_s * 1000)));
@@ -83,6 +97,7 @@ class Client {
 
   grpc::Status Session(const v1::SessionRequest& req, v1::SessionResponse* resp) {
     grpc::ClientContext ctx;
+    Prepare(ctx);
     return stub_->SessionControl(&ctx, req, resp);
   }
   std::string Create(const std::string& model) {
@@ -125,6 +140,7 @@ class Client {
  private:
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::Inference::Stub> stub_;
+  std::string token_;
 };
 
 GenerateRequest Req(const std::string& model, std::vector<int32_t> ids, int max_tokens,
@@ -915,6 +931,142 @@ TEST(ServiceLimitsTest, QueueAndConcurrencyBounds) {
   });
   EXPECT_EQ(second, grpc::StatusCode::RESOURCE_EXHAUSTED);
   EXPECT_EQ(first.status.error_code(), grpc::StatusCode::CANCELLED);
+}
+
+TEST(ServiceAuthTest, TokensAuthenticateAndPartitionSessionsAndCache) {
+  for (bool share : {false, true}) {
+    SCOPED_TRACE(share ? "shared cache" : "partitioned cache");
+    ServerOptions opt;
+    opt.listen = "127.0.0.1:0";
+    opt.models = {*ParseModelSpec("rec=demo-recurrent")};
+    opt.auth_tokens = {"alpha-token", "beta-token"};
+    opt.share_prefix_cache = share;
+    auto server = Server::Create(opt);
+    ASSERT_TRUE(server.ok()) << server.status();
+    const int port = (*server)->port();
+    Client none(port), wrong(port, "gamma-token"), alpha(port, "alpha-token"), beta(port, "beta-token");
+    v1::ListModelsResponse models;
+    EXPECT_EQ(none.ListModels(&models).error_code(), grpc::StatusCode::UNAUTHENTICATED);
+    EXPECT_EQ(wrong.ListModels(&models).error_code(), grpc::StatusCode::UNAUTHENTICATED);
+    EXPECT_TRUE(alpha.ListModels(&models).ok());
+    EXPECT_EQ(none.Generate(Req("rec", Ids(4), 2)).status.error_code(), grpc::StatusCode::UNAUTHENTICATED);
+    v1::SessionRequest list;
+    list.mutable_list();
+    v1::SessionResponse resp;
+    EXPECT_EQ(wrong.Session(list, &resp).error_code(), grpc::StatusCode::UNAUTHENTICATED);
+
+    // Sessions belong to the token that created them.
+    const std::string sid = alpha.Create("rec");
+    GenerateRequest turn = Req("rec", Ids(10), 3);
+    turn.set_session_id(sid);
+    turn.set_append(true);
+    ASSERT_TRUE(alpha.Generate(turn).status.ok());
+    EXPECT_EQ(beta.Generate(turn).status.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+    EXPECT_EQ(beta.Get(sid).status().code(), absl::StatusCode::kPermissionDenied);
+    EXPECT_EQ(beta.Rewind(sid, 0), grpc::StatusCode::PERMISSION_DENIED);
+    v1::SessionRequest del;
+    del.mutable_delete_()->set_session_id(sid);
+    EXPECT_EQ(beta.Session(del, &resp).error_code(), grpc::StatusCode::PERMISSION_DENIED);
+    ASSERT_TRUE(beta.Session(list, &resp).ok());
+    EXPECT_EQ(resp.sessions().sessions_size(), 0);
+    ASSERT_TRUE(alpha.Session(list, &resp).ok());
+    EXPECT_EQ(resp.sessions().sessions_size(), 1);
+
+    // The prefix cache: alpha's prompt is reused by beta only when shared.
+    const std::vector<int32_t> secret = Ids(48, 320);
+    ASSERT_TRUE(alpha.Generate(Req("rec", secret, 2)).status.ok());
+    Result again = alpha.Generate(Req("rec", Concat(secret, {7}), 2));
+    ASSERT_TRUE(again.status.ok());
+    EXPECT_GE(again.prompt.reused_tokens(), 48);
+    Result other = beta.Generate(Req("rec", Concat(secret, {9}), 2));
+    ASSERT_TRUE(other.status.ok());
+    if (share) {
+      EXPECT_GE(other.prompt.reused_tokens(), 48);
+    } else {
+      EXPECT_EQ(other.prompt.reused_tokens(), 0);
+    }
+  }
+}
+
+// Certificates made at test time with the openssl command.
+class ServiceTlsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/cairn-tls-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    const std::string d = dir_;
+    const std::string cmd =
+        "cd " + d + " && "
+        "openssl req -x509 -newkey rsa:2048 -nodes -keyout server.key -out server.pem -days 1 "
+        "-subj /CN=localhost -addext subjectAltName=DNS:localhost >/dev/null 2>&1 && "
+        "openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.pem -days 1 -subj /CN=cairn-test-ca "
+        ">/dev/null 2>&1 && "
+        "openssl req -newkey rsa:2048 -nodes -keyout client.key -out client.csr -subj /CN=client >/dev/null 2>&1 && "
+        "openssl x509 -req -in client.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out client.pem -days 1 "
+        ">/dev/null 2>&1";
+    ASSERT_EQ(std::system(cmd.c_str()), 0) << "openssl failed";
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::string Read(const std::string& name) {
+    std::ifstream in(dir_ + "/" + name);
+    std::stringstream b;
+    b << in.rdbuf();
+    return b.str();
+  }
+  std::shared_ptr<grpc::Channel> Channel(int port, bool with_client_cert) {
+    grpc::SslCredentialsOptions ssl;
+    ssl.pem_root_certs = Read("server.pem");
+    if (with_client_cert) {
+      ssl.pem_private_key = Read("client.key");
+      ssl.pem_cert_chain = Read("client.pem");
+    }
+    grpc::ChannelArguments args;
+    args.SetSslTargetNameOverride("localhost");
+    return grpc::CreateCustomChannel("127.0.0.1:" + std::to_string(port), grpc::SslCredentials(ssl), args);
+  }
+  std::string dir_;
+};
+
+TEST_F(ServiceTlsTest, ServesTlsAndRefusesPlaintext) {
+  ServerOptions opt;
+  opt.listen = "127.0.0.1:0";
+  opt.models = {*ParseModelSpec("tf=demo-transformer")};
+  opt.tls_cert = dir_ + "/server.pem";
+  opt.tls_key = dir_ + "/server.key";
+  auto server = Server::Create(opt);
+  ASSERT_TRUE(server.ok()) << server.status();
+  Client tls(Channel((*server)->port(), false), "");
+  v1::ListModelsResponse models;
+  grpc::Status st = tls.ListModels(&models);
+  ASSERT_TRUE(st.ok()) << st.error_message();
+  Result r = tls.Generate(Req("tf", Ids(5), 4));
+  ASSERT_TRUE(r.status.ok());
+  EXPECT_EQ(r.ids.size(), 4u);
+  Client plain((*server)->port());
+  EXPECT_EQ(plain.ListModels(&models).error_code(), grpc::StatusCode::UNAVAILABLE);
+}
+
+TEST_F(ServiceTlsTest, MutualTlsRequiresAClientCertificate) {
+  ServerOptions opt;
+  opt.listen = "127.0.0.1:0";
+  opt.models = {*ParseModelSpec("tf=demo-transformer")};
+  opt.tls_cert = dir_ + "/server.pem";
+  opt.tls_key = dir_ + "/server.key";
+  opt.tls_client_ca = dir_ + "/ca.pem";
+  opt.auth_tokens = {"tok"};
+  auto server = Server::Create(opt);
+  ASSERT_TRUE(server.ok()) << server.status();
+  v1::ListModelsResponse models;
+  Client with_cert(Channel((*server)->port(), true), "tok");
+  grpc::Status st = with_cert.ListModels(&models);
+  EXPECT_TRUE(st.ok()) << st.error_message();
+  Client no_token(Channel((*server)->port(), true), "");
+  EXPECT_EQ(no_token.ListModels(&models).error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  Client no_cert(Channel((*server)->port(), false), "tok");
+  EXPECT_EQ(no_cert.ListModels(&models).error_code(), grpc::StatusCode::UNAVAILABLE);
+  opt.tls_key.clear();
+  EXPECT_EQ(Server::Create(opt).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 // The real TinyStories model through the whole service: greedy
