@@ -201,9 +201,9 @@ absl::StatusOr<DemoModel> BuildRecurrent(const std::string& name) {
 
 // A Granite-4-style hybrid: Mamba-2 layers with one attention layer in
 // four.
-absl::StatusOr<DemoModel> BuildHybrid(const std::string& name) {
+absl::StatusOr<DemoModel> BuildHybrid(const std::string& name, int64_t E, int64_t n_layer, int64_t n_ff) {
   const Vocab v = BuildVocab();
-  const int64_t E = 64, n_layer = 4, n_ff = 128, n_head = 4, n_head_kv = 2, head_dim = E / n_head;
+  const int64_t n_head = 4, n_head_kv = 2, head_dim = E / n_head;
   const int64_t d_inner = 2 * E, d_state = 16, heads = 4, groups = 1, d_conv = 4;
   const int64_t conv_ch = d_inner + 2 * groups * d_state;
   const int64_t in_proj = 2 * d_inner + 2 * groups * d_state + heads;
@@ -275,10 +275,20 @@ absl::StatusOr<DemoModel> BuildHybrid(const std::string& name) {
 
 std::vector<std::string> DemoModelNames() { return {"demo-transformer", "demo-recurrent", "demo-hybrid"}; }
 
+bool IsDemoModel(const std::string& name) {
+  for (const std::string& n : DemoModelNames()) {
+    if (n == name) return true;
+  }
+  return name == "demo-hybrid-large";
+}
+
 absl::StatusOr<DemoModel> BuildDemoModel(const std::string& name) {
   if (name == "demo-transformer") return BuildTransformer(name);
   if (name == "demo-recurrent") return BuildRecurrent(name);
-  if (name == "demo-hybrid") return BuildHybrid(name);
+  if (name == "demo-hybrid") return BuildHybrid(name, 64, 4, 128);
+  // Large enough (about 140 MB of F32 weights) that a decode step is bound by
+  // reading the weights, as with real models: for batching measurements.
+  if (name == "demo-hybrid-large") return BuildHybrid(name, 512, 8, 1536);
   return absl::NotFoundError(absl::StrCat("no built-in model named '", name, "'"));
 }
 

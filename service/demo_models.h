@@ -24,6 +24,10 @@ struct DemoModel {
 // and one attention layer in four).
 std::vector<std::string> DemoModelNames();
 
+// DemoModelNames() plus "demo-hybrid-large" (same shape, n_embd 512, 8
+// layers: weight-read bound, for benchmarks; never served by default).
+bool IsDemoModel(const std::string& name);
+
 // Builds one (the same bytes on every call and machine). NOT_FOUND for an
 // unknown name.
 absl::StatusOr<DemoModel> BuildDemoModel(const std::string& name);

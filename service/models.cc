@@ -37,9 +37,7 @@ absl::StatusOr<ModelSpec> ParseModelSpec(const std::string& text) {
   if (spec.name.empty()) {
     return absl::InvalidArgumentError(absl::StrCat("--model '", text, "': empty name"));
   }
-  for (const std::string& demo : DemoModelNames()) {
-    if (spec.path == demo) spec.builtin = true;
-  }
+  spec.builtin = IsDemoModel(spec.path);
   return spec;
 }
 

@@ -1,0 +1,206 @@
+// cairn-load: a load generator for a cairn server (the load test and
+// batching-gain figures). Without --server it starts an in-process server on
+// the built-in models (or --serve=NAME=PATH).
+//
+//   cairn-load --model=demo-hybrid --clients=16 --seconds=60
+//   cairn-load --model=demo-hybrid --batching-gain     (1 vs 8 concurrent sequences)
+//
+// Prints requests, errors, time to first token p50/p99 and tokens/s. Times
+// are what a client sees (over a real socket), on whatever else the machine
+// is doing: compare figures from the same run only.
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "cairn/v1/inference.grpc.pb.h"
+#include "grpcpp/create_channel.h"
+#include "service/server.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Options {
+  std::string server;
+  std::vector<std::string> serve;
+  std::string model = "demo-hybrid";
+  int clients = 16;
+  double seconds = 60;
+  int prompt_tokens = 64;
+  int max_tokens = 64;
+  bool batching_gain = false;
+  int threads = 0;
+};
+
+struct Stats {
+  std::mutex mu;
+  std::vector<double> ttft;
+  int64_t tokens = 0;
+  int64_t requests = 0;
+  int64_t errors = 0;
+  std::string first_error;
+};
+
+void Client(const std::string& addr, const Options& o, int index, Clock::time_point end, Stats* stats) {
+  auto stub = cairn::v1::Inference::NewStub(grpc::CreateChannel(addr, grpc::InsecureChannelCredentials()));
+  std::mt19937 rng(1234 + index);
+  while (Clock::now() < end) {
+    cairn::v1::GenerateRequest req;
+    req.set_model(o.model);
+    auto* ids = req.add_parts()->mutable_tokens();
+    for (int i = 0; i < o.prompt_tokens; ++i) ids->add_ids(300 + static_cast<int>(rng() % 200));
+    req.mutable_stop()->set_max_tokens(o.max_tokens);
+    req.mutable_stop()->set_ignore_eos(true);
+    req.mutable_sampling()->set_seed(rng());
+    req.set_stream_text(false);
+    grpc::ClientContext ctx;
+    const auto t0 = Clock::now();
+    auto reader = stub->Generate(&ctx, req);
+    cairn::v1::GenerateResponse ev;
+    double ttft = -1;
+    int64_t n = 0;
+    while (reader->Read(&ev)) {
+      if (!ev.has_token()) continue;
+      if (n++ == 0) ttft = std::chrono::duration<double>(Clock::now() - t0).count();
+    }
+    grpc::Status st = reader->Finish();
+    std::lock_guard<std::mutex> lock(stats->mu);
+    ++stats->requests;
+    stats->tokens += n;
+    if (!st.ok()) {
+      ++stats->errors;
+      if (stats->first_error.empty()) stats->first_error = st.error_message();
+    } else if (ttft >= 0) {
+      stats->ttft.push_back(ttft);
+    }
+  }
+}
+
+double Percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t i = std::min(v.size() - 1, static_cast<size_t>(p * (v.size() - 1) + 0.5));
+  return v[i];
+}
+
+struct RunResult {
+  double seconds = 0;
+  int64_t tokens = 0, requests = 0, errors = 0;
+  double p50 = 0, p99 = 0;
+};
+
+RunResult Run(const std::string& addr, const Options& o, int clients, double seconds) {
+  Stats stats;
+  const auto t0 = Clock::now();
+  const auto end = t0 + std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
+  std::vector<std::thread> threads;
+  for (int i = 0; i < clients; ++i) threads.emplace_back(Client, addr, std::cref(o), i, end, &stats);
+  for (auto& t : threads) t.join();
+  RunResult r;
+  r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  r.tokens = stats.tokens;
+  r.requests = stats.requests;
+  r.errors = stats.errors;
+  r.p50 = Percentile(stats.ttft, 0.5);
+  r.p99 = Percentile(stats.ttft, 0.99);
+  if (!stats.first_error.empty()) std::fprintf(stderr, "first error: %s\n", stats.first_error.c_str());
+  return r;
+}
+
+void Print(const char* label, int clients, const RunResult& r) {
+  std::printf("%-10s clients %2d: %lld requests, %lld errors, %lld tokens in %.1f s = %.1f tokens/s; "
+              "TTFT p50 %.1f ms, p99 %.1f ms\n",
+              label, clients, static_cast<long long>(r.requests), static_cast<long long>(r.errors),
+              static_cast<long long>(r.tokens), r.seconds, r.tokens / r.seconds, r.p50 * 1e3, r.p99 * 1e3);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto v = [&](const char* name) -> const char* {
+      const std::string p = std::string("--") + name + "=";
+      return a.rfind(p, 0) == 0 ? argv[i] + p.size() : nullptr;
+    };
+    const char* x;
+    bool ok = true;
+    if (a == "--batching-gain") {
+      o.batching_gain = true;
+    } else if ((x = v("server"))) {
+      o.server = x;
+    } else if ((x = v("serve"))) {
+      o.serve.push_back(x);
+    } else if ((x = v("model"))) {
+      o.model = x;
+    } else if ((x = v("clients"))) {
+      ok = absl::SimpleAtoi(x, &o.clients);
+    } else if ((x = v("seconds"))) {
+      ok = absl::SimpleAtod(x, &o.seconds);
+    } else if ((x = v("prompt-tokens"))) {
+      ok = absl::SimpleAtoi(x, &o.prompt_tokens);
+    } else if ((x = v("max-tokens"))) {
+      ok = absl::SimpleAtoi(x, &o.max_tokens);
+    } else if ((x = v("threads"))) {
+      ok = absl::SimpleAtoi(x, &o.threads);
+    } else {
+      ok = false;
+    }
+    if (!ok) {
+      std::fprintf(stderr, "cairn-load: bad argument '%s'\n", a.c_str());
+      return 2;
+    }
+  }
+  std::unique_ptr<cairn::service::Server> server;
+  std::string addr = o.server;
+  if (addr.empty()) {
+    cairn::service::ServerOptions so;
+    so.listen = "127.0.0.1:0";
+    so.models_options.threads = o.threads;
+    for (const auto& s : o.serve) so.models.push_back(*cairn::service::ParseModelSpec(s));
+    auto s = cairn::service::Server::Create(so);
+    if (!s.ok()) {
+      std::fprintf(stderr, "cairn-load: %s\n", s.status().ToString().c_str());
+      return 1;
+    }
+    server = std::move(*s);
+    addr = "127.0.0.1:" + std::to_string(server->port());
+  }
+  int rc = 0;
+  if (o.batching_gain) {
+    // Decode-dominated requests: short prompts, long replies.
+    Options d = o;
+    d.prompt_tokens = 8;
+    d.max_tokens = std::max(o.max_tokens, 128);
+    const RunResult one = Run(addr, d, 1, o.seconds);
+    Print("single", 1, one);
+    const RunResult eight = Run(addr, d, 8, o.seconds);
+    Print("batched", 8, eight);
+    const double gain = (eight.tokens / eight.seconds) / (one.tokens / one.seconds);
+    std::printf("batching gain (8 concurrent vs 1, aggregate tokens/s): %.2fx\n", gain);
+    rc = (one.errors + eight.errors) == 0 ? 0 : 1;
+  } else {
+    const RunResult r = Run(addr, o, o.clients, o.seconds);
+    Print("load", o.clients, r);
+    rc = r.errors == 0 ? 0 : 1;
+  }
+  if (server != nullptr) {
+    std::printf("server metrics:\n");
+    const std::string m = server->metrics().Render();
+    for (const char* key : {"cairn_requests_ok_total ", "cairn_requests_failed_total ", "cairn_generated_tokens_total ",
+                            "cairn_decode_batch_rows_sum ", "cairn_decode_batch_rows_count "}) {
+      const size_t at = m.find(std::string("\n") + key);
+      if (at != std::string::npos) std::printf("  %s\n", m.substr(at + 1, m.find('\n', at + 1) - at - 1).c_str());
+    }
+  }
+  return rc;
+}
