@@ -528,30 +528,33 @@ absl::Status CheckpointEngine::PreserveIfUseful(Sequence::State& s, size_t keep_
                    static_cast<double>(dropped), nullptr);
 }
 
-absl::StatusOr<PrefillResult> CheckpointEngine::Prefill(Sequence& seq, const Prompt& prompt,
-                                                        const PrefillControl& control) {
+absl::StatusOr<std::unique_ptr<PrefillJob>> CheckpointEngine::StartPrefill(Sequence& seq,
+                                                                          const Prompt& prompt) {
   if (absl::Status st = Validate(prompt); !st.ok()) return st;
-  Sequence::State& s = *seq.state_;
-  std::lock_guard<std::mutex> lock(s.mu);
+  std::unique_ptr<PrefillJob> job(new PrefillJob());
+  job->engine_ = this;
+  job->state_ = seq.state_;
+  job->lock_ = std::unique_lock<std::mutex>(seq.state_->mu);
+  Sequence::State& s = *job->state_;
   if (s.memory->next_pos() != s.history.positions()) {
+    job->finished_ = true;  // nothing to publish: the caller broke the sequence
     return absl::FailedPreconditionError(absl::StrCat(
         "sequence memory is at ", s.memory->next_pos(), " but its history ends at ",
         s.history.positions(), ": call Append after running Forward on it"));
   }
-  PrefillResult result;
-  PrefillStats& stats = result.stats;
+  job->prompt_ = prompt;
+  PrefillStats& stats = job->result_.stats;
   stats.prompt_symbols = prompt.size();
   stats.prompt_positions = prompt.positions();
   const size_t n = prompt.size();
-  const ModelInfo& info = backend_->info();
 
-  IndexMatch match;
+  IndexMatch& match = job->match_;
   if (enabled()) match = index_->Lookup(s.tenant, prompt.keys());
   const size_t live_common = CommonPrefix(s.history.keys(), prompt.keys());
 
   // Choose and apply the best reuse; a candidate that fails (evicted,
   // corrupt, busy, moved on) is excluded and the choice made again.
-  std::vector<uint64_t> excluded;
+  std::vector<uint64_t>& excluded = job->excluded_;
   std::vector<float> logits;
   bool preserved = false;
   const auto t_restore = std::chrono::steady_clock::now();
@@ -589,7 +592,8 @@ absl::StatusOr<PrefillResult> CheckpointEngine::Prefill(Sequence& seq, const Pro
       s.logits_depth = 0;
     }
   }
-  size_t i = s.history.size();
+  const size_t i = s.history.size();
+  job->i_ = i;
   if (s.logits_depth > i) {
     s.logits.clear();
     s.logits_depth = 0;
@@ -611,33 +615,18 @@ absl::StatusOr<PrefillResult> CheckpointEngine::Prefill(Sequence& seq, const Pro
   for (const IndexHit& h : match.on_path) {
     if (h.entry.kind != EntryKind::kLive && h.depth <= i) s.newest_depth = std::max(s.newest_depth, h.depth);
   }
-
-  auto finish = [&](absl::Status st) -> absl::Status {
-    Publish(s);
-    std::lock_guard<std::mutex> l(mu_);
-    ++stats_.prompts;
-    stats_.prompt_positions += stats.prompt_positions;
-    stats_.reused += stats.reused;
-    stats_.recomputed += stats.recomputed;
-    stats_.forward_seconds += stats.forward_seconds;
-    return st;
-  };
   stats.reused = prompt.pos_after(i);
 
   if (i == n) {  // full reuse with logits: no forward pass at all
-    if (logits.size() != static_cast<size_t>(info.n_vocab)) {
-      return finish(absl::InternalError("reused logits have the wrong size"));
+    if (logits.size() != static_cast<size_t>(backend_->info().n_vocab)) {
+      job->error_ = absl::InternalError("reused logits have the wrong size");
+      return job;
     }
     stats.logits_from_checkpoint = true;
-    result.logits = std::move(logits);
-    s.logits = result.logits;
-    s.logits_depth = n;
-    if (absl::Status st = finish(absl::OkStatus()); !st.ok()) return st;
-    return result;
+    job->result_.logits = std::move(logits);
+    return job;
   }
-
   // Capture points for the rest; the ones already on this path are skipped.
-  std::vector<CapturePoint> points;
   if (enabled()) {
     auto exists = [&](size_t depth) {
       for (const IndexHit& h : match.on_path) {
@@ -648,71 +637,124 @@ absl::StatusOr<PrefillResult> CheckpointEngine::Prefill(Sequence& seq, const Pro
       }
       return false;
     };
-    points = policy_.PlanPrefill(prompt, i, exists);
+    job->points_ = policy_.PlanPrefill(job->prompt_, i, exists);
   }
-  size_t next_point = 0;
-  auto capture_due = [&]() {
-    while (next_point < points.size() && points[next_point].symbols <= i) {
-      const CapturePoint& pt = points[next_point++];
-      if (pt.symbols != i) continue;
-      const double cost = static_cast<double>(s.history.positions() - s.history.pos_after(s.newest_depth));
-      // Capture failures (budget, a memory inside a chunk) only cost reuse later.
-      if (!CaptureAt(s, pt.reason, false, pt.keep_logits ? &result.logits : nullptr, cost, &stats).ok()) {
-        std::lock_guard<std::mutex> l(mu_);
-        ++stats_.capture_failures;
-      }
-    }
-  };
-  capture_due();
+  job->CaptureDue();
+  return job;
+}
 
-  std::vector<TokenId> tokens;
-  while (i < n) {
-    if (control.cancel != nullptr && control.cancel->load(std::memory_order_relaxed)) {
-      return finish(absl::CancelledError("prompt processing cancelled"));
+PrefillJob::~PrefillJob() {
+  if (!finished_) Finish(absl::CancelledError("prefill job dropped")).IgnoreError();
+}
+
+bool PrefillJob::done() const { return !error_.ok() || i_ == prompt_.size(); }
+
+void PrefillJob::CaptureDue() {
+  Sequence::State& s = *state_;
+  while (next_point_ < points_.size() && points_[next_point_].symbols <= i_) {
+    const CapturePoint& pt = points_[next_point_++];
+    if (pt.symbols != i_) continue;
+    const double cost = static_cast<double>(s.history.positions() - s.history.pos_after(s.newest_depth));
+    // Capture failures (budget, a memory inside a chunk) only cost reuse later.
+    if (!engine_->CaptureAt(s, pt.reason, false, pt.keep_logits ? &result_.logits : nullptr, cost,
+                            &result_.stats)
+             .ok()) {
+      std::lock_guard<std::mutex> l(engine_->mu_);
+      ++engine_->stats_.capture_failures;
     }
-    size_t end = i + 1;
-    if (!prompt.is_chunk(i)) {
-      size_t limit = std::min(n, i + static_cast<size_t>(options_.prefill_chunk));
-      if (next_point < points.size()) limit = std::min(limit, points[next_point].symbols);
-      while (end < limit && !prompt.is_chunk(end)) ++end;
-    }
-    SequenceRun run;
-    run.memory = s.memory.get();
-    run.start_pos = s.memory->next_pos();
-    int32_t rows = 1;
-    if (prompt.is_chunk(i)) {
-      run.chunk = &prompt.chunk(i);
-      rows = run.chunk->n_rows();
-    } else {
-      tokens.clear();
-      for (size_t k = i; k < end; ++k) tokens.push_back(prompt.token(k));
-      run.tokens = tokens;
-      rows = static_cast<int32_t>(tokens.size());
-    }
-    const int32_t last_row = rows - 1;
-    const bool last = end == n;
-    if (last) run.logit_rows = std::span<const int32_t>(&last_row, 1);
-    const auto t0 = std::chrono::steady_clock::now();
-    absl::StatusOr<std::vector<RunLogits>> out = backend_->Forward(std::span<const SequenceRun>(&run, 1));
-    stats.forward_seconds += SecondsSince(t0);
-    ++stats.forward_calls;
-    if (!out.ok()) return finish(out.status());  // memory unchanged: history still matches
-    for (size_t k = i; k < end; ++k) {
-      s.history.Push(prompt.keys()[k], prompt.pos_after(k + 1) - prompt.pos_after(k));
-    }
-    stats.recomputed += prompt.pos_after(end) - prompt.pos_after(i);
-    i = end;
-    if (last) {
-      const std::span<const float> row = (*out)[0].row(0);
-      result.logits.assign(row.begin(), row.end());
-    }
-    capture_due();
   }
-  (void)info;
-  s.logits = result.logits;
-  s.logits_depth = n;
-  if (absl::Status st = finish(absl::OkStatus()); !st.ok()) return st;
-  return result;
+}
+
+SequenceRun PrefillJob::NextRun(int32_t max_tokens) {
+  Sequence::State& s = *state_;
+  const size_t n = prompt_.size();
+  size_t end = i_ + 1;
+  if (!prompt_.is_chunk(i_)) {
+    size_t limit = std::min(n, i_ + static_cast<size_t>(std::max(max_tokens, 1)));
+    if (next_point_ < points_.size()) limit = std::min(limit, points_[next_point_].symbols);
+    while (end < limit && !prompt_.is_chunk(end)) ++end;
+  }
+  run_end_ = end;
+  SequenceRun run;
+  run.memory = s.memory.get();
+  run.start_pos = s.memory->next_pos();
+  int32_t rows = 1;
+  if (prompt_.is_chunk(i_)) {
+    run.chunk = &prompt_.chunk(i_);
+    rows = run.chunk->n_rows();
+  } else {
+    tokens_.clear();
+    for (size_t k = i_; k < end; ++k) tokens_.push_back(prompt_.token(k));
+    run.tokens = tokens_;
+    rows = static_cast<int32_t>(tokens_.size());
+  }
+  last_row_ = rows - 1;
+  if (end == n) run.logit_rows = std::span<const int32_t>(&last_row_, 1);
+  run_started_ = std::chrono::steady_clock::now();
+  return run;
+}
+
+absl::Status PrefillJob::Absorbed(const RunLogits& logits) {
+  Sequence::State& s = *state_;
+  if (run_end_ <= i_ || s.memory->next_pos() != prompt_.pos_after(run_end_)) {
+    return absl::FailedPreconditionError("Absorbed without a successful Forward of NextRun's run");
+  }
+  result_.stats.forward_seconds += SecondsSince(run_started_);
+  ++result_.stats.forward_calls;
+  for (size_t k = i_; k < run_end_; ++k) {
+    s.history.Push(prompt_.keys()[k], prompt_.pos_after(k + 1) - prompt_.pos_after(k));
+  }
+  result_.stats.recomputed += prompt_.pos_after(run_end_) - prompt_.pos_after(i_);
+  i_ = run_end_;
+  if (i_ == prompt_.size()) {
+    if (logits.n_rows < 1) return absl::InvalidArgumentError("the prompt's last row has no logits");
+    const std::span<const float> row = logits.row(0);
+    result_.logits.assign(row.begin(), row.end());
+  }
+  CaptureDue();
+  return absl::OkStatus();
+}
+
+absl::StatusOr<PrefillResult> PrefillJob::Finish(absl::Status error) {
+  if (finished_) return absl::FailedPreconditionError("prefill job already finished");
+  finished_ = true;
+  Sequence::State& s = *state_;
+  if (error.ok()) error = error_;
+  if (error.ok() && i_ != prompt_.size()) error = absl::CancelledError("prompt processing cancelled");
+  if (error.ok()) {
+    s.logits = result_.logits;
+    s.logits_depth = prompt_.size();
+  }
+  engine_->Publish(s);
+  {
+    const PrefillStats& stats = result_.stats;
+    std::lock_guard<std::mutex> l(engine_->mu_);
+    ++engine_->stats_.prompts;
+    engine_->stats_.prompt_positions += stats.prompt_positions;
+    engine_->stats_.reused += stats.reused;
+    engine_->stats_.recomputed += stats.recomputed;
+    engine_->stats_.forward_seconds += stats.forward_seconds;
+  }
+  if (lock_.owns_lock()) lock_.unlock();
+  if (!error.ok()) return error;
+  return std::move(result_);
+}
+
+absl::StatusOr<PrefillResult> CheckpointEngine::Prefill(Sequence& seq, const Prompt& prompt,
+                                                        const PrefillControl& control) {
+  absl::StatusOr<std::unique_ptr<PrefillJob>> started = StartPrefill(seq, prompt);
+  if (!started.ok()) return started.status();
+  PrefillJob& job = **started;
+  while (!job.done()) {
+    if (control.cancel != nullptr && control.cancel->load(std::memory_order_relaxed)) {
+      return job.Finish(absl::CancelledError("prompt processing cancelled"));
+    }
+    SequenceRun run = job.NextRun(options_.prefill_chunk);
+    absl::StatusOr<std::vector<RunLogits>> out = backend_->Forward(std::span<const SequenceRun>(&run, 1));
+    if (!out.ok()) return job.Finish(out.status());  // memory unchanged: history still matches
+    if (absl::Status st = job.Absorbed((*out)[0]); !st.ok()) return job.Finish(st);
+  }
+  return job.Finish();
 }
 
 absl::StatusOr<std::vector<float>> CheckpointEngine::Decode(Sequence& seq, TokenId token) {

@@ -16,6 +16,7 @@
 #define CAIRN_CHECKPOINT_ENGINE_H_
 
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -80,6 +81,7 @@ struct EngineStats {
 };
 
 class CheckpointEngine;
+class PrefillJob;
 
 // One live sequence (a session's conversation): its memory and the symbols
 // it absorbed. Owned by the caller; used by one thread at a time (engine
@@ -101,10 +103,61 @@ class Sequence {
 
  private:
   friend class CheckpointEngine;
+  friend class PrefillJob;
   struct State;
   Sequence(CheckpointEngine* engine, std::shared_ptr<State> state);
   CheckpointEngine* engine_;
   std::shared_ptr<State> state_;
+};
+
+// A prompt being processed on one sequence step by step, so that a
+// scheduler can put its runs into the same Forward batch as other
+// sequences' decode rows (CheckpointEngine::Prefill is the same loop for one
+// sequence). Created by CheckpointEngine::StartPrefill, which already chose
+// and applied the reuse. Holds the sequence (engine calls on it wait) until
+// Finish or destruction. Not thread-safe; must not outlive its engine.
+class PrefillJob {
+ public:
+  ~PrefillJob();  // finishes as cancelled when Finish was not called
+  PrefillJob(const PrefillJob&) = delete;
+  PrefillJob& operator=(const PrefillJob&) = delete;
+
+  // True when nothing is left to run (Finish returns the logits).
+  bool done() const;
+  // The next run for Backend::Forward: up to max_tokens tokens or one whole
+  // chunk, ending at the next capture point; it asks for the last row's
+  // logits when it ends the prompt. Valid until Absorbed or Finish. Only
+  // while !done().
+  SequenceRun NextRun(int32_t max_tokens);
+  // After Forward absorbed NextRun's run (`logits`: its RunLogits): records
+  // it and captures due checkpoints. FAILED_PRECONDITION when the memory did
+  // not advance by that run.
+  absl::Status Absorbed(const RunLogits& logits);
+  // Ends the job once: the result when done; otherwise `error` (CANCELLED
+  // when OK), the sequence then holding the prompt prefix absorbed so far.
+  absl::StatusOr<PrefillResult> Finish(absl::Status error = absl::OkStatus());
+
+ private:
+  friend class CheckpointEngine;
+  PrefillJob() = default;
+  void CaptureDue();
+
+  CheckpointEngine* engine_ = nullptr;
+  std::shared_ptr<Sequence::State> state_;
+  std::unique_lock<std::mutex> lock_;
+  Prompt prompt_;
+  IndexMatch match_;
+  std::vector<uint64_t> excluded_;
+  std::vector<CapturePoint> points_;
+  size_t next_point_ = 0;
+  size_t i_ = 0;        // prompt symbols absorbed
+  size_t run_end_ = 0;  // end of the run NextRun returned
+  std::vector<TokenId> tokens_;
+  int32_t last_row_ = 0;
+  std::chrono::steady_clock::time_point run_started_;
+  PrefillResult result_;
+  absl::Status error_;
+  bool finished_ = false;
 };
 
 // Thread-safe: calls on different sequences may run concurrently (Forward
@@ -112,6 +165,7 @@ class Sequence {
 class CheckpointEngine final {
  public:
   friend class Sequence;
+  friend class PrefillJob;
   // `backend` must outlive the engine. `store` may be shared by the engines
   // of several models (one budget); null only when options.enabled is false.
   // Every engine has its own prefix index. With a store that has a disk
@@ -139,6 +193,10 @@ class CheckpointEngine final {
   // of the prompt (history() says which).
   absl::StatusOr<PrefillResult> Prefill(Sequence& seq, const Prompt& prompt,
                                         const PrefillControl& control = {});
+
+  // The same, step by step for a batching scheduler (see PrefillJob): the
+  // reuse is chosen and applied here. Errors as Prefill's before any Forward.
+  absl::StatusOr<std::unique_ptr<PrefillJob>> StartPrefill(Sequence& seq, const Prompt& prompt);
 
   // Absorbs one generated token and returns the logits after it.
   // INVALID_ARGUMENT for an id out of range; errors from Forward.

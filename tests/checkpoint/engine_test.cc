@@ -407,6 +407,56 @@ TEST_P(EngineTest, ConcurrentSessionsShareTheEngine) {
   EXPECT_LE(store_->stats().ram_bytes, store_->options().ram_budget_bytes);
 }
 
+// The scheduler's way: one sequence decodes while another's prompt runs in
+// the same Forward batch, through a PrefillJob and Append.
+TEST_P(EngineTest, PrefillJobBatchesWithAnotherSequencesDecode) {
+  auto a = NewSeq();
+  Prompt pa;
+  Add(pa, RandomTokens(rng_, 30, vocab_));
+  auto ra = Run(*a, pa);
+  Prompt pb;
+  Add(pb, RandomTokens(rng_, 90, vocab_));
+  auto b = NewSeq();
+  auto job = engine_->StartPrefill(*b, pb);
+  ASSERT_TRUE(job.ok()) << job.status();
+  std::vector<TokenId> decoded;
+  int steps = 0;
+  while (!(*job)->done()) {
+    const TokenId t = 3 + static_cast<TokenId>(rng_() % (vocab_ - 3));
+    const int32_t row = 0;
+    SequenceRun runs[2];
+    runs[0].memory = a->memory();
+    runs[0].start_pos = a->next_pos();
+    runs[0].tokens = std::span<const TokenId>(&t, 1);
+    runs[0].logit_rows = std::span<const int32_t>(&row, 1);
+    runs[1] = (*job)->NextRun(32);
+    auto out = backend_->Forward(runs);
+    ASSERT_TRUE(out.ok()) << out.status();
+    ASSERT_TRUE(engine_->Append(*a, std::span<const TokenId>(&t, 1)).ok());
+    decoded.push_back(t);
+    ASSERT_TRUE((*job)->Absorbed((*out)[1]).ok());
+    ++steps;
+  }
+  EXPECT_GE(steps, 3);
+  auto rb = (*job)->Finish();
+  ASSERT_TRUE(rb.ok()) << rb.status();
+  EXPECT_EQ((*job)->Finish().status().code(), absl::StatusCode::kFailedPrecondition);
+  job->reset();
+  EXPECT_EQ(rb->stats.recomputed, 90);
+  auto fresh = FreshLogits(*backend_, pb);
+  ASSERT_TRUE(fresh.ok());
+  EXPECT_LE(Deviation(rb->logits, *fresh), GetParam().tolerance);
+  // A's history took the appended tokens: its next turn continues exactly.
+  Prompt pa2 = pa;
+  Add(pa2, decoded);
+  Add(pa2, RandomTokens(rng_, 5, vocab_));
+  EXPECT_EQ(Run(*a, pa2).stats.recomputed, 5);
+  // Append refuses tokens the memory did not absorb.
+  const TokenId x = 5;
+  EXPECT_EQ(engine_->Append(*a, std::span<const TokenId>(&x, 1)).code(),
+            absl::StatusCode::kFailedPrecondition);
+}
+
 TEST_P(EngineTest, DisabledCheckpointingIsTheBaseline) {
   options_.enabled = false;
   Rebuild();
