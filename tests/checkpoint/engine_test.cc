@@ -457,6 +457,82 @@ TEST_P(EngineTest, PrefillJobBatchesWithAnotherSequencesDecode) {
             absl::StatusCode::kFailedPrecondition);
 }
 
+// Multimodal chunks (models that take embeddings): positions advance by
+// max(nx, ny), chunks are never split, and reuse around them stays exact.
+TEST_P(EngineTest, EmbeddingChunksAreReusedWhole) {
+  const ModelInfo& info = backend_->info();
+  if (!info.accepts_embeddings) GTEST_SKIP() << info.arch << " takes no embedding chunks";
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  std::vector<float> img1(4 * 3 * info.n_embd), img2(2 * 5 * info.n_embd);
+  for (float& x : img1) x = u(rng_);
+  for (float& x : img2) x = u(rng_);
+  const EmbeddingChunk c1{img1.data(), 4, 3}, c2{img2.data(), 2, 5};
+  auto seq = NewSeq();
+  Prompt p;
+  Add(p, RandomTokens(rng_, 20, vocab_));
+  p.AddTokens(RandomTokens(rng_, 3, vocab_));
+  ASSERT_TRUE(p.AddChunk(c1, info.n_embd).ok());
+  p.AddTokens(RandomTokens(rng_, 6, vocab_));
+  ASSERT_TRUE(p.AddChunk(c2, info.n_embd).ok());
+  p.EndMessage();
+  EXPECT_EQ(p.positions(), 20 + 3 + 4 + 6 + 5);
+  auto r1 = Run(*seq, p);
+  EXPECT_EQ(r1.stats.recomputed, p.positions());
+  auto reply = Reply(*seq, r1.logits, 6);
+  EXPECT_EQ(Run(*seq, p).stats.recomputed, 0);  // regenerate
+  Reply(*seq, r1.logits, 6);
+  Prompt p2 = p;
+  Add(p2, reply);
+  Add(p2, RandomTokens(rng_, 4, vocab_));
+  EXPECT_EQ(Run(*seq, p2).stats.recomputed, 6 + 4);
+  // The same text with another second image: diverges at that chunk, whole.
+  std::vector<float> img3 = img2;
+  img3[7] += 0.5f;
+  Prompt p3;
+  Add(p3, std::vector<TokenId>(p.path().keys().begin(), p.path().keys().begin() + 20));
+  for (size_t i = 20; i < 23; ++i) p3.AddToken(p.token(i));
+  ASSERT_TRUE(p3.AddChunk(c1, info.n_embd).ok());
+  for (size_t i = 24; i < 30; ++i) p3.AddToken(p.token(i));
+  ASSERT_TRUE(p3.AddChunk(EmbeddingChunk{img3.data(), 2, 5}, info.n_embd).ok());
+  p3.EndMessage();
+  auto r3 = Run(*seq, p3);
+  EXPECT_GE(r3.stats.recomputed, 5);  // at least the whole changed chunk
+  EXPECT_LE(r3.stats.recomputed, 5 + 16);
+}
+
+// A disk tier outlives the process: a new engine over the same directory
+// indexes the spilled checkpoints again and reuses them.
+TEST_P(EngineTest, SpilledCheckpointsServeAfterRestart) {
+  if (!recurrent_) GTEST_SKIP() << "a truncatable memory keeps no checkpoints";
+  char tmpl[] = "/tmp/cairn-restart-test-XXXXXX";
+  const std::string dir = ::mkdtemp(tmpl);
+  Prompt p;
+  Add(p, RandomTokens(rng_, 70, vocab_));
+  Add(p, RandomTokens(rng_, 20, vocab_));
+  {
+    Rebuild(size_t{256} << 20, dir);
+    auto a = NewSeq();
+    Run(*a, p);
+    ASSERT_TRUE(engine_->Park(*a).ok());
+    a.reset();
+    // Valuable filler pushes the engine's checkpoints out to disk.
+    const size_t ram = store_->options().ram_budget_bytes;
+    for (int i = 0; i < 4; ++i) {
+      Checkpoint filler;
+      filler.snapshot.data.resize(ram / 3);
+      ASSERT_TRUE(store_->Put(std::move(filler), 1e12).ok());
+    }
+    ASSERT_GT(store_->stats().disk_entries, 0u);
+  }
+  Rebuild(size_t{256} << 20, dir);  // a new store and engine: the restart
+  EXPECT_GT(store_->stats().recovered, 0u);
+  EXPECT_GT(engine_->index().entries(), 0u);
+  auto b = NewSeq();
+  auto r = Run(*b, p);
+  EXPECT_LT(r.stats.recomputed, p.positions());
+  std::filesystem::remove_all(dir);
+}
+
 TEST_P(EngineTest, DisabledCheckpointingIsTheBaseline) {
   options_.enabled = false;
   Rebuild();
