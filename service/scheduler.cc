@@ -169,7 +169,7 @@ size_t Scheduler::queue_depth() const {
 
 size_t Scheduler::running() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return running_.size();
+  return decoding_;
 }
 
 absl::Status Scheduler::StopStatus(const GenerateJob& job) const {
@@ -187,7 +187,7 @@ void Scheduler::PrefillLoop() {
       std::unique_lock<std::mutex> lock(mu_);
       cv_.wait(lock, [&] {
         return stopping_ ||
-               (!queue_.empty() && running_.size() < static_cast<size_t>(options_.max_batch));
+               (!queue_.empty() && decoding_ < static_cast<size_t>(options_.max_batch));
       });
       if (stopping_) return;
       job = std::move(queue_.front());
@@ -253,8 +253,11 @@ void Scheduler::PrefillLoop() {
     {
       std::lock_guard<std::mutex> lock(mu_);
       --prefilling_;
-      if (!over) running_.push_back(std::move(r));
-      if (options_.metrics) options_.metrics->running_sequences->Set(static_cast<double>(running_.size()));
+      if (!over) {
+        running_.push_back(std::move(r));
+        ++decoding_;
+      }
+      if (options_.metrics) options_.metrics->running_sequences->Set(static_cast<double>(decoding_));
     }
     cv_.notify_all();
   }
@@ -270,6 +273,7 @@ void Scheduler::DecodeLoop() {
       batch = std::move(running_);
       running_.clear();
     }
+    const size_t taken = batch.size();
     // Stopped requests leave before the step (within one step of the stop).
     std::vector<std::unique_ptr<Running>> live;
     for (auto& r : batch) {
@@ -325,9 +329,10 @@ void Scheduler::DecodeLoop() {
     }
     {
       std::lock_guard<std::mutex> lock(mu_);
+      decoding_ -= taken - keep.size();
       for (auto& r : running_) keep.push_back(std::move(r));
       running_ = std::move(keep);
-      if (options_.metrics) options_.metrics->running_sequences->Set(static_cast<double>(running_.size()));
+      if (options_.metrics) options_.metrics->running_sequences->Set(static_cast<double>(decoding_));
     }
     cv_.notify_all();  // the prefill thread may admit again
   }

@@ -139,6 +139,9 @@ class Scheduler final {
   std::deque<std::shared_ptr<GenerateJob>> queue_;
   std::vector<std::unique_ptr<Running>> running_;   // decode set
   size_t prefilling_ = 0;
+  // Jobs in the decode set, including those the decode thread is stepping
+  // (running_ is empty while it steps): what max_batch bounds.
+  size_t decoding_ = 0;
 
   std::thread prefill_thread_;
   std::thread decode_thread_;

@@ -933,6 +933,37 @@ TEST(ServiceLimitsTest, QueueAndConcurrencyBounds) {
   EXPECT_EQ(first.status.error_code(), grpc::StatusCode::CANCELLED);
 }
 
+TEST(ServiceLimitsTest, FullQueueIsResourceExhausted) {
+  ServerOptions opt;
+  opt.listen = "127.0.0.1:0";
+  opt.models = {*ParseModelSpec("tiny=demo-transformer")};
+  opt.scheduler.max_batch = 1;
+  opt.scheduler.max_queue = 1;
+  auto server = Server::Create(opt);
+  ASSERT_TRUE(server.ok());
+  Scheduler& sched = *(*(*server)->models().Find("tiny"))->scheduler;
+  const int port = (*server)->port();
+  Client c(port);
+  grpc::StatusCode third = grpc::StatusCode::OK;
+  Result second;
+  std::thread waiting;
+  Result first = c.Generate(Req("tiny", Ids(4), 3000), 0, [&](grpc::ClientContext& ctx, int n) {
+    if (n != 1) return;
+    // The first request holds the only decode slot: the second waits in
+    // the queue, and a third finds the queue full.
+    waiting = std::thread([&] { second = Client(port).Generate(Req("tiny", Ids(5), 3)); });
+    while (sched.queue_depth() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    EXPECT_EQ(sched.running(), 1u);
+    third = Client(port).Generate(Req("tiny", Ids(6), 3)).status.error_code();
+    ctx.TryCancel();
+  });
+  waiting.join();
+  EXPECT_EQ(first.status.error_code(), grpc::StatusCode::CANCELLED);
+  EXPECT_EQ(third, grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_TRUE(second.status.ok()) << second.status.error_message();
+  EXPECT_EQ(second.ids.size(), 3u);
+}
+
 TEST(ServiceAuthTest, TokensAuthenticateAndPartitionSessionsAndCache) {
   for (bool share : {false, true}) {
     SCOPED_TRACE(share ? "shared cache" : "partitioned cache");
