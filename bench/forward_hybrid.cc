@@ -277,7 +277,25 @@ struct Baselines {
   double bandwidth = 0;
 };
 
-int RunModel(const std::string& which, GgmlType type, int threads, int prompt, int decode, const Baselines& base) {
+// cblas_sgemm FLOP/s on a representative projection (prompt x 1024 -> 6144)
+// with OpenBLAS on `threads` threads; afterwards OpenBLAS is back on one
+// thread, as the kernels keep it (the pool parallelizes).
+double SgemmFlops(int threads, int64_t M) {
+  openblas_set_num_threads(threads);
+  const int64_t K = 1024, N = 6144;
+  std::vector<float> a(static_cast<size_t>(M * K), 0.01f), w(static_cast<size_t>(N * K), 0.01f),
+      c(static_cast<size_t>(M * N));
+  const double t = Best(3, [&] {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, N, K, 1.0f, a.data(), K, w.data(), K, 0.0f, c.data(), N);
+  });
+  openblas_set_num_threads(1);
+  return 2.0 * M * N * K / t;
+}
+
+// On a shared machine the load drifts: each baseline is measured right
+// before the figure it is compared with.
+int RunModel(const std::string& which, GgmlType type, int threads, int prompt, int decode) {
+  Baselines base;
   Spec s;
   s.type = type;
   const auto t_build = Clock::now();
@@ -308,6 +326,7 @@ int RunModel(const std::string& which, GgmlType type, int threads, int prompt, i
   const int32_t row0[] = {0};
 
   std::unique_ptr<SequenceMemory> memory;
+  base.sgemm_flops = SgemmFlops(threads, prompt);
   const double prompt_s = Best(2, [&] {
     memory = *b.NewSequence();
     SequenceRun run{memory.get(), 0, tokens, nullptr, last_row};
@@ -317,6 +336,10 @@ int RunModel(const std::string& which, GgmlType type, int threads, int prompt, i
   const double prompt_tps = prompt / prompt_s;
   const double prompt_roof_tps = prompt / (prompt_flops / base.sgemm_flops);
 
+  {
+    ThreadPool pool(threads);
+    base.bandwidth = ReadBandwidth(pool);
+  }
   TokenId next = 5;
   const auto t_dec = Clock::now();
   for (int i = 0; i < decode; ++i) {
@@ -392,33 +415,14 @@ int Main(int argc, char** argv) {
                          "[--model qwen35|granitehybrid|all] [--type f32|q8_0|all]\n");
     return 2;
   }
-  // Baselines first (OpenBLAS with its own threads, before the kernels pin it
-  // to one): sgemm on a representative projection, 512 x 1024 -> 6144.
-  Baselines base;
-  openblas_set_num_threads(threads);
-  {
-    const int64_t M = prompt, K = 1024, N = 6144;
-    std::vector<float> a(static_cast<size_t>(M * K), 0.01f), w(static_cast<size_t>(N * K), 0.01f),
-        c(static_cast<size_t>(M * N));
-    const double t = Best(3, [&] {
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, N, K, 1.0f, a.data(), K, w.data(), K, 0.0f, c.data(), N);
-    });
-    base.sgemm_flops = 2.0 * M * N * K / t;
-  }
-  openblas_set_num_threads(1);
-  {
-    ThreadPool pool(threads);
-    base.bandwidth = ReadBandwidth(pool);
-  }
-  std::printf("%d threads; same-run baselines: cblas_sgemm %.1f GFLOP/s, read bandwidth %.1f GB/s\n", threads,
-              base.sgemm_flops / 1e9, base.bandwidth / 1e9);
+  std::printf("%d threads; baselines measured right before each figure\n", threads);
   std::printf("reference (BENCHMARKS.md, llama.cpp bench-qwen35, same machine kind, 2 threads): F32 prompt 133/s, "
               "decode 17.4/s; Q8_0 prompt 208/s, decode 49.0/s\n");
   for (const std::string m : {"qwen35", "granitehybrid"}) {
     if (which != "all" && which != m) continue;
     for (GgmlType t : {GgmlType::kF32, GgmlType::kQ8_0}) {
       if (types != "all" && types != (t == GgmlType::kF32 ? "f32" : "q8_0")) continue;
-      if (int rc = RunModel(m, t, threads, prompt, decode, base); rc != 0) return rc;
+      if (int rc = RunModel(m, t, threads, prompt, decode); rc != 0) return rc;
     }
   }
   return 0;
