@@ -14,6 +14,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 import unittest
 import urllib.request
 
@@ -190,6 +191,7 @@ class InferenceTest(unittest.TestCase):
             info = self.session(get=pb.GetSession(session_id=sid)).session
             if not info.busy:
                 break
+            time.sleep(0.005)
         self.assertGreaterEqual(info.tokens, 8 + 4)
         _, code = self.run_stream(self.req("demo-recurrent", [302], 2, session_id=sid, append=True))
         self.assertEqual(code, self.grpc.StatusCode.OK)
