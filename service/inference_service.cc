@@ -273,8 +273,10 @@ absl::Status InferenceService::DoGenerate(grpc::ServerContext* ctx, const Caller
       }
     }
     if (job->done()) break;
-    if (ctx->IsCancelled()) job->RequestStop(StopReason::kCancelled);
+    // The deadline first: gRPC also cancels a call whose deadline passed,
+    // and the first reason recorded wins.
     if (std::chrono::system_clock::now() >= deadline) job->RequestStop(StopReason::kDeadline);
+    if (ctx->IsCancelled()) job->RequestStop(StopReason::kCancelled);
   }
   absl::Status status = job->status();
 
