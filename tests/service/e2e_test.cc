@@ -727,6 +727,32 @@ TEST_F(ServiceTest, DeadlineExceededStopsTheRequest) {
   EXPECT_TRUE(client_->Generate(next).status.ok());
 }
 
+TEST_F(ServiceTest, StopDuringALongPromptLeavesAConsistentPrefix) {
+  for (const char* model : {kTf, kRec, kHyb}) {
+    SCOPED_TRACE(model);
+    const std::string sid = client_->Create(model);
+    const std::vector<int32_t> prompt = Ids(3000, 301);
+    GenerateRequest req = Req(model, prompt, 4000);
+    req.set_session_id(sid);
+    req.set_append(true);
+    Result r = client_->Generate(req, 0.02);
+    ASSERT_EQ(r.status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
+    // Whatever phase it stopped in, the history is a prefix of the prompt
+    // plus the streamed tokens, and continuing from it is exact.
+    const v1::SessionInfo info = client_->GetIdle(sid);
+    const std::vector<int32_t> hist(info.token_ids().begin(), info.token_ids().end());
+    const std::vector<int32_t> seen = Concat(prompt, r.ids);
+    ASSERT_LE(hist.size(), seen.size());
+    EXPECT_TRUE(std::equal(hist.begin(), hist.end(), seen.begin()));
+    GenerateRequest next = Req(model, Ids(3, 470), 4);
+    next.set_session_id(sid);
+    next.set_append(true);
+    Result rn = client_->Generate(next);
+    ASSERT_TRUE(rn.status.ok()) << rn.status.error_message();
+    EXPECT_EQ(rn.ids, client_->Generate(Req(model, Concat(hist, Ids(3, 470)), 4)).ids);
+  }
+}
+
 TEST_F(ServiceTest, ConcurrentRequestsAreBatchedAndExact) {
   // Sequential references first, then the same requests at once.
   std::vector<GenerateRequest> reqs;
