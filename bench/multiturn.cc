@@ -13,7 +13,8 @@
 //   manyusers   8 conversations sharing the system prompt, round robin
 // "minimum" is the part of each prompt that no earlier request computed
 // (prompt or generated tokens); ratio = recomputed / minimum over a scenario.
-// TTFT is the Prefill call (restore + forward + captures).
+// TTFT is the Prefill call (restore + forward + captures); each request runs
+// with checkpointing on and then off back to back, so both see the same load.
 //
 // Models: the golden models of each family (tiny: ratios) and, with
 // --synthetic, bigger synthetic llama and mamba2 models where compute
@@ -168,64 +169,76 @@ struct Totals {
   size_t peak_bytes = 0;
 };
 
+// One session in both modes: the same requests run with checkpointing on
+// and off back to back, so both TTFTs see the same machine load.
+struct Pair {
+  std::unique_ptr<Sequence> seq[2];  // [0] on, [1] off
+};
+
 class Driver {
  public:
-  Driver(CheckpointEngine& engine, std::mt19937& rng) : engine_(engine), rng_(rng) {}
+  Driver(CheckpointEngine* on, CheckpointEngine* off, std::mt19937& rng) : engine_{on, off}, rng_(rng) {}
 
-  std::unique_ptr<Sequence> NewSession() {
-    auto s = engine_.NewSequence();
-    if (!s.ok()) {
-      std::fprintf(stderr, "new sequence: %s\n", s.status().ToString().c_str());
-      std::exit(1);
-    }
-    return std::move(*s);
-  }
-
-  // Prefill, measured against what earlier requests computed.
-  void Request(Sequence& seq, const Prompt& p) {
-    size_t best = 0;
-    for (const auto& path : computed_) best = std::max(best, checkpoint::CommonPrefix(path, p.keys()));
-    const auto t0 = Clock::now();
-    auto r = engine_.Prefill(seq, p);
-    const double secs = Since(t0);
-    if (!r.ok()) {
-      std::fprintf(stderr, "prefill: %s\n", r.status().ToString().c_str());
-      std::exit(1);
-    }
-    totals.prompt += p.positions();
-    totals.recomputed += r->stats.recomputed;
-    totals.minimum += p.positions() - p.pos_after(best);
-    totals.ttft += secs;
-    ++totals.requests;
-    computed_.emplace_back(p.keys().begin(), p.keys().end());
-    last_logits_ = std::move(r->logits);
-  }
-
-  // A reply of n tokens decoded through the engine (content from the seeded
-  // generator: reuse does not depend on it).
-  std::vector<TokenId> Reply(Sequence& seq, int n, int vocab) {
-    std::vector<TokenId> out;
-    for (int i = 0; i < n; ++i) {
-      TokenId t = 3 + static_cast<TokenId>(rng_() % (vocab - 3));
-      out.push_back(t);
-      auto r = engine_.Decode(seq, t);
-      if (!r.ok()) {
-        std::fprintf(stderr, "decode: %s\n", r.status().ToString().c_str());
+  std::unique_ptr<Pair> NewSession() {
+    auto p = std::make_unique<Pair>();
+    for (int m = 0; m < 2; ++m) {
+      auto s = engine_[m]->NewSequence();
+      if (!s.ok()) {
+        std::fprintf(stderr, "new sequence: %s\n", s.status().ToString().c_str());
         std::exit(1);
       }
+      p->seq[m] = std::move(*s);
     }
-    engine_.EndGeneration(seq).IgnoreError();
-    computed_.emplace_back(seq.history().keys().begin(), seq.history().keys().end());
+    return p;
+  }
+
+  // Prefill in both modes, measured against what earlier requests computed.
+  void Request(Pair& pair, const Prompt& p) {
+    size_t best = 0;
+    for (const auto& path : computed_) best = std::max(best, checkpoint::CommonPrefix(path, p.keys()));
+    for (int m = 0; m < 2; ++m) {
+      const auto t0 = Clock::now();
+      auto r = engine_[m]->Prefill(*pair.seq[m], p);
+      const double secs = Since(t0);
+      if (!r.ok()) {
+        std::fprintf(stderr, "prefill: %s\n", r.status().ToString().c_str());
+        std::exit(1);
+      }
+      totals[m].prompt += p.positions();
+      totals[m].recomputed += r->stats.recomputed;
+      totals[m].minimum += p.positions() - p.pos_after(best);
+      totals[m].ttft += secs;
+      ++totals[m].requests;
+    }
+    computed_.emplace_back(p.keys().begin(), p.keys().end());
+  }
+
+  // A reply of n tokens decoded in both modes (content from the seeded
+  // generator: reuse does not depend on it).
+  std::vector<TokenId> Reply(Pair& pair, int n, int vocab) {
+    std::vector<TokenId> out;
+    for (int i = 0; i < n; ++i) out.push_back(3 + static_cast<TokenId>(rng_() % (vocab - 3)));
+    for (int m = 0; m < 2; ++m) {
+      for (TokenId t : out) {
+        auto r = engine_[m]->Decode(*pair.seq[m], t);
+        if (!r.ok()) {
+          std::fprintf(stderr, "decode: %s\n", r.status().ToString().c_str());
+          std::exit(1);
+        }
+      }
+      engine_[m]->EndGeneration(*pair.seq[m]).IgnoreError();
+    }
+    const auto& h = pair.seq[0]->history().keys();
+    computed_.emplace_back(h.begin(), h.end());
     return out;
   }
 
-  Totals totals;
+  Totals totals[2];
 
  private:
-  CheckpointEngine& engine_;
+  CheckpointEngine* engine_[2];
   std::mt19937& rng_;
   std::vector<std::vector<SymbolKey>> computed_;
-  std::vector<float> last_logits_;
 };
 
 using Msgs = std::vector<std::vector<TokenId>>;
@@ -331,7 +344,7 @@ void RunScenario(const std::string& name, Driver& d, Conv& c, int turns) {
       mb.push_back(d.Reply(*b, kReply, V));
     }
   } else if (name == "manyusers") {
-    std::vector<std::unique_ptr<Sequence>> s;
+    std::vector<std::unique_ptr<Pair>> s;
     std::vector<Msgs> m(8);
     for (int u = 0; u < 8; ++u) s.push_back(d.NewSession());
     for (int t = 0; t < std::max(1, turns / 2); ++t) {
@@ -349,20 +362,21 @@ struct ModelUnderTest {
   std::unique_ptr<Backend> backend;
 };
 
-Totals Measure(Backend& backend, const CheckpointOptions& options, const std::string& scenario, int turns,
-               uint32_t seed) {
-  std::shared_ptr<CheckpointStore> store;
-  if (options.enabled) {
-    auto s = CheckpointStore::Create(options.store());
-    if (!s.ok()) {
-      std::fprintf(stderr, "store: %s\n", s.status().ToString().c_str());
-      std::exit(1);
-    }
-    store = std::move(*s);
+// Runs a scenario with checkpointing on and off side by side: {on, off}.
+std::pair<Totals, Totals> Measure(Backend& backend, const CheckpointOptions& options,
+                                  const std::string& scenario, int turns, uint32_t seed) {
+  auto store = CheckpointStore::Create(options.store());
+  if (!store.ok()) {
+    std::fprintf(stderr, "store: %s\n", store.status().ToString().c_str());
+    std::exit(1);
   }
-  auto engine = CheckpointEngine::Create(&backend, store, options);
-  if (!engine.ok()) {
-    std::fprintf(stderr, "engine: %s\n", engine.status().ToString().c_str());
+  std::shared_ptr<CheckpointStore> shared(std::move(*store));
+  CheckpointOptions disabled = options;
+  disabled.enabled = false;
+  auto on = CheckpointEngine::Create(&backend, shared, options);
+  auto off = CheckpointEngine::Create(&backend, nullptr, disabled);
+  if (!on.ok() || !off.ok()) {
+    std::fprintf(stderr, "engine: %s %s\n", on.status().ToString().c_str(), off.status().ToString().c_str());
     std::exit(1);
   }
   std::mt19937 rng(seed);
@@ -371,10 +385,10 @@ Totals Measure(Backend& backend, const CheckpointOptions& options, const std::st
   c.rng = &rng;
   c.system = c.Tokens(300);
   c.system[0] = 1;
-  Driver d(**engine, rng);
+  Driver d(on->get(), off->get(), rng);
   RunScenario(scenario, d, c, turns);
-  if (store) d.totals.peak_bytes = store->stats().peak_ram_bytes;
-  return d.totals;
+  d.totals[0].peak_bytes = shared->stats().peak_ram_bytes;
+  return {d.totals[0], d.totals[1]};
 }
 
 // Checkpointing cost on one long prompt (one message): prefill with
@@ -530,8 +544,6 @@ int Main(int argc, char** argv) {
       models.push_back({name, std::move(*b)});
     }
   }
-  CheckpointOptions disabled = options;
-  disabled.enabled = false;
   std::printf("multiturn: seed %u, %d turns, 300-token system prompt, 40-120-token users, %d-token replies; "
               "checkpoint RAM budget %.0f MiB, every %d positions\n",
               seed, turns, kReply, options.ram_budget_bytes / 1048576.0, options.every_n);
@@ -547,8 +559,7 @@ int Main(int argc, char** argv) {
     std::printf("  %-11s %8s %10s %8s %7s %12s %12s %8s %11s\n", "scenario", "prompt", "recomputed", "minimum",
                 "ratio", "ttft cached", "ttft off", "speedup", "peak ckpt");
     for (const std::string& sc : scenarios) {
-      Totals on = Measure(*m.backend, options, sc, turns, seed);
-      Totals off = Measure(*m.backend, disabled, sc, turns, seed);
+      auto [on, off] = Measure(*m.backend, options, sc, turns, seed);
       const double ratio = on.minimum > 0 ? static_cast<double>(on.recomputed) / on.minimum : 0;
       worst_ratio = std::max(worst_ratio, ratio);
       std::printf("  %-11s %8lld %10lld %8lld %7.3f %9.2f ms %9.2f ms %7.2fx %8.2f MiB  (off: %lld recomputed)\n",

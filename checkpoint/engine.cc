@@ -637,7 +637,9 @@ absl::StatusOr<std::unique_ptr<PrefillJob>> CheckpointEngine::StartPrefill(Seque
       }
       return false;
     };
-    job->points_ = policy_.PlanPrefill(job->prompt_, i, exists);
+    // An SWA ring with slack can be cut back that far later: no checkpoints needed there.
+    const MemoryCapabilities caps = s.memory->caps();
+    job->points_ = policy_.PlanPrefill(job->prompt_, i, exists, caps.truncatable ? 0 : caps.rollback_window);
   }
   job->CaptureDue();
   return job;

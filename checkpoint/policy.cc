@@ -34,8 +34,9 @@ bool CheckpointPolicy::CanCut(const MemoryCapabilities& caps, Pos next_pos, Pos 
   return next_pos - target <= caps.rollback_window;
 }
 
-std::vector<CapturePoint> CheckpointPolicy::PlanPrefill(
-    const Prompt& prompt, size_t start, const std::function<bool(size_t)>& exists) const {
+std::vector<CapturePoint> CheckpointPolicy::PlanPrefill(const Prompt& prompt, size_t start,
+                                                        const std::function<bool(size_t)>& exists,
+                                                        Pos cut_window) const {
   std::vector<CapturePoint> points;
   if (!captures() || start > prompt.size()) return points;
   const Pos n = options_.every_n;
@@ -73,6 +74,10 @@ std::vector<CapturePoint> CheckpointPolicy::PlanPrefill(
       capture = true;
     }
     if (!capture) continue;
+    if ((point.reason == CaptureReason::kTail || point.reason == CaptureReason::kInterval) &&
+        prompt.positions() - prompt.pos_after(s) <= cut_window) {
+      continue;
+    }
     // The prompt end is captured even when a snapshot exists there if this
     // one keeps logits: the engine decides by asking `exists` with that in
     // mind, so the policy just skips existing points.

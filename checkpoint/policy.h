@@ -105,8 +105,12 @@ class CheckpointPolicy final {
   // which `exists(symbols)` is true (already captured on this path) are
   // skipped. Ascending, no duplicates; every point is a symbol boundary, so
   // never inside a multimodal chunk. Empty when captures() is false.
+  // `cut_window` is how far back the memory can be cut without a checkpoint
+  // (its current rollback window): tail and interval points that close to
+  // the prompt end are skipped, since a cut serves them (SWA rings).
   std::vector<CapturePoint> PlanPrefill(const Prompt& prompt, size_t start,
-                                        const std::function<bool(size_t)>& exists) const;
+                                        const std::function<bool(size_t)>& exists,
+                                        Pos cut_window = 0) const;
 
   // After generation: capture when the sequence moved `since_newest`
   // positions past its newest checkpoint.

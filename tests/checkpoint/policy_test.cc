@@ -97,6 +97,11 @@ TEST(CheckpointPolicyTest, TailPointsOnlyInsideTheLastMessage) {
   at.clear();
   for (auto& pt : policy.PlanPrefill(p, 55, nullptr)) at.push_back(pt.symbols);
   EXPECT_EQ(at, (std::vector<size_t>{60, 70, 75}));
+  // Points a cut can reach from the prompt end are skipped (SWA slack);
+  // message boundaries and the end stay.
+  at.clear();
+  for (auto& pt : policy.PlanPrefill(p, 0, nullptr, 12)) at.push_back(pt.symbols);
+  EXPECT_EQ(at, (std::vector<size_t>{40, 50, 60, 75}));
   // Only the last tail_span positions get them.
   o.tail_span = 20;
   at.clear();
