@@ -133,7 +133,8 @@ std::string CheckpointFlagsHelp() {
       "  --checkpoint-ram=SIZE        RAM for checkpoints, all models (default ", d.ram_budget_bytes >> 30, "GiB)\n",
       "  --checkpoint-disk-dir=PATH   disk tier for evicted checkpoints (default none)\n",
       "  --checkpoint-disk-budget=SIZE  bytes on the disk tier (default ", d.disk_budget_bytes >> 30, "GiB)\n",
-      "  --checkpoint-every=N         positions between checkpoints in long prompts (default ", d.every_n, ", 0 = off)\n",
+      "  --checkpoint-every=N         positions between checkpoints in long prompts (default ", d.every_n, ", 0 = off;\n",
+      "                               best a multiple of --prefill-chunk)\n",
       "  --checkpoint-tail-every=N    positions between checkpoints in a prompt's last message (default ", d.tail_every, ", 0 = off)\n",
       "  --checkpoint-branch-min=N    keep an abandoned branch of >= N positions (default ", d.min_branch_preserve, ", 0 = off)\n",
       "  --prefill-chunk=N            most prompt tokens per forward call (default ", d.prefill_chunk, ")\n");

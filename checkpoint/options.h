@@ -29,10 +29,11 @@ struct CheckpointOptions {
   size_t disk_budget_bytes = size_t{16} << 30;  // 16 GiB
   // --checkpoint-every=N. Positions between interval checkpoints in a long
   // prompt; 0 disables them.
-  Pos every_n = 256;
+  Pos every_n = 512;
   // --checkpoint-tail-every=N. Positions between checkpoints inside the
   // last message of a prompt (edits resume near the change); 0 disables.
-  Pos tail_every = 16;
+  // Off by default: every point splits a Forward call (see PolicyOptions).
+  Pos tail_every = 0;
   // --checkpoint-branch-min=N. Keep a full snapshot of a history before
   // cutting at least N positions of it away; 0 disables.
   Pos min_branch_preserve = 32;

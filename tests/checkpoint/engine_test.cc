@@ -58,6 +58,7 @@ class EngineTest : public ::testing::TestWithParam<Row> {
     recurrent_ = !backend_->info().caps.truncatable;
     options_.prefill_chunk = 64;
     options_.every_n = 64;
+    options_.tail_every = 16;
     Rebuild();
   }
 

@@ -83,6 +83,7 @@ class ExactnessTest : public ::testing::TestWithParam<Row> {
     CheckpointOptions o;
     o.prefill_chunk = 48;  // several chunks per long prompt: cancellation points
     o.every_n = 64;
+    o.tail_every = 16;  // exercised here although off by default
     const std::string budget = GetParam().budget;
     if (budget == "large") {
       o.ram_budget_bytes = size_t{512} << 20;
