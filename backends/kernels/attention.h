@@ -31,7 +31,9 @@ struct AttentionParams {
 // long run). With kv_wrap > 0 the rows j are logical: row j is stored at
 // j % kv_wrap of k, v and kv_pos, so a ring buffer (an SWA cache) is read in
 // place without copying it into position order. A query that sees no row
-// gets zeros. Parallel over (query, head) pairs on `pool`.
+// gets zeros. Parallel over (query, head) pairs on `pool`; runs of 8 or more
+// queries over contiguous rows (no kv_wrap) use cblas_sgemm per head and
+// query block (sets OpenBLAS to one thread, as MatMul does).
 struct AttentionArgs {
   const float* q = nullptr;
   int64_t q_stride = 0;

@@ -317,8 +317,11 @@ TEST(AttentionTest, MatchesNaiveReference) {
   ThreadPool pool(2);
   const AttnCase cases[] = {{4, 2, 16, 0, 0.0f}, {4, 4, 8, 0, 0.0f}, {6, 2, 8, 5, 0.0f}, {2, 1, 32, 0, 30.0f},
                             {8, 1, 4, 3, 20.0f}};
-  for (const AttnCase& c : cases) {
-    const int n_kv = 23, n_q = 7, start = n_kv - n_q;
+  // 7 queries: the per-query dot path; 40 and 300: the GEMM path (one and
+  // several query blocks); kv_begin on or off.
+  for (const AttnCase& c : cases) for (int n_q : {7, 40, 300}) for (bool with_begin : {false, true}) {
+    SCOPED_TRACE("n_q " + std::to_string(n_q) + (with_begin ? " with kv_begin" : ""));
+    const int n_kv = n_q + 16, start = n_kv - n_q;
     AttentionParams p;
     p.n_head = c.n_head;
     p.n_head_kv = c.n_head_kv;
@@ -329,10 +332,11 @@ TEST(AttentionTest, MatchesNaiveReference) {
     p.softcap = c.softcap;
     const int qd = c.n_head * c.hd, kd = c.n_head_kv * c.hd;
     auto q = RandomVec(n_q * qd, 21, 2.0f), k = RandomVec(n_kv * kd, 22, 2.0f), v = RandomVec(n_kv * kd, 23);
-    std::vector<int32_t> kv_end(n_q), q_pos(n_q), kv_pos(n_kv);
+    std::vector<int32_t> kv_end(n_q), kv_begin(n_q), q_pos(n_q), kv_pos(n_kv);
     for (int i = 0; i < n_q; ++i) {
       kv_end[i] = start + i + 1;
       q_pos[i] = start + i;
+      kv_begin[i] = with_begin ? std::max(0, start + i - 9) : 0;  // query i skips rows before kv_begin
     }
     for (int j = 0; j < n_kv; ++j) kv_pos[j] = j;
     std::vector<float> out(n_q * qd);
@@ -341,6 +345,7 @@ TEST(AttentionTest, MatchesNaiveReference) {
     a.q_stride = qd;
     a.n_q = n_q;
     a.kv_end = kv_end.data();
+    a.kv_begin = with_begin ? kv_begin.data() : nullptr;
     a.q_pos = q_pos.data();
     a.k = k.data();
     a.k_stride = kd;
@@ -356,7 +361,7 @@ TEST(AttentionTest, MatchesNaiveReference) {
         const int hk = h / (c.n_head / c.n_head_kv);
         std::vector<double> s;
         std::vector<int> idx;
-        for (int j = 0; j < kv_end[i]; ++j) {
+        for (int j = kv_begin[i]; j < kv_end[i]; ++j) {
           if (c.window > 0 && q_pos[i] - j >= c.window) continue;
           double d = 0;
           for (int t = 0; t < c.hd; ++t) d += static_cast<double>(q[i * qd + h * c.hd + t]) * k[j * kd + hk * c.hd + t];
