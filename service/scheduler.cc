@@ -296,6 +296,12 @@ void Scheduler::DecodeLoop() {
     std::vector<absl::StatusOr<std::vector<float>>> logits(live.size(), absl::UnknownError(""));
     if (!runs.empty()) {
       if (Metrics* m = options_.metrics) m->batch_rows->Observe(static_cast<double>(runs.size()));
+      // Batched decode on Sequence::memory() then CheckpointEngine::Append, as
+      // engine.h prescribes. Known gap (engine side): a concurrent Prefill of
+      // another sequence may copy one of these memories through the prefix
+      // index (CaptureOther) while this Forward writes it, since the engine's
+      // per-sequence lock is not held here; the fix is an engine call that
+      // decodes a batch of sequences under their locks.
       absl::StatusOr<std::vector<RunLogits>> out = model_->backend->Forward(runs);
       if (out.ok()) {
         for (size_t i = 0; i < live.size(); ++i) logits[i] = std::move((*out)[i].values);
