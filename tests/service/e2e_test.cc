@@ -806,13 +806,25 @@ TEST_F(ServiceTest, MessagesAreRenderedWithBoundaries) {
 }
 
 TEST_F(ServiceTest, SessionlessRequestsShareThePrefixCache) {
-  const std::vector<int32_t> system = Ids(64, 310);
-  Result a = client_->Generate(Req(kRec, Concat(system, Ids(5, 470)), 3));
-  ASSERT_TRUE(a.status.ok());
-  Result b = client_->Generate(Req(kRec, Concat(system, Ids(5, 480)), 3));
-  ASSERT_TRUE(b.status.ok());
-  EXPECT_GE(b.prompt.reused_tokens(), 64);
-  EXPECT_EQ(b.ids, client_->Generate(Req(kRec, Concat(system, Ids(5, 480)), 3)).ids);
+  // A system prompt marked as a message: the policy keeps a checkpoint at
+  // the boundary (needed by recurrent state), so another conversation with
+  // the same system prompt starts from it.
+  for (const char* model : {kTf, kRec, kHyb}) {
+    SCOPED_TRACE(model);
+    const std::vector<int32_t> system = Ids(64, 311);
+    auto with_user = [&](int32_t base) {
+      GenerateRequest r = Req(model, system, 3);
+      r.add_parts()->set_message_boundary(true);
+      for (int32_t id : Ids(5, base)) r.add_parts()->mutable_tokens()->add_ids(id);
+      return r;
+    };
+    Result a = client_->Generate(with_user(470));
+    ASSERT_TRUE(a.status.ok());
+    Result b = client_->Generate(with_user(480));
+    ASSERT_TRUE(b.status.ok());
+    EXPECT_GE(b.prompt.reused_tokens(), 64);
+    EXPECT_EQ(b.ids, client_->Generate(Req(model, Concat(system, Ids(5, 480)), 3)).ids);
+  }
 }
 
 TEST_F(ServiceTest, HealthAndReflectionAreServed) {
