@@ -260,6 +260,7 @@ absl::Status InferenceService::DoGenerate(grpc::ServerContext* ctx, const Caller
   const auto deadline = ctx->deadline();
   std::optional<v1::GenerateResponse> finished;
   bool client_gone = false;
+  size_t written_tokens = 0;  // token deltas the transport accepted
   for (;;) {
     std::vector<v1::GenerateResponse> events = job->WaitEvents(std::chrono::milliseconds(10));
     for (v1::GenerateResponse& ev : events) {
@@ -270,6 +271,8 @@ absl::Status InferenceService::DoGenerate(grpc::ServerContext* ctx, const Caller
       if (!client_gone && !writer->Write(ev)) {
         client_gone = true;
         job->RequestStop(StopReason::kCancelled);
+      } else if (!client_gone && ev.has_token()) {
+        ++written_tokens;
       }
     }
     if (job->done()) break;
@@ -286,8 +289,11 @@ absl::Status InferenceService::DoGenerate(grpc::ServerContext* ctx, const Caller
   History after;
   bool update = false;
   if (keep_output) {
+    // After a stop, only the tokens actually sent: the client never saw the
+    // others, so they must not become part of its conversation.
+    const size_t n = status.ok() ? job->streamed.size() : std::min(written_tokens, job->streamed.size());
     after = job->prompt;
-    for (TokenId t : job->streamed) after.AddToken(t);
+    for (size_t i = 0; i < n; ++i) after.AddToken(job->streamed[i]);
     update = true;
   } else if (absl::IsCancelled(status) || absl::IsDeadlineExceeded(status)) {
     // Stopped during prompt processing: the sequence holds a prefix of the

@@ -127,8 +127,7 @@ absl::StatusOr<std::unique_ptr<Scheduler>> Scheduler::Create(ServedModel* model,
     return absl::InvalidArgumentError("max_batch and max_queue must be positive");
   }
   std::unique_ptr<Scheduler> s(new Scheduler(model, options));
-  s->prefill_thread_ = std::thread([p = s.get()] { p->PrefillLoop(); });
-  s->decode_thread_ = std::thread([p = s.get()] { p->DecodeLoop(); });
+  s->thread_ = std::thread([p = s.get()] { p->Loop(); });
   return s;
 }
 
@@ -137,13 +136,10 @@ Scheduler::~Scheduler() {
     std::lock_guard<std::mutex> lock(mu_);
     stopping_ = true;
     for (auto& j : queue_) j->RequestStop(StopReason::kShutdown);
-    for (auto& r : running_) r->job->RequestStop(StopReason::kShutdown);
   }
   cv_.notify_all();
-  prefill_thread_.join();
-  decode_thread_.join();
+  thread_.join();
   for (auto& j : queue_) j->Finish(absl::UnavailableError("server shutting down"));
-  for (auto& r : running_) r->job->Finish(absl::UnavailableError("server shutting down"));
 }
 
 absl::Status Scheduler::Submit(std::shared_ptr<GenerateJob> job) {
@@ -169,7 +165,7 @@ size_t Scheduler::queue_depth() const {
 
 size_t Scheduler::running() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return decoding_;
+  return n_decoding_;
 }
 
 absl::Status Scheduler::StopStatus(const GenerateJob& job) const {
@@ -180,150 +176,165 @@ absl::Status Scheduler::StopStatus(const GenerateJob& job) const {
   }
 }
 
-void Scheduler::PrefillLoop() {
-  for (;;) {
-    std::shared_ptr<GenerateJob> job;
-    {
-      std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [&] {
-        return stopping_ ||
-               (!queue_.empty() && decoding_ < static_cast<size_t>(options_.max_batch));
-      });
-      if (stopping_) return;
-      job = std::move(queue_.front());
-      queue_.pop_front();
-      ++prefilling_;
-      if (options_.metrics) options_.metrics->queue_depth->Set(static_cast<double>(queue_.size()));
-    }
-    auto done_prefilling = [&] {
-      std::lock_guard<std::mutex> lock(mu_);
-      --prefilling_;
-    };
-    if (job->stop_reason() != StopReason::kNone) {
-      job->Finish(StopStatus(*job));
-      done_prefilling();
-      continue;
-    }
-    auto r = std::make_unique<Running>(job, model_->tokenizer.get());
-    r->prefill_start = Clock::now();
-    checkpoint::Prompt prompt;
-    absl::Status st = job->prompt.ToPrompt(model_->info().n_embd, &prompt);
-    absl::StatusOr<checkpoint::PrefillResult> res = absl::UnknownError("not run");
-    if (!st.ok()) {
-      res = st;
-    } else {
-      checkpoint::PrefillControl control;
-      control.cancel = &job->cancel_flag;
-      res = model_->engine->Prefill(*job->seq, prompt, control);
-    }
-    r->prefill_end = Clock::now();
-    if (!res.ok()) {
-      job->Finish(job->stop_reason() != StopReason::kNone ? StopStatus(*job) : res.status());
-      done_prefilling();
-      continue;
-    }
-    job->prefilled = true;
-    job->stats = res->stats;
-    if (Metrics* m = options_.metrics) {
-      m->prompt_tokens->Increment(res->stats.prompt_positions);
-      m->reused_tokens->Increment(res->stats.reused);
-      m->recomputed_tokens->Increment(res->stats.recomputed);
-    }
-    {
-      v1::GenerateResponse ev;
-      v1::PromptInfo* p = ev.mutable_prompt();
-      p->set_prompt_tokens(static_cast<int32_t>(res->stats.prompt_symbols));
-      p->set_prompt_positions(res->stats.prompt_positions);
-      p->set_reused_tokens(res->stats.reused);
-      p->set_recomputed_tokens(res->stats.recomputed);
-      p->set_restored_checkpoint_pos(res->stats.restored_pos);
-      p->set_reuse_source(res->stats.reused == 0 ? "none"
-                                                 : checkpoint::ReuseKindName(res->stats.source));
-      p->set_session_id(job->session_id);
-      job->Emit(std::move(ev));
-    }
-    r->sampler.AddHistory(job->prompt.Tokens());
-    bool over = false;
-    if (job->max_tokens == 0) {
-      Complete(*r, absl::OkStatus());
-      over = true;
-    } else {
-      over = Step(*r, res->logits);
-    }
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      --prefilling_;
-      if (!over) {
-        running_.push_back(std::move(r));
-        ++decoding_;
-      }
-      if (options_.metrics) options_.metrics->running_sequences->Set(static_cast<double>(decoding_));
-    }
-    cv_.notify_all();
+void Scheduler::StartPrompt(std::shared_ptr<GenerateJob> job) {
+  if (job->stop_reason() != StopReason::kNone) {
+    job->Finish(StopStatus(*job));
+    return;
   }
+  auto p = std::make_unique<Prefilling>();
+  p->r = std::make_unique<Running>(job, model_->tokenizer.get());
+  p->r->prefill_start = Clock::now();
+  checkpoint::Prompt prompt;
+  absl::Status st = job->prompt.ToPrompt(model_->info().n_embd, &prompt);
+  if (st.ok()) {
+    // Chooses and applies the reuse (cut, restore, shared prefix) now; the
+    // rest of the prompt is computed in this loop's batched steps.
+    absl::StatusOr<std::unique_ptr<checkpoint::PrefillJob>> pj =
+        model_->engine->StartPrefill(*job->seq, prompt);
+    if (pj.ok()) {
+      p->job = std::move(*pj);
+    } else {
+      st = pj.status();
+    }
+  }
+  if (!st.ok()) {
+    job->Finish(st);
+    return;
+  }
+  prefilling_.push_back(std::move(p));
 }
 
-void Scheduler::DecodeLoop() {
-  std::vector<std::unique_ptr<Running>> batch;
+void Scheduler::PromptDone(std::unique_ptr<Prefilling> p, absl::StatusOr<checkpoint::PrefillResult> res) {
+  std::unique_ptr<Running> r = std::move(p->r);
+  GenerateJob& job = *r->job;
+  r->prefill_end = Clock::now();
+  if (!res.ok()) {
+    job.Finish(job.stop_reason() != StopReason::kNone ? StopStatus(job) : res.status());
+    return;
+  }
+  job.prefilled = true;
+  job.stats = res->stats;
+  if (Metrics* m = options_.metrics) {
+    m->prompt_tokens->Increment(res->stats.prompt_positions);
+    m->reused_tokens->Increment(res->stats.reused);
+    m->recomputed_tokens->Increment(res->stats.recomputed);
+  }
+  {
+    v1::GenerateResponse ev;
+    v1::PromptInfo* info = ev.mutable_prompt();
+    info->set_prompt_tokens(static_cast<int32_t>(res->stats.prompt_symbols));
+    info->set_prompt_positions(res->stats.prompt_positions);
+    info->set_reused_tokens(res->stats.reused);
+    info->set_recomputed_tokens(res->stats.recomputed);
+    info->set_restored_checkpoint_pos(res->stats.restored_pos);
+    info->set_reuse_source(res->stats.reused == 0 ? "none" : checkpoint::ReuseKindName(res->stats.source));
+    info->set_session_id(job.session_id);
+    job.Emit(std::move(ev));
+  }
+  r->sampler.AddHistory(job.prompt.Tokens());
+  if (job.max_tokens == 0) {
+    Complete(*r, absl::OkStatus());
+    return;
+  }
+  if (!Step(*r, res->logits)) decoding_.push_back(std::move(r));
+}
+
+void Scheduler::Loop() {
   for (;;) {
+    std::vector<std::shared_ptr<GenerateJob>> admitted;
     {
       std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [&] { return stopping_ || !running_.empty(); });
-      if (stopping_) return;
-      batch = std::move(running_);
-      running_.clear();
+      cv_.wait(lock, [&] { return stopping_ || !queue_.empty() || !decoding_.empty() || !prefilling_.empty(); });
+      if (stopping_) break;
+      while (!queue_.empty() &&
+             decoding_.size() + prefilling_.size() + admitted.size() < static_cast<size_t>(options_.max_batch)) {
+        admitted.push_back(std::move(queue_.front()));
+        queue_.pop_front();
+      }
+      if (options_.metrics) options_.metrics->queue_depth->Set(static_cast<double>(queue_.size()));
     }
-    const size_t taken = batch.size();
-    // Stopped requests leave before the step (within one step of the stop).
-    std::vector<std::unique_ptr<Running>> live;
-    for (auto& r : batch) {
-      if (r->job->stop_reason() != StopReason::kNone) {
-        Complete(*r, StopStatus(*r->job));
+    for (auto& job : admitted) StartPrompt(std::move(job));
+
+    // Stopped requests leave before the step (so within one step of the stop).
+    for (auto it = prefilling_.begin(); it != prefilling_.end();) {
+      if ((*it)->r->job->stop_reason() != StopReason::kNone) {
+        std::unique_ptr<Prefilling> p = std::move(*it);
+        it = prefilling_.erase(it);
+        const absl::Status stop = StopStatus(*p->r->job);
+        // The sequence keeps the prompt prefix absorbed so far.
+        p->job->Finish(stop).IgnoreError();
+        p->job.reset();
+        PromptDone(std::move(p), stop);
       } else {
-        live.push_back(std::move(r));
+        ++it;
       }
     }
-    batch.clear();
-    std::vector<SequenceRun> runs(live.size());
-    static const int32_t kRow0 = 0;
-    for (size_t i = 0; i < live.size(); ++i) {
-      SequenceMemory* mem = live[i]->job->seq->memory();
-      runs[i].memory = mem;
-      runs[i].start_pos = mem->next_pos();
-      runs[i].tokens = std::span<const TokenId>(&live[i]->pending, 1);
-      runs[i].logit_rows = std::span<const int32_t>(&kRow0, 1);
-    }
-    std::vector<absl::StatusOr<std::vector<float>>> logits(live.size(), absl::UnknownError(""));
-    if (!runs.empty()) {
-      if (Metrics* m = options_.metrics) m->batch_rows->Observe(static_cast<double>(runs.size()));
-      // Batched decode on Sequence::memory() then CheckpointEngine::Append, as
-      // engine.h prescribes. Known gap (engine side): a concurrent Prefill of
-      // another sequence may copy one of these memories through the prefix
-      // index (CaptureOther) while this Forward writes it, since the engine's
-      // per-sequence lock is not held here; the fix is an engine call that
-      // decodes a batch of sequences under their locks.
-      absl::StatusOr<std::vector<RunLogits>> out = model_->backend->Forward(runs);
-      if (out.ok()) {
-        for (size_t i = 0; i < live.size(); ++i) logits[i] = std::move((*out)[i].values);
+    for (auto it = decoding_.begin(); it != decoding_.end();) {
+      if ((*it)->job->stop_reason() != StopReason::kNone) {
+        Complete(**it, StopStatus(*(*it)->job));
+        it = decoding_.erase(it);
       } else {
-        // Isolate the failing sequence(s): one request's error must not end
-        // the others.
-        for (size_t i = 0; i < live.size(); ++i) {
+        ++it;
+      }
+    }
+
+    // One Forward: the next token of every decoding sequence, then prompt
+    // runs of the prefilling ones within the step's token budget (at least
+    // one run per step, so prompts progress however many sequences decode).
+    std::vector<SequenceRun> runs;
+    static const int32_t kRow0 = 0;
+    for (auto& r : decoding_) {
+      SequenceMemory* mem = r->job->seq->memory();
+      SequenceRun run;
+      run.memory = mem;
+      run.start_pos = mem->next_pos();
+      run.tokens = std::span<const TokenId>(&r->pending, 1);
+      run.logit_rows = std::span<const int32_t>(&kRow0, 1);
+      runs.push_back(run);
+    }
+    const size_t n_decode = runs.size();
+    int64_t budget = std::max<int64_t>(options_.step_tokens - static_cast<int64_t>(n_decode), 1);
+    std::vector<Prefilling*> prompt_runs;
+    for (auto& p : prefilling_) {
+      if (budget <= 0) break;
+      if (p->job->done()) continue;
+      SequenceRun run = p->job->NextRun(static_cast<int32_t>(budget));
+      budget -= run.chunk != nullptr ? run.chunk->n_rows() : static_cast<int64_t>(run.tokens.size());
+      runs.push_back(run);
+      prompt_runs.push_back(p.get());
+    }
+    std::vector<absl::StatusOr<RunLogits>> out(runs.size(), absl::UnknownError("not run"));
+    if (!runs.empty()) {
+      if (Metrics* m = options_.metrics) {
+        if (n_decode > 0) m->batch_rows->Observe(static_cast<double>(n_decode));
+      }
+      // Known gap (engine side): decode rows run on Sequence::memory() as
+      // engine.h prescribes, without the engine's per-sequence lock, so a
+      // concurrent Prefill elsewhere (an export) could copy one of these
+      // memories through the prefix index while this Forward writes it.
+      absl::StatusOr<std::vector<RunLogits>> all = model_->backend->Forward(runs);
+      if (all.ok()) {
+        for (size_t i = 0; i < runs.size(); ++i) out[i] = std::move((*all)[i]);
+      } else {
+        // Isolate the failing run(s): one request's error must not end the
+        // others.
+        for (size_t i = 0; i < runs.size(); ++i) {
           absl::StatusOr<std::vector<RunLogits>> one =
               model_->backend->Forward(std::span<const SequenceRun>(&runs[i], 1));
           if (one.ok()) {
-            logits[i] = std::move((*one)[0].values);
+            out[i] = std::move((*one)[0]);
           } else {
-            logits[i] = one.status();
+            out[i] = one.status();
           }
         }
       }
     }
+    // Decode rows.
     std::vector<std::unique_ptr<Running>> keep;
-    for (size_t i = 0; i < live.size(); ++i) {
-      Running& r = *live[i];
-      if (!logits[i].ok()) {
-        Complete(r, logits[i].status());
+    for (size_t i = 0; i < n_decode; ++i) {
+      Running& r = *decoding_[i];
+      if (!out[i].ok()) {
+        Complete(r, out[i].status());
         continue;
       }
       if (absl::Status st = model_->engine->Append(*r.job->seq, std::span<const TokenId>(&r.pending, 1));
@@ -331,17 +342,46 @@ void Scheduler::DecodeLoop() {
         Complete(r, st);
         continue;
       }
-      if (!Step(r, *logits[i])) keep.push_back(std::move(live[i]));
+      if (!Step(r, out[i]->row(0))) keep.push_back(std::move(decoding_[i]));
+    }
+    decoding_ = std::move(keep);
+    // Prompt runs; a finished prompt samples its first token and joins the
+    // decoding set for the next step.
+    std::vector<Prefilling*> finished;
+    std::vector<absl::Status> failed(prompt_runs.size());
+    for (size_t k = 0; k < prompt_runs.size(); ++k) {
+      Prefilling* p = prompt_runs[k];
+      const size_t i = n_decode + k;
+      absl::Status st = out[i].ok() ? p->job->Absorbed(*out[i]) : out[i].status();
+      if (!st.ok()) p->error = st;
+    }
+    for (auto it = prefilling_.begin(); it != prefilling_.end();) {
+      Prefilling& p = **it;
+      if (!p.error.ok() || p.job->done()) {
+        std::unique_ptr<Prefilling> own = std::move(*it);
+        it = prefilling_.erase(it);
+        absl::StatusOr<checkpoint::PrefillResult> res = own->job->Finish(own->error);
+        own->job.reset();
+        PromptDone(std::move(own), std::move(res));
+      } else {
+        ++it;
+      }
     }
     {
       std::lock_guard<std::mutex> lock(mu_);
-      decoding_ -= taken - keep.size();
-      for (auto& r : running_) keep.push_back(std::move(r));
-      running_ = std::move(keep);
-      if (options_.metrics) options_.metrics->running_sequences->Set(static_cast<double>(decoding_));
+      n_decoding_ = decoding_.size();
+      if (options_.metrics) options_.metrics->running_sequences->Set(static_cast<double>(n_decoding_));
     }
-    cv_.notify_all();  // the prefill thread may admit again
   }
+  // Shutting down: end what is in flight.
+  for (auto& p : prefilling_) {
+    p->job->Finish(absl::UnavailableError("server shutting down")).IgnoreError();
+    p->job.reset();
+    p->r->job->Finish(absl::UnavailableError("server shutting down"));
+  }
+  prefilling_.clear();
+  for (auto& r : decoding_) r->job->Finish(absl::UnavailableError("server shutting down"));
+  decoding_.clear();
 }
 
 bool Scheduler::Step(Running& r, std::span<const float> logits) {

@@ -1,24 +1,21 @@
 // The per-model scheduler: continuous batching of every running sequence.
 //
-// Two threads per model:
-// - the prefill thread takes admitted requests in order and brings each
-//   sequence to its prompt through CheckpointEngine::Prefill (which finds
-//   the best reuse, restores, and computes the rest in chunks of at most
-//   --prefill-chunk tokens);
-// - the decode thread runs steps: each step is ONE Backend::Forward over the
-//   next token of every running sequence, so concurrent requests share the
-//   weight reads.
-// Both reach the backend through a FIFO turnstile (FairBackend in
-// scheduler.cc): a decode step waits for at most one prompt chunk and a long
-// prompt never starves decoding, so the per-step token budget is
-// (running sequences + one prompt chunk). Prompt chunks are not fused into
-// the decode step's Forward because prompt reuse (restores, cuts, shared
-// prefixes) belongs to the checkpoint engine, which runs its own Forward.
+// One thread per model runs steps. Each step is ONE Backend::Forward over
+// the next token of every decoding sequence plus prompt runs of the
+// sequences still processing their prompt, within a per-step token budget
+// (SchedulerOptions::step_tokens), so concurrent requests share the weight
+// reads and a long prompt never stalls decoding for more than a step.
+// Prompt reuse (cuts, restores, shared prefixes) is the checkpoint engine's:
+// CheckpointEngine::StartPrefill applies it when a request is admitted and
+// its PrefillJob hands out the remaining runs (and captures checkpoints as
+// they are absorbed).
 //
-// Cancellation and deadlines: the request's stop flag is checked by the
-// prefill engine between chunks and by the decode thread before each step,
-// so a request stops within one step. What the session holds afterwards is
-// documented in inference.proto (GenerateRequest.session_id).
+// Cancellation and deadlines: the request's stop flag is checked before
+// every step, so a request stops within one step. What the session holds
+// afterwards is documented in inference.proto (GenerateRequest.session_id).
+//
+// The backend is wrapped in a FIFO turnstile (FairBackend) because other
+// threads (a session export) may also run Forward on the model.
 #ifndef CAIRN_SERVICE_SCHEDULER_H_
 #define CAIRN_SERVICE_SCHEDULER_H_
 
@@ -99,7 +96,10 @@ struct GenerateJob {
 };
 
 struct SchedulerOptions {
-  int32_t max_batch = 64;    // sequences decoding at once; others wait
+  int32_t max_batch = 64;    // sequences prefilling or decoding at once; others wait
+  // Tokens per step (one Forward): every decoding sequence's next token
+  // plus prompt runs up to this budget (at least one prompt run per step).
+  int32_t step_tokens = 512;
   int32_t max_queue = 256;   // admitted requests waiting; beyond: RESOURCE_EXHAUSTED
   Metrics* metrics = nullptr;
 };
@@ -121,9 +121,14 @@ class Scheduler final {
 
  private:
   struct Running;
+  struct Prefilling;
   Scheduler(ServedModel* model, const SchedulerOptions& options);
-  void PrefillLoop();
-  void DecodeLoop();
+  void Loop();
+  // Admits a job: the engine applies the best reuse; the rest of the prompt
+  // joins the next steps.
+  void StartPrompt(std::shared_ptr<GenerateJob> job);
+  // A prompt ended (result or error): stream PromptInfo and the first token.
+  void PromptDone(std::unique_ptr<Prefilling> p, absl::StatusOr<checkpoint::PrefillResult> res);
   // Samples from `logits` and streams the token; true when the job is over
   // (then it has been finished).
   bool Step(Running& r, std::span<const float> logits);
@@ -137,14 +142,18 @@ class Scheduler final {
   std::condition_variable cv_;
   bool stopping_ = false;
   std::deque<std::shared_ptr<GenerateJob>> queue_;
-  std::vector<std::unique_ptr<Running>> running_;   // decode set
-  size_t prefilling_ = 0;
-  // Jobs in the decode set, including those the decode thread is stepping
-  // (running_ is empty while it steps): what max_batch bounds.
-  size_t decoding_ = 0;
+  size_t n_decoding_ = 0;  // decoding_.size() for other threads
 
-  std::thread prefill_thread_;
-  std::thread decode_thread_;
+  // Owned by the loop thread.
+  struct Prefilling {
+    std::unique_ptr<Running> r;
+    std::unique_ptr<checkpoint::PrefillJob> job;
+    absl::Status error;
+  };
+  std::vector<std::unique_ptr<Prefilling>> prefilling_;
+  std::vector<std::unique_ptr<Running>> decoding_;
+
+  std::thread thread_;
 };
 
 // Wraps a backend so that Forward calls enter in arrival order (a ticket

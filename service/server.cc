@@ -32,6 +32,11 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Create(const ServerOptions& opti
   s->metrics_ = std::move(*metrics);
   SchedulerOptions sched = options.scheduler;
   sched.metrics = s->metrics_.get();
+  // The step budget is the prompt chunk size (--prefill-chunk): a step then
+  // holds one full prompt chunk next to the decode rows.
+  if (options.models_options.checkpoint.prefill_chunk > 0) {
+    sched.step_tokens = options.models_options.checkpoint.prefill_chunk;
+  }
   auto models = ModelRegistry::Load(options.models, options.models_options, sched);
   if (!models.ok()) return models.status();
   s->models_ = std::move(*models);
