@@ -16,6 +16,7 @@
 #include "backends/kernels/thread_pool.h"
 #include "backends/kernels/vec.h"
 #include "backends/model/dequant.h"
+#include "backends/model_loading.h"
 #include "backends/transformer/kv_memory.h"
 
 namespace cairn {
@@ -29,11 +30,6 @@ absl::StatusOr<Arch> ParseArch(const std::string& arch) {
   if (arch == "qwen3") return Arch::kQwen3;
   return absl::InvalidArgumentError(
       absl::StrCat("architecture '", arch, "' is not served by the transformer family"));
-}
-
-// A missing required key makes the file malformed for this family.
-absl::Status Malformed(const absl::Status& s, const std::string& path) {
-  return absl::InvalidArgumentError(absl::StrCat("model '", path, "': ", s.message()));
 }
 
 struct LayerWeights {
@@ -88,89 +84,30 @@ class TransformerBackend final : public Backend {
   std::vector<LayerWeights> layers_;
 };
 
-// Reads a 1-D tensor of `n` elements of any type as F32.
-absl::StatusOr<std::vector<float>> LoadVector(const ModelFile& m, const std::string& name, int64_t n,
-                                              bool required) {
-  const TensorInfo* t = m.FindTensor(name);
-  if (!t) {
-    if (!required) return std::vector<float>();
-    return absl::InvalidArgumentError(absl::StrCat("model '", m.path(), "': tensor '", name, "' is missing"));
-  }
-  if (t->n_elements() != n) {
-    return absl::InvalidArgumentError(absl::StrCat("model '", m.path(), "': tensor '", name, "' has ",
-                                                   t->n_elements(), " elements, expected ", n));
-  }
-  return DequantizeTensor(*t);
-}
-
-absl::StatusOr<WeightMatrix> LoadMatrix(const ModelFile& m, const std::string& name, int64_t n_in,
-                                        int64_t n_out) {
-  const TensorInfo* t = m.FindTensor(name);
-  if (!t) return absl::InvalidArgumentError(absl::StrCat("model '", m.path(), "': tensor '", name, "' is missing"));
-  if (t->shape.size() < 2 || t->shape[0] != n_in || t->n_rows() != n_out) {
-    std::string shape;
-    for (int64_t d : t->shape) absl::StrAppend(&shape, shape.empty() ? "" : ", ", d);
-    return absl::InvalidArgumentError(absl::StrCat("model '", m.path(), "': tensor '", name, "' has shape [",
-                                                   shape, "], expected [", n_in, ", ", n_out, "]"));
-  }
-  return WeightMatrix::FromTensor(*t);
-}
-
-// Per-layer integer hyperparameter: a scalar or an array of n_layer values.
-absl::StatusOr<std::vector<int64_t>> PerLayer(const Metadata& md, const std::string& key, int32_t n_layer) {
-  const MetadataValue* v = md.Find(key);
-  if (v && v->is_array()) {
-    absl::StatusOr<std::vector<int64_t>> arr = md.GetIntArray(key);
-    if (!arr.ok()) return arr.status();
-    if (static_cast<int32_t>(arr->size()) != n_layer) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("key '", key, "' has ", arr->size(), " entries for ", n_layer, " layers"));
-    }
-    return arr;
-  }
-  absl::StatusOr<int64_t> one = md.GetInt(key);
-  if (!one.ok()) return one.status();
-  return std::vector<int64_t>(n_layer, *one);
-}
-
-#define CAIRN_ASSIGN_MD(lhs, expr)                          \
-  do {                                                      \
-    auto cairn_v_ = (expr);                                 \
-    if (!cairn_v_.ok()) return Malformed(cairn_v_.status(), model_->path()); \
-    lhs = *cairn_v_;                                        \
-  } while (0)
-
-#define CAIRN_ASSIGN_OR_RETURN_T(lhs, expr)     \
-  do {                                          \
-    auto cairn_v_ = (expr);                     \
-    if (!cairn_v_.ok()) return cairn_v_.status(); \
-    lhs = std::move(*cairn_v_);                 \
-  } while (0)
-
 absl::Status TransformerBackend::Load(const BackendOptions& options) {
   const Metadata& md = model_->metadata();
   const ModelFile& m = *model_;
-  CAIRN_ASSIGN_MD(hp_.arch_name, m.Architecture());
+  CAIRN_LOAD_ASSIGN_MD(hp_.arch_name, m.Architecture(), model_->path());
   absl::StatusOr<Arch> arch = ParseArch(hp_.arch_name);
   if (!arch.ok()) return arch.status();
   hp_.arch = *arch;
   const std::string a = hp_.arch_name + ".";
 
   int64_t v = 0;
-  CAIRN_ASSIGN_MD(hp_.n_embd, md.GetInt(a + "embedding_length"));
-  CAIRN_ASSIGN_MD(v, md.GetInt(a + "block_count"));
+  CAIRN_LOAD_ASSIGN_MD(hp_.n_embd, md.GetInt(a + "embedding_length"), model_->path());
+  CAIRN_LOAD_ASSIGN_MD(v, md.GetInt(a + "block_count"), model_->path());
   hp_.n_layer = static_cast<int32_t>(v);
-  CAIRN_ASSIGN_MD(v, md.GetInt(a + "attention.head_count"));
+  CAIRN_LOAD_ASSIGN_MD(v, md.GetInt(a + "attention.head_count"), model_->path());
   hp_.n_head = static_cast<int32_t>(v);
-  CAIRN_ASSIGN_MD(v, md.GetIntOr(a + "context_length", 2048));
+  CAIRN_LOAD_ASSIGN_MD(v, md.GetIntOr(a + "context_length", 2048), model_->path());
   hp_.n_ctx_train = static_cast<int32_t>(v);
   if (hp_.n_embd <= 0 || hp_.n_layer <= 0 || hp_.n_head <= 0) {
     return absl::InvalidArgumentError(absl::StrCat("model '", m.path(), "': non-positive embedding_length, ",
                                                    "block_count or head_count"));
   }
   std::vector<int64_t> n_head_kv, n_ff;
-  CAIRN_ASSIGN_MD(n_head_kv, PerLayer(md, a + "attention.head_count_kv", hp_.n_layer));
-  CAIRN_ASSIGN_MD(n_ff, PerLayer(md, a + "feed_forward_length", hp_.n_layer));
+  CAIRN_LOAD_ASSIGN_MD(n_head_kv, PerLayer(md, a + "attention.head_count_kv", hp_.n_layer), model_->path());
+  CAIRN_LOAD_ASSIGN_MD(n_ff, PerLayer(md, a + "feed_forward_length", hp_.n_layer), model_->path());
   // K/V rows have one width for every layer in a full cache.
   for (int64_t h : n_head_kv) {
     if (h != n_head_kv[0] || h <= 0 || hp_.n_head % h != 0) {
@@ -178,53 +115,53 @@ absl::Status TransformerBackend::Load(const BackendOptions& options) {
                                                      "': head_count_kv must be one positive divisor of head_count"));
     }
   }
-  CAIRN_ASSIGN_MD(v, md.GetIntOr(a + "attention.key_length", hp_.n_embd / hp_.n_head));
+  CAIRN_LOAD_ASSIGN_MD(v, md.GetIntOr(a + "attention.key_length", hp_.n_embd / hp_.n_head), model_->path());
   hp_.head_dim_k = static_cast<int32_t>(v);
-  CAIRN_ASSIGN_MD(v, md.GetIntOr(a + "attention.value_length", hp_.head_dim_k));
+  CAIRN_LOAD_ASSIGN_MD(v, md.GetIntOr(a + "attention.value_length", hp_.head_dim_k), model_->path());
   hp_.head_dim_v = static_cast<int32_t>(v);
   double eps = 0;
-  CAIRN_ASSIGN_MD(eps, md.GetFloat(a + "attention.layer_norm_rms_epsilon"));
+  CAIRN_LOAD_ASSIGN_MD(eps, md.GetFloat(a + "attention.layer_norm_rms_epsilon"), model_->path());
   hp_.eps = static_cast<float>(eps);
 
   // RoPE.
   RopeParams& rope = hp_.rope;
   rope.type = hp_.arch == Arch::kLlama ? RopeType::kNormal : RopeType::kNeox;
-  CAIRN_ASSIGN_MD(v, md.GetIntOr(a + "rope.dimension_count", hp_.head_dim_k));
+  CAIRN_LOAD_ASSIGN_MD(v, md.GetIntOr(a + "rope.dimension_count", hp_.head_dim_k), model_->path());
   rope.n_dims = static_cast<int32_t>(v);
   if (rope.n_dims <= 0 || rope.n_dims > hp_.head_dim_k || rope.n_dims % 2) {
     return absl::InvalidArgumentError(absl::StrCat("model '", m.path(), "': rope.dimension_count ", rope.n_dims,
                                                    " does not fit head dim ", hp_.head_dim_k));
   }
   double base = 0;
-  CAIRN_ASSIGN_MD(base, md.GetFloatOr(a + "rope.freq_base", 10000.0));
+  CAIRN_LOAD_ASSIGN_MD(base, md.GetFloatOr(a + "rope.freq_base", 10000.0), model_->path());
   rope.freq_base = static_cast<float>(base);
   std::string scaling;
-  CAIRN_ASSIGN_MD(scaling, md.GetStringOr(a + "rope.scaling.type", "linear"));
+  CAIRN_LOAD_ASSIGN_MD(scaling, md.GetStringOr(a + "rope.scaling.type", "linear"), model_->path());
   if (scaling != "linear" && scaling != "none") {
     return absl::UnimplementedError(absl::StrCat("model '", m.path(), "': rope scaling '", scaling,
                                                  "' is not supported (linear, none)"));
   }
   double factor = 0;
-  CAIRN_ASSIGN_MD(factor, md.GetFloatOr(a + "rope.scaling.factor", 0.0));
-  if (factor == 0.0) CAIRN_ASSIGN_MD(factor, md.GetFloatOr(a + "rope.scale_linear", 0.0));
+  CAIRN_LOAD_ASSIGN_MD(factor, md.GetFloatOr(a + "rope.scaling.factor", 0.0), model_->path());
+  if (factor == 0.0) CAIRN_LOAD_ASSIGN_MD(factor, md.GetFloatOr(a + "rope.scale_linear", 0.0), model_->path());
   rope.freq_scale = (scaling == "none" || factor == 0.0) ? 1.0f : static_cast<float>(1.0 / factor);
-  CAIRN_ASSIGN_OR_RETURN_T(rope.freq_factors, LoadVector(m, "rope_freqs.weight", rope.n_dims / 2, false));
+  CAIRN_LOAD_ASSIGN(rope.freq_factors, LoadVector(m, "rope_freqs.weight", rope.n_dims / 2, false));
 
   double attn_scale = 0;
-  CAIRN_ASSIGN_MD(attn_scale, md.GetFloatOr(a + "attention.scale", 0.0));
+  CAIRN_LOAD_ASSIGN_MD(attn_scale, md.GetFloatOr(a + "attention.scale", 0.0), model_->path());
   hp_.kq_scale = (hp_.arch == Arch::kLlama && attn_scale != 0.0)
                      ? static_cast<float>(attn_scale)
                      : 1.0f / std::sqrt(static_cast<float>(hp_.head_dim_k));
 
   // Global tensors.
-  CAIRN_ASSIGN_OR_RETURN_T(tok_embd_, m.GetTensor("token_embd.weight"));
+  CAIRN_LOAD_ASSIGN(tok_embd_, m.GetTensor("token_embd.weight"));
   if (tok_embd_->shape.size() < 2 || tok_embd_->shape[0] != hp_.n_embd) {
     return absl::InvalidArgumentError(absl::StrCat("model '", m.path(), "': token_embd.weight rows are not n_embd wide"));
   }
   hp_.n_vocab = static_cast<int32_t>(tok_embd_->n_rows());
-  CAIRN_ASSIGN_OR_RETURN_T(output_norm_, LoadVector(m, "output_norm.weight", hp_.n_embd, true));
+  CAIRN_LOAD_ASSIGN(output_norm_, LoadVector(m, "output_norm.weight", hp_.n_embd, true));
   if (m.FindTensor("output.weight")) {
-    CAIRN_ASSIGN_OR_RETURN_T(output_, LoadMatrix(m, "output.weight", hp_.n_embd, hp_.n_vocab));
+    CAIRN_LOAD_ASSIGN(output_, LoadMatrix(m, "output.weight", hp_.n_embd, hp_.n_vocab));
   } else {
     output_ = WeightMatrix::FromTensor(*tok_embd_);  // tied output
   }
@@ -241,23 +178,23 @@ absl::Status TransformerBackend::Load(const BackendOptions& options) {
     const std::string p = absl::StrCat("blk.", il, ".");
     L.n_head_kv = static_cast<int32_t>(kv_heads);
     L.n_ff = n_ff[il];
-    CAIRN_ASSIGN_OR_RETURN_T(L.attn_norm, LoadVector(m, p + "attn_norm.weight", hp_.n_embd, true));
-    CAIRN_ASSIGN_OR_RETURN_T(L.ffn_norm, LoadVector(m, p + "ffn_norm.weight", hp_.n_embd, true));
-    CAIRN_ASSIGN_OR_RETURN_T(L.wq, LoadMatrix(m, p + "attn_q.weight", hp_.n_embd, q_dim));
-    CAIRN_ASSIGN_OR_RETURN_T(L.wk, LoadMatrix(m, p + "attn_k.weight", hp_.n_embd, k_dim));
-    CAIRN_ASSIGN_OR_RETURN_T(L.wv, LoadMatrix(m, p + "attn_v.weight", hp_.n_embd, v_dim));
-    CAIRN_ASSIGN_OR_RETURN_T(L.wo, LoadMatrix(m, p + "attn_output.weight", o_dim, hp_.n_embd));
-    CAIRN_ASSIGN_OR_RETURN_T(L.gate, LoadMatrix(m, p + "ffn_gate.weight", hp_.n_embd, L.n_ff));
-    CAIRN_ASSIGN_OR_RETURN_T(L.up, LoadMatrix(m, p + "ffn_up.weight", hp_.n_embd, L.n_ff));
-    CAIRN_ASSIGN_OR_RETURN_T(L.down, LoadMatrix(m, p + "ffn_down.weight", L.n_ff, hp_.n_embd));
+    CAIRN_LOAD_ASSIGN(L.attn_norm, LoadVector(m, p + "attn_norm.weight", hp_.n_embd, true));
+    CAIRN_LOAD_ASSIGN(L.ffn_norm, LoadVector(m, p + "ffn_norm.weight", hp_.n_embd, true));
+    CAIRN_LOAD_ASSIGN(L.wq, LoadMatrix(m, p + "attn_q.weight", hp_.n_embd, q_dim));
+    CAIRN_LOAD_ASSIGN(L.wk, LoadMatrix(m, p + "attn_k.weight", hp_.n_embd, k_dim));
+    CAIRN_LOAD_ASSIGN(L.wv, LoadMatrix(m, p + "attn_v.weight", hp_.n_embd, v_dim));
+    CAIRN_LOAD_ASSIGN(L.wo, LoadMatrix(m, p + "attn_output.weight", o_dim, hp_.n_embd));
+    CAIRN_LOAD_ASSIGN(L.gate, LoadMatrix(m, p + "ffn_gate.weight", hp_.n_embd, L.n_ff));
+    CAIRN_LOAD_ASSIGN(L.up, LoadMatrix(m, p + "ffn_up.weight", hp_.n_embd, L.n_ff));
+    CAIRN_LOAD_ASSIGN(L.down, LoadMatrix(m, p + "ffn_down.weight", L.n_ff, hp_.n_embd));
     const bool qkv_bias_required = hp_.arch == Arch::kQwen2;
-    CAIRN_ASSIGN_OR_RETURN_T(L.bq, LoadVector(m, p + "attn_q.bias", q_dim, qkv_bias_required));
-    CAIRN_ASSIGN_OR_RETURN_T(L.bk, LoadVector(m, p + "attn_k.bias", k_dim, qkv_bias_required));
-    CAIRN_ASSIGN_OR_RETURN_T(L.bv, LoadVector(m, p + "attn_v.bias", v_dim, qkv_bias_required));
-    CAIRN_ASSIGN_OR_RETURN_T(L.bo, LoadVector(m, p + "attn_output.bias", hp_.n_embd, false));
+    CAIRN_LOAD_ASSIGN(L.bq, LoadVector(m, p + "attn_q.bias", q_dim, qkv_bias_required));
+    CAIRN_LOAD_ASSIGN(L.bk, LoadVector(m, p + "attn_k.bias", k_dim, qkv_bias_required));
+    CAIRN_LOAD_ASSIGN(L.bv, LoadVector(m, p + "attn_v.bias", v_dim, qkv_bias_required));
+    CAIRN_LOAD_ASSIGN(L.bo, LoadVector(m, p + "attn_output.bias", hp_.n_embd, false));
     const bool qk_norm = hp_.arch == Arch::kQwen3;
-    CAIRN_ASSIGN_OR_RETURN_T(L.q_norm, LoadVector(m, p + "attn_q_norm.weight", hp_.head_dim_k, qk_norm));
-    CAIRN_ASSIGN_OR_RETURN_T(L.k_norm, LoadVector(m, p + "attn_k_norm.weight", hp_.head_dim_k, qk_norm));
+    CAIRN_LOAD_ASSIGN(L.q_norm, LoadVector(m, p + "attn_q_norm.weight", hp_.head_dim_k, qk_norm));
+    CAIRN_LOAD_ASSIGN(L.k_norm, LoadVector(m, p + "attn_k_norm.weight", hp_.head_dim_k, qk_norm));
     weight_bytes += L.wq.bytes() + L.wk.bytes() + L.wv.bytes() + L.wo.bytes() + L.gate.bytes() + L.up.bytes() +
                     L.down.bytes();
   }
