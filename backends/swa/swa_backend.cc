@@ -16,6 +16,7 @@
 #include "backends/kernels/thread_pool.h"
 #include "backends/kernels/vec.h"
 #include "backends/model/dequant.h"
+#include "backends/model_loading.h"
 #include "backends/swa/swa_memory.h"
 #include "backends/transformer/kv_memory.h"
 
@@ -53,66 +54,6 @@ struct HParams {
   RopeParams rope_global, rope_local;
 };
 
-absl::Status Malformed(const absl::Status& s, const std::string& path) {
-  return absl::InvalidArgumentError(absl::StrCat("model '", path, "': ", s.message()));
-}
-
-absl::StatusOr<std::vector<float>> LoadVector(const ModelFile& m, const std::string& name, int64_t n, bool required) {
-  const TensorInfo* t = m.FindTensor(name);
-  if (!t) {
-    if (!required) return std::vector<float>();
-    return absl::InvalidArgumentError(absl::StrCat("model '", m.path(), "': tensor '", name, "' is missing"));
-  }
-  if (t->n_elements() != n) {
-    return absl::InvalidArgumentError(absl::StrCat("model '", m.path(), "': tensor '", name, "' has ",
-                                                   t->n_elements(), " elements, expected ", n));
-  }
-  return DequantizeTensor(*t);
-}
-
-absl::StatusOr<WeightMatrix> LoadMatrix(const ModelFile& m, const std::string& name, int64_t n_in, int64_t n_out) {
-  const TensorInfo* t = m.FindTensor(name);
-  if (!t) return absl::InvalidArgumentError(absl::StrCat("model '", m.path(), "': tensor '", name, "' is missing"));
-  if (t->shape.size() < 2 || t->shape[0] != n_in || t->n_rows() != n_out) {
-    std::string shape;
-    for (int64_t d : t->shape) absl::StrAppend(&shape, shape.empty() ? "" : ", ", d);
-    return absl::InvalidArgumentError(absl::StrCat("model '", m.path(), "': tensor '", name, "' has shape [", shape,
-                                                   "], expected [", n_in, ", ", n_out, "]"));
-  }
-  return WeightMatrix::FromTensor(*t);
-}
-
-// A per-layer integer: a scalar or an array of n_layer values.
-absl::StatusOr<std::vector<int64_t>> PerLayer(const Metadata& md, const std::string& key, int32_t n_layer) {
-  const MetadataValue* v = md.Find(key);
-  if (v && v->is_array()) {
-    absl::StatusOr<std::vector<int64_t>> arr = md.GetIntArray(key);
-    if (!arr.ok()) return arr.status();
-    if (static_cast<int32_t>(arr->size()) != n_layer) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("key '", key, "' has ", arr->size(), " entries for ", n_layer, " layers"));
-    }
-    return arr;
-  }
-  absl::StatusOr<int64_t> one = md.GetInt(key);
-  if (!one.ok()) return one.status();
-  return std::vector<int64_t>(n_layer, *one);
-}
-
-#define CAIRN_SWA_MD(lhs, expr)                                              \
-  do {                                                                       \
-    auto cairn_v_ = (expr);                                                  \
-    if (!cairn_v_.ok()) return Malformed(cairn_v_.status(), model_->path()); \
-    lhs = *cairn_v_;                                                         \
-  } while (0)
-
-#define CAIRN_SWA_ASSIGN(lhs, expr)               \
-  do {                                            \
-    auto cairn_v_ = (expr);                       \
-    if (!cairn_v_.ok()) return cairn_v_.status(); \
-    lhs = std::move(*cairn_v_);                   \
-  } while (0)
-
 class SwaBackend final : public Backend {
  public:
   static absl::StatusOr<std::unique_ptr<Backend>> Create(std::shared_ptr<const ModelFile> model,
@@ -143,7 +84,7 @@ class SwaBackend final : public Backend {
 absl::Status SwaBackend::Load(const BackendOptions& options, const SwaOptions& swa) {
   const Metadata& md = model_->metadata();
   const ModelFile& m = *model_;
-  CAIRN_SWA_MD(hp_.arch_name, m.Architecture());
+  CAIRN_LOAD_ASSIGN_MD(hp_.arch_name, m.Architecture(), model_->path());
   if (hp_.arch_name == "gemma3") {
     hp_.arch = Arch::kGemma3;
   } else if (hp_.arch_name == "gemma2") {
@@ -159,20 +100,20 @@ absl::Status SwaBackend::Load(const BackendOptions& options, const SwaOptions& s
   const std::string a = hp_.arch_name + ".";
 
   int64_t v = 0;
-  CAIRN_SWA_MD(hp_.n_embd, md.GetInt(a + "embedding_length"));
-  CAIRN_SWA_MD(v, md.GetInt(a + "block_count"));
+  CAIRN_LOAD_ASSIGN_MD(hp_.n_embd, md.GetInt(a + "embedding_length"), model_->path());
+  CAIRN_LOAD_ASSIGN_MD(v, md.GetInt(a + "block_count"), model_->path());
   hp_.n_layer = static_cast<int32_t>(v);
-  CAIRN_SWA_MD(v, md.GetInt(a + "attention.head_count"));
+  CAIRN_LOAD_ASSIGN_MD(v, md.GetInt(a + "attention.head_count"), model_->path());
   hp_.n_head = static_cast<int32_t>(v);
-  CAIRN_SWA_MD(v, md.GetIntOr(a + "context_length", 8192));
+  CAIRN_LOAD_ASSIGN_MD(v, md.GetIntOr(a + "context_length", 8192), model_->path());
   hp_.n_ctx_train = static_cast<int32_t>(v);
   if (hp_.n_embd <= 0 || hp_.n_layer <= 0 || hp_.n_head <= 0 || hp_.n_ctx_train <= 0) {
     return absl::InvalidArgumentError(absl::StrCat(
         "model '", m.path(), "': non-positive embedding_length, block_count, head_count or context_length"));
   }
   std::vector<int64_t> n_head_kv, n_ff;
-  CAIRN_SWA_MD(n_head_kv, PerLayer(md, a + "attention.head_count_kv", hp_.n_layer));
-  CAIRN_SWA_MD(n_ff, PerLayer(md, a + "feed_forward_length", hp_.n_layer));
+  CAIRN_LOAD_ASSIGN_MD(n_head_kv, PerLayer(md, a + "attention.head_count_kv", hp_.n_layer), model_->path());
+  CAIRN_LOAD_ASSIGN_MD(n_ff, PerLayer(md, a + "feed_forward_length", hp_.n_layer), model_->path());
   for (int64_t h : n_head_kv) {
     if (h != n_head_kv[0] || h <= 0 || hp_.n_head % h != 0) {
       return absl::InvalidArgumentError(
@@ -180,20 +121,20 @@ absl::Status SwaBackend::Load(const BackendOptions& options, const SwaOptions& s
     }
   }
   hp_.n_head_kv = static_cast<int32_t>(n_head_kv[0]);
-  CAIRN_SWA_MD(v, md.GetIntOr(a + "attention.key_length", hp_.n_embd / hp_.n_head));
+  CAIRN_LOAD_ASSIGN_MD(v, md.GetIntOr(a + "attention.key_length", hp_.n_embd / hp_.n_head), model_->path());
   hp_.head_dim_k = static_cast<int32_t>(v);
-  CAIRN_SWA_MD(v, md.GetIntOr(a + "attention.value_length", hp_.head_dim_k));
+  CAIRN_LOAD_ASSIGN_MD(v, md.GetIntOr(a + "attention.value_length", hp_.head_dim_k), model_->path());
   hp_.head_dim_v = static_cast<int32_t>(v);
   if (hp_.head_dim_k <= 0 || hp_.head_dim_v <= 0) {
     return absl::InvalidArgumentError(absl::StrCat("model '", m.path(), "': non-positive key/value length"));
   }
   double f = 0;
-  CAIRN_SWA_MD(f, md.GetFloat(a + "attention.layer_norm_rms_epsilon"));
+  CAIRN_LOAD_ASSIGN_MD(f, md.GetFloat(a + "attention.layer_norm_rms_epsilon"), model_->path());
   hp_.eps = static_cast<float>(f);
 
   // Sliding window and the local/global pattern (llama.cpp: layer il is
   // local iff il % P < P - 1, P == 0 meaning every layer).
-  CAIRN_SWA_MD(v, md.GetIntOr(a + "attention.sliding_window", gemma3 ? 0 : 4096));
+  CAIRN_LOAD_ASSIGN_MD(v, md.GetIntOr(a + "attention.sliding_window", gemma3 ? 0 : 4096), model_->path());
   if (v < 0 || v > (int64_t{1} << 30)) {
     return absl::InvalidArgumentError(absl::StrCat("model '", m.path(), "': sliding_window ", v, " is out of range"));
   }
@@ -205,11 +146,11 @@ absl::Status SwaBackend::Load(const BackendOptions& options, const SwaOptions& s
     if (pv && pv->is_array()) {
       // A per-layer array: nonzero marks a sliding-window layer.
       std::vector<int64_t> flags;
-      CAIRN_SWA_MD(flags, PerLayer(md, key, hp_.n_layer));
+      CAIRN_LOAD_ASSIGN_MD(flags, PerLayer(md, key, hp_.n_layer), model_->path());
       for (int32_t il = 0; il < hp_.n_layer; ++il) local[il] = flags[il] != 0;
     } else {
       int64_t period = 0;
-      CAIRN_SWA_MD(period, md.GetIntOr(key, gemma3 ? 6 : 2));
+      CAIRN_LOAD_ASSIGN_MD(period, md.GetIntOr(key, gemma3 ? 6 : 2), model_->path());
       if (period < 0) {
         return absl::InvalidArgumentError(absl::StrCat("model '", m.path(), "': negative sliding_window_pattern"));
       }
@@ -221,29 +162,30 @@ absl::Status SwaBackend::Load(const BackendOptions& options, const SwaOptions& s
   // scaling, local layers with the SWA base (gemma3: unscaled).
   RopeParams& rg = hp_.rope_global;
   rg.type = RopeType::kNeox;
-  CAIRN_SWA_MD(v, md.GetIntOr(a + "rope.dimension_count", hp_.head_dim_k));
+  CAIRN_LOAD_ASSIGN_MD(v, md.GetIntOr(a + "rope.dimension_count", hp_.head_dim_k), model_->path());
   rg.n_dims = static_cast<int32_t>(v);
   if (rg.n_dims <= 0 || rg.n_dims > hp_.head_dim_k || rg.n_dims % 2) {
     return absl::InvalidArgumentError(absl::StrCat("model '", m.path(), "': rope.dimension_count ", rg.n_dims,
                                                    " does not fit head dim ", hp_.head_dim_k));
   }
-  CAIRN_SWA_MD(f, md.GetFloatOr(a + "rope.freq_base", 10000.0));
+  CAIRN_LOAD_ASSIGN_MD(f, md.GetFloatOr(a + "rope.freq_base", 10000.0), model_->path());
   rg.freq_base = static_cast<float>(f);
   std::string scaling;
-  CAIRN_SWA_MD(scaling, md.GetStringOr(a + "rope.scaling.type", "linear"));
+  CAIRN_LOAD_ASSIGN_MD(scaling, md.GetStringOr(a + "rope.scaling.type", "linear"), model_->path());
   if (scaling != "linear" && scaling != "none") {
     return absl::UnimplementedError(
         absl::StrCat("model '", m.path(), "': rope scaling '", scaling, "' is not supported (linear, none)"));
   }
   double factor = 0;
-  CAIRN_SWA_MD(factor, md.GetFloatOr(a + "rope.scaling.factor", 0.0));
-  if (factor == 0.0) CAIRN_SWA_MD(factor, md.GetFloatOr(a + "rope.scale_linear", 0.0));  // older files
+  CAIRN_LOAD_ASSIGN_MD(factor, md.GetFloatOr(a + "rope.scaling.factor", 0.0), model_->path());
+  // Older files.
+  if (factor == 0.0) CAIRN_LOAD_ASSIGN_MD(factor, md.GetFloatOr(a + "rope.scale_linear", 0.0), model_->path());
   if (factor < 0.0) {
     return absl::InvalidArgumentError(absl::StrCat("model '", m.path(), "': negative rope scaling factor"));
   }
   rg.freq_scale = (scaling == "none" || factor == 0.0) ? 1.0f : static_cast<float>(1.0 / factor);
   hp_.rope_local = rg;
-  CAIRN_SWA_MD(f, md.GetFloatOr(a + "rope.freq_base_swa", gemma3 ? 10000.0 : rg.freq_base));
+  CAIRN_LOAD_ASSIGN_MD(f, md.GetFloatOr(a + "rope.freq_base_swa", gemma3 ? 10000.0 : rg.freq_base), model_->path());
   hp_.rope_local.freq_base = static_cast<float>(f);
   if (gemma3) hp_.rope_local.freq_scale = 1.0f;
 
@@ -253,10 +195,10 @@ absl::Status SwaBackend::Load(const BackendOptions& options, const SwaOptions& s
   hp_.kq_scale = is_27b ? 1.0f / std::sqrt(static_cast<float>(hp_.n_embd / hp_.n_head))
                         : 1.0f / std::sqrt(static_cast<float>(hp_.head_dim_k));
   if (!gemma3) {
-    CAIRN_SWA_MD(f, md.GetFloatOr(a + "attn_logit_softcapping", 50.0));
+    CAIRN_LOAD_ASSIGN_MD(f, md.GetFloatOr(a + "attn_logit_softcapping", 50.0), model_->path());
     hp_.attn_softcap = static_cast<float>(f);
   }
-  CAIRN_SWA_MD(f, md.GetFloatOr(a + "final_logit_softcapping", gemma3 ? 0.0 : 30.0));
+  CAIRN_LOAD_ASSIGN_MD(f, md.GetFloatOr(a + "final_logit_softcapping", gemma3 ? 0.0 : 30.0), model_->path());
   hp_.final_softcap = static_cast<float>(f);
   if (hp_.attn_softcap < 0 || hp_.final_softcap < 0) {
     return absl::InvalidArgumentError(absl::StrCat("model '", m.path(), "': negative logit soft cap"));
@@ -264,14 +206,14 @@ absl::Status SwaBackend::Load(const BackendOptions& options, const SwaOptions& s
   hp_.embd_scale = std::sqrt(static_cast<float>(hp_.n_embd));
 
   // Tensors.
-  CAIRN_SWA_ASSIGN(tok_embd_, m.GetTensor("token_embd.weight"));
+  CAIRN_LOAD_ASSIGN(tok_embd_, m.GetTensor("token_embd.weight"));
   if (tok_embd_->shape.size() < 2 || tok_embd_->shape[0] != hp_.n_embd) {
     return absl::InvalidArgumentError(absl::StrCat("model '", m.path(), "': token_embd.weight rows are not n_embd wide"));
   }
   hp_.n_vocab = static_cast<int32_t>(tok_embd_->n_rows());
-  CAIRN_SWA_ASSIGN(output_norm_, LoadVector(m, "output_norm.weight", hp_.n_embd, true));
+  CAIRN_LOAD_ASSIGN(output_norm_, LoadVector(m, "output_norm.weight", hp_.n_embd, true));
   if (m.FindTensor("output.weight")) {
-    CAIRN_SWA_ASSIGN(output_, LoadMatrix(m, "output.weight", hp_.n_embd, hp_.n_vocab));
+    CAIRN_LOAD_ASSIGN(output_, LoadMatrix(m, "output.weight", hp_.n_embd, hp_.n_vocab));
   } else {
     output_ = WeightMatrix::FromTensor(*tok_embd_);  // tied output
   }
@@ -289,19 +231,19 @@ absl::Status SwaBackend::Load(const BackendOptions& options, const SwaOptions& s
     L.slot = L.local ? n_local++ : n_global++;
     L.n_ff = n_ff[il];
     if (L.n_ff <= 0) return absl::InvalidArgumentError(absl::StrCat("model '", m.path(), "': layer ", il, " has no FFN"));
-    CAIRN_SWA_ASSIGN(L.attn_norm, LoadVector(m, p + "attn_norm.weight", hp_.n_embd, true));
-    CAIRN_SWA_ASSIGN(L.post_attn_norm, LoadVector(m, p + "post_attention_norm.weight", hp_.n_embd, true));
-    CAIRN_SWA_ASSIGN(L.ffn_norm, LoadVector(m, p + "ffn_norm.weight", hp_.n_embd, true));
-    CAIRN_SWA_ASSIGN(L.post_ffn_norm, LoadVector(m, p + "post_ffw_norm.weight", hp_.n_embd, true));
-    CAIRN_SWA_ASSIGN(L.q_norm, LoadVector(m, p + "attn_q_norm.weight", hp_.head_dim_k, gemma3));
-    CAIRN_SWA_ASSIGN(L.k_norm, LoadVector(m, p + "attn_k_norm.weight", hp_.head_dim_k, gemma3));
-    CAIRN_SWA_ASSIGN(L.wq, LoadMatrix(m, p + "attn_q.weight", hp_.n_embd, q_dim));
-    CAIRN_SWA_ASSIGN(L.wk, LoadMatrix(m, p + "attn_k.weight", hp_.n_embd, k_dim));
-    CAIRN_SWA_ASSIGN(L.wv, LoadMatrix(m, p + "attn_v.weight", hp_.n_embd, v_dim));
-    CAIRN_SWA_ASSIGN(L.wo, LoadMatrix(m, p + "attn_output.weight", o_dim, hp_.n_embd));
-    CAIRN_SWA_ASSIGN(L.gate, LoadMatrix(m, p + "ffn_gate.weight", hp_.n_embd, L.n_ff));
-    CAIRN_SWA_ASSIGN(L.up, LoadMatrix(m, p + "ffn_up.weight", hp_.n_embd, L.n_ff));
-    CAIRN_SWA_ASSIGN(L.down, LoadMatrix(m, p + "ffn_down.weight", L.n_ff, hp_.n_embd));
+    CAIRN_LOAD_ASSIGN(L.attn_norm, LoadVector(m, p + "attn_norm.weight", hp_.n_embd, true));
+    CAIRN_LOAD_ASSIGN(L.post_attn_norm, LoadVector(m, p + "post_attention_norm.weight", hp_.n_embd, true));
+    CAIRN_LOAD_ASSIGN(L.ffn_norm, LoadVector(m, p + "ffn_norm.weight", hp_.n_embd, true));
+    CAIRN_LOAD_ASSIGN(L.post_ffn_norm, LoadVector(m, p + "post_ffw_norm.weight", hp_.n_embd, true));
+    CAIRN_LOAD_ASSIGN(L.q_norm, LoadVector(m, p + "attn_q_norm.weight", hp_.head_dim_k, gemma3));
+    CAIRN_LOAD_ASSIGN(L.k_norm, LoadVector(m, p + "attn_k_norm.weight", hp_.head_dim_k, gemma3));
+    CAIRN_LOAD_ASSIGN(L.wq, LoadMatrix(m, p + "attn_q.weight", hp_.n_embd, q_dim));
+    CAIRN_LOAD_ASSIGN(L.wk, LoadMatrix(m, p + "attn_k.weight", hp_.n_embd, k_dim));
+    CAIRN_LOAD_ASSIGN(L.wv, LoadMatrix(m, p + "attn_v.weight", hp_.n_embd, v_dim));
+    CAIRN_LOAD_ASSIGN(L.wo, LoadMatrix(m, p + "attn_output.weight", o_dim, hp_.n_embd));
+    CAIRN_LOAD_ASSIGN(L.gate, LoadMatrix(m, p + "ffn_gate.weight", hp_.n_embd, L.n_ff));
+    CAIRN_LOAD_ASSIGN(L.up, LoadMatrix(m, p + "ffn_up.weight", hp_.n_embd, L.n_ff));
+    CAIRN_LOAD_ASSIGN(L.down, LoadMatrix(m, p + "ffn_down.weight", L.n_ff, hp_.n_embd));
     weight_bytes += L.wq.bytes() + L.wk.bytes() + L.wv.bytes() + L.wo.bytes() + L.gate.bytes() + L.up.bytes() +
                     L.down.bytes();
   }
