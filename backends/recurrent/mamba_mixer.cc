@@ -10,42 +10,10 @@
 #include "backends/kernels/conv1d.h"
 #include "backends/kernels/ssm.h"
 #include "backends/model/dequant.h"
+#include "backends/model_loading.h"
 
 namespace cairn {
 namespace {
-
-// Shapes compare without trailing 1s: GGUF writers differ in whether they
-// keep them ([8] vs [1, 8] is not the same, [8, 1] vs [8] is).
-std::vector<int64_t> Trimmed(std::vector<int64_t> shape) {
-  while (shape.size() > 1 && shape.back() == 1) shape.pop_back();
-  return shape;
-}
-
-absl::StatusOr<const TensorInfo*> GetShaped(const ModelFile& model, const std::string& name,
-                                            const std::vector<int64_t>& expected) {
-  absl::StatusOr<const TensorInfo*> t = model.GetTensor(name);
-  if (!t.ok()) return t.status();
-  if (Trimmed((*t)->shape) != Trimmed(expected)) {
-    return absl::InvalidArgumentError(absl::StrCat("tensor '", name, "' has shape [",
-                                                   absl::StrJoin((*t)->shape, ", "), "], expected [",
-                                                   absl::StrJoin(expected, ", "), "]"));
-  }
-  return *t;
-}
-
-absl::StatusOr<std::vector<float>> LoadF32(const ModelFile& model, const std::string& name,
-                                           const std::vector<int64_t>& expected) {
-  absl::StatusOr<const TensorInfo*> t = GetShaped(model, name, expected);
-  if (!t.ok()) return t.status();
-  return DequantizeTensor(**t);
-}
-
-absl::StatusOr<WeightMatrix> LoadMatrix(const ModelFile& model, const std::string& name, int64_t n_in,
-                                        int64_t n_out) {
-  absl::StatusOr<const TensorInfo*> t = GetShaped(model, name, {n_in, n_out});
-  if (!t.ok()) return t.status();
-  return WeightMatrix::FromTensor(**t);
-}
 
 absl::StatusOr<int64_t> GetPositive(const Metadata& md, const std::string& key, int64_t max) {
   absl::StatusOr<int64_t> v = md.GetInt(key);
@@ -123,10 +91,10 @@ absl::StatusOr<MambaMixerWeights> LoadMambaMixer(const ModelFile& model, const M
   const int64_t conv_ch = g.conv_channels();
   MambaMixerWeights w;
 
-  absl::StatusOr<WeightMatrix> in = LoadMatrix(model, p + "ssm_in.weight", g.n_embd, g.in_proj_size());
+  absl::StatusOr<WeightMatrix> in = LoadShapedMatrix(model, p + "ssm_in.weight", g.n_embd, g.in_proj_size());
   if (!in.ok()) return in.status();
   w.in_proj = *in;
-  absl::StatusOr<WeightMatrix> out = LoadMatrix(model, p + "ssm_out.weight", g.d_inner, g.n_embd);
+  absl::StatusOr<WeightMatrix> out = LoadShapedMatrix(model, p + "ssm_out.weight", g.d_inner, g.n_embd);
   if (!out.ok()) return out.status();
   w.out_proj = *out;
 
@@ -156,10 +124,10 @@ absl::StatusOr<MambaMixerWeights> LoadMambaMixer(const ModelFile& model, const M
     }
   } else {
     absl::StatusOr<WeightMatrix> x_proj =
-        LoadMatrix(model, p + "ssm_x.weight", g.d_inner, g.dt_rank + 2 * g.d_state);
+        LoadShapedMatrix(model, p + "ssm_x.weight", g.d_inner, g.dt_rank + 2 * g.d_state);
     if (!x_proj.ok()) return x_proj.status();
     w.x_proj = *x_proj;
-    absl::StatusOr<WeightMatrix> dt_proj = LoadMatrix(model, p + "ssm_dt.weight", g.dt_rank, g.d_inner);
+    absl::StatusOr<WeightMatrix> dt_proj = LoadShapedMatrix(model, p + "ssm_dt.weight", g.dt_rank, g.d_inner);
     if (!dt_proj.ok()) return dt_proj.status();
     w.dt_proj = *dt_proj;
     absl::StatusOr<std::vector<float>> dt_b = LoadF32(model, p + "ssm_dt.bias", {g.d_inner});
