@@ -11,39 +11,10 @@
 #include "backends/kernels/norm.h"
 #include "backends/kernels/ssm.h"
 #include "backends/model/dequant.h"
+#include "backends/model_loading.h"
 
 namespace cairn {
 namespace {
-
-std::vector<int64_t> Trimmed(std::vector<int64_t> shape) {
-  while (shape.size() > 1 && shape.back() == 1) shape.pop_back();
-  return shape;
-}
-
-absl::StatusOr<const TensorInfo*> GetShaped(const ModelFile& model, const std::string& name,
-                                            const std::vector<int64_t>& expected) {
-  absl::StatusOr<const TensorInfo*> t = model.GetTensor(name);
-  if (!t.ok()) return t.status();
-  if (Trimmed((*t)->shape) != Trimmed(expected)) {
-    return absl::InvalidArgumentError(absl::StrCat("tensor '", name, "' has shape [", absl::StrJoin((*t)->shape, ", "),
-                                                   "], expected [", absl::StrJoin(expected, ", "), "]"));
-  }
-  return *t;
-}
-
-absl::StatusOr<std::vector<float>> LoadF32(const ModelFile& model, const std::string& name,
-                                           const std::vector<int64_t>& expected) {
-  absl::StatusOr<const TensorInfo*> t = GetShaped(model, name, expected);
-  if (!t.ok()) return t.status();
-  return DequantizeTensor(**t);
-}
-
-absl::StatusOr<WeightMatrix> LoadMatrix(const ModelFile& model, const std::string& name, int64_t n_in,
-                                        int64_t n_out) {
-  absl::StatusOr<const TensorInfo*> t = GetShaped(model, name, {n_in, n_out});
-  if (!t.ok()) return t.status();
-  return WeightMatrix::FromTensor(**t);
-}
 
 float Sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
 
@@ -86,24 +57,17 @@ absl::StatusOr<DeltaNetWeights> LoadDeltaNet(const ModelFile& model, const Delta
   const std::string p = absl::StrCat("blk.", layer, ".");
   const int64_t E = g.n_embd, C = g.conv_channels();
   DeltaNetWeights w;
-#define CAIRN_DN_ASSIGN(lhs, expr)                \
-  do {                                            \
-    auto cairn_v_ = (expr);                       \
-    if (!cairn_v_.ok()) return cairn_v_.status(); \
-    lhs = std::move(*cairn_v_);                   \
-  } while (0)
-  CAIRN_DN_ASSIGN(w.qkv, LoadMatrix(model, p + "attn_qkv.weight", E, C));
-  CAIRN_DN_ASSIGN(w.z, LoadMatrix(model, p + "attn_gate.weight", E, g.value_dim()));
-  CAIRN_DN_ASSIGN(w.beta, LoadMatrix(model, p + "ssm_beta.weight", E, g.n_head_v));
-  CAIRN_DN_ASSIGN(w.alpha, LoadMatrix(model, p + "ssm_alpha.weight", E, g.n_head_v));
-  CAIRN_DN_ASSIGN(w.out, LoadMatrix(model, p + "ssm_out.weight", g.value_dim(), E));
+  CAIRN_LOAD_ASSIGN(w.qkv, LoadShapedMatrix(model, p + "attn_qkv.weight", E, C));
+  CAIRN_LOAD_ASSIGN(w.z, LoadShapedMatrix(model, p + "attn_gate.weight", E, g.value_dim()));
+  CAIRN_LOAD_ASSIGN(w.beta, LoadShapedMatrix(model, p + "ssm_beta.weight", E, g.n_head_v));
+  CAIRN_LOAD_ASSIGN(w.alpha, LoadShapedMatrix(model, p + "ssm_alpha.weight", E, g.n_head_v));
+  CAIRN_LOAD_ASSIGN(w.out, LoadShapedMatrix(model, p + "ssm_out.weight", g.value_dim(), E));
   std::vector<float> conv;
-  CAIRN_DN_ASSIGN(conv, LoadF32(model, p + "ssm_conv1d.weight", {g.d_conv, C}));
+  CAIRN_LOAD_ASSIGN(conv, LoadF32(model, p + "ssm_conv1d.weight", {g.d_conv, C}));
   w.conv_weight = TransposeConvWeight(conv.data(), static_cast<int>(g.d_conv), C);
-  CAIRN_DN_ASSIGN(w.dt_bias, LoadF32(model, p + "ssm_dt.bias", {g.n_head_v}));
-  CAIRN_DN_ASSIGN(w.a, LoadF32(model, p + "ssm_a", {g.n_head_v}));
-  CAIRN_DN_ASSIGN(w.norm, LoadF32(model, p + "ssm_norm.weight", {g.d_v}));
-#undef CAIRN_DN_ASSIGN
+  CAIRN_LOAD_ASSIGN(w.dt_bias, LoadF32(model, p + "ssm_dt.bias", {g.n_head_v}));
+  CAIRN_LOAD_ASSIGN(w.a, LoadF32(model, p + "ssm_a", {g.n_head_v}));
+  CAIRN_LOAD_ASSIGN(w.norm, LoadF32(model, p + "ssm_norm.weight", {g.d_v}));
   return w;
 }
 

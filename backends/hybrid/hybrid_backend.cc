@@ -20,6 +20,7 @@
 #include "backends/kernels/thread_pool.h"
 #include "backends/kernels/vec.h"
 #include "backends/model/dequant.h"
+#include "backends/model_loading.h"
 #include "backends/recurrent/mamba_mixer.h"
 
 namespace cairn {
@@ -31,35 +32,6 @@ absl::StatusOr<Arch> ParseArch(const std::string& arch) {
   if (arch == "granitehybrid") return Arch::kGraniteHybrid;
   if (arch == "qwen35") return Arch::kQwen35;
   return absl::InvalidArgumentError(absl::StrCat("architecture '", arch, "' is not served by the hybrid family"));
-}
-
-std::vector<int64_t> Trimmed(std::vector<int64_t> shape) {
-  while (shape.size() > 1 && shape.back() == 1) shape.pop_back();
-  return shape;
-}
-
-absl::StatusOr<const TensorInfo*> GetShaped(const ModelFile& m, const std::string& name,
-                                            const std::vector<int64_t>& expected) {
-  absl::StatusOr<const TensorInfo*> t = m.GetTensor(name);
-  if (!t.ok()) return t.status();
-  if (Trimmed((*t)->shape) != Trimmed(expected)) {
-    return absl::InvalidArgumentError(absl::StrCat("model '", m.path(), "': tensor '", name, "' has shape [",
-                                                   absl::StrJoin((*t)->shape, ", "), "], expected [",
-                                                   absl::StrJoin(expected, ", "), "]"));
-  }
-  return *t;
-}
-
-absl::StatusOr<std::vector<float>> LoadVector(const ModelFile& m, const std::string& name, int64_t n) {
-  absl::StatusOr<const TensorInfo*> t = GetShaped(m, name, {n});
-  if (!t.ok()) return t.status();
-  return DequantizeTensor(**t);
-}
-
-absl::StatusOr<WeightMatrix> LoadMatrix(const ModelFile& m, const std::string& name, int64_t n_in, int64_t n_out) {
-  absl::StatusOr<const TensorInfo*> t = GetShaped(m, name, {n_in, n_out});
-  if (!t.ok()) return t.status();
-  return WeightMatrix::FromTensor(**t);
 }
 
 struct Layer {
@@ -131,13 +103,6 @@ class HybridBackend final : public Backend {
   std::vector<Layer> layers_;
 };
 
-#define CAIRN_HY_ASSIGN(lhs, expr)                  \
-  do {                                              \
-    auto cairn_v_ = (expr);                         \
-    if (!cairn_v_.ok()) return cairn_v_.status();   \
-    lhs = std::move(*cairn_v_);                     \
-  } while (0)
-
 absl::Status HybridBackend::LoadLayer(int32_t il, bool recurrent, int32_t part_index, int64_t n_ff) {
   const ModelFile& m = *model_;
   Layer& L = layers_[il];
@@ -146,34 +111,35 @@ absl::Status HybridBackend::LoadLayer(int32_t il, bool recurrent, int32_t part_i
   L.n_ff = n_ff;
   const std::string p = absl::StrCat("blk.", il, ".");
   const int64_t E = hp_.n_embd;
-  CAIRN_HY_ASSIGN(L.attn_norm, LoadVector(m, p + "attn_norm.weight", E));
-  CAIRN_HY_ASSIGN(L.ffn_norm, LoadVector(m, p + (hp_.arch == Arch::kQwen35 ? "post_attention_norm.weight"
-                                                                           : "ffn_norm.weight"), E));
+  CAIRN_LOAD_ASSIGN(L.attn_norm, LoadF32(m, p + "attn_norm.weight", {E}, PathInErrors::kYes));
+  const char* ffn_norm = hp_.arch == Arch::kQwen35 ? "post_attention_norm.weight" : "ffn_norm.weight";
+  CAIRN_LOAD_ASSIGN(L.ffn_norm, LoadF32(m, p + ffn_norm, {E}, PathInErrors::kYes));
   if (m.FindTensor(p + "ffn_gate_inp.weight") != nullptr) {
     // Granite 4.0 H Tiny/Small route tokens to experts; only dense FFNs here.
     return absl::UnimplementedError(absl::StrCat("layer ", il, ": mixture-of-experts FFN (ffn_gate_inp) is not supported"));
   }
-  CAIRN_HY_ASSIGN(L.gate, LoadMatrix(m, p + "ffn_gate.weight", E, n_ff));
-  CAIRN_HY_ASSIGN(L.up, LoadMatrix(m, p + "ffn_up.weight", E, n_ff));
-  CAIRN_HY_ASSIGN(L.down, LoadMatrix(m, p + "ffn_down.weight", n_ff, E));
+  CAIRN_LOAD_ASSIGN(L.gate, LoadShapedMatrix(m, p + "ffn_gate.weight", E, n_ff, PathInErrors::kYes));
+  CAIRN_LOAD_ASSIGN(L.up, LoadShapedMatrix(m, p + "ffn_up.weight", E, n_ff, PathInErrors::kYes));
+  CAIRN_LOAD_ASSIGN(L.down, LoadShapedMatrix(m, p + "ffn_down.weight", n_ff, E, PathInErrors::kYes));
   if (recurrent) {
     if (hp_.arch == Arch::kGraniteHybrid) {
-      CAIRN_HY_ASSIGN(L.mamba, LoadMambaMixer(m, mamba_, il));
+      CAIRN_LOAD_ASSIGN(L.mamba, LoadMambaMixer(m, mamba_, il));
     } else {
-      CAIRN_HY_ASSIGN(L.dnet, LoadDeltaNet(m, dnet_, il));
+      CAIRN_LOAD_ASSIGN(L.dnet, LoadDeltaNet(m, dnet_, il));
     }
     return absl::OkStatus();
   }
   const int64_t hd = hp_.head_dim;
   const int64_t q_dim = static_cast<int64_t>(hp_.n_head) * hd * (hp_.gated_attention ? 2 : 1);
   const int64_t kv_dim = static_cast<int64_t>(hp_.n_head_kv) * hd;
-  CAIRN_HY_ASSIGN(L.wq, LoadMatrix(m, p + "attn_q.weight", E, q_dim));
-  CAIRN_HY_ASSIGN(L.wk, LoadMatrix(m, p + "attn_k.weight", E, kv_dim));
-  CAIRN_HY_ASSIGN(L.wv, LoadMatrix(m, p + "attn_v.weight", E, kv_dim));
-  CAIRN_HY_ASSIGN(L.wo, LoadMatrix(m, p + "attn_output.weight", static_cast<int64_t>(hp_.n_head) * hd, E));
+  CAIRN_LOAD_ASSIGN(L.wq, LoadShapedMatrix(m, p + "attn_q.weight", E, q_dim, PathInErrors::kYes));
+  CAIRN_LOAD_ASSIGN(L.wk, LoadShapedMatrix(m, p + "attn_k.weight", E, kv_dim, PathInErrors::kYes));
+  CAIRN_LOAD_ASSIGN(L.wv, LoadShapedMatrix(m, p + "attn_v.weight", E, kv_dim, PathInErrors::kYes));
+  CAIRN_LOAD_ASSIGN(L.wo, LoadShapedMatrix(m, p + "attn_output.weight", static_cast<int64_t>(hp_.n_head) * hd, E,
+                                            PathInErrors::kYes));
   if (hp_.arch == Arch::kQwen35) {
-    CAIRN_HY_ASSIGN(L.q_norm, LoadVector(m, p + "attn_q_norm.weight", hd));
-    CAIRN_HY_ASSIGN(L.k_norm, LoadVector(m, p + "attn_k_norm.weight", hd));
+    CAIRN_LOAD_ASSIGN(L.q_norm, LoadF32(m, p + "attn_q_norm.weight", {hd}, PathInErrors::kYes));
+    CAIRN_LOAD_ASSIGN(L.k_norm, LoadF32(m, p + "attn_k_norm.weight", {hd}, PathInErrors::kYes));
   }
   return absl::OkStatus();
 }
@@ -181,32 +147,32 @@ absl::Status HybridBackend::LoadLayer(int32_t il, bool recurrent, int32_t part_i
 absl::Status HybridBackend::Load(const BackendOptions& options) {
   const ModelFile& m = *model_;
   const Metadata& md = m.metadata();
-  CAIRN_HY_ASSIGN(hp_.arch_name, m.Architecture());
-  CAIRN_HY_ASSIGN(hp_.arch, ParseArch(hp_.arch_name));
+  CAIRN_LOAD_ASSIGN(hp_.arch_name, m.Architecture());
+  CAIRN_LOAD_ASSIGN(hp_.arch, ParseArch(hp_.arch_name));
   const std::string a = hp_.arch_name + ".";
   const std::string where = absl::StrCat("model '", m.path(), "': ");
   constexpr int64_t kMaxDim = int64_t{1} << 20;
 
   int64_t v = 0;
-  CAIRN_HY_ASSIGN(hp_.n_embd, md.GetInt(a + "embedding_length"));
-  CAIRN_HY_ASSIGN(v, md.GetInt(a + "block_count"));
+  CAIRN_LOAD_ASSIGN(hp_.n_embd, md.GetInt(a + "embedding_length"));
+  CAIRN_LOAD_ASSIGN(v, md.GetInt(a + "block_count"));
   int64_t nextn = 0;
-  CAIRN_HY_ASSIGN(nextn, md.GetIntOr(a + "nextn_predict_layers", 0));
+  CAIRN_LOAD_ASSIGN(nextn, md.GetIntOr(a + "nextn_predict_layers", 0));
   if (v <= 0 || v > 4096 || nextn < 0 || nextn >= v) {
     return absl::InvalidArgumentError(absl::StrCat(where, "block_count ", v, " / nextn_predict_layers ", nextn,
                                                    " out of range"));
   }
   // MTP (next-token prediction) blocks come after the trunk and are not run.
   hp_.n_layer = static_cast<int32_t>(v - nextn);
-  CAIRN_HY_ASSIGN(v, md.GetInt(a + "attention.head_count"));
+  CAIRN_LOAD_ASSIGN(v, md.GetInt(a + "attention.head_count"));
   hp_.n_head = static_cast<int32_t>(v);
-  CAIRN_HY_ASSIGN(v, md.GetIntOr(a + "context_length", 4096));
+  CAIRN_LOAD_ASSIGN(v, md.GetIntOr(a + "context_length", 4096));
   hp_.n_ctx_train = static_cast<int32_t>(v);
   if (hp_.n_embd <= 0 || hp_.n_embd > kMaxDim || hp_.n_head <= 0 || hp_.n_head > 4096) {
     return absl::InvalidArgumentError(where + "embedding_length or head_count out of range");
   }
   double dv = 0;
-  CAIRN_HY_ASSIGN(dv, md.GetFloat(a + "attention.layer_norm_rms_epsilon"));
+  CAIRN_LOAD_ASSIGN(dv, md.GetFloat(a + "attention.layer_norm_rms_epsilon"));
   hp_.eps = static_cast<float>(dv);
 
   // Which layers are recurrent, and the K/V head count of the others.
@@ -216,14 +182,14 @@ absl::Status HybridBackend::Load(const BackendOptions& options) {
   if (kv_key == nullptr) return absl::InvalidArgumentError(where + "attention.head_count_kv is missing");
   if (kv_key->is_array()) {
     std::vector<int64_t> arr;
-    CAIRN_HY_ASSIGN(arr, md.GetIntArray(a + "attention.head_count_kv"));
+    CAIRN_LOAD_ASSIGN(arr, md.GetIntArray(a + "attention.head_count_kv"));
     if (static_cast<int64_t>(arr.size()) < hp_.n_layer) {
       return absl::InvalidArgumentError(absl::StrCat(where, "attention.head_count_kv has ", arr.size(),
                                                      " entries for ", hp_.n_layer, " layers"));
     }
     for (int32_t il = 0; il < hp_.n_layer; ++il) head_kv[il] = arr[il];
   } else {
-    CAIRN_HY_ASSIGN(v, md.GetInt(a + "attention.head_count_kv"));
+    CAIRN_LOAD_ASSIGN(v, md.GetInt(a + "attention.head_count_kv"));
     std::fill(head_kv.begin(), head_kv.end(), v);
   }
   if (hp_.arch == Arch::kGraniteHybrid) {
@@ -231,7 +197,7 @@ absl::Status HybridBackend::Load(const BackendOptions& options) {
     for (int32_t il = 0; il < hp_.n_layer; ++il) recurrent[il] = head_kv[il] == 0;
   } else {
     int64_t interval = 4;
-    CAIRN_HY_ASSIGN(interval, md.GetIntOr(a + "full_attention_interval", 4));
+    CAIRN_LOAD_ASSIGN(interval, md.GetIntOr(a + "full_attention_interval", 4));
     if (interval <= 0) return absl::InvalidArgumentError(where + "full_attention_interval must be positive");
     for (int32_t il = 0; il < hp_.n_layer; ++il) recurrent[il] = (il + 1) % interval != 0;
   }
@@ -257,35 +223,35 @@ absl::Status HybridBackend::Load(const BackendOptions& options) {
   }
   if (n_attn == 0) hp_.n_head_kv = 1;  // no attention rows are ever stored
 
-  CAIRN_HY_ASSIGN(v, md.GetIntOr(a + "attention.key_length", hp_.n_embd / hp_.n_head));
+  CAIRN_LOAD_ASSIGN(v, md.GetIntOr(a + "attention.key_length", hp_.n_embd / hp_.n_head));
   hp_.head_dim = static_cast<int32_t>(v);
-  CAIRN_HY_ASSIGN(v, md.GetIntOr(a + "attention.value_length", hp_.head_dim));
+  CAIRN_LOAD_ASSIGN(v, md.GetIntOr(a + "attention.value_length", hp_.head_dim));
   if (hp_.head_dim <= 0 || hp_.head_dim > 4096 || v != hp_.head_dim) {
     return absl::InvalidArgumentError(where + "attention key_length and value_length must be one positive size");
   }
   double attn_scale = 0;
-  CAIRN_HY_ASSIGN(attn_scale, md.GetFloatOr(a + "attention.scale", 0.0));
+  CAIRN_LOAD_ASSIGN(attn_scale, md.GetFloatOr(a + "attention.scale", 0.0));
   hp_.kq_scale = attn_scale != 0.0 ? static_cast<float>(attn_scale)
                                    : 1.0f / std::sqrt(static_cast<float>(hp_.head_dim));
 
   // Positional encoding.
   RopeParams& rope = hp_.rope_params;
-  CAIRN_HY_ASSIGN(v, md.GetIntOr(a + "rope.dimension_count", hp_.head_dim));
+  CAIRN_LOAD_ASSIGN(v, md.GetIntOr(a + "rope.dimension_count", hp_.head_dim));
   rope.n_dims = static_cast<int32_t>(v);
   double base = 0;
-  CAIRN_HY_ASSIGN(base, md.GetFloatOr(a + "rope.freq_base", 10000.0));
+  CAIRN_LOAD_ASSIGN(base, md.GetFloatOr(a + "rope.freq_base", 10000.0));
   rope.freq_base = static_cast<float>(base);
   if (hp_.arch == Arch::kGraniteHybrid) {
     bool finetuned = false;
-    CAIRN_HY_ASSIGN(finetuned, md.GetBoolOr(a + "rope.scaling.finetuned", false));
+    CAIRN_LOAD_ASSIGN(finetuned, md.GetBoolOr(a + "rope.scaling.finetuned", false));
     hp_.rope = finetuned;
     rope.type = RopeType::kNormal;
     double f = 0;
-    CAIRN_HY_ASSIGN(f, md.GetFloatOr(a + "embedding_scale", 0.0));
+    CAIRN_LOAD_ASSIGN(f, md.GetFloatOr(a + "embedding_scale", 0.0));
     hp_.embedding_scale = static_cast<float>(f);
-    CAIRN_HY_ASSIGN(f, md.GetFloatOr(a + "residual_scale", 0.0));
+    CAIRN_LOAD_ASSIGN(f, md.GetFloatOr(a + "residual_scale", 0.0));
     hp_.residual_scale = static_cast<float>(f);
-    CAIRN_HY_ASSIGN(f, md.GetFloatOr(a + "logit_scale", 0.0));
+    CAIRN_LOAD_ASSIGN(f, md.GetFloatOr(a + "logit_scale", 0.0));
     hp_.logit_scale = static_cast<float>(f);
   } else {
     hp_.rope = true;
@@ -293,7 +259,7 @@ absl::Status HybridBackend::Load(const BackendOptions& options) {
     hp_.gated_attention = true;
     rope.type = RopeType::kNeox;  // M-RoPE variants rotate NEOX-style pairs
     std::vector<int64_t> sections;
-    CAIRN_HY_ASSIGN(sections, md.GetIntArray(a + "rope.dimension_sections"));
+    CAIRN_LOAD_ASSIGN(sections, md.GetIntArray(a + "rope.dimension_sections"));
     if (sections.empty() || sections.size() > 4) {
       return absl::InvalidArgumentError(where + "rope.dimension_sections must have 1 to 4 entries");
     }
@@ -313,25 +279,25 @@ absl::Status HybridBackend::Load(const BackendOptions& options) {
   // Recurrent geometry.
   int64_t conv_floats = 0, state_floats = 0;
   if (hp_.arch == Arch::kGraniteHybrid) {
-    CAIRN_HY_ASSIGN(mamba_, ReadMambaGeometry(md, hp_.arch_name, MambaVersion::kMamba2));
+    CAIRN_LOAD_ASSIGN(mamba_, ReadMambaGeometry(md, hp_.arch_name, MambaVersion::kMamba2));
     conv_floats = mamba_.conv_state_floats();
     state_floats = mamba_.ssm_state_floats();
   } else {
-    CAIRN_HY_ASSIGN(dnet_, ReadDeltaNetGeometry(md, hp_.arch_name));
+    CAIRN_LOAD_ASSIGN(dnet_, ReadDeltaNetGeometry(md, hp_.arch_name));
     conv_floats = dnet_.conv_state_floats();
     state_floats = dnet_.state_floats();
   }
 
   // Global tensors.
-  CAIRN_HY_ASSIGN(tok_embd_, m.GetTensor("token_embd.weight"));
+  CAIRN_LOAD_ASSIGN(tok_embd_, m.GetTensor("token_embd.weight"));
   if (tok_embd_->shape.size() < 2 || tok_embd_->shape[0] != hp_.n_embd || tok_embd_->n_rows() <= 0 ||
       tok_embd_->n_rows() > std::numeric_limits<int32_t>::max()) {
     return absl::InvalidArgumentError(where + "token_embd.weight rows are not n_embd wide");
   }
   hp_.n_vocab = static_cast<int32_t>(tok_embd_->n_rows());
-  CAIRN_HY_ASSIGN(output_norm_, LoadVector(m, "output_norm.weight", hp_.n_embd));
+  CAIRN_LOAD_ASSIGN(output_norm_, LoadF32(m, "output_norm.weight", {hp_.n_embd}, PathInErrors::kYes));
   if (m.FindTensor("output.weight")) {
-    CAIRN_HY_ASSIGN(output_, LoadMatrix(m, "output.weight", hp_.n_embd, hp_.n_vocab));
+    CAIRN_LOAD_ASSIGN(output_, LoadShapedMatrix(m, "output.weight", hp_.n_embd, hp_.n_vocab, PathInErrors::kYes));
   } else {
     output_ = WeightMatrix::FromTensor(*tok_embd_);  // tied output
   }
@@ -340,13 +306,13 @@ absl::Status HybridBackend::Load(const BackendOptions& options) {
   const MetadataValue* ff_key = md.Find(a + "feed_forward_length");
   if (ff_key && ff_key->is_array()) {
     std::vector<int64_t> arr;
-    CAIRN_HY_ASSIGN(arr, md.GetIntArray(a + "feed_forward_length"));
+    CAIRN_LOAD_ASSIGN(arr, md.GetIntArray(a + "feed_forward_length"));
     if (static_cast<int64_t>(arr.size()) < hp_.n_layer) {
       return absl::InvalidArgumentError(where + "feed_forward_length has too few entries");
     }
     for (int32_t il = 0; il < hp_.n_layer; ++il) n_ff[il] = arr[il];
   } else {
-    CAIRN_HY_ASSIGN(v, md.GetInt(a + "feed_forward_length"));
+    CAIRN_LOAD_ASSIGN(v, md.GetInt(a + "feed_forward_length"));
     std::fill(n_ff.begin(), n_ff.end(), v);
   }
 
