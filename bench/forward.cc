@@ -33,29 +33,18 @@
 #include "backends/model/gguf.h"
 #include "backends/model/gguf_writer.h"
 #include "backends/transformer/transformer.h"
+#include "bench/bench_util.h"
 
 namespace cairn {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-double Seconds(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); }
+using bench::Clock;
+using bench::Rng;
+using bench::Seconds;
 
 struct Shape {
   int64_t embd = 2048, ff = 5632, vocab = 32000;
   int32_t layers = 8, heads = 16, kv_heads = 8;
-};
-
-struct Rng {
-  uint64_t s = 0x9E3779B97F4A7C15ULL;
-  uint64_t Next() {
-    s ^= s << 13;
-    s ^= s >> 7;
-    s ^= s << 17;
-    return s;
-  }
-  float Uniform(float a) {  // [-a, a)
-    return (static_cast<float>(Next() >> 40) * (1.0f / 16777216.0f) * 2.0f - 1.0f) * a;
-  }
 };
 
 // Random weights of `type`: F32 values uniform in +-1/sqrt(n_in); quantized
@@ -66,7 +55,7 @@ std::vector<uint8_t> RandomMatrix(GgmlType type, int64_t n_in, int64_t n_out, Rn
   const float a = 1.0f / std::sqrt(static_cast<float>(n_in));
   if (type == GgmlType::kF32) {
     float* f = reinterpret_cast<float*>(data.data());
-    for (size_t i = 0; i < bytes / 4; ++i) f[i] = rng.Uniform(a);
+    for (size_t i = 0; i < bytes / 4; ++i) f[i] = rng.Symmetric(a);
     return data;
   }
   for (size_t i = 0; i + 8 <= bytes; i += 8) {
@@ -95,7 +84,7 @@ std::vector<uint8_t> RandomMatrix(GgmlType type, int64_t n_in, int64_t n_out, Rn
   }
   if (type == GgmlType::kF16) {
     uint16_t* h = reinterpret_cast<uint16_t*>(data.data());
-    for (size_t i = 0; i < bytes / 2; ++i) h[i] = Fp32ToFp16(rng.Uniform(a));
+    for (size_t i = 0; i < bytes / 2; ++i) h[i] = Fp32ToFp16(rng.Symmetric(a));
   }
   return data;
 }

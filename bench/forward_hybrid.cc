@@ -34,32 +34,17 @@
 #include "backends/model/dequant.h"
 #include "backends/model/gguf.h"
 #include "backends/model/gguf_writer.h"
+#include "bench/bench_util.h"
 
 extern "C" void openblas_set_num_threads(int);
 
 namespace cairn {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-double Seconds(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); }
-
-class Rng {
- public:
-  float Uniform(float lo, float hi) {
-    s_ ^= s_ << 13;
-    s_ ^= s_ >> 7;
-    s_ ^= s_ << 17;
-    return lo + (hi - lo) * static_cast<float>(s_ >> 40) / static_cast<float>(1 << 24);
-  }
-  std::vector<float> Vec(int64_t n, float lo, float hi) {
-    std::vector<float> v(static_cast<size_t>(n));
-    for (float& x : v) x = Uniform(lo, hi);
-    return v;
-  }
-
- private:
-  uint64_t s_ = 0x9e3779b97f4a7c15ull;
-};
+using bench::Best;
+using bench::Clock;
+using bench::Rng;
+using bench::Seconds;
 
 constexpr int64_t kVocab = 32000;
 
@@ -243,35 +228,6 @@ std::vector<uint8_t> BuildGranite(Spec& s) {
   return w.Serialize();
 }
 
-template <typename F>
-double Best(int reps, F&& fn) {
-  double best = 1e30;
-  for (int i = 0; i < reps; ++i) {
-    const auto t0 = Clock::now();
-    fn();
-    best = std::min(best, Seconds(t0, Clock::now()));
-  }
-  return best;
-}
-
-double ReadBandwidth(ThreadPool& pool) {
-  const size_t n = size_t{1} << 28;  // 1 GiB of floats
-  std::vector<float> buf(n, 1.0f);
-  std::vector<double> sums(static_cast<size_t>(pool.size()) * 16, 0.0);
-  const double s = Best(3, [&] {
-    pool.ParallelFor(static_cast<int64_t>(n), 1 << 20, [&](int64_t b, int64_t e) {
-      float acc[16] = {};
-      for (int64_t i = b; i + 16 <= e; i += 16) {
-        for (int k = 0; k < 16; ++k) acc[k] += buf[i + k];
-      }
-      float t = 0;
-      for (float v : acc) t += v;
-      sums[(b * pool.size() / static_cast<int64_t>(n)) * 16] += t;
-    });
-  });
-  return static_cast<double>(n * sizeof(float)) / s;
-}
-
 struct Baselines {
   double sgemm_flops = 0;
   double bandwidth = 0;
@@ -338,7 +294,7 @@ int RunModel(const std::string& which, GgmlType type, int threads, int prompt, i
 
   {
     ThreadPool pool(threads);
-    base.bandwidth = ReadBandwidth(pool);
+    base.bandwidth = bench::ReadBandwidth1GiB(pool, 3);
   }
   TokenId next = 5;
   const auto t_dec = Clock::now();

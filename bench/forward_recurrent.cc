@@ -25,39 +25,23 @@
 #include "backends/model/gguf.h"
 #include "backends/model/gguf_writer.h"
 #include "backends/recurrent/recurrent_backend.h"
+#include "bench/bench_util.h"
 
 extern "C" void openblas_set_num_threads(int);
 
 namespace cairn {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-double Seconds(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); }
+using bench::Best;
+using bench::Clock;
+using bench::Rng;
+using bench::Seconds;
 
 struct Shape {
   int64_t n_embd = 1024, n_layer = 24, d_state = 128, n_head = 16, n_group = 1, d_conv = 4, n_vocab = 32000;
   int64_t d_inner() const { return 2 * n_embd; }
   int64_t conv_ch() const { return d_inner() + 2 * n_group * d_state; }
   int64_t in_proj() const { return 2 * d_inner() + 2 * n_group * d_state + n_head; }
-};
-
-// xorshift: fast enough for ~250M values, deterministic.
-class Rng {
- public:
-  float Uniform(float lo, float hi) {
-    s_ ^= s_ << 13;
-    s_ ^= s_ >> 7;
-    s_ ^= s_ << 17;
-    return lo + (hi - lo) * static_cast<float>(s_ >> 40) / static_cast<float>(1 << 24);
-  }
-  std::vector<float> Vec(size_t n, float lo, float hi) {
-    std::vector<float> v(n);
-    for (float& x : v) x = Uniform(lo, hi);
-    return v;
-  }
-
- private:
-  uint64_t s_ = 0x9e3779b97f4a7c15ull;
 };
 
 std::shared_ptr<const ModelFile> BuildModel(const Shape& s) {
@@ -94,43 +78,7 @@ std::shared_ptr<const ModelFile> BuildModel(const Shape& s) {
   }
   std::vector<uint8_t> bytes = w.Serialize();
   w = GgufWriter();
-  auto model = ModelFile::FromBuffer(bytes, "bench-mamba2");
-  if (!model.ok()) {
-    std::fprintf(stderr, "synthetic model: %s\n", std::string(model.status().message()).c_str());
-    std::exit(1);
-  }
-  return std::shared_ptr<const ModelFile>(std::move(*model));
-}
-
-// Seconds of the best of `reps` runs of fn.
-template <typename F>
-double Best(int reps, F&& fn) {
-  double best = 1e30;
-  for (int i = 0; i < reps; ++i) {
-    const auto t0 = Clock::now();
-    fn();
-    best = std::min(best, Seconds(t0, Clock::now()));
-  }
-  return best;
-}
-
-// Read bandwidth a plain summing loop reaches on `pool`'s threads over
-// `buf`, in bytes/s.
-double ReadBandwidth(ThreadPool& pool, const std::vector<float>& buf) {
-  const size_t n = buf.size();
-  std::vector<double> sums(static_cast<size_t>(pool.size()) * 16, 0.0);
-  const double s = Best(2, [&] {
-    pool.ParallelFor(static_cast<int64_t>(n), 1 << 20, [&](int64_t b, int64_t e) {
-      float acc[16] = {};
-      for (int64_t i = b; i + 16 <= e; i += 16) {
-        for (int k = 0; k < 16; ++k) acc[k] += buf[i + k];
-      }
-      float t = 0;
-      for (float v : acc) t += v;
-      sums[(b * pool.size() / static_cast<int64_t>(n)) * 16] += t;  // keep the loop alive
-    });
-  });
-  return static_cast<double>(n * sizeof(float)) / s;
+  return bench::ModelOrDie(bytes, "bench-mamba2");
 }
 
 }  // namespace
@@ -204,7 +152,7 @@ int Main(int argc, char** argv) {
     if (!b.Forward(std::span<const SequenceRun>(&run, 1)).ok()) std::abort();
     prompt_s = std::min(prompt_s, Seconds(t0, Clock::now()));
 
-    bw_s = std::min(bw_s, 1.0 / ReadBandwidth(bw_pool, bw_buf));  // seconds per byte
+    bw_s = std::min(bw_s, 1.0 / bench::ReadBandwidth(bw_pool, bw_buf, 2));  // seconds per byte
     const auto t1 = Clock::now();
     for (int i = 0; i < decode; ++i) {
       const TokenId tok[] = {next};

@@ -32,14 +32,17 @@
 #include "backends/model/gguf.h"
 #include "backends/model/gguf_writer.h"
 #include "backends/swa/swa_backend.h"
+#include "bench/bench_util.h"
 
 extern "C" void openblas_set_num_threads(int);
 
 namespace cairn {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-double Seconds(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); }
+using bench::Best;
+using bench::Clock;
+using bench::Rng;
+using bench::Seconds;
 
 struct Shape {
   int64_t n_embd = 1152, n_head = 4, n_head_kv = 1, head_dim = 256, n_ff = 6912, n_vocab = 32000;
@@ -51,23 +54,6 @@ struct Shape {
     for (int64_t il = 0; il < n_layer; ++il) n += il % pattern < pattern - 1;
     return n;
   }
-};
-
-class Rng {
- public:
-  std::vector<float> Vec(size_t n, float lo, float hi) {
-    std::vector<float> v(n);
-    for (float& x : v) {
-      s_ ^= s_ << 13;
-      s_ ^= s_ >> 7;
-      s_ ^= s_ << 17;
-      x = lo + (hi - lo) * static_cast<float>(s_ >> 40) / static_cast<float>(1 << 24);
-    }
-    return v;
-  }
-
- private:
-  uint64_t s_ = 0x9e3779b97f4a7c15ull;
 };
 
 std::shared_ptr<const ModelFile> BuildModel(const Shape& s, const std::string& name) {
@@ -111,42 +97,7 @@ std::shared_ptr<const ModelFile> BuildModel(const Shape& s, const std::string& n
   }
   std::vector<uint8_t> bytes = w.Serialize();
   w = GgufWriter();
-  auto model = ModelFile::FromBuffer(bytes, name);
-  if (!model.ok()) {
-    std::fprintf(stderr, "synthetic model: %s\n", std::string(model.status().message()).c_str());
-    std::exit(1);
-  }
-  return std::shared_ptr<const ModelFile>(std::move(*model));
-}
-
-template <typename F>
-double Best(int reps, F&& fn) {
-  double best = 1e30;
-  for (int i = 0; i < reps; ++i) {
-    const auto t0 = Clock::now();
-    fn();
-    best = std::min(best, Seconds(t0, Clock::now()));
-  }
-  return best;
-}
-
-// Read bandwidth of a plain summing loop on `pool`'s threads over 1 GiB.
-double ReadBandwidth(ThreadPool& pool) {
-  const size_t n = size_t{1} << 28;
-  std::vector<float> buf(n, 1.0f);
-  std::vector<double> sums(static_cast<size_t>(pool.size()) * 16, 0.0);
-  const double s = Best(3, [&] {
-    pool.ParallelFor(static_cast<int64_t>(n), 1 << 20, [&](int64_t b, int64_t e) {
-      float acc[16] = {};
-      for (int64_t i = b; i + 16 <= e; i += 16) {
-        for (int k = 0; k < 16; ++k) acc[k] += buf[i + k];
-      }
-      float t = 0;
-      for (float v : acc) t += v;
-      sums[(b * pool.size() / static_cast<int64_t>(n)) * 16] += t;
-    });
-  });
-  return static_cast<double>(n * sizeof(float)) / s;
+  return bench::ModelOrDie(bytes, name);
 }
 
 std::unique_ptr<Backend> MakeBackend(std::shared_ptr<const ModelFile> model, int threads, int32_t slack) {
@@ -229,7 +180,7 @@ int Main(int argc, char** argv) {
   openblas_set_num_threads(1);
   act = {}; out = {}; w_qkv = {}; w_o = {}; w_gu = {}; w_d = {};
   ThreadPool bw_pool(threads);
-  const double bandwidth = ReadBandwidth(bw_pool);
+  const double bandwidth = bench::ReadBandwidth1GiB(bw_pool, 3);
 
   std::vector<TokenId> tokens(static_cast<size_t>(std::max(prompt, context)));
   for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = static_cast<TokenId>((i * 7919 + 1) % s.n_vocab);

@@ -39,6 +39,7 @@
 #include "backends/model/gguf.h"
 #include "backends/model/gguf_writer.h"
 #include "backends/register_builtin.h"
+#include "bench/bench_util.h"
 #include "checkpoint/engine.h"
 #include "checkpoint/options.h"
 
@@ -51,41 +52,15 @@ using checkpoint::CheckpointStore;
 using checkpoint::Prompt;
 using checkpoint::Sequence;
 using checkpoint::SymbolKey;
-using Clock = std::chrono::steady_clock;
-
-double Since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+using bench::Clock;
+using bench::Since;
 
 // ---- synthetic models (random weights, realistic ratios of shapes) ----
-
-struct Rng32 {
-  uint64_t s = 0x9E3779B97F4A7C15ULL;
-  float Uniform(float a) {
-    s ^= s << 13;
-    s ^= s >> 7;
-    s ^= s << 17;
-    return (static_cast<float>(s >> 40) * (1.0f / 16777216.0f) * 2.0f - 1.0f) * a;
-  }
-  std::vector<float> Vec(int64_t n, float a) {
-    std::vector<float> v(n);
-    for (float& x : v) x = Uniform(a);
-    return v;
-  }
-};
-
-std::shared_ptr<const ModelFile> FromWriter(const GgufWriter& w, const std::string& name) {
-  std::vector<uint8_t> bytes = w.Serialize();
-  auto m = ModelFile::FromBuffer(bytes, name);
-  if (!m.ok()) {
-    std::fprintf(stderr, "synthetic %s: %s\n", name.c_str(), std::string(m.status().message()).c_str());
-    std::exit(1);
-  }
-  return std::shared_ptr<const ModelFile>(std::move(*m));
-}
 
 std::shared_ptr<const ModelFile> SyntheticLlama() {
   const int64_t embd = 768, ff = 2048, vocab = 8192, layers = 8, heads = 12, kv_heads = 4;
   GgufWriter w;
-  Rng32 rng;
+  bench::Rng rng;
   w.SetString("general.architecture", "llama");
   w.SetUint32("llama.context_length", 8192);
   w.SetUint32("llama.embedding_length", embd);
@@ -99,22 +74,22 @@ std::shared_ptr<const ModelFile> SyntheticLlama() {
   const float a = 1.0f / std::sqrt(static_cast<float>(embd));
   const float b = 1.0f / std::sqrt(static_cast<float>(ff));
   std::vector<float> ones(embd, 1.0f);
-  w.AddF32Tensor("token_embd.weight", {embd, vocab}, rng.Vec(embd * vocab, 1.0f));
+  w.AddF32Tensor("token_embd.weight", {embd, vocab}, rng.SymmetricVec(embd * vocab, 1.0f));
   w.AddF32Tensor("output_norm.weight", {embd}, ones);
-  w.AddF32Tensor("output.weight", {embd, vocab}, rng.Vec(embd * vocab, a));
+  w.AddF32Tensor("output.weight", {embd, vocab}, rng.SymmetricVec(embd * vocab, a));
   for (int64_t l = 0; l < layers; ++l) {
     const std::string p = "blk." + std::to_string(l) + ".";
     w.AddF32Tensor(p + "attn_norm.weight", {embd}, ones);
     w.AddF32Tensor(p + "ffn_norm.weight", {embd}, ones);
-    w.AddF32Tensor(p + "attn_q.weight", {embd, embd}, rng.Vec(embd * embd, a));
-    w.AddF32Tensor(p + "attn_k.weight", {embd, kv}, rng.Vec(embd * kv, a));
-    w.AddF32Tensor(p + "attn_v.weight", {embd, kv}, rng.Vec(embd * kv, a));
-    w.AddF32Tensor(p + "attn_output.weight", {embd, embd}, rng.Vec(embd * embd, a));
-    w.AddF32Tensor(p + "ffn_gate.weight", {embd, ff}, rng.Vec(embd * ff, a));
-    w.AddF32Tensor(p + "ffn_up.weight", {embd, ff}, rng.Vec(embd * ff, a));
-    w.AddF32Tensor(p + "ffn_down.weight", {ff, embd}, rng.Vec(ff * embd, b));
+    w.AddF32Tensor(p + "attn_q.weight", {embd, embd}, rng.SymmetricVec(embd * embd, a));
+    w.AddF32Tensor(p + "attn_k.weight", {embd, kv}, rng.SymmetricVec(embd * kv, a));
+    w.AddF32Tensor(p + "attn_v.weight", {embd, kv}, rng.SymmetricVec(embd * kv, a));
+    w.AddF32Tensor(p + "attn_output.weight", {embd, embd}, rng.SymmetricVec(embd * embd, a));
+    w.AddF32Tensor(p + "ffn_gate.weight", {embd, ff}, rng.SymmetricVec(embd * ff, a));
+    w.AddF32Tensor(p + "ffn_up.weight", {embd, ff}, rng.SymmetricVec(embd * ff, a));
+    w.AddF32Tensor(p + "ffn_down.weight", {ff, embd}, rng.SymmetricVec(ff * embd, b));
   }
-  return FromWriter(w, "synthetic-llama");
+  return bench::ModelOrDie(w.Serialize(), "synthetic-llama");
 }
 
 std::shared_ptr<const ModelFile> SyntheticMamba2() {
@@ -123,7 +98,7 @@ std::shared_ptr<const ModelFile> SyntheticMamba2() {
   const int64_t conv_ch = d_inner + 2 * n_group * d_state;
   const int64_t in_proj = 2 * d_inner + 2 * n_group * d_state + n_head;
   GgufWriter w;
-  Rng32 rng;
+  bench::Rng rng;
   const std::string ar = "mamba2";
   w.SetString("general.architecture", ar);
   w.SetUint32(ar + ".context_length", 1 << 20);
@@ -137,27 +112,27 @@ std::shared_ptr<const ModelFile> SyntheticMamba2() {
   w.SetUint32(ar + ".ssm.group_count", n_group);
   const float in_scale = 1.0f / std::sqrt(static_cast<float>(embd));
   const float out_scale = 1.0f / std::sqrt(static_cast<float>(d_inner));
-  w.AddF32Tensor("token_embd.weight", {embd, vocab}, rng.Vec(embd * vocab, 1.0f));
+  w.AddF32Tensor("token_embd.weight", {embd, vocab}, rng.SymmetricVec(embd * vocab, 1.0f));
   w.AddF32Tensor("output_norm.weight", {embd}, std::vector<float>(embd, 1.0f));
-  w.AddF32Tensor("output.weight", {embd, vocab}, rng.Vec(embd * vocab, in_scale));
+  w.AddF32Tensor("output.weight", {embd, vocab}, rng.SymmetricVec(embd * vocab, in_scale));
   for (int64_t l = 0; l < layers; ++l) {
     const std::string p = "blk." + std::to_string(l) + ".";
     w.AddF32Tensor(p + "attn_norm.weight", {embd}, std::vector<float>(embd, 1.0f));
-    w.AddF32Tensor(p + "ssm_in.weight", {embd, in_proj}, rng.Vec(embd * in_proj, in_scale));
-    w.AddF32Tensor(p + "ssm_conv1d.weight", {d_conv, conv_ch}, rng.Vec(d_conv * conv_ch, 0.5f));
-    w.AddF32Tensor(p + "ssm_conv1d.bias", {conv_ch}, rng.Vec(conv_ch, 0.1f));
+    w.AddF32Tensor(p + "ssm_in.weight", {embd, in_proj}, rng.SymmetricVec(embd * in_proj, in_scale));
+    w.AddF32Tensor(p + "ssm_conv1d.weight", {d_conv, conv_ch}, rng.SymmetricVec(d_conv * conv_ch, 0.5f));
+    w.AddF32Tensor(p + "ssm_conv1d.bias", {conv_ch}, rng.SymmetricVec(conv_ch, 0.1f));
     std::vector<float> dt(n_head), a(n_head);
     for (int64_t h = 0; h < n_head; ++h) {
-      dt[h] = -3.0f + rng.Uniform(1.0f);
-      a[h] = -4.5f + rng.Uniform(3.5f);
+      dt[h] = -3.0f + rng.Symmetric(1.0f);
+      a[h] = -4.5f + rng.Symmetric(3.5f);
     }
     w.AddF32Tensor(p + "ssm_dt.bias", {n_head}, dt);
     w.AddF32Tensor(p + "ssm_a", {1, n_head}, a);
     w.AddF32Tensor(p + "ssm_d", {1, n_head}, std::vector<float>(n_head, 1.0f));
     w.AddF32Tensor(p + "ssm_norm.weight", {d_inner / n_group, n_group}, std::vector<float>(d_inner, 1.0f));
-    w.AddF32Tensor(p + "ssm_out.weight", {d_inner, embd}, rng.Vec(d_inner * embd, out_scale));
+    w.AddF32Tensor(p + "ssm_out.weight", {d_inner, embd}, rng.SymmetricVec(d_inner * embd, out_scale));
   }
-  return FromWriter(w, "synthetic-mamba2");
+  return bench::ModelOrDie(w.Serialize(), "synthetic-mamba2");
 }
 
 // ---- scenarios ----

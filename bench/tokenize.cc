@@ -21,10 +21,11 @@
 #include "backends/model/gguf.h"
 #include "backends/model/tokenizer.h"
 #include "backends/model/unicode.h"
+#include "bench/bench_util.h"
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using cairn::bench::Best;
 
 std::string MixedText(size_t bytes) {
   static const char* const kWords[] = {
@@ -62,17 +63,6 @@ std::string MixedText(size_t bytes) {
   return text;
 }
 
-template <typename F>
-double BestSeconds(int reps, F&& f) {
-  double best = 1e30;
-  for (int i = 0; i < reps; ++i) {
-    const auto t0 = Clock::now();
-    f();
-    best = std::min(best, std::chrono::duration<double>(Clock::now() - t0).count());
-  }
-  return best;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -89,7 +79,7 @@ int main(int argc, char** argv) {
   std::printf("mixed text: %.2f MB, Unicode table %s\n", text_mb, cairn::UnicodeTableVersion());
 
   size_t n_cpts = 0;
-  const double decode_s = BestSeconds(3, [&] { n_cpts = cairn::DecodeUtf8Lenient(text).size(); });
+  const double decode_s = Best(3, [&] { n_cpts = cairn::DecodeUtf8Lenient(text).size(); });
   std::printf("baseline utf-8 decode: %8.1f MB/s (%zu codepoints)\n\n", text_mb / decode_s, n_cpts);
   std::printf("%-12s %10s %12s %12s %12s %10s\n", "vocabulary", "tokens", "tok MB/s",
               "detok MB/s", "tok/decode", "roundtrip");
@@ -118,9 +108,9 @@ int main(int argc, char** argv) {
     std::vector<cairn::TokenId> ids;
     cairn::TokenizeOptions options;
     options.add_special = false;
-    const double tok_s = BestSeconds(3, [&] { ids = (*tok)->Tokenize(text, options); });
+    const double tok_s = Best(3, [&] { ids = (*tok)->Tokenize(text, options); });
     std::string back;
-    const double detok_s = BestSeconds(3, [&] {
+    const double detok_s = Best(3, [&] {
       back.clear();
       back.reserve(text.size());
       cairn::StreamingDetokenizer detok(**tok);

@@ -1,0 +1,39 @@
+#include "bench/bench_util.h"
+
+#include <cstdio>
+#include <cstdlib>
+
+namespace cairn::bench {
+
+double ReadBandwidth(ThreadPool& pool, const std::vector<float>& buf, int reps) {
+  const size_t n = buf.size();
+  std::vector<double> sums(static_cast<size_t>(pool.size()) * 16, 0.0);
+  const double s = Best(reps, [&] {
+    pool.ParallelFor(static_cast<int64_t>(n), 1 << 20, [&](int64_t b, int64_t e) {
+      float acc[16] = {};
+      for (int64_t i = b; i + 16 <= e; i += 16) {
+        for (int k = 0; k < 16; ++k) acc[k] += buf[i + k];
+      }
+      float t = 0;
+      for (float v : acc) t += v;
+      sums[(b * pool.size() / static_cast<int64_t>(n)) * 16] += t;  // keep the loop alive
+    });
+  });
+  return static_cast<double>(n * sizeof(float)) / s;
+}
+
+double ReadBandwidth1GiB(ThreadPool& pool, int reps) {
+  const std::vector<float> buf(size_t{1} << 28, 1.0f);
+  return ReadBandwidth(pool, buf, reps);
+}
+
+std::shared_ptr<const ModelFile> ModelOrDie(const std::vector<uint8_t>& bytes, const std::string& name) {
+  auto m = ModelFile::FromBuffer(bytes, name);
+  if (!m.ok()) {
+    std::fprintf(stderr, "synthetic %s: %s\n", name.c_str(), std::string(m.status().message()).c_str());
+    std::exit(1);
+  }
+  return std::shared_ptr<const ModelFile>(std::move(*m));
+}
+
+}  // namespace cairn::bench
