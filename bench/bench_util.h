@@ -1,5 +1,6 @@
 // Shared by the benchmarks in bench/: timing, the read-bandwidth roofline,
-// the deterministic xorshift generator of synthetic weights, and turning
+// the deterministic xorshift generator of synthetic weights (from the
+// service, header-only; the service never depends on bench), and turning
 // GgufWriter bytes into a ModelFile.
 #ifndef CAIRN_BENCH_BENCH_UTIL_H_
 #define CAIRN_BENCH_BENCH_UTIL_H_
@@ -13,6 +14,7 @@
 
 #include "backends/kernels/thread_pool.h"
 #include "backends/model/gguf.h"
+#include "service/xorshift_rng.h"
 
 namespace cairn::bench {
 
@@ -42,35 +44,8 @@ double ReadBandwidth(ThreadPool& pool, const std::vector<float>& buf, int reps);
 // The same over a fresh 1 GiB buffer (larger than any cache).
 double ReadBandwidth1GiB(ThreadPool& pool, int reps);
 
-// xorshift64 from a fixed seed: fast, and the same values on every machine.
-class Rng {
- public:
-  uint64_t Next() {
-    s_ ^= s_ << 13;
-    s_ ^= s_ >> 7;
-    s_ ^= s_ << 17;
-    return s_;
-  }
-  // lo + (hi - lo) * u, u uniform in [0, 1).
-  float Uniform(float lo, float hi) {
-    return lo + (hi - lo) * static_cast<float>(Next() >> 40) / static_cast<float>(1 << 24);
-  }
-  // (2u - 1) * a: uniform in [-a, a).
-  float Symmetric(float a) { return (static_cast<float>(Next() >> 40) * (1.0f / 16777216.0f) * 2.0f - 1.0f) * a; }
-  std::vector<float> Vec(int64_t n, float lo, float hi) {
-    std::vector<float> v(static_cast<size_t>(n));
-    for (float& x : v) x = Uniform(lo, hi);
-    return v;
-  }
-  std::vector<float> SymmetricVec(int64_t n, float a) {
-    std::vector<float> v(static_cast<size_t>(n));
-    for (float& x : v) x = Symmetric(a);
-    return v;
-  }
-
- private:
-  uint64_t s_ = 0x9e3779b97f4a7c15ull;
-};
+// The synthetic weights' generator, shared with the service's demo models.
+using Rng = service::XorShiftRng;
 
 // ModelFile over serialized GGUF bytes; on failure prints
 // "synthetic <name>: <message>" and exits 1.

@@ -10,28 +10,12 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "backends/model/gguf_writer.h"
+#include "service/xorshift_rng.h"
 
 namespace cairn::service {
 namespace {
 
-// xorshift64: deterministic on every platform.
-class Rng {
- public:
-  float Uniform(float lo, float hi) {
-    s_ ^= s_ << 13;
-    s_ ^= s_ >> 7;
-    s_ ^= s_ << 17;
-    return lo + (hi - lo) * static_cast<float>(s_ >> 40) / static_cast<float>(1 << 24);
-  }
-  std::vector<float> Vec(size_t n, float lo, float hi) {
-    std::vector<float> v(n);
-    for (float& x : v) x = Uniform(lo, hi);
-    return v;
-  }
-
- private:
-  uint64_t s_ = 0x9e3779b97f4a7c15ull;
-};
+using Rng = XorShiftRng;
 
 constexpr const char* kWords[] = {
     "the", "a", "and", "to", "of", "in", "was", "he", "she", "it", "they", "said", "once",
