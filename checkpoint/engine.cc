@@ -783,8 +783,15 @@ absl::StatusOr<std::vector<float>> CheckpointEngine::Decode(Sequence& seq, Token
 }
 
 absl::Status CheckpointEngine::Append(Sequence& seq, std::span<const TokenId> tokens) {
-  Sequence::State& s = *seq.state_;
-  std::lock_guard<std::mutex> lock(s.mu);
+  SequenceHold hold(seq);
+  return hold.Append(tokens);
+}
+
+SequenceHold::SequenceHold(Sequence& seq) : state_(seq.state_), lock_(state_->mu) {}
+
+absl::Status SequenceHold::Append(std::span<const TokenId> tokens) {
+  if (!lock_.owns_lock()) return absl::FailedPreconditionError("sequence hold was released");
+  Sequence::State& s = *state_;
   if (s.memory->next_pos() != s.history.positions() + static_cast<Pos>(tokens.size())) {
     return absl::FailedPreconditionError(absl::StrCat(
         "sequence memory is at ", s.memory->next_pos(), " but its history ends at ",
@@ -792,6 +799,10 @@ absl::Status CheckpointEngine::Append(Sequence& seq, std::span<const TokenId> to
   }
   for (TokenId t : tokens) s.history.Push(static_cast<SymbolKey>(static_cast<uint32_t>(t)), 1);
   return absl::OkStatus();
+}
+
+void SequenceHold::Release() {
+  if (lock_.owns_lock()) lock_.unlock();
 }
 
 absl::Status CheckpointEngine::EndGeneration(Sequence& seq) {

@@ -10,8 +10,18 @@
 // computed from scratch on a fresh sequence.
 //
 // Generation (sampling) is the service's: it decodes through Decode (or its
-// own batched Forward on Sequence::memory() followed by Append) and calls
-// EndGeneration when a reply is complete.
+// own batched Forward on Sequence::memory() under a SequenceHold, followed by
+// SequenceHold::Append) and calls EndGeneration when a reply is complete.
+//
+// Locks: every sequence has a mutex, held by engine calls on it, by a
+// PrefillJob from StartPrefill to Finish and by a SequenceHold. A prefill
+// copying another live sequence (the prefix index's kOtherSequence reuse)
+// only try_locks that sequence and skips it when busy, so no thread ever
+// blocks on a sequence's mutex while holding another one's, except a caller
+// that takes several (a scheduler holding its PrefillJobs and SequenceHolds
+// for one batched Forward) - and nobody waits for it while holding one.
+// The engine's own mutex is taken last and held briefly (nothing is locked
+// under it). Hence no cycle: order sequence mutexes -> engine mutex.
 #ifndef CAIRN_CHECKPOINT_ENGINE_H_
 #define CAIRN_CHECKPOINT_ENGINE_H_
 
@@ -82,6 +92,7 @@ struct EngineStats {
 
 class CheckpointEngine;
 class PrefillJob;
+class SequenceHold;
 
 // One live sequence (a session's conversation): its memory and the symbols
 // it absorbed. Owned by the caller; used by one thread at a time (engine
@@ -97,13 +108,16 @@ class Sequence {
   // Symbols absorbed; valid while no engine call runs on this sequence.
   const SymbolPath& history() const;
   Pos next_pos() const;
-  // For a batched decode by the service: run Forward on this memory, then
-  // call CheckpointEngine::Append with the tokens absorbed.
+  // For a batched decode by the service: while holding a SequenceHold on
+  // this sequence, run Forward on this memory, then call
+  // SequenceHold::Append with the tokens absorbed. (Without the hold,
+  // another thread's prefill may copy this memory while Forward writes it.)
   SequenceMemory* memory();
 
  private:
   friend class CheckpointEngine;
   friend class PrefillJob;
+  friend class SequenceHold;
   struct State;
   Sequence(CheckpointEngine* engine, std::shared_ptr<State> state);
   CheckpointEngine* engine_;
@@ -160,6 +174,31 @@ class PrefillJob {
   bool finished_ = false;
 };
 
+// Holds a sequence's lock for the caller's own Forward on its memory() (a
+// scheduler's batched decode), so that no other thread reads or writes that
+// memory meanwhile: engine calls on the sequence wait, and other sequences'
+// prefills skip it as a copy source (busy). Take it before reading
+// memory()->next_pos() for the run, record the absorbed tokens with Append
+// (CheckpointEngine::Append would wait for this very lock), then Release or
+// destroy it. Must not be taken on a sequence this thread already holds (an
+// engine call or a PrefillJob on it). See the lock order above.
+class SequenceHold {
+ public:
+  explicit SequenceHold(Sequence& seq);
+  SequenceHold(SequenceHold&&) noexcept = default;
+  SequenceHold& operator=(SequenceHold&&) noexcept = default;
+  ~SequenceHold() = default;
+
+  // As CheckpointEngine::Append, under this hold. FAILED_PRECONDITION as
+  // there, or when the hold was released.
+  absl::Status Append(std::span<const TokenId> tokens);
+  void Release();
+
+ private:
+  std::shared_ptr<Sequence::State> state_;
+  std::unique_lock<std::mutex> lock_;
+};
+
 // Thread-safe: calls on different sequences may run concurrently (Forward
 // calls are serialized by the backend as it documents).
 class CheckpointEngine final {
@@ -204,7 +243,8 @@ class CheckpointEngine final {
 
   // Records tokens the caller absorbed into seq.memory() with its own
   // Forward. FAILED_PRECONDITION when the memory did not advance by exactly
-  // tokens.size() positions.
+  // tokens.size() positions. A Forward running concurrently with other
+  // engine users must be under a SequenceHold and use its Append instead.
   absl::Status Append(Sequence& seq, std::span<const TokenId> tokens);
 
   // After a reply: captures a checkpoint when the policy says so and

@@ -281,9 +281,22 @@ void Scheduler::Loop() {
     // One Forward: the next token of every decoding sequence, then prompt
     // runs of the prefilling ones within the step's token budget (at least
     // one run per step, so prompts progress however many sequences decode).
+    //
+    // Decode rows run on Sequence::memory() under a SequenceHold each, from
+    // before the run is built until Append: a prefill on another thread (an
+    // RPC thread's CheckpointEngine::Prefill, e.g. SessionControl export of
+    // another session) may pick one of these sequences as a copy source
+    // through the prefix index (CheckpointEngine::CaptureOther); it try_locks
+    // it and, while held here, skips it instead of copying a memory this
+    // Forward writes. The prompt runs' sequences are held by their
+    // PrefillJobs. Deadlock-free: other threads only try_lock a sequence
+    // while holding another (engine.h, "Locks").
     std::vector<SequenceRun> runs;
+    std::vector<checkpoint::SequenceHold> holds;
+    holds.reserve(decoding_.size());
     static const int32_t kRow0 = 0;
     for (auto& r : decoding_) {
+      holds.emplace_back(*r->job->seq);
       SequenceMemory* mem = r->job->seq->memory();
       SequenceRun run;
       run.memory = mem;
@@ -308,10 +321,6 @@ void Scheduler::Loop() {
       if (Metrics* m = options_.metrics) {
         if (n_decode > 0) m->batch_rows->Observe(static_cast<double>(n_decode));
       }
-      // Known gap (engine side): decode rows run on Sequence::memory() as
-      // engine.h prescribes, without the engine's per-sequence lock, so a
-      // concurrent Prefill elsewhere (an export) could copy one of these
-      // memories through the prefix index while this Forward writes it.
       absl::StatusOr<std::vector<RunLogits>> all = model_->backend->Forward(runs);
       if (all.ok()) {
         for (size_t i = 0; i < runs.size(); ++i) out[i] = std::move((*all)[i]);
@@ -333,12 +342,10 @@ void Scheduler::Loop() {
     std::vector<std::unique_ptr<Running>> keep;
     for (size_t i = 0; i < n_decode; ++i) {
       Running& r = *decoding_[i];
-      if (!out[i].ok()) {
-        Complete(r, out[i].status());
-        continue;
-      }
-      if (absl::Status st = model_->engine->Append(*r.job->seq, std::span<const TokenId>(&r.pending, 1));
-          !st.ok()) {
+      absl::Status st = out[i].status();
+      if (st.ok()) st = holds[i].Append(std::span<const TokenId>(&r.pending, 1));
+      holds[i].Release();  // before Complete: the RPC thread then ends the generation
+      if (!st.ok()) {
         Complete(r, st);
         continue;
       }

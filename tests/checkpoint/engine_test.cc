@@ -458,6 +458,85 @@ TEST_P(EngineTest, PrefillJobBatchesWithAnotherSequencesDecode) {
             absl::StatusCode::kFailedPrecondition);
 }
 
+// The scheduler's decode (its own Forward on memory(), then Append) runs
+// under a SequenceHold, so another thread's prefill never copies that memory
+// while it is written: a held sequence is skipped as a copy source, and
+// prefills copying a sequence that decodes concurrently stay exact.
+TEST_P(EngineTest, PrefillCopyingASequenceThatDecodesConcurrentlyIsExact) {
+  const auto sys = RandomTokens(rng_, 40, vocab_);
+  auto a = NewSeq();
+  Prompt pa;
+  Add(pa, sys);
+  Run(*a, pa);
+  ASSERT_TRUE(engine_->EndGeneration(*a).ok());  // publishes A at pa
+
+  // Held: a prefill on another thread does not copy A.
+  {
+    SequenceHold hold(*a);
+    Prompt pb = pa;
+    Add(pb, RandomTokens(rng_, 7, vocab_));
+    absl::StatusOr<PrefillResult> rb = absl::UnknownError("not run");
+    std::thread t([&] {
+      auto b = engine_->NewSequence();
+      if (b.ok()) rb = engine_->Prefill(**b, pb);
+    });
+    t.join();
+    ASSERT_TRUE(rb.ok()) << rb.status();
+    EXPECT_NE(rb->stats.source, ReuseKind::kOtherSequence);
+    auto fresh = FreshLogits(*backend_, pb);
+    ASSERT_TRUE(fresh.ok());
+    EXPECT_LE(Deviation(rb->logits, *fresh), GetParam().tolerance);
+    hold.Release();
+    const TokenId x = 5;
+    EXPECT_EQ(hold.Append(std::span<const TokenId>(&x, 1)).code(),
+              absl::StatusCode::kFailedPrecondition);
+  }
+
+  // A decodes (the scheduler's way) while the main thread prefills other
+  // sequences on prompts that share A's published prefix.
+  std::vector<TokenId> decoded;
+  std::atomic<bool> stop{false};
+  std::atomic<int> bad{0};
+  std::thread decoder([&] {
+    std::mt19937 rng(7);
+    const int32_t row = 0;
+    for (int i = 0; i < 48 && (i < 8 || !stop.load()); ++i) {
+      const TokenId t = 3 + static_cast<TokenId>(rng() % (vocab_ - 3));
+      SequenceHold hold(*a);
+      SequenceRun run;
+      run.memory = a->memory();
+      run.start_pos = a->next_pos();
+      run.tokens = std::span<const TokenId>(&t, 1);
+      run.logit_rows = std::span<const int32_t>(&row, 1);
+      auto out = backend_->Forward(std::span<const SequenceRun>(&run, 1));
+      if (!out.ok() || !hold.Append(std::span<const TokenId>(&t, 1)).ok()) {
+        ++bad;
+        return;
+      }
+      decoded.push_back(t);
+    }
+  });
+  for (int k = 0; k < 4; ++k) {
+    Prompt pb = pa;
+    Add(pb, RandomTokens(rng_, 3 + static_cast<int>(rng_() % 8), vocab_));
+    auto b = NewSeq();
+    auto rb = engine_->Prefill(*b, pb);
+    ASSERT_TRUE(rb.ok()) << rb.status();
+    auto fresh = FreshLogits(*backend_, pb);
+    ASSERT_TRUE(fresh.ok());
+    EXPECT_LE(Deviation(rb->logits, *fresh), GetParam().tolerance) << "prompt " << k;
+    EXPECT_EQ(testing::Argmax(rb->logits), testing::Argmax(*fresh));
+  }
+  stop.store(true);
+  decoder.join();
+  EXPECT_EQ(bad.load(), 0);
+  // A's own state stayed exact: its next turn computes only the new message.
+  Prompt pa2 = pa;
+  Add(pa2, decoded);
+  Add(pa2, RandomTokens(rng_, 5, vocab_));
+  EXPECT_EQ(Run(*a, pa2).stats.recomputed, 5);
+}
+
 // Multimodal chunks (models that take embeddings): positions advance by
 // max(nx, ny), chunks are never split, and reuse around them stays exact.
 TEST_P(EngineTest, EmbeddingChunksAreReusedWhole) {
