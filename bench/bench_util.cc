@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 
 namespace cairn::bench {
 
@@ -25,6 +26,17 @@ double ReadBandwidth(ThreadPool& pool, const std::vector<float>& buf, int reps) 
 double ReadBandwidth1GiB(ThreadPool& pool, int reps) {
   const std::vector<float> buf(size_t{1} << 28, 1.0f);
   return ReadBandwidth(pool, buf, reps);
+}
+
+MemcpySeconds MeasureMemcpy(size_t bytes, int reps) {
+  std::vector<uint8_t> src(bytes, 1), dst(bytes, 0);
+  MemcpySeconds m;
+  m.reused = Best(reps, [&] { std::memcpy(dst.data(), src.data(), bytes); });
+  m.fresh = Best(reps, [&] {
+    std::vector<uint8_t> fresh(src.begin(), src.end());
+    if (fresh[bytes / 2] != 1) std::abort();
+  });
+  return m;
 }
 
 std::shared_ptr<const ModelFile> ModelOrDie(const std::vector<uint8_t>& bytes, const std::string& name) {

@@ -47,6 +47,15 @@ double ReadBandwidth1GiB(ThreadPool& pool, int reps);
 // The synthetic weights' generator, shared with the service's demo models.
 using Rng = service::XorShiftRng;
 
+// Best-of-`reps` seconds of copying `bytes` bytes with memcpy into a reused
+// buffer, and into a freshly allocated vector: the baselines of snapshot
+// restore and capture.
+struct MemcpySeconds {
+  double reused = 0;
+  double fresh = 0;
+};
+MemcpySeconds MeasureMemcpy(size_t bytes, int reps);
+
 // ModelFile over serialized GGUF bytes; on failure prints
 // "synthetic <name>: <message>" and exits 1.
 std::shared_ptr<const ModelFile> ModelOrDie(const std::vector<uint8_t>& bytes, const std::string& name);

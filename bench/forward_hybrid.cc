@@ -322,12 +322,8 @@ int RunModel(const std::string& which, GgmlType type, int threads, int prompt, i
   const double restore_s = Best(5, [&] {
     if (!memory->Restore(snap).ok()) std::abort();
   });
-  std::vector<uint8_t> src(cp_bytes, 1), dst(cp_bytes, 0);
-  const double memcpy_s = Best(5, [&] { std::memcpy(dst.data(), src.data(), cp_bytes); });
-  const double memcpy_fresh_s = Best(5, [&] {
-    std::vector<uint8_t> fresh(src.begin(), src.end());
-    if (fresh[cp_bytes / 2] != 1) std::abort();
-  });
+  const bench::MemcpySeconds copy = bench::MeasureMemcpy(cp_bytes, 5);
+  const double memcpy_s = copy.reused, memcpy_fresh_s = copy.fresh;
 
   std::printf("%-36s %14s %14s %8s\n", "row", "cairn", "baseline", "ratio");
   std::printf("%-36s %12.1f/s %12.1f/s %7.1f%%   (baseline: cblas_sgemm %.1f GFLOP/s over the same weights)\n",

@@ -230,12 +230,8 @@ int Main(int argc, char** argv) {
   const double restore_s = Best(5, [&] {
     if (!mem->Restore(snap).ok()) std::abort();
   });
-  std::vector<uint8_t> src(cp_bytes, 1), dst(cp_bytes, 0);
-  const double memcpy_s = Best(5, [&] { std::memcpy(dst.data(), src.data(), cp_bytes); });
-  const double memcpy_fresh_s = Best(5, [&] {
-    std::vector<uint8_t> fresh(src.begin(), src.end());
-    if (fresh[cp_bytes / 2] != 1) std::abort();
-  });
+  const bench::MemcpySeconds copy = bench::MeasureMemcpy(cp_bytes, 5);
+  const double memcpy_s = copy.reused, memcpy_fresh_s = copy.fresh;
   const double decode_long_s = Decode(*cb, mem.get(), decode);
 
   std::printf("\n%-40s %14s %14s %8s\n", "row", "cairn", "baseline", "ratio");
