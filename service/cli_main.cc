@@ -1,6 +1,7 @@
 // cairn-cli: chat with a cairn server, or run one prompt for scripts.
 //
 //   cairn-cli [--server=HOST:PORT] [--model=NAME] "Once upon a time"   one shot
+//   cairn-cli [--model=NAME] --chat [--system=TEXT] "Hello"            one chat turn
 //   cairn-cli [--server=HOST:PORT] [--model=NAME]                      interactive chat
 //
 // Interactive commands: /fork, /rewind N, /stats, /sessions, /models, /quit.
@@ -26,13 +27,18 @@ using cairn::v1::Inference;
 const char kUsage[] = R"(cairn-cli: talk to a cairn server
 
   cairn-cli [flags] PROMPT...   one shot: stream the completion of PROMPT to stdout
-  cairn-cli [flags]             interactive chat (a session; /fork /rewind N /stats
-                                /sessions /models /quit)
-  cairn-cli --list-models
+  cairn-cli --chat [flags] PROMPT...
+                                one chat turn: PROMPT as a user message, rendered with
+                                the model's chat template; the reply to stdout
+  cairn-cli [flags]             interactive chat (a session; each line a user message;
+                                /fork /rewind N /stats /sessions /models /quit)
+  cairn-cli --list-models       name, arch, family, context, chat template
 
   --server=HOST:PORT   default 127.0.0.1:50051
   --model=NAME         default: the first model the server lists
   --session=ID         continue an existing session
+  --chat               one shot: send PROMPT as a user message (see above)
+  --system=TEXT        a system message before the first user message (chat)
   --max-tokens=N       default 128
   --temperature=T      default 0.8 (0: greedy)
   --top-k=K --top-p=P --min-p=P --repetition-penalty=R --seed=S
@@ -54,6 +60,8 @@ struct Options {
   bool ids = false;
   bool stats = false;
   bool list_models = false;
+  bool chat = false;
+  std::string system;
   double timeout = 0;
   std::string token;
   std::string tls_ca;
@@ -138,6 +146,8 @@ grpc::Status Session(Inference::Stub& stub, const cairn::v1::SessionRequest& req
 }
 
 int Interactive(Inference::Stub& stub, Options o) {
+  // The system message opens a conversation this run starts, once.
+  bool send_system = o.session.empty() && !o.system.empty();
   if (o.session.empty()) {
     cairn::v1::SessionRequest req;
     req.mutable_create()->set_model(o.model);
@@ -205,12 +215,21 @@ int Interactive(Inference::Stub& stub, Options o) {
     req.set_model(o.model);
     req.set_session_id(o.session);
     req.set_append(true);
+    if (send_system) {
+      auto* sys = req.add_messages();
+      sys->set_role("system");
+      sys->set_content(o.system);
+    }
     auto* m = req.add_messages();
     m->set_role("user");
     m->set_content(line);
     *req.mutable_sampling() = o.sampling;
     *req.mutable_stop() = o.stop;
-    if (grpc::Status st = Run(stub, o, req, &stats); !st.ok()) Fail(st);
+    if (grpc::Status st = Run(stub, o, req, &stats); !st.ok()) {
+      Fail(st);
+    } else {
+      send_system = false;
+    }
   }
   return 0;
 }
@@ -246,6 +265,10 @@ int main(int argc, char** argv) {
       o.stats = true;
     } else if (a == "--list-models") {
       o.list_models = true;
+    } else if (a == "--chat") {
+      o.chat = true;
+    } else if (value("system", &v)) {
+      o.system = v;
     } else if (value("server", &v)) {
       o.server = v;
     } else if (value("model", &v)) {
@@ -309,8 +332,10 @@ int main(int argc, char** argv) {
     if (grpc::Status st = stub->ListModels(&ctx, {}, &resp); !st.ok()) return Fail(st);
     if (o.list_models) {
       for (const auto& m : resp.models()) {
-        std::printf("%s\t%s\t%s\tctx %d%s\n", m.name().c_str(), m.arch().c_str(), m.family().c_str(),
-                    m.context_length(), m.synthetic() ? "\tsynthetic (random weights)" : "");
+        std::printf("%s\t%s\t%s\tctx %d\ttemplate %s%s\n", m.name().c_str(), m.arch().c_str(),
+                    m.family().c_str(), m.context_length(),
+                    m.chat_template().empty() ? "none" : m.chat_template().c_str(),
+                    m.synthetic() ? "\tsynthetic (random weights)" : "");
       }
       return 0;
     }
@@ -328,11 +353,24 @@ int main(int argc, char** argv) {
   req.set_model(o.model);
   req.set_session_id(o.session);
   req.set_append(!o.session.empty());
-  req.add_parts()->set_text(text);
+  if (o.chat) {
+    if (!o.system.empty()) {
+      auto* sys = req.add_messages();
+      sys->set_role("system");
+      sys->set_content(o.system);
+    }
+    auto* m = req.add_messages();
+    m->set_role("user");
+    m->set_content(text);
+  } else {
+    req.add_parts()->set_text(text);
+  }
   *req.mutable_sampling() = o.sampling;
   *req.mutable_stop() = o.stop;
   req.set_stream_text(!o.ids);
-  if (!o.ids) std::printf("%s", text.c_str());
+  // A completion continues the prompt, so it is printed first; a chat
+  // reply stands alone.
+  if (!o.ids && !o.chat) std::printf("%s", text.c_str());
   LastStats stats;
   grpc::Status st = Run(*stub, o, req, &stats);
   if (!st.ok()) return Fail(st);

@@ -34,12 +34,23 @@ struct Vocab {
   std::vector<float> scores;
   std::vector<int32_t> types;
   size_t first_piece = 0;  // tokens before this are control and byte tokens
+  size_t end_piece = 0;    // word pieces are [first_piece, end_piece)
+  int32_t im_start = -1;   // ChatML control tokens (after the pieces), or -1
+  int32_t im_end = -1;
 };
+
+// The usual ChatML (Qwen) Jinja template. cairn recognises its family by the
+// markers and renders it natively (backends/model/chat_template.h).
+constexpr const char* kChatMLTemplate =
+    "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\\n' + message['content'] + "
+    "'<|im_end|>' + '\\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}"
+    "{% endif %}";
 
 // SPM vocabulary: <unk> <s> </s>, 256 byte tokens, then every prefix of
 // "▁word" and each ASCII letter and punctuation mark, longer pieces scored
-// higher so that words merge whole.
-Vocab BuildVocab() {
+// higher so that words merge whole. With `chatml`, the control tokens
+// <|im_start|> and <|im_end|> follow (as added tokens do in Qwen's vocabulary).
+Vocab BuildVocab(bool chatml = false) {
   Vocab v;
   auto add = [&](std::string t, float score, int32_t type) {
     v.tokens.push_back(std::move(t));
@@ -71,6 +82,13 @@ Vocab BuildVocab() {
     const std::string cap = sp + std::string(1, static_cast<char>(w[0] - 'a' + 'A')) + (w + 1);
     for (size_t len = sp.size() + 1; len <= cap.size(); ++len) piece(cap.substr(0, len));
   }
+  v.end_piece = v.tokens.size();
+  if (chatml) {
+    v.im_start = static_cast<int32_t>(v.tokens.size());
+    add("<|im_start|>", 0, 3);
+    v.im_end = static_cast<int32_t>(v.tokens.size());
+    add("<|im_end|>", 0, 3);
+  }
   return v;
 }
 
@@ -80,18 +98,28 @@ void AddTokenizer(GgufWriter& w, const Vocab& v) {
   w.SetFloat32Array("tokenizer.ggml.scores", v.scores);
   w.SetInt32Array("tokenizer.ggml.token_type", v.types);
   w.SetUint32("tokenizer.ggml.bos_token_id", 1);
-  w.SetUint32("tokenizer.ggml.eos_token_id", 2);
+  // A ChatML model ends its turn with <|im_end|>, its EOS as in Qwen's
+  // instruct models (the tokenizer also treats <|im_end|> as end of
+  // generation by its text, as llama.cpp does).
+  w.SetUint32("tokenizer.ggml.eos_token_id", v.im_end >= 0 ? static_cast<uint32_t>(v.im_end) : 2);
   w.SetUint32("tokenizer.ggml.unknown_token_id", 0);
   w.SetBool("tokenizer.ggml.add_bos_token", true);
+  if (v.im_start >= 0) w.SetString("tokenizer.chat_template", kChatMLTemplate);
 }
+
+// Scale of <|im_end|>'s output row relative to the word pieces'.
+constexpr float kImEndScale = 1.3f;
 
 // Output rows: control and byte tokens get zero rows (logit 0) and word
 // pieces large random rows, so sampled text is mostly words, not stray bytes.
+// <|im_end|> gets a random row too, so that a chat reply can end.
 std::vector<float> OutputRows(const Vocab& v, int64_t n_embd, float scale, Rng& rng) {
   std::vector<float> out(static_cast<size_t>(n_embd) * v.tokens.size(), 0.0f);
-  for (size_t t = v.first_piece; t < v.tokens.size(); ++t) {
-    for (int64_t i = 0; i < n_embd; ++i) out[t * n_embd + i] = rng.Uniform(-scale, scale);
-  }
+  auto fill = [&](size_t t, float s) {
+    for (int64_t i = 0; i < n_embd; ++i) out[t * n_embd + i] = rng.Uniform(-s, s);
+  };
+  for (size_t t = v.first_piece; t < v.end_piece; ++t) fill(t, scale);
+  if (v.im_end >= 0) fill(static_cast<size_t>(v.im_end), kImEndScale * scale);
   return out;
 }
 
@@ -102,8 +130,10 @@ absl::StatusOr<DemoModel> Finish(GgufWriter& w, const std::string& name) {
   return DemoModel{name, std::shared_ptr<const ModelFile>(std::move(*file))};
 }
 
-absl::StatusOr<DemoModel> BuildTransformer(const std::string& name) {
-  const Vocab v = BuildVocab();
+// A llama-architecture transformer; with `chatml`, its vocabulary has the
+// ChatML control tokens and its metadata the ChatML template.
+absl::StatusOr<DemoModel> BuildTransformer(const std::string& name, bool chatml = false) {
+  const Vocab v = BuildVocab(chatml);
   const int64_t embd = 64, ff = 192, vocab = static_cast<int64_t>(v.tokens.size());
   const int32_t layers = 2, heads = 4, kv_heads = 2;
   GgufWriter w;
@@ -257,7 +287,9 @@ absl::StatusOr<DemoModel> BuildHybrid(const std::string& name, int64_t E, int64_
 
 }  // namespace
 
-std::vector<std::string> DemoModelNames() { return {"demo-transformer", "demo-recurrent", "demo-hybrid"}; }
+std::vector<std::string> DemoModelNames() {
+  return {"demo-transformer", "demo-recurrent", "demo-hybrid", "demo-chat"};
+}
 
 bool IsDemoModel(const std::string& name) {
   for (const std::string& n : DemoModelNames()) {
@@ -270,6 +302,7 @@ absl::StatusOr<DemoModel> BuildDemoModel(const std::string& name) {
   if (name == "demo-transformer") return BuildTransformer(name);
   if (name == "demo-recurrent") return BuildRecurrent(name);
   if (name == "demo-hybrid") return BuildHybrid(name, 64, 4, 128);
+  if (name == "demo-chat") return BuildTransformer(name, /*chatml=*/true);
   // Large enough (about 140 MB of F32 weights) that a decode step is bound by
   // reading the weights, as with real models: for batching measurements.
   if (name == "demo-hybrid-large") return BuildHybrid(name, 512, 8, 1536);

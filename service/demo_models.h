@@ -1,6 +1,6 @@
 // Built-in synthetic models: deterministic random weights built in memory
-// with GgufWriter, one per backend family compiled in, each with a small SPM
-// vocabulary of English words. They let `cairn-server` start on a fresh
+// with GgufWriter, one per backend family compiled in plus a ChatML chat
+// model, each with a small SPM vocabulary of English words. They let `cairn-server` start on a fresh
 // machine with no model file; their text is meaningless.
 #ifndef CAIRN_SERVICE_DEMO_MODELS_H_
 #define CAIRN_SERVICE_DEMO_MODELS_H_
@@ -21,7 +21,10 @@ struct DemoModel {
 
 // The names DemoModel can build: "demo-transformer" (llama),
 // "demo-recurrent" (mamba2), "demo-hybrid" (granitehybrid: Mamba-2 layers
-// and one attention layer in four).
+// and one attention layer in four), "demo-chat" (demo-transformer's shape
+// with the ChatML control tokens <|im_start|> and <|im_end|> in its
+// vocabulary, <|im_end|> as EOS, and the ChatML template in
+// tokenizer.chat_template).
 std::vector<std::string> DemoModelNames();
 
 // DemoModelNames() plus "demo-hybrid-large" (same shape, n_embd 512, 8
