@@ -5,6 +5,18 @@
 
 namespace cairn {
 
+absl::Status ValidateRunRows(std::span<const int32_t> rows, int64_t n_rows, const char* what,
+                             const std::string& where) {
+  for (size_t k = 0; k < rows.size(); ++k) {
+    if (rows[k] < 0 || rows[k] >= n_rows || (k > 0 && rows[k] <= rows[k - 1])) {
+      return absl::InvalidArgumentError(absl::StrCat(where, what, " row ", rows[k], " (entry ", k,
+                                                     ") is out of range or not ascending for a run of ",
+                                                     n_rows, " rows"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status BackendRegistry::Register(const std::string& family,
                                        const std::vector<std::string>& archs,
                                        BackendFactory factory) {

@@ -27,6 +27,8 @@ struct ModelInfo {
   int32_t n_embd = 0;        // width of embedding rows accepted by Forward
   bool accepts_embeddings = false;  // Forward takes embedding chunks (multimodal)
   MemoryCapabilities caps;   // of a fresh sequence
+  // Forward honours SequenceRun::snapshot_rows (checkpoints inside a run).
+  bool snapshots_within_run = false;
   size_t weight_bytes = 0;   // bytes of weights read per forward token
 };
 
@@ -51,6 +53,14 @@ struct SequenceRun {
   const EmbeddingChunk* chunk = nullptr;  // instead of tokens
   // Indices into the run (0 .. n_rows-1, ascending) whose logits are wanted.
   std::span<const int32_t> logit_rows;
+  // Indices into a token run (0 .. n_rows-1, ascending) after which the
+  // backend snapshots the memory, into RunLogits::snapshots: each equals
+  // what Capture(kCheckpoint) would give after a run ending at that row
+  // (position start_pos + row + 1). A checkpoint inside a prompt then costs
+  // a copy instead of a separate Forward call that re-reads every weight.
+  // Only where ModelInfo::snapshots_within_run; INVALID_ARGUMENT otherwise
+  // and with a chunk.
+  std::span<const int32_t> snapshot_rows;
 };
 
 // Logits of one run: values[i * n_vocab + v] for logit_rows[i].
@@ -58,6 +68,7 @@ struct RunLogits {
   int32_t n_rows = 0;
   int32_t n_vocab = 0;
   std::vector<float> values;
+  std::vector<Snapshot> snapshots;  // one per SequenceRun::snapshot_rows entry
   std::span<const float> row(int32_t i) const {
     return std::span<const float>(values).subspan(static_cast<size_t>(i) * n_vocab, n_vocab);
   }
@@ -85,6 +96,12 @@ class Backend {
   // memory's capacity). On error no memory has changed.
   virtual absl::StatusOr<std::vector<RunLogits>> Forward(std::span<const SequenceRun> batch) = 0;
 };
+
+// For backends' input validation: OK when `rows` (a run's logit_rows or
+// snapshot_rows, named `what` in the error) ascend strictly within
+// [0, n_rows); otherwise INVALID_ARGUMENT prefixed with `where`.
+absl::Status ValidateRunRows(std::span<const int32_t> rows, int64_t n_rows, const char* what,
+                             const std::string& where);
 
 struct BackendOptions {
   std::string name;            // deployment name for ModelInfo

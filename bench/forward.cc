@@ -237,7 +237,7 @@ Result RunOne(const Shape& s, GgmlType type, int threads, int64_t prompt, int de
     auto mem = b.NewSequence();
     const int32_t last = static_cast<int32_t>(prompt - 1);
     SequenceRun run{mem->get(), 0, std::span<const TokenId>(tokens).subspan(0, prompt), nullptr,
-                    std::span<const int32_t>(&last, 1)};
+                    std::span<const int32_t>(&last, 1), {}};
     auto t0 = Clock::now();
     auto out = b.Forward(std::span<const SequenceRun>(&run, 1));
     best_prompt = std::min(best_prompt, Seconds(t0, Clock::now()));
@@ -256,7 +256,7 @@ Result RunOne(const Shape& s, GgmlType type, int threads, int64_t prompt, int de
   double best_token = 1e30;
   for (int i = 0; i < decode + 2; ++i) {
     SequenceRun run{mem->get(), i, std::span<const TokenId>(tokens).subspan(i, 1), nullptr,
-                    std::span<const int32_t>(&row0, 1)};
+                    std::span<const int32_t>(&row0, 1), {}};
     auto t0 = Clock::now();
     auto out = b.Forward(std::span<const SequenceRun>(&run, 1));
     if (i >= 2) best_token = std::min(best_token, Seconds(t0, Clock::now()));  // 2 warm-up tokens

@@ -285,7 +285,7 @@ int RunModel(const std::string& which, GgmlType type, int threads, int prompt, i
   base.sgemm_flops = SgemmFlops(threads, prompt);
   const double prompt_s = Best(2, [&] {
     memory = *b.NewSequence();
-    SequenceRun run{memory.get(), 0, tokens, nullptr, last_row};
+    SequenceRun run{memory.get(), 0, tokens, nullptr, last_row, {}};
     if (!b.Forward(std::span<const SequenceRun>(&run, 1)).ok()) std::abort();
   });
   const double prompt_flops = 2.0 * static_cast<double>(s.matrix_elems) * prompt;
@@ -300,7 +300,7 @@ int RunModel(const std::string& which, GgmlType type, int threads, int prompt, i
   const auto t_dec = Clock::now();
   for (int i = 0; i < decode; ++i) {
     const TokenId tok[] = {next};
-    SequenceRun run{memory.get(), memory->next_pos(), tok, nullptr, row0};
+    SequenceRun run{memory.get(), memory->next_pos(), tok, nullptr, row0, {}};
     auto out = b.Forward(std::span<const SequenceRun>(&run, 1));
     if (!out.ok()) std::abort();
     next = static_cast<TokenId>(std::max_element((*out)[0].values.begin(), (*out)[0].values.end()) -

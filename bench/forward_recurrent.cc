@@ -148,7 +148,7 @@ int Main(int argc, char** argv) {
     gemm_s = std::min(gemm_s, sgemm_layer());
     const auto t0 = Clock::now();
     memory = *b.NewSequence();
-    SequenceRun run{memory.get(), 0, tokens, nullptr, last_row};
+    SequenceRun run{memory.get(), 0, tokens, nullptr, last_row, {}};
     if (!b.Forward(std::span<const SequenceRun>(&run, 1)).ok()) std::abort();
     prompt_s = std::min(prompt_s, Seconds(t0, Clock::now()));
 
@@ -156,7 +156,7 @@ int Main(int argc, char** argv) {
     const auto t1 = Clock::now();
     for (int i = 0; i < decode; ++i) {
       const TokenId tok[] = {next};
-      SequenceRun step{memory.get(), memory->next_pos(), tok, nullptr, row0};
+      SequenceRun step{memory.get(), memory->next_pos(), tok, nullptr, row0, {}};
       auto out = b.Forward(std::span<const SequenceRun>(&step, 1));
       if (!out.ok()) std::abort();
       next = static_cast<TokenId>(std::max_element((*out)[0].values.begin(), (*out)[0].values.end()) -
@@ -177,7 +177,7 @@ int Main(int argc, char** argv) {
   std::vector<std::unique_ptr<SequenceMemory>> seqs;
   for (int i = 0; i < kBatch; ++i) {
     seqs.push_back(*b.NewSequence());
-    SequenceRun run{seqs.back().get(), 0, std::span<const TokenId>(tokens).first(16), nullptr, {}};
+    SequenceRun run{seqs.back().get(), 0, std::span<const TokenId>(tokens).first(16), nullptr, {}, {}};
     if (!b.Forward(std::span<const SequenceRun>(&run, 1)).ok()) std::abort();
   }
   double batch_step_s = 1e30;
@@ -188,7 +188,7 @@ int Main(int argc, char** argv) {
       std::vector<SequenceRun> runs(kBatch);
       for (int k = 0; k < kBatch; ++k) {
         toks[k] = static_cast<TokenId>((i * 31 + k * 7) % s.n_vocab);
-        runs[k] = SequenceRun{seqs[k].get(), seqs[k]->next_pos(), std::span<const TokenId>(&toks[k], 1), nullptr, row0};
+        runs[k] = SequenceRun{seqs[k].get(), seqs[k]->next_pos(), std::span<const TokenId>(&toks[k], 1), nullptr, row0, {}};
       }
       if (!b.Forward(runs).ok()) std::abort();
     }

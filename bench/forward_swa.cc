@@ -118,7 +118,7 @@ void Prefill(Backend& b, SequenceMemory* mem, const std::vector<TokenId>& tokens
   for (int64_t s = 0; s < n; s += chunk) {
     const int64_t e = std::min(n, s + chunk);
     const int32_t last[] = {static_cast<int32_t>(e - s - 1)};
-    SequenceRun run{mem, static_cast<Pos>(s), std::span<const TokenId>(tokens).subspan(s, e - s), nullptr, last};
+    SequenceRun run{mem, static_cast<Pos>(s), std::span<const TokenId>(tokens).subspan(s, e - s), nullptr, last, {}};
     if (!b.Forward(std::span<const SequenceRun>(&run, 1)).ok()) std::abort();
   }
 }
@@ -130,7 +130,7 @@ double Decode(Backend& b, SequenceMemory* mem, int n) {
   const auto t0 = Clock::now();
   for (int i = 0; i < n; ++i) {
     const TokenId tok[] = {next};
-    SequenceRun run{mem, mem->next_pos(), tok, nullptr, row0};
+    SequenceRun run{mem, mem->next_pos(), tok, nullptr, row0, {}};
     auto out = b.Forward(std::span<const SequenceRun>(&run, 1));
     if (!out.ok()) std::abort();
     next = static_cast<TokenId>(std::max_element((*out)[0].values.begin(), (*out)[0].values.end()) -

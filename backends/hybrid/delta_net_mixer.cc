@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -103,12 +104,9 @@ void DeltaNetForward(const DeltaNetGeometry& g, const DeltaNetWeights& w, float 
       const DeltaNetRun& r = runs[item / n_blocks];
       const int64_t c0 = (item % n_blocks) * kBlock;
       Conv1dArgs a;
-      a.n_tokens = r.n_rows;
       a.n_channels = std::min(kBlock, C - c0);
       a.d_conv = static_cast<int>(g.d_conv);
-      a.x = qkv.data() + r.row_begin * C + c0;
       a.x_stride = C;
-      a.y = xc.data() + r.row_begin * C + c0;
       a.y_stride = C;
       a.state = r.conv_state + c0;
       a.state_stride = C;
@@ -116,7 +114,20 @@ void DeltaNetForward(const DeltaNetGeometry& g, const DeltaNetWeights& w, float 
       a.weight_stride = C;
       a.bias = nullptr;
       a.activation = Conv1dActivation::kSilu;
-      CausalConv1d(a);
+      ForEachTapSegment(
+          r.n_rows, r.taps,
+          [&](int64_t begin, int64_t n) {
+            a.n_tokens = n;
+            a.x = qkv.data() + (r.row_begin + begin) * C + c0;
+            a.y = xc.data() + (r.row_begin + begin) * C + c0;
+            CausalConv1d(a);
+          },
+          [&](size_t k) {
+            for (int64_t row = 0; row < g.d_conv - 1; ++row) {
+              std::memcpy(r.taps[k].conv_state + row * C + c0, r.conv_state + row * C + c0,
+                          static_cast<size_t>(a.n_channels) * sizeof(float));
+            }
+          });
     }
   });
 
@@ -139,27 +150,37 @@ void DeltaNetForward(const DeltaNetGeometry& g, const DeltaNetWeights& w, float 
       const int64_t h1 = std::min(H, h0 + (end - item));  // consecutive heads of one run in one call
       const DeltaNetRun& r = runs[ri];
       GatedDeltaRuleArgs a;
-      a.n_tokens = r.n_rows;
       a.n_head_k = g.n_head_k;
       a.n_head_v = H;
       a.d_k = g.d_k;
       a.d_v = g.d_v;
       a.head_begin = h0;
       a.head_end = h1;
-      const float* xr = xc.data() + r.row_begin * C;
-      a.q = xr;
-      a.k = xr + g.key_dim();
       a.qk_stride = C;
-      a.v = xr + 2 * g.key_dim();
       a.v_stride = C;
-      a.g = gdecay.data() + r.row_begin * H;
-      a.beta = beta.data() + r.row_begin * H;
       a.gb_stride = H;
       a.scale = scale;
       a.state = r.state;
-      a.out = o.data() + r.row_begin * V;
       a.out_stride = V;
-      GatedDeltaRule(a);
+      const int64_t head_floats = g.d_v * g.d_k;  // state is [n_head_v][d_v][d_k]
+      ForEachTapSegment(
+          r.n_rows, r.taps,
+          [&](int64_t begin, int64_t n) {
+            const int64_t row = r.row_begin + begin;
+            const float* xr = xc.data() + row * C;
+            a.n_tokens = n;
+            a.q = xr;
+            a.k = xr + g.key_dim();
+            a.v = xr + 2 * g.key_dim();
+            a.g = gdecay.data() + row * H;
+            a.beta = beta.data() + row * H;
+            a.out = o.data() + row * V;
+            GatedDeltaRule(a);
+          },
+          [&](size_t k) {
+            std::memcpy(r.taps[k].state + h0 * head_floats, r.state + h0 * head_floats,
+                        static_cast<size_t>((h1 - h0) * head_floats) * sizeof(float));
+          });
       item += h1 - h0;
     }
   });

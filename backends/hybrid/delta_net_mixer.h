@@ -19,6 +19,7 @@
 #include "backends/kernels/matmul.h"
 #include "backends/kernels/thread_pool.h"
 #include "backends/model/gguf.h"
+#include "backends/recurrent/state_tap.h"
 
 namespace cairn {
 
@@ -63,12 +64,15 @@ struct DeltaNetWeights {
 absl::StatusOr<DeltaNetWeights> LoadDeltaNet(const ModelFile& model, const DeltaNetGeometry& geometry, int layer);
 
 // One sequence's rows [row_begin, row_begin + n_rows) of the batch and its
-// state for this layer (conv_state_floats() then state_floats(); updated).
+// state for this layer (conv_state_floats() then state_floats(); updated),
+// and optionally copies of that state after some of its rows (taps:
+// ascending rows in (0, n_rows], buffers of the same sizes).
 struct DeltaNetRun {
   int64_t row_begin = 0;
   int64_t n_rows = 0;
   float* conv_state = nullptr;
   float* state = nullptr;
+  std::span<const StateTap> taps;
 };
 
 // out[r] = mixer(in[r]) for n_rows rows of `in` ([n_rows][n_embd], the

@@ -367,6 +367,7 @@ absl::Status HybridBackend::Load(const BackendOptions& options) {
   info_.caps.truncatable = false;
   info_.caps.rollback_window = 0;
   info_.caps.has_checkpoint_state = true;
+  info_.snapshots_within_run = true;
   info_.weight_bytes = weight_bytes;
   return absl::OkStatus();
 }
@@ -423,13 +424,11 @@ absl::Status HybridBackend::Validate(std::span<const SequenceRun> batch) const {
       n_rows = static_cast<int64_t>(run.tokens.size());
       span = n_rows;
     }
-    int64_t prev = -1;
-    for (int32_t row : run.logit_rows) {
-      if (row <= prev || row >= n_rows) {
-        return absl::InvalidArgumentError(absl::StrCat(where, "logit row ", row, " is out of range or not ascending"));
-      }
-      prev = row;
+    if (absl::Status s = ValidateRunRows(run.logit_rows, n_rows, "logit", where); !s.ok()) return s;
+    if (run.chunk != nullptr && !run.snapshot_rows.empty()) {
+      return absl::InvalidArgumentError(where + "snapshot rows inside an embedding chunk (a chunk is checkpointed only as a whole)");
     }
+    if (absl::Status s = ValidateRunRows(run.snapshot_rows, n_rows, "snapshot", where); !s.ok()) return s;
     // Positions and stored rows both count against the context.
     const int64_t end_pos = static_cast<int64_t>(run.start_pos) + span;
     const int64_t end_rows = mem->n_rows() + n_rows;
@@ -536,9 +535,30 @@ absl::StatusOr<std::vector<RunLogits>> HybridBackend::Forward(std::span<const Se
   ap.head_dim_v = static_cast<int32_t>(hd);
   ap.scale = hp_.kq_scale;
 
-  // The recurrent layers' runs (state pointers filled per layer).
+  // The recurrent layers' runs (state pointers filled per layer), and the
+  // snapshots taken inside runs: per run, one tap per snapshot row, writing
+  // into the recurrent part of that snapshot.
   std::vector<MambaMixerRun> mruns(R);
   std::vector<DeltaNetRun> druns(R);
+  std::vector<RunLogits> out(R);
+  std::vector<std::vector<StateTap>> taps(R);
+  std::vector<std::vector<uint8_t*>> tap_states(R);
+  for (size_t r = 0; r < R; ++r) {
+    for (int32_t row : batch[r].snapshot_rows) {
+      uint8_t* state = nullptr;
+      out[r].snapshots.push_back(mems[r]->AllocateCheckpointAhead(batch[r].start_pos + row + 1, &state));
+      tap_states[r].push_back(state);
+      taps[r].push_back(StateTap{row + 1, nullptr, nullptr});
+    }
+  }
+  auto set_taps = [&](size_t r, int32_t part) {
+    const RecurrentMemory& rec = mems[r]->recurrent();
+    for (size_t k = 0; k < taps[r].size(); ++k) {
+      taps[r][k].conv_state = rec.conv_state_in(tap_states[r][k], part);
+      taps[r][k].state = rec.ssm_state_in(tap_states[r][k], part);
+    }
+    return std::span<const StateTap>(taps[r]);
+  };
   auto residual_add = [&](const std::vector<float>& y) {
     const float s = hp_.residual_scale;
     RowsParallel(T, [&](int64_t i) {
@@ -558,14 +578,14 @@ absl::StatusOr<std::vector<RunLogits>> HybridBackend::Forward(std::span<const Se
         for (size_t r = 0; r < R; ++r) {
           RecurrentMemory& rec = mems[r]->recurrent();
           mruns[r] = MambaMixerRun{offset[r], offset[r + 1] - offset[r], rec.conv_state(L.part_index),
-                                   rec.ssm_state(L.part_index)};
+                                   rec.ssm_state(L.part_index), set_taps(r, L.part_index)};
         }
         MambaMixerForward(mamba_, L.mamba, mruns, xn.data(), T, proj.data(), pool_);
       } else {
         for (size_t r = 0; r < R; ++r) {
           RecurrentMemory& rec = mems[r]->recurrent();
           druns[r] = DeltaNetRun{offset[r], offset[r + 1] - offset[r], rec.conv_state(L.part_index),
-                                 rec.ssm_state(L.part_index)};
+                                 rec.ssm_state(L.part_index), set_taps(r, L.part_index)};
         }
         DeltaNetForward(dnet_, L.dnet, hp_.eps, druns, xn.data(), T, proj.data(), pool_);
       }
@@ -645,7 +665,6 @@ absl::StatusOr<std::vector<RunLogits>> HybridBackend::Forward(std::span<const Se
     for (float& l : logits) l *= inv;
   }
 
-  std::vector<RunLogits> out(R);
   int64_t j = 0;
   for (size_t r = 0; r < R; ++r) {
     RunLogits& rl = out[r];

@@ -135,6 +135,29 @@ absl::StatusOr<Snapshot> HybridMemory::Capture(SnapshotScope scope) const {
   return s;
 }
 
+Snapshot HybridMemory::AllocateCheckpointAhead(Pos pos, uint8_t** recurrent_state) const {
+  // Same encoding as Capture(kCheckpoint): the chunks so far (the run adds
+  // none), the rows at `pos`, then the recurrent state.
+  const int64_t rows = n_rows() + (pos - next_pos_);
+  const size_t rec_bytes = rec_->Bytes(SnapshotScope::kCheckpoint);
+  Snapshot s;
+  s.pos = pos;
+  s.scope = SnapshotScope::kCheckpoint;
+  s.layout = geometry_.layout;
+  s.data.resize(HeaderBytes(chunks_.size()) + rec_bytes);
+  Header h{kMagic, static_cast<uint32_t>(SnapshotScope::kCheckpoint), pos, rows, chunks_.size(), rec_bytes, 0};
+  uint8_t* out = s.data.data();
+  std::memcpy(out, &h, sizeof h);
+  out += sizeof h;
+  for (const ChunkExtent& c : chunks_) {
+    ChunkRecord r{c.pos, c.span, c.row, c.n_rows};
+    std::memcpy(out, &r, sizeof r);
+    out += sizeof r;
+  }
+  *recurrent_state = out;
+  return s;
+}
+
 absl::Status HybridMemory::Restore(const Snapshot& s) {
   if (s.layout != geometry_.layout) {
     return absl::InvalidArgumentError(absl::StrCat("snapshot layout ", s.layout,

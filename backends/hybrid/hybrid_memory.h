@@ -71,6 +71,13 @@ class HybridMemory final : public SequenceMemory {
   // Rows absorbed so far (== attention().next_pos()).
   int64_t n_rows() const { return kv_.next_pos(); }
   const std::vector<ChunkExtent>& chunks() const { return chunks_; }
+  // For a snapshot the backend takes inside a token run starting at
+  // next_pos() (SequenceRun::snapshot_rows): a kCheckpoint snapshot at `pos`
+  // (> next_pos(), no chunk in between) complete but for its recurrent
+  // state, which the backend writes at *recurrent_state in RecurrentMemory's
+  // encoding (recurrent().conv_state_in / ssm_state_in). The pointer is valid
+  // while the returned Snapshot's data is neither resized nor moved from.
+  Snapshot AllocateCheckpointAhead(Pos pos, uint8_t** recurrent_state) const;
   // Records a run the backend absorbed: `n_rows` rows spanning `span`
   // positions; `chunk` says whether it was an embedding chunk. The backend
   // has written the K/V rows and advanced the recurrent states.

@@ -160,12 +160,9 @@ void ConvAll(const MambaGeometry& g, const MambaMixerWeights& w, std::span<const
       const MambaMixerRun& r = runs[item / n_blocks];
       const int64_t c0 = (item % n_blocks) * kBlock;
       Conv1dArgs a;
-      a.n_tokens = r.n_rows;
       a.n_channels = std::min(kBlock, conv_ch - c0);
       a.d_conv = static_cast<int>(g.d_conv);
-      a.x = proj + r.row_begin * proj_stride + col + c0;
       a.x_stride = proj_stride;
-      a.y = xc + r.row_begin * conv_ch + c0;
       a.y_stride = conv_ch;
       a.state = r.conv_state + c0;
       a.state_stride = conv_ch;
@@ -173,7 +170,20 @@ void ConvAll(const MambaGeometry& g, const MambaMixerWeights& w, std::span<const
       a.weight_stride = conv_ch;
       a.bias = w.conv_bias.data() + c0;
       a.activation = Conv1dActivation::kSilu;
-      CausalConv1d(a);
+      ForEachTapSegment(
+          r.n_rows, r.taps,
+          [&](int64_t begin, int64_t n) {
+            a.n_tokens = n;
+            a.x = proj + (r.row_begin + begin) * proj_stride + col + c0;
+            a.y = xc + (r.row_begin + begin) * conv_ch + c0;
+            CausalConv1d(a);
+          },
+          [&](size_t k) {
+            for (int64_t row = 0; row < g.d_conv - 1; ++row) {
+              std::memcpy(r.taps[k].conv_state + row * conv_ch + c0, r.conv_state + row * conv_ch + c0,
+                          static_cast<size_t>(a.n_channels) * sizeof(float));
+            }
+          });
     }
   });
 }
@@ -201,28 +211,37 @@ void Mamba2Forward(const MambaGeometry& g, const MambaMixerWeights& w, std::span
       const int64_t h1 = std::min(n_head, h0 + (end - item));
       const MambaMixerRun& r = runs[ri];
       Mamba2ScanArgs a;
-      a.n_tokens = r.n_rows;
       a.n_head = n_head;
       a.head_dim = g.head_dim;
       a.n_group = g.n_group;
       a.d_state = g.d_state;
       a.head_begin = h0;
       a.head_end = h1;
-      const float* xr = xbc + r.row_begin * conv_ch;
-      a.x = xr;
       a.x_stride = conv_ch;
-      a.B = xr + d_inner;
-      a.C = xr + d_inner + g.n_group * g.d_state;
       a.bc_stride = conv_ch;
-      a.dt = proj + r.row_begin * d_proj + d_inner + conv_ch;
       a.dt_stride = d_proj;
       a.dt_bias = w.dt_bias.data();
       a.A = w.A.data();
       a.D = w.D.data();
       a.state = r.ssm_state;
-      a.y = y + r.row_begin * d_inner;
       a.y_stride = d_inner;
-      Mamba2Scan(a);
+      const int64_t head_floats = g.d_state * g.head_dim;  // state is [n_head][d_state][head_dim]
+      ForEachTapSegment(
+          r.n_rows, r.taps,
+          [&](int64_t begin, int64_t n) {
+            const float* xr = xbc + (r.row_begin + begin) * conv_ch;
+            a.n_tokens = n;
+            a.x = xr;
+            a.B = xr + d_inner;
+            a.C = xr + d_inner + g.n_group * g.d_state;
+            a.dt = proj + (r.row_begin + begin) * d_proj + d_inner + conv_ch;
+            a.y = y + (r.row_begin + begin) * d_inner;
+            Mamba2Scan(a);
+          },
+          [&](size_t k) {
+            std::memcpy(r.taps[k].state + h0 * head_floats, r.ssm_state + h0 * head_floats,
+                        static_cast<size_t>((h1 - h0) * head_floats) * sizeof(float));
+          });
       item += h1 - h0;
     }
   });
@@ -283,24 +302,36 @@ void Mamba1Forward(const MambaGeometry& g, const MambaMixerWeights& w, std::span
       const MambaMixerRun& r = runs[item / n_blocks];
       const int64_t c0 = (item % n_blocks) * kBlock;
       Mamba1ScanArgs a;
-      a.n_tokens = r.n_rows;
       a.d_inner = d_inner;
       a.d_state = g.d_state;
       a.channel_begin = c0;
       a.channel_end = std::min(d_inner, c0 + kBlock);
-      a.x = xc + r.row_begin * d_inner;
       a.x_stride = d_inner;
-      a.dt = dt + r.row_begin * d_inner;
       a.dt_stride = d_inner;
-      a.B = xdb + r.row_begin * d_xdb + g.dt_rank;
-      a.C = a.B + g.d_state;
       a.bc_stride = d_xdb;
       a.A_t = w.A.data();
       a.D = w.D.data();
       a.state = r.ssm_state;
-      a.y = y + r.row_begin * d_inner;
       a.y_stride = d_inner;
-      Mamba1Scan(a);
+      ForEachTapSegment(
+          r.n_rows, r.taps,
+          [&](int64_t begin, int64_t n) {
+            const int64_t row = r.row_begin + begin;
+            a.n_tokens = n;
+            a.x = xc + row * d_inner;
+            a.dt = dt + row * d_inner;
+            a.B = xdb + row * d_xdb + g.dt_rank;
+            a.C = a.B + g.d_state;
+            a.y = y + row * d_inner;
+            Mamba1Scan(a);
+          },
+          [&](size_t k) {
+            // state is [d_state][d_inner]: this item's channels in every row.
+            for (int64_t n = 0; n < g.d_state; ++n) {
+              std::memcpy(r.taps[k].state + n * d_inner + c0, r.ssm_state + n * d_inner + c0,
+                          static_cast<size_t>(a.channel_end - c0) * sizeof(float));
+            }
+          });
     }
   });
 

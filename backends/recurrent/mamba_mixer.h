@@ -15,6 +15,7 @@
 #include "backends/kernels/matmul.h"
 #include "backends/kernels/thread_pool.h"
 #include "backends/model/gguf.h"
+#include "backends/recurrent/state_tap.h"
 
 namespace cairn {
 
@@ -86,12 +87,15 @@ absl::StatusOr<MambaMixerWeights> LoadMambaMixer(const ModelFile& model, const M
 
 // One sequence's part of a mixer call: rows [row_begin, row_begin + n_rows)
 // of the batch, and that sequence's state for this layer (conv state of
-// conv_state_floats(), SSM state of ssm_state_floats(); both updated).
+// conv_state_floats(), SSM state of ssm_state_floats(); both updated), and
+// optionally copies of that state after some of the run's rows (taps:
+// ascending rows in (0, n_rows], each buffer of the same sizes).
 struct MambaMixerRun {
   int64_t row_begin = 0;
   int64_t n_rows = 0;
   float* conv_state = nullptr;
   float* ssm_state = nullptr;
+  std::span<const StateTap> taps;
 };
 
 // Work buffers of MambaMixerForward, reusable across calls so that a

@@ -163,6 +163,7 @@ absl::Status RecurrentBackend::Load() {
   info_.caps.truncatable = false;
   info_.caps.rollback_window = 0;
   info_.caps.has_checkpoint_state = true;
+  info_.snapshots_within_run = true;
   info_.weight_bytes = weight_bytes;
   return absl::OkStatus();
 }
@@ -203,13 +204,8 @@ absl::Status RecurrentBackend::Validate(std::span<const SequenceRun> batch) cons
       }
     }
     const int64_t n = static_cast<int64_t>(run.tokens.size());
-    for (size_t k = 0; k < run.logit_rows.size(); ++k) {
-      const int32_t r = run.logit_rows[k];
-      if (r < 0 || r >= n || (k > 0 && r <= run.logit_rows[k - 1])) {
-        return absl::InvalidArgumentError(absl::StrCat(where, "logit row ", r, " (entry ", k,
-                                                       ") is out of range or not ascending for a run of ", n));
-      }
-    }
+    if (absl::Status s = ValidateRunRows(run.logit_rows, n, "logit", where); !s.ok()) return s;
+    if (absl::Status s = ValidateRunRows(run.snapshot_rows, n, "snapshot", where); !s.ok()) return s;
     const int64_t end = static_cast<int64_t>(run.start_pos) + n;
     const int64_t limit = options_.max_context > 0 ? options_.max_context : std::numeric_limits<Pos>::max();
     if (end > limit) {
@@ -238,6 +234,20 @@ void RecurrentBackend::RunUbatch(std::span<const Segment> segments, std::span<co
     }
   }
 
+  // Snapshots inside the runs: per segment, the taps ending at its
+  // snapshot rows and the snapshots they fill (pointers set per layer).
+  std::vector<std::vector<StateTap>> taps(segments.size());
+  std::vector<std::vector<Snapshot*>> tap_snapshots(segments.size());
+  for (size_t i = 0; i < segments.size(); ++i) {
+    const Segment& seg = segments[i];
+    const std::span<const int32_t> rows = batch[seg.run].snapshot_rows;
+    for (size_t k = 0; k < rows.size(); ++k) {
+      if (rows[k] < seg.begin || rows[k] >= seg.begin + seg.n) continue;
+      taps[i].push_back(StateTap{rows[k] + 1 - seg.begin, nullptr, nullptr});
+      tap_snapshots[i].push_back(&results[seg.run].snapshots[k]);
+    }
+  }
+
   float* normed = ubatch_scratch_.Get(0, x.size());
   float* mixed = ubatch_scratch_.Get(1, x.size());
   std::vector<MambaMixerRun> runs(segments.size());
@@ -251,10 +261,17 @@ void RecurrentBackend::RunUbatch(std::span<const Segment> segments, std::span<co
     });
     int64_t offset = 0;
     for (size_t i = 0; i < segments.size(); ++i) {
+      RecurrentMemory* memory = memories[segments[i].run];
       runs[i].row_begin = offset;
       runs[i].n_rows = segments[i].n;
-      runs[i].conv_state = memories[segments[i].run]->conv_state(l);
-      runs[i].ssm_state = memories[segments[i].run]->ssm_state(l);
+      runs[i].conv_state = memory->conv_state(l);
+      runs[i].ssm_state = memory->ssm_state(l);
+      for (size_t k = 0; k < taps[i].size(); ++k) {
+        uint8_t* state = tap_snapshots[i][k]->data.data();
+        taps[i][k].conv_state = memory->conv_state_in(state, l);
+        taps[i][k].state = memory->ssm_state_in(state, l);
+      }
+      runs[i].taps = taps[i];
       offset += segments[i].n;
     }
     MambaMixerForward(g, layer.mixer, runs, normed, n_rows, mixed, pool, &mixer_scratch_);
@@ -299,6 +316,9 @@ absl::StatusOr<std::vector<RunLogits>> RecurrentBackend::Forward(std::span<const
     results[i].n_rows = static_cast<int32_t>(batch[i].logit_rows.size());
     results[i].n_vocab = info_.n_vocab;
     results[i].values.resize(batch[i].logit_rows.size() * static_cast<size_t>(info_.n_vocab));
+    for (int32_t row : batch[i].snapshot_rows) {
+      results[i].snapshots.push_back(memories[i]->AllocateSnapshot(batch[i].start_pos + row + 1));
+    }
   }
 
   // Micro-batches of at most kUbatchRows rows bound the scratch memory of

@@ -76,6 +76,15 @@ absl::StatusOr<Snapshot> RecurrentMemory::Capture(SnapshotScope scope) const {
   return s;
 }
 
+Snapshot RecurrentMemory::AllocateSnapshot(Pos pos) const {
+  Snapshot s;
+  s.pos = pos;
+  s.scope = SnapshotScope::kCheckpoint;
+  s.layout = layout_;
+  s.data.resize(state_bytes());
+  return s;
+}
+
 absl::Status RecurrentMemory::Restore(const Snapshot& snapshot) {
   if (snapshot.layout != layout_) {
     return absl::InvalidArgumentError(absl::StrCat("snapshot layout ", snapshot.layout,

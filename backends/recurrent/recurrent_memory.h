@@ -52,6 +52,16 @@ class RecurrentMemory final : public SequenceMemory {
   uint64_t layout() const { return layout_; }
   float* conv_state(int64_t layer) { return data_.get() + layer * (conv_floats_ + ssm_floats_); }
   float* ssm_state(int64_t layer) { return conv_state(layer) + conv_floats_; }
+  // For snapshots the owning backend takes inside a run (SequenceRun::
+  // snapshot_rows): a Snapshot of this layout at `pos` with room for the
+  // whole state, which the backend fills through conv_state_in/ssm_state_in.
+  Snapshot AllocateSnapshot(Pos pos) const;
+  // Where layer `layer`'s states are in a state encoding (state_bytes_view's
+  // layout, e.g. a Snapshot's data); `state` must hold Bytes() bytes.
+  float* conv_state_in(uint8_t* state, int64_t layer) const {
+    return reinterpret_cast<float*>(state) + layer * (conv_floats_ + ssm_floats_);
+  }
+  float* ssm_state_in(uint8_t* state, int64_t layer) const { return conv_state_in(state, layer) + conv_floats_; }
   // Records that `n` more positions were absorbed (the caller checked that
   // next_pos() + n does not overflow).
   void Advance(Pos n) { pos_ += n; }

@@ -310,12 +310,10 @@ absl::Status SwaBackend::Validate(std::span<const SequenceRun> batch) const {
         return absl::InvalidArgumentError(absl::StrCat(where, "token id ", t, " outside [0, ", hp_.n_vocab, ")"));
       }
     }
-    int32_t prev = -1;
-    for (int32_t row : run.logit_rows) {
-      if (row <= prev || row >= static_cast<int32_t>(run.tokens.size())) {
-        return absl::InvalidArgumentError(absl::StrCat(where, "logit row ", row, " is out of range or not ascending"));
-      }
-      prev = row;
+    const int64_t n = static_cast<int64_t>(run.tokens.size());
+    if (absl::Status s = ValidateRunRows(run.logit_rows, n, "logit", where); !s.ok()) return s;
+    if (!run.snapshot_rows.empty()) {
+      return absl::InvalidArgumentError(where + "this backend takes no snapshot rows (ModelInfo::snapshots_within_run is false)");
     }
     const int64_t end = static_cast<int64_t>(run.start_pos) + static_cast<int64_t>(run.tokens.size());
     if (end > geometry_.capacity) {

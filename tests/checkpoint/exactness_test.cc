@@ -92,7 +92,7 @@ class ExactnessTest : public ::testing::TestWithParam<Row> {
       auto probe = backend_->NewSequence();
       ASSERT_TRUE(probe.ok());
       std::vector<TokenId> t(100, 5);
-      SequenceRun run{probe->get(), 0, t, nullptr, {}};
+      SequenceRun run{probe->get(), 0, t, nullptr, {}, {}};
       ASSERT_TRUE(backend_->Forward(std::span<const SequenceRun>(&run, 1)).ok());
       const size_t one = std::max((*probe)->Bytes(SnapshotScope::kFull),
                                   (*probe)->Bytes(SnapshotScope::kCheckpoint)) + 4096;

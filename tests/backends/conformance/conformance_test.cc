@@ -352,9 +352,9 @@ TEST_P(ConformanceTest, SeveralSequencesInOneForwardEqualEachAlone) {
   for (size_t i = 0; i < rows1.size(); ++i) rows1[i] = static_cast<int32_t>(i);
   for (size_t i = 0; i < rows2.size(); ++i) rows2[i] = static_cast<int32_t>(i);
   SequenceRun runs[3];
-  runs[0] = SequenceRun{b0.get(), 20, std::span<const TokenId>(s0).subspan(20, 20), nullptr, rows0};
-  runs[1] = SequenceRun{b1.get(), 0, s1, nullptr, rows1};
-  runs[2] = SequenceRun{b2.get(), 0, s2, nullptr, rows2};
+  runs[0] = SequenceRun{b0.get(), 20, std::span<const TokenId>(s0).subspan(20, 20), nullptr, rows0, {}};
+  runs[1] = SequenceRun{b1.get(), 0, s1, nullptr, rows1, {}};
+  runs[2] = SequenceRun{b2.get(), 0, s2, nullptr, rows2, {}};
   auto r = backend_->Forward(runs);
   ASSERT_TRUE(r.ok()) << r.status();
   ASSERT_EQ(r->size(), 3u);
@@ -376,7 +376,7 @@ TEST_P(ConformanceTest, LogitRowsSelectRows) {
   SequenceLogits all = Feed(all_mem.get(), long_, 0, 16);
   auto mem = NewSeq();
   const int32_t rows[] = {0, 7, 15};
-  SequenceRun run{mem.get(), 0, std::span<const TokenId>(long_).subspan(0, 16), nullptr, rows};
+  SequenceRun run{mem.get(), 0, std::span<const TokenId>(long_).subspan(0, 16), nullptr, rows, {}};
   auto r = backend_->Forward(std::span<const SequenceRun>(&run, 1));
   ASSERT_TRUE(r.ok()) << r.status();
   ASSERT_EQ((*r)[0].n_rows, 3);
@@ -387,7 +387,7 @@ TEST_P(ConformanceTest, LogitRowsSelectRows) {
   }
   // No rows wanted is fine: the tokens are still absorbed.
   auto quiet = NewSeq();
-  SequenceRun none{quiet.get(), 0, std::span<const TokenId>(long_).subspan(0, 5), nullptr, {}};
+  SequenceRun none{quiet.get(), 0, std::span<const TokenId>(long_).subspan(0, 5), nullptr, {}, {}};
   auto q = backend_->Forward(std::span<const SequenceRun>(&none, 1));
   ASSERT_TRUE(q.ok()) << q.status();
   EXPECT_EQ((*q)[0].n_rows, 0);
@@ -418,22 +418,33 @@ TEST_P(ConformanceTest, InvalidForwardChangesNothing) {
     std::vector<SequenceRun> runs;
     absl::StatusCode code;
   };
-  const SequenceRun ok_other{other.get(), 4, good, nullptr, rows01};
+  const SequenceRun ok_other{other.get(), 4, good, nullptr, rows01, {}};
   std::vector<Case> cases = {
-      {"token id == n_vocab", {ok_other, {mem.get(), 10, bad_id, nullptr, rows01}}, absl::StatusCode::kInvalidArgument},
-      {"negative token id", {ok_other, {mem.get(), 10, negative, nullptr, {}}}, absl::StatusCode::kInvalidArgument},
-      {"start_pos behind", {ok_other, {mem.get(), 9, good, nullptr, rows01}}, absl::StatusCode::kInvalidArgument},
-      {"start_pos ahead", {ok_other, {mem.get(), 11, good, nullptr, rows01}}, absl::StatusCode::kInvalidArgument},
-      {"empty run", {ok_other, {mem.get(), 10, {}, nullptr, {}}}, absl::StatusCode::kInvalidArgument},
-      {"null memory", {ok_other, {nullptr, 0, good, nullptr, {}}}, absl::StatusCode::kInvalidArgument},
-      {"foreign memory", {ok_other, {foreign_mem->get(), 0, good, nullptr, {}}}, absl::StatusCode::kInvalidArgument},
-      {"duplicate memory", {ok_other, {other.get(), 4, good, nullptr, {}}}, absl::StatusCode::kInvalidArgument},
-      {"logit row out of range", {ok_other, {mem.get(), 10, good, nullptr, rows_oob}}, absl::StatusCode::kInvalidArgument},
-      {"logit rows descending", {ok_other, {mem.get(), 10, good, nullptr, rows_desc}}, absl::StatusCode::kInvalidArgument},
+      {"token id == n_vocab", {ok_other, {mem.get(), 10, bad_id, nullptr, rows01, {}}}, absl::StatusCode::kInvalidArgument},
+      {"negative token id", {ok_other, {mem.get(), 10, negative, nullptr, {}, {}}}, absl::StatusCode::kInvalidArgument},
+      {"start_pos behind", {ok_other, {mem.get(), 9, good, nullptr, rows01, {}}}, absl::StatusCode::kInvalidArgument},
+      {"start_pos ahead", {ok_other, {mem.get(), 11, good, nullptr, rows01, {}}}, absl::StatusCode::kInvalidArgument},
+      {"empty run", {ok_other, {mem.get(), 10, {}, nullptr, {}, {}}}, absl::StatusCode::kInvalidArgument},
+      {"null memory", {ok_other, {nullptr, 0, good, nullptr, {}, {}}}, absl::StatusCode::kInvalidArgument},
+      {"foreign memory", {ok_other, {foreign_mem->get(), 0, good, nullptr, {}, {}}}, absl::StatusCode::kInvalidArgument},
+      {"duplicate memory", {ok_other, {other.get(), 4, good, nullptr, {}, {}}}, absl::StatusCode::kInvalidArgument},
+      {"logit row out of range", {ok_other, {mem.get(), 10, good, nullptr, rows_oob, {}}}, absl::StatusCode::kInvalidArgument},
+      {"logit rows descending", {ok_other, {mem.get(), 10, good, nullptr, rows_desc, {}}}, absl::StatusCode::kInvalidArgument},
   };
+  SequenceRun snap_oob{mem.get(), 10, good, nullptr, rows01, {}};
+  snap_oob.snapshot_rows = rows_oob;
+  SequenceRun snap_desc{mem.get(), 10, good, nullptr, rows01, {}};
+  snap_desc.snapshot_rows = rows_desc;
+  cases.push_back({"snapshot row out of range", {ok_other, snap_oob}, absl::StatusCode::kInvalidArgument});
+  cases.push_back({"snapshot rows descending", {ok_other, snap_desc}, absl::StatusCode::kInvalidArgument});
+  if (!backend_->info().snapshots_within_run) {
+    SequenceRun snap{mem.get(), 10, good, nullptr, rows01, {}};
+    snap.snapshot_rows = rows01;
+    cases.push_back({"snapshot rows to a backend without them", {ok_other, snap}, absl::StatusCode::kInvalidArgument});
+  }
   if (!backend_->info().accepts_embeddings) {
     cases.push_back({"chunk to a text-only backend",
-                     {ok_other, {mem.get(), 10, {}, &chunk, {}}},
+                     {ok_other, {mem.get(), 10, {}, &chunk, {}, {}}},
                      absl::StatusCode::kInvalidArgument});
   }
   for (const Case& c : cases) {
@@ -453,6 +464,61 @@ TEST_P(ConformanceTest, InvalidForwardChangesNothing) {
   EXPECT_EQ(Feed(other.get(), cont_other, 0, 3).values, Feed(ref_other.get(), cont_other, 0, 3).values);
 }
 
+// Snapshots taken inside one run (SequenceRun::snapshot_rows) are the
+// checkpoints a run ending at those rows would give. Taking them does not
+// perturb the run (same logits and final state bit for bit, and a snapshot
+// at the last row equals Capture after it); restoring one continues as a
+// sequence that ran only up to that row, within the golden tolerance (runs
+// of other lengths may round differently in the matrix products). The rows
+// straddle the recurrent family's 512-row micro-batches.
+TEST_P(ConformanceTest, SnapshotRowsEqualCapturesAfterShorterRuns) {
+  if (!backend_->info().snapshots_within_run) GTEST_SKIP() << "no snapshots inside a run (checked in InvalidForwardChangesNothing)";
+  const size_t n = std::min<size_t>(600, static_cast<size_t>(backend_->info().n_ctx_train) - 16);
+  std::vector<TokenId> seq;
+  while (seq.size() < n + 12) seq.insert(seq.end(), long_.begin(), long_.end());
+  std::vector<int32_t> rows = {9, 31, 300, 511, 520, static_cast<int32_t>(n) - 1};
+  rows.erase(std::remove_if(rows.begin(), rows.end(), [&](int32_t r) { return r >= static_cast<int32_t>(n) - 1; }),
+             rows.end());
+  rows.push_back(static_cast<int32_t>(n) - 1);
+  const int32_t last_row[] = {static_cast<int32_t>(n) - 1};
+  auto whole = NewSeq();
+  SequenceRun run{whole.get(), 0, std::span<const TokenId>(seq).first(n), nullptr, last_row, rows};
+  auto out = backend_->Forward(std::span<const SequenceRun>(&run, 1));
+  ASSERT_TRUE(out.ok()) << out.status();
+  ASSERT_EQ((*out)[0].snapshots.size(), rows.size());
+  ASSERT_EQ(whole->next_pos(), static_cast<Pos>(n));
+
+  auto plain = NewSeq();
+  SequenceRun plain_run{plain.get(), 0, run.tokens, nullptr, last_row, {}};
+  auto plain_out = backend_->Forward(std::span<const SequenceRun>(&plain_run, 1));
+  ASSERT_TRUE(plain_out.ok()) << plain_out.status();
+  EXPECT_EQ((*out)[0].values, (*plain_out)[0].values) << "snapshot rows changed the run's logits";
+  auto end_cp = plain->Capture(SnapshotScope::kCheckpoint);
+  ASSERT_TRUE(end_cp.ok()) << end_cp.status();
+  EXPECT_TRUE((*out)[0].snapshots.back().data == end_cp->data) << "snapshot at the last row differs from Capture";
+  EXPECT_EQ((*out)[0].snapshots.back().pos, static_cast<Pos>(n));
+
+  // Newest first: after each continuation `whole` still holds the tokens of
+  // every earlier snapshot's prefix (a hybrid's checkpoint needs them).
+  for (size_t k = rows.size(); k-- > 0;) {
+    const Pos p = rows[k] + 1;
+    SCOPED_TRACE("snapshot after row " + std::to_string(rows[k]));
+    const Snapshot& snap = (*out)[0].snapshots[k];
+    auto shorter = NewSeq();
+    Feed(shorter.get(), seq, 0, static_cast<size_t>(p));
+    auto cp = shorter->Capture(SnapshotScope::kCheckpoint);
+    ASSERT_TRUE(cp.ok()) << cp.status();
+    EXPECT_EQ(snap.pos, p);
+    EXPECT_EQ(snap.scope, SnapshotScope::kCheckpoint);
+    EXPECT_EQ(snap.layout, cp->layout);
+    EXPECT_EQ(snap.bytes(), cp->bytes());
+    ASSERT_TRUE(whole->Restore(snap).ok());
+    ASSERT_EQ(whole->next_pos(), p);
+    ExpectClose(Feed(whole.get(), seq, p, p + 12), Feed(shorter.get(), seq, p, p + 12),
+                "continuation from the in-run snapshot vs from a run ending there");
+  }
+}
+
 TEST_P(ConformanceTest, BeyondContextIsResourceExhaustedAndChangesNothing) {
   BackendOptions small;
   small.max_context = 16;
@@ -460,13 +526,13 @@ TEST_P(ConformanceTest, BeyondContextIsResourceExhaustedAndChangesNothing) {
   ASSERT_NE(b, nullptr);
   auto mem = b->NewSequence();
   ASSERT_TRUE(mem.ok());
-  SequenceRun first{mem->get(), 0, std::span<const TokenId>(long_).subspan(0, 10), nullptr, {}};
+  SequenceRun first{mem->get(), 0, std::span<const TokenId>(long_).subspan(0, 10), nullptr, {}, {}};
   ASSERT_TRUE(b->Forward(std::span<const SequenceRun>(&first, 1)).ok());
-  SequenceRun over{mem->get(), 10, std::span<const TokenId>(long_).subspan(10, 7), nullptr, {}};
+  SequenceRun over{mem->get(), 10, std::span<const TokenId>(long_).subspan(10, 7), nullptr, {}, {}};
   auto r = b->Forward(std::span<const SequenceRun>(&over, 1));
   EXPECT_EQ(r.status().code(), absl::StatusCode::kResourceExhausted) << r.status();
   EXPECT_EQ((*mem)->next_pos(), 10);
-  SequenceRun fits{mem->get(), 10, std::span<const TokenId>(long_).subspan(10, 6), nullptr, {}};
+  SequenceRun fits{mem->get(), 10, std::span<const TokenId>(long_).subspan(10, 6), nullptr, {}, {}};
   EXPECT_TRUE(b->Forward(std::span<const SequenceRun>(&fits, 1)).ok());
   EXPECT_EQ((*mem)->next_pos(), 16);
 }

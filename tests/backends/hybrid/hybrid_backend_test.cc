@@ -57,7 +57,7 @@ class QwenMultimodalTest : public ::testing::Test {
 
   std::vector<float> Tokens(SequenceMemory* mem, const std::vector<TokenId>& tokens) {
     const std::vector<int32_t> rows = AllRows(static_cast<int64_t>(tokens.size()));
-    SequenceRun run{mem, mem->next_pos(), tokens, nullptr, rows};
+    SequenceRun run{mem, mem->next_pos(), tokens, nullptr, rows, {}};
     auto r = backend_->Forward(std::span<const SequenceRun>(&run, 1));
     EXPECT_TRUE(r.ok()) << r.status();
     return r.ok() ? (*r)[0].values : std::vector<float>();
@@ -67,7 +67,7 @@ class QwenMultimodalTest : public ::testing::Test {
   std::vector<float> Chunk(SequenceMemory* mem, int32_t nx, int32_t ny, int64_t first) {
     EmbeddingChunk c{embd_.data() + first * E_, nx, ny};
     const std::vector<int32_t> rows = AllRows(static_cast<int64_t>(nx) * ny);
-    SequenceRun run{mem, mem->next_pos(), {}, &c, rows};
+    SequenceRun run{mem, mem->next_pos(), {}, &c, rows, {}};
     auto r = backend_->Forward(std::span<const SequenceRun>(&run, 1));
     EXPECT_TRUE(r.ok()) << r.status();
     return r.ok() ? (*r)[0].values : std::vector<float>();
@@ -189,7 +189,7 @@ TEST_F(QwenMultimodalTest, ChunkInABatchWithTextEqualsEachAlone) {
   Tokens(c.get(), text_);
   EmbeddingChunk chunk{embd_.data(), 4, 3};
   const std::vector<int32_t> rows12 = AllRows(12), rows5 = AllRows(5);
-  SequenceRun runs[2] = {SequenceRun{c.get(), 7, {}, &chunk, rows12}, SequenceRun{d.get(), 0, more_, nullptr, rows5}};
+  SequenceRun runs[2] = {SequenceRun{c.get(), 7, {}, &chunk, rows12, {}}, SequenceRun{d.get(), 0, more_, nullptr, rows5, {}}};
   auto r = backend_->Forward(runs);
   ASSERT_TRUE(r.ok()) << r.status();
   SequenceLogits got{12, (*r)[0].n_vocab, (*r)[0].values}, want{12, (*r)[0].n_vocab, alone_chunk};
@@ -211,9 +211,9 @@ TEST_F(QwenMultimodalTest, InvalidChunksChangeNothing) {
   const std::vector<int32_t> row4 = {4};
   EmbeddingChunk two_by_two{embd_.data(), 2, 2};
   const std::vector<TokenId> tok = {5};
-  for (const SequenceRun& run : {SequenceRun{mem.get(), 7, {}, &empty, {}}, SequenceRun{mem.get(), 7, {}, &no_rows, {}},
-                                 SequenceRun{mem.get(), 7, {}, &two_by_two, row4},
-                                 SequenceRun{mem.get(), 7, tok, &two_by_two, {}}}) {
+  for (const SequenceRun& run : {SequenceRun{mem.get(), 7, {}, &empty, {}, {}}, SequenceRun{mem.get(), 7, {}, &no_rows, {}, {}},
+                                 SequenceRun{mem.get(), 7, {}, &two_by_two, row4, {}},
+                                 SequenceRun{mem.get(), 7, tok, &two_by_two, {}, {}}}) {
     auto r = backend_->Forward(std::span<const SequenceRun>(&run, 1));
     EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << r.status();
     EXPECT_EQ(mem->next_pos(), 7);
@@ -228,7 +228,7 @@ TEST_F(QwenMultimodalTest, InvalidChunksChangeNothing) {
   auto sm = (*small)->NewSequence();
   ASSERT_TRUE(sm.ok());
   EmbeddingChunk wide{embd_.data(), 4, 4};  // 16 rows over 4 positions
-  SequenceRun run{sm->get(), 0, {}, &wide, {}};
+  SequenceRun run{sm->get(), 0, {}, &wide, {}, {}};
   EXPECT_EQ((*small)->Forward(std::span<const SequenceRun>(&run, 1)).status().code(),
             absl::StatusCode::kResourceExhausted);
   EXPECT_EQ((*sm)->next_pos(), 0);
@@ -255,7 +255,7 @@ TEST(HybridBackendTest, CheckpointBytesFollowTheRecurrentStateFormula) {
     ASSERT_TRUE(mem.ok());
     const size_t empty = (*mem)->Bytes(SnapshotScope::kCheckpoint);
     const std::vector<TokenId> toks = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
-    SequenceRun run{mem->get(), 0, toks, nullptr, {}};
+    SequenceRun run{mem->get(), 0, toks, nullptr, {}, {}};
     ASSERT_TRUE(b->Forward(std::span<const SequenceRun>(&run, 1)).ok());
     const size_t cp = (*mem)->Bytes(SnapshotScope::kCheckpoint);
     EXPECT_EQ(cp, empty) << "checkpoint size must not grow with the sequence";
@@ -280,7 +280,7 @@ TEST(HybridBackendTest, GraniteHybridTakesNoEmbeddingChunks) {
   ASSERT_TRUE(mem.ok());
   std::vector<float> rows(static_cast<size_t>(b->info().n_embd) * 4, 0.1f);
   EmbeddingChunk c{rows.data(), 2, 2};
-  SequenceRun run{mem->get(), 0, {}, &c, {}};
+  SequenceRun run{mem->get(), 0, {}, &c, {}, {}};
   EXPECT_EQ(b->Forward(std::span<const SequenceRun>(&run, 1)).status().code(), absl::StatusCode::kInvalidArgument);
 }
 

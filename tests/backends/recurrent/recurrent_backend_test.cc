@@ -266,7 +266,7 @@ TEST_P(GoldenTest, LongRunsSpanMicroBatches) {
   auto m_b = *b->NewSequence();
   const std::vector<int32_t> rows_a = {0, 299};
   const std::vector<int32_t> rows_b = {0, 211, 212, 213, 699};
-  SequenceRun runs[2] = {{m_a.get(), 0, all.first(300), nullptr, rows_a}, {m_b.get(), 0, all, nullptr, rows_b}};
+  SequenceRun runs[2] = {{m_a.get(), 0, all.first(300), nullptr, rows_a, {}}, {m_b.get(), 0, all, nullptr, rows_b, {}}};
   auto out = b->Forward(runs);
   ASSERT_TRUE(out.ok()) << out.status();
   ASSERT_EQ((*out)[1].n_rows, 5);
@@ -403,28 +403,28 @@ TEST_F(MemoryContractTest, InvalidForwardChangesNothing) {
   };
   // Each batch pairs a valid run on `other` (first) with a faulty run on `m`,
   // so validation must finish before the valid run is absorbed.
-  SequenceRun ok_run{other.get(), 0, good, nullptr, row0};
-  expect_fail({ok_run, SequenceRun{m.get(), 2, good, nullptr, row0}}, absl::StatusCode::kInvalidArgument,
+  SequenceRun ok_run{other.get(), 0, good, nullptr, row0, {}};
+  expect_fail({ok_run, SequenceRun{m.get(), 2, good, nullptr, row0, {}}}, absl::StatusCode::kInvalidArgument,
               "wrong start_pos");
-  expect_fail({ok_run, SequenceRun{m.get(), 3, bad_id, nullptr, row0}}, absl::StatusCode::kInvalidArgument,
+  expect_fail({ok_run, SequenceRun{m.get(), 3, bad_id, nullptr, row0, {}}}, absl::StatusCode::kInvalidArgument,
               "token out of range");
-  expect_fail({ok_run, SequenceRun{m.get(), 3, {}, nullptr, {}}}, absl::StatusCode::kInvalidArgument, "empty run");
-  expect_fail({ok_run, SequenceRun{m.get(), 3, good, nullptr, bad_rows}}, absl::StatusCode::kInvalidArgument,
+  expect_fail({ok_run, SequenceRun{m.get(), 3, {}, nullptr, {}, {}}}, absl::StatusCode::kInvalidArgument, "empty run");
+  expect_fail({ok_run, SequenceRun{m.get(), 3, good, nullptr, bad_rows, {}}}, absl::StatusCode::kInvalidArgument,
               "rows not ascending");
-  expect_fail({ok_run, SequenceRun{m.get(), 3, good, nullptr, out_of_range}}, absl::StatusCode::kInvalidArgument,
+  expect_fail({ok_run, SequenceRun{m.get(), 3, good, nullptr, out_of_range, {}}}, absl::StatusCode::kInvalidArgument,
               "row out of range");
-  expect_fail({ok_run, SequenceRun{m.get(), 3, good, nullptr, row0}, SequenceRun{m.get(), 3, good, nullptr, row0}},
+  expect_fail({ok_run, SequenceRun{m.get(), 3, good, nullptr, row0, {}}, SequenceRun{m.get(), 3, good, nullptr, row0, {}}},
               absl::StatusCode::kInvalidArgument, "memory twice");
   const float embd[64] = {};
   EmbeddingChunk chunk{embd, 1, 1};
-  expect_fail({ok_run, SequenceRun{m.get(), 3, {}, &chunk, row0}}, absl::StatusCode::kInvalidArgument,
+  expect_fail({ok_run, SequenceRun{m.get(), 3, {}, &chunk, row0, {}}}, absl::StatusCode::kInvalidArgument,
               "embedding chunk");
-  expect_fail({ok_run, SequenceRun{nullptr, 0, good, nullptr, row0}}, absl::StatusCode::kInvalidArgument,
+  expect_fail({ok_run, SequenceRun{nullptr, 0, good, nullptr, row0, {}}}, absl::StatusCode::kInvalidArgument,
               "null memory");
   // A memory of another backend instance is foreign, even of the same model.
   std::unique_ptr<RecurrentBackend> again = Load("mamba2", 1);
   auto alien = *again->NewSequence();
-  expect_fail({ok_run, SequenceRun{alien.get(), 0, good, nullptr, row0}}, absl::StatusCode::kInvalidArgument,
+  expect_fail({ok_run, SequenceRun{alien.get(), 0, good, nullptr, row0, {}}}, absl::StatusCode::kInvalidArgument,
               "foreign memory");
   EXPECT_EQ(alien->next_pos(), 0);
 }
@@ -442,7 +442,7 @@ TEST(RecurrentBackendLimits, ContextLimitIsResourceExhausted) {
   const TokenId four[] = {1, 2, 3, 4};
   RunTokens(**b, *m, four);
   const TokenId one[] = {5};
-  SequenceRun run{m.get(), 4, one, nullptr, {}};
+  SequenceRun run{m.get(), 4, one, nullptr, {}, {}};
   EXPECT_EQ((*b)->Forward(std::span<const SequenceRun>(&run, 1)).status().code(),
             absl::StatusCode::kResourceExhausted);
   EXPECT_EQ(m->next_pos(), 4);

@@ -203,7 +203,7 @@ TEST_P(SyntheticMamba1Test, MatchesDirectComputationInDouble) {
       const size_t n = step ? 1 : tokens.size();
       std::vector<int32_t> rows(n);
       for (size_t r = 0; r < n; ++r) rows[r] = static_cast<int32_t>(r);
-      SequenceRun run{m.get(), m->next_pos(), std::span<const TokenId>(tokens).subspan(i, n), nullptr, rows};
+      SequenceRun run{m.get(), m->next_pos(), std::span<const TokenId>(tokens).subspan(i, n), nullptr, rows, {}};
       auto out = (*b)->Forward(std::span<const SequenceRun>(&run, 1));
       ASSERT_TRUE(out.ok()) << out.status();
       got.insert(got.end(), (*out)[0].values.begin(), (*out)[0].values.end());
@@ -233,7 +233,7 @@ TEST(SyntheticMamba1Test, DtBcRmsChangesTheResult) {
   const int32_t rows[] = {1};
   auto m1 = *(*b_on)->NewSequence();
   auto m2 = *(*b_off)->NewSequence();
-  SequenceRun r1{m1.get(), 0, toks, nullptr, rows}, r2{m2.get(), 0, toks, nullptr, rows};
+  SequenceRun r1{m1.get(), 0, toks, nullptr, rows, {}}, r2{m2.get(), 0, toks, nullptr, rows, {}};
   auto o1 = (*b_on)->Forward(std::span<const SequenceRun>(&r1, 1));
   auto o2 = (*b_off)->Forward(std::span<const SequenceRun>(&r2, 1));
   ASSERT_TRUE(o1.ok() && o2.ok());

@@ -328,8 +328,8 @@ TEST_F(SwaGoldenTest, SeveralSequencesInOneForwardWithWrappingRings) {
   for (size_t i = 0; i < rows0.size(); ++i) rows0[i] = static_cast<int32_t>(i);
   for (size_t i = 0; i < rows1.size(); ++i) rows1[i] = static_cast<int32_t>(i);
   SequenceRun runs[2] = {
-      SequenceRun{b0.get(), 37, std::span<const TokenId>(long_).subspan(37, 23), nullptr, rows0},
-      SequenceRun{b1.get(), 0, tokens_[2], nullptr, rows1},
+      SequenceRun{b0.get(), 37, std::span<const TokenId>(long_).subspan(37, 23), nullptr, rows0, {}},
+      SequenceRun{b1.get(), 0, tokens_[2], nullptr, rows1, {}},
   };
   auto r = b->Forward(runs);
   ASSERT_TRUE(r.ok()) << r.status();

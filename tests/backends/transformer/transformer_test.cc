@@ -409,7 +409,7 @@ TEST(SnapshotTest, LayoutTellsModelsApartButNotReplicas) {
   ASSERT_TRUE(llama && replica && qwen);
   auto m = *llama->NewSequence();
   std::vector<TokenId> toks = {1, 40, 50, 60, 70};
-  SequenceRun run{m.get(), 0, toks, nullptr, {}};
+  SequenceRun run{m.get(), 0, toks, nullptr, {}, {}};
   ASSERT_TRUE(llama->Forward(std::span<const SequenceRun>(&run, 1)).ok());
   auto snap = m->Capture(SnapshotScope::kFull);
   ASSERT_TRUE(snap.ok());
@@ -421,8 +421,8 @@ TEST(SnapshotTest, LayoutTellsModelsApartButNotReplicas) {
   ASSERT_TRUE(on_replica->Restore(*snap).ok());
   const std::vector<TokenId> next = {80, 90};
   const int32_t rows[] = {0, 1};
-  SequenceRun a{m.get(), 5, next, nullptr, rows};
-  SequenceRun b{on_replica.get(), 5, next, nullptr, rows};
+  SequenceRun a{m.get(), 5, next, nullptr, rows, {}};
+  SequenceRun b{on_replica.get(), 5, next, nullptr, rows, {}};
   auto la = llama->Forward(std::span<const SequenceRun>(&a, 1));
   auto lb = replica->Forward(std::span<const SequenceRun>(&b, 1));
   ASSERT_TRUE(la.ok() && lb.ok());
@@ -452,7 +452,7 @@ TEST(InfoTest, DescribesLlamaGguf) {
   // max_context caps the memory.
   auto mem = *b->NewSequence();
   std::vector<TokenId> toks(65, 1);
-  SequenceRun run{mem.get(), 0, toks, nullptr, {}};
+  SequenceRun run{mem.get(), 0, toks, nullptr, {}, {}};
   EXPECT_EQ(b->Forward(std::span<const SequenceRun>(&run, 1)).status().code(),
             absl::StatusCode::kResourceExhausted);
 }
