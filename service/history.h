@@ -9,6 +9,7 @@
 #ifndef CAIRN_SERVICE_HISTORY_H_
 #define CAIRN_SERVICE_HISTORY_H_
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -65,6 +66,17 @@ struct History {
       p += items[i].is_chunk() ? std::max(items[i].chunk->nx, items[i].chunk->ny) : 1;
     }
     return p;
+  }
+  // Rows the first n items occupy in a sequence memory: a token one, a chunk
+  // its nx * ny embedding rows (at least its positions).
+  int64_t RowsOf(size_t n) const {
+    int64_t r = 0;
+    for (size_t i = 0; i < n && i < items.size(); ++i) {
+      r += items[i].is_chunk() ? std::max<int64_t>(int64_t{items[i].chunk->nx} * items[i].chunk->ny,
+                                                    std::max(items[i].chunk->nx, items[i].chunk->ny))
+                               : 1;
+    }
+    return r;
   }
   std::vector<TokenId> Tokens() const {
     std::vector<TokenId> out;

@@ -207,6 +207,7 @@ absl::Status InferenceService::DoGenerate(grpc::ServerContext* ctx, const Caller
 
   // Session (exclusive while the request runs) or a fresh sequence.
   SessionLease lease;
+  MemoryReservation temp_memory;  // released after temp_seq is freed
   std::unique_ptr<checkpoint::Sequence> temp_seq;
   checkpoint::Sequence* seq = nullptr;
   const History* base = nullptr;
@@ -233,7 +234,30 @@ absl::Status InferenceService::DoGenerate(grpc::ServerContext* ctx, const Caller
                                                      " positions does not fit the context of ",
                                                      model.context_length()));
   }
+  // The live-memory budget: what the sequence can reach (the prompt, then
+  // up to max_tokens more, within the context), reserved before anything
+  // changes. A session's reservation is set to what its sequence really
+  // holds when the request ends, however it ends.
+  const int64_t rows = prompt.RowsOf(prompt.size());
+  const int64_t reach = rows + std::min<int64_t>(max_tokens, model.context_length() - positions);
+  const std::string what = absl::StrCat("a prompt of ", positions, " positions plus up to ",
+                                        reach - rows, " new tokens on model '", model.name, "'");
+  struct SettleSession {
+    Session* s = nullptr;
+    ~SettleSession() {
+      if (s != nullptr) s->memory.Set(s->seq->memory()->Bytes(SnapshotScope::kFull));
+    }
+  } settle;
+  if (budget_ != nullptr && lease.get() != nullptr) {
+    if (absl::Status st = lease->memory.Grow(model.SequenceBytes(reach), what); !st.ok()) return st;
+    settle.s = lease.get();
+  }
   if (seq == nullptr) {
+    if (budget_ != nullptr) {
+      auto r = budget_->Reserve(model.SequenceBytes(reach), what);
+      if (!r.ok()) return r.status();
+      temp_memory = std::move(*r);
+    }
     auto s = model.engine->NewSequence(caller.cache_tenant);
     if (!s.ok()) return s.status();
     temp_seq = std::move(*s);
@@ -460,7 +484,16 @@ absl::Status InferenceService::Export(Session& s, v1::SessionResponse* resp) {
     if (absl::Status st = s.history.ToPrompt(model.info().n_embd, &p); !st.ok()) return st;
     const auto held = s.seq->history().keys();
     if (held.size() != p.size() || checkpoint::CommonPrefix(held, p.keys()) != p.size()) {
+      if (budget_ != nullptr) {
+        const int64_t rows = s.history.RowsOf(s.history.size());
+        if (absl::Status st = s.memory.Grow(model.SequenceBytes(rows),
+                                            absl::StrCat("exporting session '", s.id, "' (", rows, " rows)"));
+            !st.ok()) {
+          return st;
+        }
+      }
       auto r = model.engine->Prefill(*s.seq, p);
+      if (budget_ != nullptr) s.memory.Set(s.seq->memory()->Bytes(SnapshotScope::kFull));
       if (!r.ok()) return r.status();
     }
     auto state = s.seq->memory()->Capture(SnapshotScope::kFull);
@@ -530,7 +563,13 @@ absl::Status InferenceService::Import(const Caller& caller, const v1::ImportSess
       return absl::InvalidArgumentError("snapshot state position does not match its history");
     }
   }
-  auto lease = sessions_->Create(&model, caller.owner, caller.cache_tenant);
+  // The budget must hold the restored state (bounded like any sequence of
+  // that many rows) before the session exists.
+  const int64_t state_rows = h.RowsOf(k);
+  auto lease = sessions_->Create(&model, caller.owner, caller.cache_tenant,
+                                 state.data.empty() ? 0 : model.SequenceBytes(state_rows),
+                                 absl::StrCat("an imported session of ", state_rows, " rows on model '",
+                                              model.name, "'"));
   if (!lease.ok()) return lease.status();
   Session& s = **lease;
   if (!state.data.empty()) {
@@ -550,6 +589,7 @@ absl::Status InferenceService::Import(const Caller& caller, const v1::ImportSess
       s.seq->memory()->Truncate(0).IgnoreError();
     }
   }
+  if (budget_ != nullptr) s.memory.Set(s.seq->memory()->Bytes(SnapshotScope::kFull));
   s.history = std::move(h);
   Describe(s, false, resp->mutable_session());
   if (metrics_ != nullptr) metrics_->sessions->Set(static_cast<double>(sessions_->size()));

@@ -22,6 +22,7 @@
 #include "cairn/v1/inference.grpc.pb.h"
 #include "service/auth.h"
 #include "service/history.h"
+#include "service/memory_budget.h"
 #include "service/metrics.h"
 #include "service/models.h"
 #include "service/sessions.h"
@@ -39,10 +40,13 @@ struct ServiceLimits {
 
 class InferenceService final : public v1::Inference::Service {
  public:
-  // Borrowed: all must outlive the service.
+  // Borrowed: all must outlive the service. `budget` (may be null: no
+  // bound) is the live-memory budget the sessions also reserve from.
   InferenceService(ModelRegistry* models, SessionManager* sessions, Metrics* metrics,
-                   const Authenticator* auth, const ServiceLimits& limits)
-      : models_(models), sessions_(sessions), metrics_(metrics), auth_(auth), limits_(limits) {}
+                   const Authenticator* auth, const ServiceLimits& limits,
+                   MemoryBudget* budget = nullptr)
+      : models_(models), sessions_(sessions), metrics_(metrics), auth_(auth), limits_(limits),
+        budget_(budget) {}
 
   grpc::Status Generate(grpc::ServerContext* ctx, const v1::GenerateRequest* req,
                         grpc::ServerWriter<v1::GenerateResponse>* writer) override;
@@ -69,6 +73,7 @@ class InferenceService final : public v1::Inference::Service {
   Metrics* const metrics_;
   const Authenticator* const auth_;
   const ServiceLimits limits_;
+  MemoryBudget* const budget_;
   std::atomic<int32_t> active_generate_{0};
 };
 

@@ -41,6 +41,8 @@ absl::StatusOr<std::unique_ptr<Metrics>> Metrics::Create(const std::string& list
   m->queue_depth = Gauge(r, "cairn_queue_depth", "Requests waiting for prompt processing");
   m->running_sequences = Gauge(r, "cairn_running_sequences", "Sequences decoding");
   m->sessions = Gauge(r, "cairn_sessions", "Live sessions");
+  m->sequence_memory_bytes = Gauge(r, "cairn_sequence_memory_bytes",
+                                   "Bytes of live sequence memory reserved (sessions and running requests)");
   m->time_to_first_token = Histogram(r, "cairn_time_to_first_token_seconds", "Time from request to first token",
                                      {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30});
   m->decode_tokens_per_second = Histogram(r, "cairn_decode_tokens_per_second", "Decode speed of one request",

@@ -42,6 +42,7 @@ class Metrics final {
   prometheus::Gauge* queue_depth;
   prometheus::Gauge* running_sequences;
   prometheus::Gauge* sessions;
+  prometheus::Gauge* sequence_memory_bytes;  // reserved in the live-memory budget
   prometheus::Histogram* time_to_first_token;
   prometheus::Histogram* decode_tokens_per_second;
   prometheus::Histogram* batch_rows;

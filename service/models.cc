@@ -1,6 +1,9 @@
 #include "service/models.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <filesystem>
+#include <span>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -45,6 +48,60 @@ ServedModel::~ServedModel() {
   scheduler.reset();
   engine.reset();
 }
+
+size_t ServedModel::SequenceBytes(int64_t rows) const {
+  if (rows <= 0) return sequence_base_bytes;
+  const size_t n = static_cast<size_t>(rows);
+  if (sequence_bytes_per_position > 0 && n > (SIZE_MAX - sequence_base_bytes) / sequence_bytes_per_position) {
+    return SIZE_MAX;
+  }
+  return sequence_base_bytes + n * sequence_bytes_per_position;
+}
+
+namespace {
+
+// Measures ServedModel::sequence_base_bytes and _per_position on a probe
+// sequence: its bytes fresh, after one token and after two (one token per
+// Forward call, token id 0, so the second is a decode step). A model whose
+// context holds a single position is measured from the first two points.
+absl::Status MeasureSequenceBytes(ServedModel& m) {
+  auto mem = m.backend->NewSequence();
+  if (!mem.ok()) return mem.status();
+  SequenceMemory& probe = **mem;
+  size_t bytes[3] = {probe.Bytes(SnapshotScope::kFull), 0, 0};
+  int measured = 1;
+  const TokenId token = 0;
+  const int32_t row = 0;
+  for (Pos p = 0; p < 2 && p + 1 <= m.context_length(); ++p) {
+    SequenceRun run;
+    run.memory = &probe;
+    run.start_pos = p;
+    run.tokens = std::span<const TokenId>(&token, 1);
+    run.logit_rows = std::span<const int32_t>(&row, 1);
+    auto out = m.backend->Forward(std::span<const SequenceRun>(&run, 1));
+    if (!out.ok()) {
+      if (p > 0) break;
+      return out.status();
+    }
+    bytes[measured++] = probe.Bytes(SnapshotScope::kFull);
+  }
+  // Per position: the last step's growth (a decode step); the base: the
+  // least that puts every measured point under the bound (a fresh memory
+  // may allocate its state on the first token).
+  const size_t per = measured >= 2 && bytes[measured - 1] > bytes[measured - 2]
+                         ? bytes[measured - 1] - bytes[measured - 2]
+                         : 0;
+  size_t base = 0;
+  for (int i = 0; i < measured; ++i) {
+    const size_t below = static_cast<size_t>(i) * per;
+    base = std::max(base, bytes[i] - std::min(bytes[i], below));
+  }
+  m.sequence_bytes_per_position = per;
+  m.sequence_base_bytes = base;
+  return absl::OkStatus();
+}
+
+}  // namespace
 
 Pos ServedModel::context_length() const {
   const int32_t n = info().n_ctx_train;
@@ -108,6 +165,10 @@ absl::StatusOr<std::unique_ptr<ModelRegistry>> ModelRegistry::Load(
                           absl::StrCat("model '", spec.name, "': ", backend.status().message()));
     }
     m->backend = MakeFairBackend(std::move(*backend));
+    if (absl::Status st = MeasureSequenceBytes(*m); !st.ok()) {
+      return absl::Status(st.code(), absl::StrCat("model '", spec.name, "': measuring a sequence's memory: ",
+                                                  st.message()));
+    }
     auto tok = Tokenizer::Create(*m->file);
     if (tok.ok()) {
       m->tokenizer = std::move(*tok);

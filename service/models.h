@@ -53,9 +53,20 @@ struct ServedModel {
   std::unique_ptr<checkpoint::CheckpointEngine> engine;
   std::unique_ptr<Scheduler> scheduler;
 
+  // What one sequence's memory holds (SequenceMemory::Bytes(kFull)), as an
+  // upper bound: a fresh sequence's bytes plus bytes per position, measured
+  // at load with a two-token probe (exact for KV caches and recurrent state;
+  // a sliding window's ring stops growing at its width, so beyond it this
+  // overestimates).
+  size_t sequence_base_bytes = 0;
+  size_t sequence_bytes_per_position = 0;
+
   const ModelInfo& info() const { return backend->info(); }
   // Most positions a sequence may hold.
   Pos context_length() const;
+  // The bound above for a sequence of `rows` positions (a multimodal chunk
+  // counts as its rows, at least its positions); saturates.
+  size_t SequenceBytes(int64_t rows) const;
 };
 
 struct ModelsOptions {

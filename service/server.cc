@@ -40,12 +40,14 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Create(const ServerOptions& opti
   auto models = ModelRegistry::Load(options.models, options.models_options, sched);
   if (!models.ok()) return models.status();
   s->models_ = std::move(*models);
-  s->sessions_ = std::make_unique<SessionManager>(options.sessions);
+  s->memory_budget_ = std::make_unique<MemoryBudget>(options.memory_budget_bytes);
+  s->sessions_ = std::make_unique<SessionManager>(options.sessions, s->memory_budget_.get());
   auto auth = Authenticator::Create(options.auth_tokens, options.share_prefix_cache);
   if (!auth.ok()) return auth.status();
   s->auth_ = std::move(*auth);
   s->service_ = std::make_unique<InferenceService>(s->models_.get(), s->sessions_.get(),
-                                                   s->metrics_.get(), s->auth_.get(), options.limits);
+                                                   s->metrics_.get(), s->auth_.get(), options.limits,
+                                                   s->memory_budget_.get());
   std::shared_ptr<grpc::ServerCredentials> creds = grpc::InsecureServerCredentials();
   if (!options.tls_cert.empty() || !options.tls_key.empty() || !options.tls_client_ca.empty()) {
     if (options.tls_cert.empty() || options.tls_key.empty()) {
@@ -109,6 +111,7 @@ void Server::Housekeeping() {
     metrics_->checkpoints_restored->Set(restored);
     metrics_->queue_depth->Set(static_cast<double>(queued));
     metrics_->sessions->Set(static_cast<double>(sessions_->size()));
+    metrics_->sequence_memory_bytes->Set(static_cast<double>(memory_budget_->in_use()));
     if (checkpoint::CheckpointStore* store = models_->store()) {
       const checkpoint::StoreStats st = store->stats();
       metrics_->checkpoints_evicted->Set(static_cast<double>(st.evictions));

@@ -16,6 +16,7 @@
 #include "absl/status/statusor.h"
 #include "grpcpp/server.h"
 #include "service/inference_service.h"
+#include "service/memory_budget.h"
 #include "service/metrics.h"
 #include "service/models.h"
 #include "service/scheduler.h"
@@ -42,6 +43,10 @@ struct ServerOptions {
   std::vector<std::string> auth_tokens;
   bool share_prefix_cache = false;
   int32_t max_message_bytes = 64 << 20;
+  // Bytes of live sequence memory, all sessions and in-flight requests of
+  // all models together (see memory_budget.h); 0: unlimited. (cairn-server's
+  // --memory-budget defaults to 50% of the RAM.)
+  size_t memory_budget_bytes = 0;
 };
 
 class Server final {
@@ -56,6 +61,7 @@ class Server final {
   Metrics& metrics() { return *metrics_; }
   ModelRegistry& models() { return *models_; }
   SessionManager& sessions() { return *sessions_; }
+  MemoryBudget& memory_budget() { return *memory_budget_; }
 
   // Blocks until Shutdown.
   void Wait();
@@ -69,6 +75,7 @@ class Server final {
   ServerOptions options_;
   std::unique_ptr<Metrics> metrics_;
   std::unique_ptr<ModelRegistry> models_;
+  std::unique_ptr<MemoryBudget> memory_budget_;  // outlives the sessions and the service
   std::unique_ptr<SessionManager> sessions_;
   std::unique_ptr<Authenticator> auth_;
   std::unique_ptr<InferenceService> service_;

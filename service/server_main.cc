@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "checkpoint/options.h"
 #include "service/demo_models.h"
+#include "service/memory_budget.h"
 #include "service/server.h"
 
 namespace {
@@ -40,6 +41,11 @@ const char kUsage[] = R"(cairn-server: a gRPC inference service (cairn.v1.Infere
   --max-queue=N             requests waiting per model (default 256)
   --max-concurrent=N        concurrent Generate calls (default 256)
   --max-sessions=N          live sessions (default 1024)
+  --memory-budget=SIZE|N%%   bytes of live sequence memory (KV caches, recurrent state)
+                            of all sessions and running requests together, e.g. 8GiB
+                            or 25%% of the RAM (default 50%%; 0: unlimited). A request,
+                            session create, fork or import that would exceed it gets
+                            RESOURCE_EXHAUSTED and changes nothing.
   --session-idle-seconds=N  delete sessions idle this long (default 3600)
   --metrics-listen=HOST:PORT  Prometheus /metrics over HTTP (default: off)
   --tls-cert=PEM --tls-key=PEM  serve TLS with this certificate chain and key
@@ -78,6 +84,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "cairn-server: %s\n", st.ToString().c_str());
     return 2;
   }
+  std::string memory_budget = "50%";
   std::string demo_names;
   for (const auto& n : service::DemoModelNames()) demo_names += (demo_names.empty() ? "" : ", ") + n;
   for (size_t i = 0; i < args.size(); ++i) {
@@ -110,6 +117,8 @@ int main(int argc, char** argv) {
       ok = ParseInt("max-queue", v, &opt.scheduler.max_queue);
     } else if (Flag(a, "max-concurrent", &v)) {
       ok = ParseInt("max-concurrent", v, &opt.limits.max_concurrent_generate);
+    } else if (Flag(a, "memory-budget", &v)) {
+      memory_budget = v;
     } else if (Flag(a, "max-sessions", &v)) {
       ok = ParseInt("max-sessions", v, &opt.sessions.max_sessions);
     } else if (Flag(a, "session-idle-seconds", &v)) {
@@ -140,6 +149,15 @@ int main(int argc, char** argv) {
     if (!ok) return 2;
   }
 
+  {
+    auto budget = service::ParseMemoryBudget(memory_budget);
+    if (!budget.ok()) {
+      std::fprintf(stderr, "cairn-server: --memory-budget: %s\n", budget.status().ToString().c_str());
+      return 2;
+    }
+    opt.memory_budget_bytes = *budget;
+  }
+
   // SIGINT/SIGTERM end the server cleanly. A handler (not a blocked mask and
   // sigwait) because library threads may run with their own masks: whichever
   // thread takes the signal, the handler only writes to a pipe that one
@@ -160,9 +178,17 @@ int main(int argc, char** argv) {
     return 1;
   }
   for (service::ServedModel* m : (*server)->models().All()) {
-    std::fprintf(stderr, "cairn-server: model %s (%s, %s%s), context %d\n", m->name.c_str(),
-                 m->info().arch.c_str(), m->info().family.c_str(),
-                 m->synthetic ? ", synthetic: random weights" : "", m->context_length());
+    std::fprintf(stderr, "cairn-server: model %s (%s, %s%s), context %d, sequence memory %zu + %zu bytes/position\n",
+                 m->name.c_str(), m->info().arch.c_str(), m->info().family.c_str(),
+                 m->synthetic ? ", synthetic: random weights" : "", m->context_length(),
+                 m->sequence_base_bytes, m->sequence_bytes_per_position);
+  }
+  if (opt.memory_budget_bytes > 0) {
+    std::fprintf(stderr, "cairn-server: memory budget for live sequences: %zu bytes (%.1f MiB; --memory-budget=%s)\n",
+                 opt.memory_budget_bytes, static_cast<double>(opt.memory_budget_bytes) / (1 << 20),
+                 memory_budget.c_str());
+  } else {
+    std::fprintf(stderr, "cairn-server: memory budget for live sequences: unlimited\n");
   }
   std::fprintf(stderr, "cairn-server: listening on port %d\n", (*server)->port());
   if ((*server)->metrics().port() != 0) {

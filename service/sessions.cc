@@ -1,5 +1,6 @@
 #include "service/sessions.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <random>
 #include <utility>
@@ -47,7 +48,8 @@ absl::StatusOr<SessionLease> SessionManager::Insert(std::shared_ptr<Session> s) 
 }
 
 absl::StatusOr<SessionLease> SessionManager::Create(ServedModel* model, const std::string& tenant,
-                                                    const std::string& cache_tenant) {
+                                                    const std::string& cache_tenant, size_t reserve_bytes,
+                                                    const std::string& what) {
   Sweep();
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -56,9 +58,16 @@ absl::StatusOr<SessionLease> SessionManager::Create(ServedModel* model, const st
           "session limit reached (", options_.max_sessions, " sessions)"));
     }
   }
+  auto s = std::make_shared<Session>();
+  if (budget_ != nullptr) {
+    const size_t fresh = model->SequenceBytes(0);
+    auto r = budget_->Reserve(std::max(fresh, reserve_bytes),
+                              !what.empty() ? what : absl::StrCat("a new session on model '", model->name, "'"));
+    if (!r.ok()) return r.status();
+    s->memory = std::move(*r);
+  }
   auto seq = model->engine->NewSequence(cache_tenant);
   if (!seq.ok()) return seq.status();
-  auto s = std::make_shared<Session>();
   s->tenant = tenant;
   s->model = model;
   s->seq = std::move(*seq);
@@ -67,9 +76,17 @@ absl::StatusOr<SessionLease> SessionManager::Create(ServedModel* model, const st
 
 absl::StatusOr<SessionLease> SessionManager::Fork(Session& source) {
   Sweep();
+  auto s = std::make_shared<Session>();
+  if (budget_ != nullptr) {
+    // The copy holds what the source's memory holds now.
+    auto r = budget_->Reserve(source.seq->memory()->Bytes(SnapshotScope::kFull),
+                              absl::StrCat("a fork of session '", source.id, "' (",
+                                           source.seq->next_pos(), " positions)"));
+    if (!r.ok()) return r.status();
+    s->memory = std::move(*r);
+  }
   auto seq = source.model->engine->Fork(*source.seq);
   if (!seq.ok()) return seq.status();
-  auto s = std::make_shared<Session>();
   s->tenant = source.tenant;
   s->model = source.model;
   s->seq = std::move(*seq);

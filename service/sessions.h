@@ -15,6 +15,7 @@
 #include "absl/status/statusor.h"
 #include "checkpoint/engine.h"
 #include "service/history.h"
+#include "service/memory_budget.h"
 
 namespace cairn::service {
 
@@ -24,6 +25,9 @@ struct Session {
   std::string id;      // 32 hex digits: 128 random bits
   std::string tenant;  // owner ("" without authentication)
   ServedModel* model = nullptr;
+  // seq's bytes in the live-memory budget (see memory_budget.h), used under
+  // the lease. Declared before seq, so released after it is freed.
+  MemoryReservation memory;
   std::unique_ptr<checkpoint::Sequence> seq;
   History history;
   // Guarded by SessionManager's mutex:
@@ -70,14 +74,23 @@ class SessionLease {
 // periodically) and are then NOT_FOUND.
 class SessionManager final {
  public:
-  explicit SessionManager(const SessionOptions& options) : options_(options) {}
+  // `budget` (borrowed, may be null: nothing counted) bounds the sessions'
+  // sequence memory together with the service's other sequences.
+  explicit SessionManager(const SessionOptions& options, MemoryBudget* budget = nullptr)
+      : options_(options), budget_(budget) {}
   ~SessionManager();
 
-  // RESOURCE_EXHAUSTED at the session limit (after sweeping idle ones).
+  // RESOURCE_EXHAUSTED at the session limit (after sweeping idle ones) or
+  // when the memory budget cannot hold a fresh sequence of the model, or
+  // `reserve_bytes` when more (an import's state); `what` names the
+  // operation in that error (default: "a new session on model ...").
   // `tenant` owns the session; `cache_tenant` is its prefix-cache partition.
   absl::StatusOr<SessionLease> Create(ServedModel* model, const std::string& tenant,
-                                      const std::string& cache_tenant);
-  // A new session holding a copy of `source`'s history and state.
+                                      const std::string& cache_tenant, size_t reserve_bytes = 0,
+                                      const std::string& what = "");
+  // A new session holding a copy of `source`'s history and state (which
+  // `source`'s holder leases). RESOURCE_EXHAUSTED as Create, for a copy of
+  // the source's sequence memory.
   absl::StatusOr<SessionLease> Fork(Session& source);
   // Exclusive use. NOT_FOUND for an unknown or expired id, PERMISSION_DENIED
   // for another tenant's session, FAILED_PRECONDITION when busy.
@@ -108,6 +121,7 @@ class SessionManager final {
   static std::string NewId();
 
   const SessionOptions options_;
+  MemoryBudget* const budget_;
   mutable std::mutex mu_;
   std::map<std::string, std::shared_ptr<Session>> sessions_;
 };

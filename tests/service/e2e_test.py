@@ -31,9 +31,9 @@ def generate_stubs(out_dir):
     sys.path.insert(0, out_dir)
 
 
-def start_server():
+def start_server(*extra):
     proc = subprocess.Popen(
-        [ARGS.server, "--listen=127.0.0.1:0", "--metrics-listen=127.0.0.1:0", "--threads=2"],
+        [ARGS.server, "--listen=127.0.0.1:0", "--metrics-listen=127.0.0.1:0", "--threads=2"] + list(extra),
         stderr=subprocess.PIPE, text=True)
     port = metrics = None
     lines = []
@@ -207,6 +207,65 @@ class InferenceTest(unittest.TestCase):
         self.assertIsNotNone(m, body[:500])
         self.assertGreater(float(m.group(1)), 0)
         self.assertIn("cairn_time_to_first_token_seconds_bucket", body)
+
+
+class MemoryBudgetTest(unittest.TestCase):
+    """A second server with --memory-budget=64KiB: demo-transformer's KV
+    cache takes 512 bytes a position, so about 128 positions fit."""
+
+    @classmethod
+    def setUpClass(cls):
+        import grpc
+        from cairn.v1 import inference_pb2 as pb
+        from cairn.v1 import inference_pb2_grpc as pbg
+        cls.grpc, cls.pb = grpc, pb
+        cls.server = start_server("--model=demo-transformer", "--memory-budget=64KiB")
+        cls.channel = grpc.insecure_channel("127.0.0.1:%d" % cls.server[1])
+        cls.stub = pbg.InferenceStub(cls.channel)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.channel.close()
+        cls.server[0].send_signal(signal.SIGTERM)
+        cls.server[0].wait(timeout=30)
+
+    def generate(self, n_prompt, max_tokens, **kw):
+        r = self.pb.GenerateRequest(model="demo-transformer", **kw)
+        r.parts.add().tokens.ids.extend([300 + i % 200 for i in range(n_prompt)])
+        r.stop.max_tokens = max_tokens
+        r.stop.ignore_eos = True
+        r.sampling.temperature = 0
+        try:
+            return [e.token.id for e in self.stub.Generate(r) if e.HasField("token")], None
+        except self.grpc.RpcError as e:
+            return None, e
+
+    def test_over_budget_is_resource_exhausted_and_changes_nothing(self):
+        pb = self.pb
+        sid = self.stub.SessionControl(pb.SessionRequest(create=pb.CreateSession(model="demo-transformer"))).session.session_id
+        ids, err = self.generate(40, 8, session_id=sid, append=True)
+        self.assertIsNone(err)
+        info = self.stub.SessionControl(pb.SessionRequest(get=pb.GetSession(session_id=sid, include_tokens=True))).session
+        self.assertEqual(info.tokens, 48)
+        # 48 + 100 positions + 50 new tokens do not fit 64 KiB.
+        _, err = self.generate(100, 50, session_id=sid, append=True)
+        self.assertEqual(err.code(), self.grpc.StatusCode.RESOURCE_EXHAUSTED)
+        self.assertIn("memory budget exceeded", err.details())
+        self.assertIn("the budget is 65536 bytes", err.details())
+        _, err = self.generate(200, 4)  # sessionless, too big on its own
+        self.assertEqual(err.code(), self.grpc.StatusCode.RESOURCE_EXHAUSTED)
+        again = self.stub.SessionControl(pb.SessionRequest(get=pb.GetSession(session_id=sid, include_tokens=True))).session
+        self.assertEqual(list(again.token_ids), list(info.token_ids))
+        # The session continues as a fresh computation of its history does.
+        nxt, err = self.generate(2, 4, session_id=sid, append=True)
+        self.assertIsNone(err)
+        r = pb.GenerateRequest(model="demo-transformer")
+        r.parts.add().tokens.ids.extend(list(info.token_ids) + [300, 301])
+        r.stop.max_tokens = 4
+        r.stop.ignore_eos = True
+        r.sampling.temperature = 0
+        fresh = [e.token.id for e in self.stub.Generate(r) if e.HasField("token")]
+        self.assertEqual(nxt, fresh)
 
 
 def main():
