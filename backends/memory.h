@@ -31,6 +31,10 @@ struct MemoryCapabilities {
   // How many positions can be cut back right now without a checkpoint
   // (SWA ring slack; 0 for recurrent state; next_pos() when truncatable).
   Pos rollback_window = 0;
+  // What rollback_window becomes right after a Forward once the sequence is
+  // long enough (the SWA ring slack; 0 for recurrent state; the largest Pos
+  // when truncatable): lets a caller plan for the window a prompt will leave.
+  Pos rollback_slack = 0;
   // Part of the memory can only be recovered from a snapshot.
   bool has_checkpoint_state = false;
 };

@@ -478,8 +478,16 @@ absl::Status CheckpointEngine::CaptureAt(Sequence::State& s, CaptureReason reaso
                                     s.memory->Bytes(SnapshotScope::kFull));
   absl::StatusOr<Snapshot> snap = s.memory->Capture(scope);
   if (!snap.ok()) return snap.status();
+  (void)reason;
+  return Keep(s, std::move(*snap), logits, cost, stats, t0);
+}
+
+absl::Status CheckpointEngine::Keep(Sequence::State& s, Snapshot snapshot, const std::vector<float>* logits,
+                                    double cost, PrefillStats* stats,
+                                    std::chrono::steady_clock::time_point started) {
+  const SnapshotScope scope = snapshot.scope;
   Checkpoint cp;
-  cp.snapshot = std::move(*snap);
+  cp.snapshot = std::move(snapshot);
   const bool has_logits = logits != nullptr && !logits->empty();
   if (has_logits) cp.logits = *logits;
   cp.tag = EncodeTag(s.tenant, s.history.keys(), has_logits);
@@ -499,7 +507,7 @@ absl::Status CheckpointEngine::CaptureAt(Sequence::State& s, CaptureReason reaso
   // A drop between Put and Insert would leave a dangling index entry.
   if (!store_->Contains(*id)) index_->Remove(*id);
   s.newest_depth = s.history.size();
-  const double secs = SecondsSince(t0);
+  const double secs = SecondsSince(started);
   if (stats != nullptr) {
     ++stats->captured;
     stats->captured_bytes += bytes;
@@ -509,7 +517,6 @@ absl::Status CheckpointEngine::CaptureAt(Sequence::State& s, CaptureReason reaso
   ++stats_.captures;
   stats_.capture_bytes += bytes;
   stats_.capture_seconds += secs;
-  (void)reason;
   return absl::OkStatus();
 }
 
@@ -637,9 +644,13 @@ absl::StatusOr<std::unique_ptr<PrefillJob>> CheckpointEngine::StartPrefill(Seque
       }
       return false;
     };
-    // An SWA ring with slack can be cut back that far later: no checkpoints needed there.
+    // An SWA ring with slack can be cut back that far later: no checkpoints
+    // needed there. The window the prompt will leave: its slack once a ring
+    // wraps, the whole sequence before.
     const MemoryCapabilities caps = s.memory->caps();
-    job->points_ = policy_.PlanPrefill(job->prompt_, i, exists, caps.truncatable ? 0 : caps.rollback_window);
+    const Pos cut_window =
+        caps.truncatable ? 0 : std::max(caps.rollback_window, std::min(prompt.positions(), caps.rollback_slack));
+    job->points_ = policy_.PlanPrefill(job->prompt_, i, exists, cut_window);
   }
   job->CaptureDue();
   return job;
@@ -671,10 +682,19 @@ SequenceRun PrefillJob::NextRun(int32_t max_tokens) {
   Sequence::State& s = *state_;
   const size_t n = prompt_.size();
   size_t end = i_ + 1;
+  // Capture points inside a token run become its snapshot rows where the
+  // backend supports them: one Forward call instead of one per point.
+  const bool in_run = engine_->backend_->info().snapshots_within_run && !prompt_.is_chunk(i_);
+  snapshot_rows_.clear();
   if (!prompt_.is_chunk(i_)) {
     size_t limit = std::min(n, i_ + static_cast<size_t>(std::max(max_tokens, 1)));
-    if (next_point_ < points_.size()) limit = std::min(limit, points_[next_point_].symbols);
+    if (!in_run && next_point_ < points_.size()) limit = std::min(limit, points_[next_point_].symbols);
     while (end < limit && !prompt_.is_chunk(end)) ++end;
+  }
+  if (in_run) {
+    for (size_t k = next_point_; k < points_.size() && points_[k].symbols < end; ++k) {
+      if (points_[k].symbols > i_) snapshot_rows_.push_back(static_cast<int32_t>(points_[k].symbols - i_ - 1));
+    }
   }
   run_end_ = end;
   SequenceRun run;
@@ -692,19 +712,33 @@ SequenceRun PrefillJob::NextRun(int32_t max_tokens) {
   }
   last_row_ = rows - 1;
   if (end == n) run.logit_rows = std::span<const int32_t>(&last_row_, 1);
+  run.snapshot_rows = snapshot_rows_;
   run_started_ = std::chrono::steady_clock::now();
   return run;
 }
 
-absl::Status PrefillJob::Absorbed(const RunLogits& logits) {
+absl::Status PrefillJob::Absorbed(RunLogits& logits) {
   Sequence::State& s = *state_;
   if (run_end_ <= i_ || s.memory->next_pos() != prompt_.pos_after(run_end_)) {
     return absl::FailedPreconditionError("Absorbed without a successful Forward of NextRun's run");
   }
   result_.stats.forward_seconds += SecondsSince(run_started_);
   ++result_.stats.forward_calls;
+  const bool have_snapshots = logits.snapshots.size() == snapshot_rows_.size();
+  size_t snap = 0;
   for (size_t k = i_; k < run_end_; ++k) {
     s.history.Push(prompt_.keys()[k], prompt_.pos_after(k + 1) - prompt_.pos_after(k));
+    if (snap < snapshot_rows_.size() && static_cast<size_t>(snapshot_rows_[snap]) == k - i_) {
+      const auto t0 = std::chrono::steady_clock::now();
+      const double cost = static_cast<double>(s.history.positions() - s.history.pos_after(s.newest_depth));
+      // As in CaptureDue: a checkpoint that is not kept only costs reuse later.
+      if (!have_snapshots ||
+          !engine_->Keep(s, std::move(logits.snapshots[snap]), nullptr, cost, &result_.stats, t0).ok()) {
+        std::lock_guard<std::mutex> l(engine_->mu_);
+        ++engine_->stats_.capture_failures;
+      }
+      ++snap;
+    }
   }
   result_.stats.recomputed += prompt_.pos_after(run_end_) - prompt_.pos_after(i_);
   i_ = run_end_;

@@ -139,14 +139,17 @@ class PrefillJob {
   // True when nothing is left to run (Finish returns the logits).
   bool done() const;
   // The next run for Backend::Forward: up to max_tokens tokens or one whole
-  // chunk, ending at the next capture point; it asks for the last row's
-  // logits when it ends the prompt. Valid until Absorbed or Finish. Only
-  // while !done().
+  // chunk; it asks for the last row's logits when it ends the prompt. Where
+  // the backend snapshots inside a run (ModelInfo::snapshots_within_run)
+  // the capture points inside it become its snapshot_rows; otherwise the
+  // run ends at the next capture point. Valid until Absorbed or Finish.
+  // Only while !done().
   SequenceRun NextRun(int32_t max_tokens);
-  // After Forward absorbed NextRun's run (`logits`: its RunLogits): records
-  // it and captures due checkpoints. FAILED_PRECONDITION when the memory did
-  // not advance by that run.
-  absl::Status Absorbed(const RunLogits& logits);
+  // After Forward absorbed NextRun's run (`logits`: its RunLogits, whose
+  // snapshots are moved into the store): records it and keeps the due
+  // checkpoints. FAILED_PRECONDITION when the memory did not advance by
+  // that run.
+  absl::Status Absorbed(RunLogits& logits);
   // Ends the job once: the result when done; otherwise `error` (CANCELLED
   // when OK), the sequence then holding the prompt prefix absorbed so far.
   absl::StatusOr<PrefillResult> Finish(absl::Status error = absl::OkStatus());
@@ -167,6 +170,7 @@ class PrefillJob {
   size_t i_ = 0;        // prompt symbols absorbed
   size_t run_end_ = 0;  // end of the run NextRun returned
   std::vector<TokenId> tokens_;
+  std::vector<int32_t> snapshot_rows_;  // of that run, one per capture point inside it
   int32_t last_row_ = 0;
   std::chrono::steady_clock::time_point run_started_;
   PrefillResult result_;
@@ -292,6 +296,11 @@ class CheckpointEngine final {
   // Captures the sequence now and indexes it at its history.
   absl::Status CaptureAt(Sequence::State& s, CaptureReason reason, bool force_full,
                          const std::vector<float>* logits, double cost, PrefillStats* stats);
+  // Stores `snapshot` of the sequence at its current history and indexes it
+  // there (CaptureAt's second half; snapshots taken inside a run come here
+  // directly). `started`: when the capture began, for the timing stats.
+  absl::Status Keep(Sequence::State& s, Snapshot snapshot, const std::vector<float>* logits, double cost,
+                    PrefillStats* stats, std::chrono::steady_clock::time_point started);
   absl::Status PreserveIfUseful(Sequence::State& s, size_t keep_symbols);
   void Publish(Sequence::State& s);
   void Unregister(Sequence::State& s);

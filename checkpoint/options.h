@@ -32,8 +32,8 @@ struct CheckpointOptions {
   Pos every_n = 512;
   // --checkpoint-tail-every=N. Positions between checkpoints inside the
   // last message of a prompt (edits resume near the change); 0 disables.
-  // Off by default: every point splits a Forward call (see PolicyOptions).
-  Pos tail_every = 0;
+  // See PolicyOptions::tail_every for the cost.
+  Pos tail_every = 8;
   // --checkpoint-branch-min=N. Keep a full snapshot of a history before
   // cutting at least N positions of it away; 0 disables.
   Pos min_branch_preserve = 32;

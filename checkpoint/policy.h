@@ -30,12 +30,14 @@ struct PolicyOptions {
   // interval captures.
   Pos every_n = 512;
   // Inside the last message of a prompt (the one a client most often edits),
-  // capture every this many positions as well, so an edit resumes near the
-  // changed token. Off by default: each point splits the Forward call, and
-  // on a CPU every extra call re-reads all weights (measured: 16-position
-  // points made append turns 1.6x slower on a 190 MiB mamba2). Worth it once
-  // backends can snapshot inside a run. 0 disables them.
-  Pos tail_every = 0;
+  // capture every this many positions as well, so an edit resumes at most
+  // this many positions before the changed token. Where the backend
+  // snapshots inside a run (recurrent, hybrid) a point costs a state copy
+  // and store bytes, not a Forward call; an SWA ring's slack covers the tail
+  // without any. (A backend without in-run snapshots pays a split Forward
+  // call per point: 16-position points once made append turns 1.6x slower
+  // on a 190 MiB mamba2.) 0 disables them.
+  Pos tail_every = 8;
   // Tail points cover at most this many positions before the prompt end (a
   // long single-message prompt relies on the every_n points instead).
   Pos tail_span = 128;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <new>
 
 #include "absl/strings/str_cat.h"
@@ -58,6 +59,8 @@ MemoryCapabilities SwaMemory::caps() const {
   MemoryCapabilities c;
   c.truncatable = geometry_.n_local == 0;
   c.rollback_window = std::max<Pos>(0, next_pos_ - LowestTruncate());
+  c.rollback_slack = c.truncatable ? std::numeric_limits<Pos>::max()
+                                   : std::max<Pos>(0, geometry_.ring_rows - (geometry_.window - 1));
   c.has_checkpoint_state = geometry_.n_local > 0;
   return c;
 }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <new>
 
 #include "absl/strings/str_cat.h"
@@ -55,6 +56,7 @@ MemoryCapabilities KvMemory::caps() const {
   MemoryCapabilities c;
   c.truncatable = true;
   c.rollback_window = next_pos_;
+  c.rollback_slack = std::numeric_limits<Pos>::max();
   c.has_checkpoint_state = false;
   return c;
 }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <limits>
 #include <mutex>
 #include <set>
 #include <string_view>
@@ -219,6 +220,7 @@ absl::Status TransformerBackend::Load(const BackendOptions& options) {
   info_.accepts_embeddings = false;
   info_.caps.truncatable = true;
   info_.caps.rollback_window = 0;
+  info_.caps.rollback_slack = std::numeric_limits<Pos>::max();
   info_.caps.has_checkpoint_state = false;
   info_.weight_bytes = weight_bytes;
   return absl::OkStatus();

@@ -7,9 +7,9 @@
 namespace cairn::checkpoint {
 namespace {
 
-MemoryCapabilities Transformer() { return {true, 1 << 20, false}; }
-MemoryCapabilities Recurrent() { return {false, 0, true}; }
-MemoryCapabilities Swa(Pos window) { return {false, window, true}; }
+MemoryCapabilities Transformer() { return {true, 1 << 20, 1 << 20, false}; }
+MemoryCapabilities Recurrent() { return {false, 0, 0, true}; }
+MemoryCapabilities Swa(Pos window) { return {false, window, window, true}; }
 
 Prompt Tokens(int n) {
   Prompt p;
