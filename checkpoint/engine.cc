@@ -650,7 +650,9 @@ absl::StatusOr<std::unique_ptr<PrefillJob>> CheckpointEngine::StartPrefill(Seque
     const MemoryCapabilities caps = s.memory->caps();
     const Pos cut_window =
         caps.truncatable ? 0 : std::max(caps.rollback_window, std::min(prompt.positions(), caps.rollback_slack));
-    job->points_ = policy_.PlanPrefill(job->prompt_, i, exists, cut_window);
+    const Pos tail_every = policy_.TailSpacing(s.memory->Bytes(SnapshotScope::kCheckpoint),
+                                               store_->options().ram_budget_bytes);
+    job->points_ = policy_.PlanPrefill(job->prompt_, i, exists, cut_window, tail_every);
   }
   job->CaptureDue();
   return job;

@@ -34,13 +34,24 @@ bool CheckpointPolicy::CanCut(const MemoryCapabilities& caps, Pos next_pos, Pos 
   return next_pos - target <= caps.rollback_window;
 }
 
+Pos CheckpointPolicy::TailSpacing(size_t checkpoint_bytes, size_t ram_budget) const {
+  const Pos every = options_.tail_every;
+  if (every <= 0 || options_.tail_span <= 0 || checkpoint_bytes == 0) return every;
+  const double allowed = options_.tail_budget_fraction * static_cast<double>(ram_budget);
+  const int64_t fit = static_cast<int64_t>(allowed / static_cast<double>(checkpoint_bytes));
+  if (fit <= 0) return 0;
+  const int64_t points = (options_.tail_span + every - 1) / every;
+  if (points <= fit) return every;
+  return static_cast<Pos>((options_.tail_span + fit - 1) / fit);
+}
+
 std::vector<CapturePoint> CheckpointPolicy::PlanPrefill(const Prompt& prompt, size_t start,
                                                         const std::function<bool(size_t)>& exists,
-                                                        Pos cut_window) const {
+                                                        Pos cut_window, Pos tail_every) const {
   std::vector<CapturePoint> points;
   if (!captures() || start > prompt.size()) return points;
   const Pos n = options_.every_n;
-  const Pos tail = options_.tail_every;
+  const Pos tail = tail_every >= 0 ? tail_every : options_.tail_every;
   // The last message starts after the last boundary before the prompt end.
   size_t last_start = 0;
   for (size_t m : prompt.message_ends()) {

@@ -41,6 +41,10 @@ struct PolicyOptions {
   // Tail points cover at most this many positions before the prompt end (a
   // long single-message prompt relies on the every_n points instead).
   Pos tail_span = 128;
+  // The tail points of one prompt take at most this fraction of the RAM
+  // budget: a model with a large state (tens of MiB per checkpoint) gets
+  // them further apart instead of flushing the store on every prompt.
+  double tail_budget_fraction = 1.0 / 16;
   // After generation, capture when at least this many positions were added
   // since the newest checkpoint of the sequence.
   Pos min_generation_capture = 1;
@@ -114,9 +118,16 @@ class CheckpointPolicy final {
   // `cut_window` is how far back the memory can be cut without a checkpoint
   // (its current rollback window): tail and interval points that close to
   // the prompt end are skipped, since a cut serves them (SWA rings).
+  // `tail_every` overrides options().tail_every when >= 0 (see TailSpacing).
   std::vector<CapturePoint> PlanPrefill(const Prompt& prompt, size_t start,
                                         const std::function<bool(size_t)>& exists,
-                                        Pos cut_window = 0) const;
+                                        Pos cut_window = 0, Pos tail_every = -1) const;
+
+  // The tail spacing for checkpoints of `checkpoint_bytes` each under a RAM
+  // budget of `ram_budget` bytes: options().tail_every, widened until the
+  // tail_span / spacing points fit tail_budget_fraction of the budget;
+  // 0 (no tail points) when not even one does.
+  Pos TailSpacing(size_t checkpoint_bytes, size_t ram_budget) const;
 
   // After generation: capture when the sequence moved `since_newest`
   // positions past its newest checkpoint.

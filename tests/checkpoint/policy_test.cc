@@ -113,6 +113,32 @@ TEST(CheckpointPolicyTest, TailPointsOnlyInsideTheLastMessage) {
   EXPECT_EQ(at, (std::vector<size_t>{40, 75}));
 }
 
+TEST(CheckpointPolicyTest, TailPointsOfOnePromptFitTheirShareOfTheBudget) {
+  PolicyOptions o;
+  o.tail_every = 8;
+  o.tail_span = 128;  // 16 points
+  o.tail_budget_fraction = 1.0 / 16;
+  CheckpointPolicy policy(Recurrent(), o);
+  const size_t budget = size_t{2} << 30;  // 128 MiB for tail points
+  EXPECT_EQ(policy.TailSpacing(5 << 20, budget), 8);     // 16 x 5 MiB fit
+  EXPECT_EQ(policy.TailSpacing(16 << 20, budget), 16);   // 8 fit: every 16
+  EXPECT_EQ(policy.TailSpacing(75 << 20, budget), 128);  // 1 fits
+  EXPECT_EQ(policy.TailSpacing(200 << 20, budget), 0);   // none: off
+  o.tail_every = 0;
+  EXPECT_EQ(CheckpointPolicy(Recurrent(), o).TailSpacing(1, budget), 0);
+  // The spacing given to PlanPrefill replaces the option.
+  Prompt p = Tokens(40);
+  p.EndMessage();
+  for (int i = 0; i < 35; ++i) p.AddToken(i);
+  p.EndMessage();
+  std::vector<size_t> at;
+  for (auto& pt : policy.PlanPrefill(p, 0, nullptr, 0, 16)) at.push_back(pt.symbols);
+  EXPECT_EQ(at, (std::vector<size_t>{40, 56, 72, 75}));
+  at.clear();
+  for (auto& pt : policy.PlanPrefill(p, 0, nullptr, 0, 0)) at.push_back(pt.symbols);
+  EXPECT_EQ(at, (std::vector<size_t>{40, 75}));
+}
+
 TEST(CheckpointPolicyTest, NeverCapturesInsideAMultimodalChunk) {
   PolicyOptions o;
   o.every_n = 8;
