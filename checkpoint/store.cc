@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
@@ -408,6 +409,50 @@ absl::StatusOr<std::shared_ptr<Checkpoint>> CheckpointStore::ReadFile(Checkpoint
   sum.Update(cp->tag.data(), cp->tag.size());
   if (sum.Finish() != trailer) return absl::DataLossError("checkpoint file checksum mismatch: " + path);
   return cp;
+}
+
+absl::StatusOr<size_t> CheckpointStore::Persist() {
+  if (!disk_enabled()) return absl::FailedPreconditionError("the checkpoint store has no disk tier");
+  struct Candidate {
+    double priority;
+    CheckpointId id;
+    std::shared_ptr<Checkpoint> cp;
+    double cost;
+    size_t bytes;
+  };
+  std::vector<Candidate> chosen;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::vector<Candidate> all;
+    for (auto& [id, e] : entries_) {
+      if (e.ram && !e.on_disk && !e.spilling) all.push_back({PriorityLocked(e), id, e.ram, e.cost, e.bytes});
+    }
+    std::sort(all.begin(), all.end(), [](const Candidate& a, const Candidate& b) { return a.priority > b.priority; });
+    // Disk bytes are reserved now so concurrent spills account for them.
+    for (Candidate& c : all) {
+      if (stats_.disk_bytes + c.bytes > options_.disk_budget_bytes) continue;
+      stats_.disk_bytes += c.bytes;
+      chosen.push_back(std::move(c));
+    }
+  }
+  size_t written = 0;
+  absl::Status error;
+  for (size_t i = 0; i < chosen.size(); ++i) {
+    const Candidate& c = chosen[i];
+    if (error.ok()) error = WriteFile(c.id, *c.cp, c.cost);
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = entries_.find(c.id);
+    const bool current = it != entries_.end() && !it->second.on_disk;
+    if (error.ok() && current) {
+      it->second.on_disk = true;
+      ++written;
+      continue;
+    }
+    stats_.disk_bytes -= c.bytes;  // not written, or erased meanwhile
+    if (error.ok()) ::unlink(FilePath(c.id).c_str());
+  }
+  if (!error.ok()) return error;
+  return written;
 }
 
 absl::StatusOr<CheckpointId> CheckpointStore::Put(Checkpoint checkpoint, double cost) {

@@ -112,6 +112,14 @@ class CheckpointStore final {
   // knows). No-op for unknown ids. Thread-safe.
   void Erase(CheckpointId id);
 
+  // Writes the checkpoints held only in RAM to the disk tier, most valuable
+  // first, as far as the disk budget allows without pushing out files
+  // already there; they stay in RAM too. For a clean shutdown: a restart
+  // adopts them (Create). Returns how many were written; FAILED_PRECONDITION
+  // without a disk tier; a write error stops it (those written stay valid).
+  // Thread-safe.
+  absl::StatusOr<size_t> Persist();
+
   // Every checkpoint (RAM and disk), ascending id; e.g. the ones adopted
   // from the disk tier at Create.
   std::vector<CheckpointInfo> List() const;

@@ -1,5 +1,6 @@
 #include "service/server.h"
 
+#include <cstdio>
 #include <fstream>
 #include <sstream>
 #include <utility>
@@ -145,6 +146,20 @@ Server::~Server() {
   if (server_ != nullptr) server_->Wait();
   server_.reset();
   service_.reset();
+  // A clean shutdown keeps what a restart can reuse: the sessions' states
+  // and every RAM checkpoint go to the disk tier, when there is one.
+  checkpoint::CheckpointStore* store = models_ != nullptr ? models_->store() : nullptr;
+  if (store != nullptr && !store->options().disk_dir.empty() && store->options().disk_budget_bytes > 0) {
+    const size_t parked = sessions_->ParkAll();
+    absl::StatusOr<size_t> written = store->Persist();
+    if (written.ok()) {
+      std::fprintf(stderr, "cairn: kept %zu session states; wrote %zu checkpoints to %s\n", parked, *written,
+                   store->options().disk_dir.c_str());
+    } else {
+      std::fprintf(stderr, "cairn: writing checkpoints to %s at shutdown: %s\n",
+                   store->options().disk_dir.c_str(), written.status().ToString().c_str());
+    }
+  }
   sessions_.reset();  // sequences before their engines
   models_.reset();
   metrics_.reset();

@@ -178,6 +178,21 @@ size_t SessionManager::size() const {
   return sessions_.size();
 }
 
+size_t SessionManager::ParkAll() {
+  std::vector<std::shared_ptr<Session>> idle;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& [id, s] : sessions_) {
+      if (!s->busy) idle.push_back(s);
+    }
+  }
+  size_t parked = 0;
+  for (const auto& s : idle) {
+    if (s->seq != nullptr && s->model->engine->Park(*s->seq).ok()) ++parked;
+  }
+  return parked;
+}
+
 void SessionManager::Clear() {
   std::map<std::string, std::shared_ptr<Session>> gone;
   std::lock_guard<std::mutex> lock(mu_);

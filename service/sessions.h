@@ -111,6 +111,11 @@ class SessionManager final {
   // Deletes idle sessions; returns how many.
   size_t Sweep();
   size_t size() const;
+  // Keeps a full snapshot of every idle session's state in its model's
+  // checkpoint store (CheckpointEngine::Park), e.g. before a shutdown that
+  // persists the store: the conversation is then reused after a restart
+  // when sent again. Returns how many were parked.
+  size_t ParkAll();
   // Drops every session (before the models go).
   void Clear();
 

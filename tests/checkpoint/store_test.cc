@@ -226,6 +226,42 @@ TEST(CheckpointStoreTest, AdoptsValidFilesAfterRestart) {
   for (CheckpointId id : spilled) EXPECT_NE(*fresh, id);
 }
 
+// Persist (a clean shutdown) writes what is only in RAM, most valuable
+// first within the disk budget, keeps it in RAM, and a restart adopts it.
+TEST(CheckpointStoreTest, PersistWritesRamCheckpointsForTheNextStart) {
+  TempDir dir;
+  // Room on disk for two of the three 2000-byte checkpoints.
+  StoreOptions o = Opts(1 << 20, dir.path(), 2 * (2000 + 512), 256);
+  std::vector<CheckpointId> ids;
+  {
+    auto store = MustCreate(o);
+    for (int i = 0; i < 3; ++i) ids.push_back(*store->Put(Make(i + 1, 2000, i), 10.0 * (i + 1)));
+    EXPECT_EQ(store->stats().disk_entries + store->stats().spills, 0u);
+    auto written = store->Persist();
+    ASSERT_TRUE(written.ok()) << written.status();
+    EXPECT_EQ(*written, 2u);
+    EXPECT_LE(store->stats().disk_bytes, o.disk_budget_bytes);
+    // The two most valuable (highest cost per byte) went to disk; all stay in RAM.
+    EXPECT_FALSE(store->Info(ids[0])->on_disk);
+    EXPECT_TRUE(store->Info(ids[1])->on_disk);
+    EXPECT_TRUE(store->Info(ids[2])->on_disk);
+    for (CheckpointId id : ids) EXPECT_TRUE(store->Info(id)->in_ram);
+    auto again = store->Persist();  // nothing left that fits
+    ASSERT_TRUE(again.ok());
+    EXPECT_EQ(*again, 0u);
+  }
+  auto store = MustCreate(o);
+  EXPECT_EQ(store->stats().recovered, 2u);
+  EXPECT_FALSE(store->Contains(ids[0]));
+  for (int i : {1, 2}) {
+    auto got = store->Get(ids[i]);
+    ASSERT_TRUE(got.ok()) << got.status();
+    ExpectSame(**got, Make(i + 1, 2000, i));
+  }
+  auto no_disk = MustCreate(Opts(1 << 20, "", 0, 256));
+  EXPECT_EQ(no_disk->Persist().status().code(), absl::StatusCode::kFailedPrecondition);
+}
+
 // The writer is killed in the middle of writing a file: the torn write is
 // never adopted nor restored, and the complete files still are.
 TEST(CheckpointStoreTest, WriterKilledMidwayIsNeverRestored) {

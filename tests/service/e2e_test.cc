@@ -1114,6 +1114,55 @@ TEST(ServiceLimitsTest, QueueAndConcurrencyBounds) {
   EXPECT_EQ(first.status.error_code(), grpc::StatusCode::CANCELLED);
 }
 
+// With a disk tier, a clean shutdown keeps the sessions' states and the RAM
+// checkpoints on disk: after a restart the same conversation sent again is
+// reused (not recomputed) and continues exactly as a fresh computation.
+TEST(ServiceRestartTest, CheckpointsOnDiskServeAfterARestart) {
+  char tmpl[] = "/tmp/cairn-restart-test-XXXXXX";
+  const std::string dir = ::mkdtemp(tmpl);
+  ServerOptions opt;
+  opt.listen = "127.0.0.1:0";
+  opt.models_options.threads = 2;
+  opt.models_options.checkpoint.disk_dir = dir;
+  std::vector<int32_t> history = Ids(40);
+  {
+    auto first = Server::Create(opt);
+    ASSERT_TRUE(first.ok()) << first.status();
+    Client c((*first)->port());
+    GenerateRequest t1 = Req(kRec, history, 6);
+    t1.set_session_id(c.Create(kRec));
+    Result r = c.Generate(t1);
+    ASSERT_TRUE(r.status.ok()) << r.status.error_message();
+    history = Concat(history, r.ids);
+  }  // clean shutdown: sessions parked, the store persisted
+  bool any_file = false;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) any_file |= e.is_regular_file();
+  EXPECT_TRUE(any_file) << "nothing was written to " << dir;
+
+  auto second = Server::Create(opt);
+  ASSERT_TRUE(second.ok()) << second.status();
+  Client c((*second)->port());
+  const std::vector<int32_t> next = Concat(history, Ids(5, 420));
+  Result r = c.Generate(Req(kRec, next, 6));
+  ASSERT_TRUE(r.status.ok()) << r.status.error_message();
+  // All but the reply's last token, which was sampled but never absorbed.
+  EXPECT_EQ(r.prompt.reused_tokens(), static_cast<int32_t>(history.size()) - 1);
+  EXPECT_EQ(r.prompt.recomputed_tokens(), 6);
+
+  ServerOptions off = opt;
+  off.models_options.checkpoint.disk_dir.clear();
+  off.models_options.checkpoint.enabled = false;
+  auto fresh = Server::Create(off);
+  ASSERT_TRUE(fresh.ok()) << fresh.status();
+  Client f((*fresh)->port());
+  Result ref = f.Generate(Req(kRec, next, 6));
+  ASSERT_TRUE(ref.status.ok()) << ref.status.error_message();
+  EXPECT_EQ(ref.prompt.reused_tokens(), 0);
+  EXPECT_EQ(r.ids, ref.ids);
+  second->reset();
+  std::filesystem::remove_all(dir);
+}
+
 TEST(ServiceLimitsTest, FullQueueIsResourceExhausted) {
   ServerOptions opt;
   opt.listen = "127.0.0.1:0";
