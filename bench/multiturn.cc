@@ -1,9 +1,25 @@
-// bench/multiturn: prompt reuse of the checkpoint engine on chat scenarios,
-// per model family, against the least any cache could do, and time to first
-// token with checkpointing on vs off (the baseline), both measured in this run.
+// bench/multiturn: prompt reuse of cairn on chat scenarios, per model family,
+// against the least any cache could do, and time to first token with
+// checkpointing on vs off (the baseline), both measured in this run.
+//
+// By default it drives cairn through its gRPC API over a real local socket:
+// two cairn servers started in this process (service::Server on 127.0.0.1,
+// a free port each) serve the same model, one with checkpointing on (the
+// default checkpoint options or the flags given) and one with checkpoints off.
+// Every scenario runs on a fresh pair of servers (empty caches, a fresh
+// checkpoint store), with the same seeded structure on both; each server's
+// conversation carries the replies that server generated (greedy by default,
+// --temperature samples with a seed per request shared by both servers;
+// exactly 48 tokens: max_tokens 48, ignore_eos). Sessions are
+// created with SessionControl; every Generate sends the whole conversation
+// (system prompt and messages as token parts, each followed by a message
+// boundary) on its session. Requests alternate which server goes first, so
+// both see the same machine load. --in-process drives the checkpoint engine
+// directly instead (Prefill/Decode/EndGeneration, replies drawn from the
+// seeded generator), as this benchmark did before the service existed.
 //
 // Scenarios (seeded random token conversations: a 300-token system prompt,
-// 40-120-token user messages, 48-token replies decoded through the engine):
+// 40-120-token user messages, 48-token replies):
 //   append      each turn extends the last
 //   regenerate  each reply is generated twice from the same prompt
 //   edit        the last user message is edited (second half replaced)
@@ -11,25 +27,42 @@
 //   branch      back two turns, two new turns, then return to the main line
 //   interleave  two conversations alternating (a session each)
 //   manyusers   8 conversations sharing the system prompt, round robin
-// "minimum" is the part of each prompt that no earlier request computed
-// (prompt or generated tokens); ratio = recomputed / minimum over a scenario.
-// TTFT is the Prefill call (restore + forward + captures); each request runs
-// with checkpointing on and then off back to back, so both see the same load.
+// "minimum" is, per server, the part of each prompt that no earlier request
+// on that server computed (prompts and generated tokens; over gRPC the last
+// token of a reply is sampled but never run through the model, so the next
+// prompt must compute it); ratio = recomputed / minimum over a scenario.
+// Greedy replies of tiny models are often one token repeated: such a reply
+// re-sent without its first third (dropthink) is a prefix of the computed
+// one, so the minimum counts it as computed although only a state inside the
+// earlier reply could serve it; the output counts these periodic replies.
+// TTFT over gRPC is the server's Timings.time_to_first_token_seconds (request
+// received to first token, including queueing and the first sampling); the
+// client's send-to-first-token-read is shown beside it. In process it is the
+// Prefill call (restore + forward + captures).
 //
 // Models: the golden models of each family (tiny: ratios) and, with
-// --synthetic, bigger synthetic llama and mamba2 models where compute
-// dominates (TTFT). Also reports the checkpointing cost on a long prompt.
+// --synthetic, bigger synthetic llama and mamba2 models and the service's
+// built-in demo-hybrid-large where compute dominates (TTFT). Also reports
+// the checkpointing cost on a long prompt (always in process, through the
+// engine).
 //
-//   multiturn [--synthetic] [--only-synthetic] [--model NAME=PATH]... [--turns 6]
-//             [--seed 1] [--threads 1] [--scenarios append,branch,...|none] [checkpoint flags]
+//   multiturn [--in-process] [--synthetic] [--only-synthetic] [--model NAME=PATH]...
+//             [--turns 6] [--seed 1] [--threads 1] [--temperature 0]
+//             [--scenarios append,branch,...|none] [checkpoint flags]
+#include <unistd.h>
+
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <memory>
 #include <random>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -40,8 +73,13 @@
 #include "backends/model/gguf_writer.h"
 #include "backends/register_builtin.h"
 #include "bench/bench_util.h"
+#include "cairn/v1/inference.grpc.pb.h"
 #include "checkpoint/engine.h"
 #include "checkpoint/options.h"
+#include "grpcpp/create_channel.h"
+#include "grpcpp/security/credentials.h"
+#include "service/demo_models.h"
+#include "service/server.h"
 
 namespace cairn {
 namespace {
@@ -55,9 +93,24 @@ using checkpoint::SymbolKey;
 using bench::Clock;
 using bench::Since;
 
-// ---- synthetic models (random weights, realistic ratios of shapes) ----
+[[noreturn]] void Die(const std::string& what, const absl::Status& s) {
+  std::fprintf(stderr, "%s: %s\n", what.c_str(), s.ToString().c_str());
+  std::exit(1);
+}
 
-std::shared_ptr<const ModelFile> SyntheticLlama() {
+[[noreturn]] void Die(const std::string& what, const grpc::Status& s) {
+  std::fprintf(stderr, "%s: gRPC status %d: %s\n", what.c_str(), static_cast<int>(s.error_code()),
+               s.error_message().c_str());
+  std::exit(1);
+}
+
+// ---- synthetic models (random weights, realistic ratios of shapes) ----
+//
+// GGUF bytes; served from temporary files. (The service's demo models have
+// other shapes and their own vocabulary: demo-hybrid-large is served by name,
+// these stay here.)
+
+std::vector<uint8_t> SyntheticLlama() {
   const int64_t embd = 768, ff = 2048, vocab = 8192, layers = 8, heads = 12, kv_heads = 4;
   GgufWriter w;
   bench::Rng rng;
@@ -89,10 +142,10 @@ std::shared_ptr<const ModelFile> SyntheticLlama() {
     w.AddF32Tensor(p + "ffn_up.weight", {embd, ff}, rng.SymmetricVec(embd * ff, a));
     w.AddF32Tensor(p + "ffn_down.weight", {ff, embd}, rng.SymmetricVec(ff * embd, b));
   }
-  return bench::ModelOrDie(w.Serialize(), "synthetic-llama");
+  return w.Serialize();
 }
 
-std::shared_ptr<const ModelFile> SyntheticMamba2() {
+std::vector<uint8_t> SyntheticMamba2() {
   const int64_t embd = 768, layers = 12, d_state = 64, n_head = 24, n_group = 1, d_conv = 4, vocab = 8192;
   const int64_t d_inner = 2 * embd;
   const int64_t conv_ch = d_inner + 2 * n_group * d_state;
@@ -132,7 +185,7 @@ std::shared_ptr<const ModelFile> SyntheticMamba2() {
     w.AddF32Tensor(p + "ssm_norm.weight", {d_inner / n_group, n_group}, std::vector<float>(d_inner, 1.0f));
     w.AddF32Tensor(p + "ssm_out.weight", {d_inner, embd}, rng.SymmetricVec(d_inner * embd, out_scale));
   }
-  return bench::ModelOrDie(w.Serialize(), "synthetic-mamba2");
+  return w.Serialize();
 }
 
 // ---- scenarios ----
@@ -141,85 +194,25 @@ struct Totals {
   int64_t prompt = 0, recomputed = 0, minimum = 0;
   int requests = 0;
   double ttft = 0;
+  double client_ttft = 0;  // gRPC: send to first token read
+  // gRPC: replies whose last two thirds equal their first two thirds (a
+  // period dividing a third, e.g. one token repeated): dropthink's re-sent
+  // reply is then a prefix of the computed one, which the minimum counts
+  // as computed although only a state inside the reply could serve it.
+  int replies = 0, periodic_replies = 0;
   size_t peak_bytes = 0;
 };
 
-// One session in both modes: the same requests run with checkpointing on
-// and off back to back, so both TTFTs see the same machine load.
-struct Pair {
-  std::unique_ptr<Sequence> seq[2];  // [0] on, [1] off
+// One message as each side sees it: [0] checkpointing on, [1] off. User
+// messages are the same on both; a reply is what that side generated.
+struct Msg {
+  std::vector<TokenId> t[2];
 };
+using Msgs = std::vector<Msg>;
 
-class Driver {
- public:
-  Driver(CheckpointEngine* on, CheckpointEngine* off, std::mt19937& rng) : engine_{on, off}, rng_(rng) {}
+Msg Same(std::vector<TokenId> t) { return Msg{{t, t}}; }
 
-  std::unique_ptr<Pair> NewSession() {
-    auto p = std::make_unique<Pair>();
-    for (int m = 0; m < 2; ++m) {
-      auto s = engine_[m]->NewSequence();
-      if (!s.ok()) {
-        std::fprintf(stderr, "new sequence: %s\n", s.status().ToString().c_str());
-        std::exit(1);
-      }
-      p->seq[m] = std::move(*s);
-    }
-    return p;
-  }
-
-  // Prefill in both modes, measured against what earlier requests computed.
-  void Request(Pair& pair, const Prompt& p) {
-    size_t best = 0;
-    for (const auto& path : computed_) best = std::max(best, checkpoint::CommonPrefix(path, p.keys()));
-    for (int k = 0; k < 2; ++k) {
-      const int m = (k + requests_) % 2;  // alternate which mode goes first (warm caches)
-      const auto t0 = Clock::now();
-      auto r = engine_[m]->Prefill(*pair.seq[m], p);
-      const double secs = Since(t0);
-      if (!r.ok()) {
-        std::fprintf(stderr, "prefill: %s\n", r.status().ToString().c_str());
-        std::exit(1);
-      }
-      totals[m].prompt += p.positions();
-      totals[m].recomputed += r->stats.recomputed;
-      totals[m].minimum += p.positions() - p.pos_after(best);
-      totals[m].ttft += secs;
-      ++totals[m].requests;
-    }
-    computed_.emplace_back(p.keys().begin(), p.keys().end());
-    ++requests_;
-  }
-
-  // A reply of n tokens decoded in both modes (content from the seeded
-  // generator: reuse does not depend on it).
-  std::vector<TokenId> Reply(Pair& pair, int n, int vocab) {
-    std::vector<TokenId> out;
-    for (int i = 0; i < n; ++i) out.push_back(3 + static_cast<TokenId>(rng_() % (vocab - 3)));
-    for (int m = 0; m < 2; ++m) {
-      for (TokenId t : out) {
-        auto r = engine_[m]->Decode(*pair.seq[m], t);
-        if (!r.ok()) {
-          std::fprintf(stderr, "decode: %s\n", r.status().ToString().c_str());
-          std::exit(1);
-        }
-      }
-      engine_[m]->EndGeneration(*pair.seq[m]).IgnoreError();
-    }
-    const auto& h = pair.seq[0]->history().keys();
-    computed_.emplace_back(h.begin(), h.end());
-    return out;
-  }
-
-  Totals totals[2];
-
- private:
-  CheckpointEngine* engine_[2];
-  std::mt19937& rng_;
-  int requests_ = 0;
-  std::vector<std::vector<SymbolKey>> computed_;
-};
-
-using Msgs = std::vector<std::vector<TokenId>>;
+constexpr int kReply = 48;
 
 struct Conv {
   std::vector<TokenId> system;
@@ -230,142 +223,356 @@ struct Conv {
     for (auto& x : t) x = 3 + static_cast<TokenId>((*rng)() % (vocab - 3));
     return t;
   }
-  std::vector<TokenId> User() { return Tokens(40 + (*rng)() % 81); }
-  Prompt Build(const Msgs& msgs) const {
+  Msg User() { return Same(Tokens(40 + (*rng)() % 81)); }
+  // The conversation as side `m` sees it: the system prompt and each message,
+  // each ending a message.
+  Prompt Build(const Msgs& msgs, int m) const {
     Prompt p;
     p.AddTokens(system);
     p.EndMessage();
-    for (const auto& m : msgs) {
-      p.AddTokens(m);
+    for (const auto& msg : msgs) {
+      p.AddTokens(msg.t[m]);
       p.EndMessage();
     }
     return p;
   }
 };
 
-constexpr int kReply = 48;
+// Runs requests on both sides (checkpointing on and off) and keeps the
+// totals. A turn is one request: the conversation so far as the prompt, then
+// a reply of kReply tokens.
+class Driver {
+ public:
+  explicit Driver(std::mt19937& rng) : rng_(rng) {}
+  virtual ~Driver() = default;
+  // A session on both sides; returns its handle.
+  virtual int NewSession() = 0;
+  // One request on session `s` with prompt system + msgs; returns the reply
+  // each side got.
+  virtual Msg Turn(int s, const Conv& c, const Msgs& msgs) = 0;
+
+  Totals totals[2];
+
+ protected:
+  // Positions of p that no earlier request on side m computed.
+  int64_t Minimum(int m, const Prompt& p) const {
+    size_t best = 0;
+    for (const auto& path : computed_[m]) best = std::max(best, checkpoint::CommonPrefix(path, p.keys()));
+    return p.positions() - p.pos_after(best);
+  }
+  void Computed(int m, std::span<const SymbolKey> keys) { computed_[m].emplace_back(keys.begin(), keys.end()); }
+
+  std::mt19937& rng_;
+  int requests_ = 0;
+
+ private:
+  std::vector<std::vector<SymbolKey>> computed_[2];
+};
+
+// In process, through two checkpoint engines on one backend. Replies are
+// drawn from the seeded generator (reuse does not depend on their content)
+// and decoded on both sides.
+class EngineDriver final : public Driver {
+ public:
+  EngineDriver(CheckpointEngine* on, CheckpointEngine* off, std::mt19937& rng) : Driver(rng), engine_{on, off} {}
+
+  int NewSession() override {
+    std::array<std::unique_ptr<Sequence>, 2> p;
+    for (int m = 0; m < 2; ++m) {
+      auto s = engine_[m]->NewSequence();
+      if (!s.ok()) Die("new sequence", s.status());
+      p[m] = std::move(*s);
+    }
+    seqs_.push_back(std::move(p));
+    return static_cast<int>(seqs_.size()) - 1;
+  }
+
+  Msg Turn(int s, const Conv& c, const Msgs& msgs) override {
+    auto& seq = seqs_[s];
+    for (int k = 0; k < 2; ++k) {
+      const int m = (k + requests_) % 2;  // alternate which side goes first (warm caches)
+      const Prompt p = c.Build(msgs, m);
+      const int64_t minimum = Minimum(m, p);
+      const auto t0 = Clock::now();
+      auto r = engine_[m]->Prefill(*seq[m], p);
+      const double secs = Since(t0);
+      if (!r.ok()) Die("prefill", r.status());
+      totals[m].prompt += p.positions();
+      totals[m].recomputed += r->stats.recomputed;
+      totals[m].minimum += minimum;
+      totals[m].ttft += secs;
+      ++totals[m].requests;
+      Computed(m, p.keys());
+    }
+    ++requests_;
+    std::vector<TokenId> out;
+    for (int i = 0; i < kReply; ++i) out.push_back(3 + static_cast<TokenId>(rng_() % (c.vocab - 3)));
+    for (int m = 0; m < 2; ++m) {
+      for (TokenId t : out) {
+        auto r = engine_[m]->Decode(*seq[m], t);
+        if (!r.ok()) Die("decode", r.status());
+      }
+      engine_[m]->EndGeneration(*seq[m]).IgnoreError();
+      Computed(m, seq[m]->history().keys());
+    }
+    return Same(out);
+  }
+
+ private:
+  CheckpointEngine* engine_[2];
+  std::vector<std::array<std::unique_ptr<Sequence>, 2>> seqs_;
+};
+
+// Through the gRPC API of two servers: [0] checkpointing on, [1] off.
+class GrpcDriver final : public Driver {
+ public:
+  GrpcDriver(int port_on, int port_off, std::string model, float temperature, uint32_t seed, std::mt19937& rng)
+      : Driver(rng), model_(std::move(model)), temperature_(temperature), seed_(seed) {
+    const int ports[2] = {port_on, port_off};
+    for (int m = 0; m < 2; ++m) {
+      stub_[m] = v1::Inference::NewStub(
+          grpc::CreateChannel("127.0.0.1:" + std::to_string(ports[m]), grpc::InsecureChannelCredentials()));
+    }
+  }
+
+  int NewSession() override {
+    std::array<std::string, 2> ids;
+    for (int m = 0; m < 2; ++m) {
+      v1::SessionRequest req;
+      req.mutable_create()->set_model(model_);
+      v1::SessionResponse resp;
+      grpc::ClientContext ctx;
+      grpc::Status st = stub_[m]->SessionControl(&ctx, req, &resp);
+      if (!st.ok()) Die("SessionControl create", st);
+      ids[m] = resp.session().session_id();
+    }
+    sessions_.push_back(ids);
+    return static_cast<int>(sessions_.size()) - 1;
+  }
+
+  Msg Turn(int s, const Conv& c, const Msgs& msgs) override {
+    Msg reply;
+    for (int k = 0; k < 2; ++k) {
+      const int m = (k + requests_) % 2;  // alternate which server goes first (same load)
+      Prompt p = c.Build(msgs, m);
+      const int64_t minimum = Minimum(m, p);
+      v1::GenerateRequest req;
+      req.set_model(model_);
+      req.set_session_id(sessions_[s][m]);
+      auto add = [&req](const std::vector<TokenId>& tokens) {
+        v1::TokenIds* ids = req.add_parts()->mutable_tokens();
+        for (TokenId t : tokens) ids->add_ids(t);
+        req.add_parts()->set_message_boundary(true);
+      };
+      add(c.system);
+      for (const Msg& msg : msgs) add(msg.t[m]);
+      req.mutable_sampling()->set_temperature(temperature_);
+      // The same sampler seed for a request on both servers.
+      req.mutable_sampling()->set_seed(uint64_t{seed_} * 1000003 + static_cast<uint64_t>(requests_));
+      req.mutable_stop()->set_max_tokens(kReply);
+      req.mutable_stop()->set_ignore_eos(true);
+      req.set_stream_text(false);
+
+      grpc::ClientContext ctx;
+      const auto t0 = Clock::now();
+      double first = -1;
+      auto reader = stub_[m]->Generate(&ctx, req);
+      v1::GenerateResponse ev;
+      v1::PromptInfo info;
+      v1::Finished fin;
+      bool has_info = false, has_fin = false;
+      std::vector<TokenId> ids;
+      while (reader->Read(&ev)) {
+        if (ev.has_prompt()) {
+          info = ev.prompt();
+          has_info = true;
+        } else if (ev.has_token()) {
+          if (first < 0) first = Since(t0);
+          ids.push_back(ev.token().id());
+        } else if (ev.has_finished()) {
+          fin = ev.finished();
+          has_fin = true;
+        }
+      }
+      grpc::Status st = reader->Finish();
+      if (!st.ok()) Die("Generate on model " + model_, st);
+      if (!has_info || !has_fin || static_cast<int>(ids.size()) != kReply ||
+          info.prompt_positions() != p.positions()) {
+        std::fprintf(stderr,
+                     "Generate on model %s: unexpected stream (prompt info %d, finished %d, %zu tokens, "
+                     "prompt positions %d vs %d sent)\n",
+                     model_.c_str(), has_info, has_fin, ids.size(), info.prompt_positions(), p.positions());
+        std::exit(1);
+      }
+      totals[m].prompt += info.prompt_positions();
+      totals[m].recomputed += info.recomputed_tokens();
+      totals[m].minimum += minimum;
+      totals[m].ttft += fin.timings().time_to_first_token_seconds();
+      totals[m].client_ttft += first;
+      ++totals[m].replies;
+      if (std::equal(ids.begin() + kReply / 3, ids.end(), ids.begin())) ++totals[m].periodic_replies;
+      ++totals[m].requests;
+      // Computed: the prompt, then every generated token but the last (it
+      // was sampled, streamed and put in the session's history, but never
+      // run through the model).
+      p.AddTokens(std::span<const TokenId>(ids.data(), ids.size() - 1));
+      Computed(m, p.keys());
+      reply.t[m] = std::move(ids);
+    }
+    // The generator advances as the in-process replies' draws do, so that
+    // every later user message is the same as in process.
+    for (int i = 0; i < kReply; ++i) rng_();
+    ++requests_;
+    return reply;
+  }
+
+ private:
+  std::string model_;
+  float temperature_;
+  uint32_t seed_;
+  std::unique_ptr<v1::Inference::Stub> stub_[2];
+  std::vector<std::array<std::string, 2>> sessions_;
+};
 
 void RunScenario(const std::string& name, Driver& d, Conv& c, int turns) {
-  const int V = c.vocab;
   if (name == "append") {
-    auto s = d.NewSession();
+    const int s = d.NewSession();
     Msgs m;
     for (int t = 0; t < turns; ++t) {
       m.push_back(c.User());
-      d.Request(*s, c.Build(m));
-      m.push_back(d.Reply(*s, kReply, V));
+      m.push_back(d.Turn(s, c, m));
     }
   } else if (name == "regenerate") {
-    auto s = d.NewSession();
+    const int s = d.NewSession();
     Msgs m;
     for (int t = 0; t < turns; ++t) {
       m.push_back(c.User());
-      d.Request(*s, c.Build(m));
-      d.Reply(*s, kReply, V);
-      d.Request(*s, c.Build(m));  // regenerate
-      m.push_back(d.Reply(*s, kReply, V));
+      d.Turn(s, c, m);
+      m.push_back(d.Turn(s, c, m));  // regenerate
     }
   } else if (name == "edit") {
-    auto s = d.NewSession();
+    const int s = d.NewSession();
     Msgs m;
     for (int t = 0; t < turns; ++t) {
       m.push_back(c.User());
-      d.Request(*s, c.Build(m));
-      d.Reply(*s, kReply, V);
-      auto& u = m.back();  // edit: second half replaced
-      auto tail = c.Tokens(static_cast<int>(u.size() - u.size() / 2));
-      std::copy(tail.begin(), tail.end(), u.begin() + u.size() / 2);
-      d.Request(*s, c.Build(m));
-      m.push_back(d.Reply(*s, kReply, V));
+      d.Turn(s, c, m);
+      Msg& u = m.back();  // edit: second half replaced (the same on both sides)
+      const size_t half = u.t[0].size() / 2;
+      auto tail = c.Tokens(static_cast<int>(u.t[0].size() - half));
+      for (auto& side : u.t) std::copy(tail.begin(), tail.end(), side.begin() + half);
+      m.push_back(d.Turn(s, c, m));
     }
   } else if (name == "dropthink") {
-    auto s = d.NewSession();
+    const int s = d.NewSession();
     Msgs m;
     for (int t = 0; t < turns; ++t) {
       if (!m.empty()) {
-        auto& r = m.back();
-        r.erase(r.begin(), r.begin() + r.size() / 3);
+        for (auto& r : m.back().t) r.erase(r.begin(), r.begin() + r.size() / 3);
       }
       m.push_back(c.User());
-      d.Request(*s, c.Build(m));
-      m.push_back(d.Reply(*s, kReply, V));
+      m.push_back(d.Turn(s, c, m));
     }
   } else if (name == "branch") {
-    auto s = d.NewSession();
+    const int s = d.NewSession();
     Msgs m;
     const int main_turns = std::max(3, turns - 2);
     for (int t = 0; t < main_turns; ++t) {
       m.push_back(c.User());
-      d.Request(*s, c.Build(m));
-      m.push_back(d.Reply(*s, kReply, V));
+      m.push_back(d.Turn(s, c, m));
     }
     Msgs b(m.begin(), m.end() - 4);  // back two turns
     for (int t = 0; t < 2; ++t) {
       b.push_back(c.User());
-      d.Request(*s, c.Build(b));
-      b.push_back(d.Reply(*s, kReply, V));
+      b.push_back(d.Turn(s, c, b));
     }
     for (int t = main_turns; t < turns + 1; ++t) {  // return to the main line
       m.push_back(c.User());
-      d.Request(*s, c.Build(m));
-      m.push_back(d.Reply(*s, kReply, V));
+      m.push_back(d.Turn(s, c, m));
     }
   } else if (name == "interleave") {
-    auto a = d.NewSession(), b = d.NewSession();
+    const int a = d.NewSession(), b = d.NewSession();
     Msgs ma, mb;
     for (int t = 0; t < turns; ++t) {
       ma.push_back(c.User());
-      d.Request(*a, c.Build(ma));
-      ma.push_back(d.Reply(*a, kReply, V));
+      ma.push_back(d.Turn(a, c, ma));
       mb.push_back(c.User());
-      d.Request(*b, c.Build(mb));
-      mb.push_back(d.Reply(*b, kReply, V));
+      mb.push_back(d.Turn(b, c, mb));
     }
   } else if (name == "manyusers") {
-    std::vector<std::unique_ptr<Pair>> s;
+    std::vector<int> s;
     std::vector<Msgs> m(8);
     for (int u = 0; u < 8; ++u) s.push_back(d.NewSession());
     for (int t = 0; t < std::max(1, turns / 2); ++t) {
       for (int u = 0; u < 8; ++u) {
         m[u].push_back(c.User());
-        d.Request(*s[u], c.Build(m[u]));
-        m[u].push_back(d.Reply(*s[u], kReply, V));
+        m[u].push_back(d.Turn(s[u], c, m[u]));
       }
     }
   }
 }
 
+// A model under test: how the servers load it, and the file for the
+// in-process engines and the long-prompt overhead.
 struct ModelUnderTest {
   std::string name;
-  std::unique_ptr<Backend> backend;
+  service::ModelSpec spec;
+  std::unique_ptr<Backend> backend;  // in process
+  bool large = false;
 };
 
-// Runs a scenario with checkpointing on and off side by side: {on, off}.
-std::pair<Totals, Totals> Measure(Backend& backend, const CheckpointOptions& options,
-                                  const std::string& scenario, int turns, uint32_t seed) {
+Conv NewConv(int vocab, std::mt19937& rng) {
+  Conv c;
+  c.vocab = vocab;
+  c.rng = &rng;
+  c.system = c.Tokens(300);
+  c.system[0] = 1;
+  return c;
+}
+
+// In process: a scenario with checkpointing on and off side by side: {on, off}.
+std::pair<Totals, Totals> MeasureInProcess(Backend& backend, const CheckpointOptions& options,
+                                           const std::string& scenario, int turns, uint32_t seed) {
   auto store = CheckpointStore::Create(options.store());
-  if (!store.ok()) {
-    std::fprintf(stderr, "store: %s\n", store.status().ToString().c_str());
-    std::exit(1);
-  }
+  if (!store.ok()) Die("store", store.status());
   std::shared_ptr<CheckpointStore> shared(std::move(*store));
   CheckpointOptions disabled = options;
   disabled.enabled = false;
   auto on = CheckpointEngine::Create(&backend, shared, options);
+  if (!on.ok()) Die("engine", on.status());
   auto off = CheckpointEngine::Create(&backend, nullptr, disabled);
-  if (!on.ok() || !off.ok()) {
-    std::fprintf(stderr, "engine: %s %s\n", on.status().ToString().c_str(), off.status().ToString().c_str());
-    std::exit(1);
-  }
+  if (!off.ok()) Die("engine", off.status());
   std::mt19937 rng(seed);
-  Conv c;
-  c.vocab = backend.info().n_vocab;
-  c.rng = &rng;
-  c.system = c.Tokens(300);
-  c.system[0] = 1;
-  Driver d(on->get(), off->get(), rng);
+  Conv c = NewConv(backend.info().n_vocab, rng);
+  EngineDriver d(on->get(), off->get(), rng);
   RunScenario(scenario, d, c, turns);
   d.totals[0].peak_bytes = shared->stats().peak_ram_bytes;
+  return {d.totals[0], d.totals[1]};
+}
+
+std::unique_ptr<service::Server> StartServer(const service::ModelSpec& spec, const CheckpointOptions& options,
+                                             int threads) {
+  service::ServerOptions opt;
+  opt.listen = "127.0.0.1:0";
+  opt.models = {spec};
+  opt.models_options.threads = threads;
+  opt.models_options.checkpoint = options;
+  auto s = service::Server::Create(opt);
+  if (!s.ok()) Die("starting a server for " + spec.name, s.status());
+  return std::move(*s);
+}
+
+// Over gRPC: a fresh pair of servers (checkpointing on, off) per scenario.
+std::pair<Totals, Totals> MeasureGrpc(const ModelUnderTest& model, const CheckpointOptions& options, int threads,
+                                      float temperature, const std::string& scenario, int turns, uint32_t seed) {
+  CheckpointOptions disabled = options;
+  disabled.enabled = false;
+  std::unique_ptr<service::Server> on = StartServer(model.spec, options, threads);
+  std::unique_ptr<service::Server> off = StartServer(model.spec, disabled, threads);
+  std::mt19937 rng(seed);
+  Conv c = NewConv(model.backend->info().n_vocab, rng);
+  GrpcDriver d(on->port(), off->port(), model.spec.name, temperature, seed, rng);
+  RunScenario(scenario, d, c, turns);
+  d.totals[0].peak_bytes = on->models().store() != nullptr ? on->models().store()->stats().peak_ram_bytes : 0;
   return {d.totals[0], d.totals[1]};
 }
 
@@ -411,8 +618,9 @@ void Overhead(Backend& backend, const CheckpointOptions& options, int positions,
     }
   }
   const auto& s = on_stats;
-  std::printf("  long prompt %d positions: prefill %.1f ms with checkpoints, %.1f ms without (best of %d, "
-              "interleaved): %+.2f%%; %d checkpoints of %.1f KiB, capture %.3f ms each (%.2f%% of forward time)",
+  std::printf("  long prompt %d positions (in process, through the engine): prefill %.1f ms with checkpoints, "
+              "%.1f ms without (best of %d, interleaved): %+.2f%%; %d checkpoints of %.1f KiB, capture %.3f ms "
+              "each (%.2f%% of forward time)",
               positions, 1e3 * best_on, 1e3 * best_off, reps, 100.0 * (best_on - best_off) / best_off, s.captured,
               s.captured ? s.captured_bytes / 1024.0 / s.captured : 0.0,
               s.captured ? 1e3 * s.capture_seconds / s.captured : 0.0,
@@ -435,6 +643,38 @@ void Overhead(Backend& backend, const CheckpointOptions& options, int positions,
   keep_seq.reset();
 }
 
+// Temporary files of the synthetic models, removed at exit.
+std::string g_temp_dir;
+void RemoveTempDir() {
+  if (g_temp_dir.empty()) return;
+  std::error_code ec;
+  std::filesystem::remove_all(g_temp_dir, ec);
+}
+
+std::string WriteTemp(const std::string& name, const std::vector<uint8_t>& bytes) {
+  if (g_temp_dir.empty()) {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "cairn-multiturn-XXXXXX").string();
+    if (mkdtemp(tmpl.data()) == nullptr) {
+      std::perror("mkdtemp");
+      std::exit(1);
+    }
+    g_temp_dir = tmpl;
+    std::atexit(RemoveTempDir);
+  }
+  const std::string path = g_temp_dir + "/" + name + ".gguf";
+  std::ofstream out(path, std::ios::binary);
+  out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+  if (!out.good()) {
+    std::fprintf(stderr, "writing %s failed\n", path.c_str());
+    std::exit(1);
+  }
+  return path;
+}
+
+service::ModelSpec FileSpec(const std::string& name, const std::string& path) {
+  return service::ModelSpec{.name = name, .path = path, .family = "", .builtin = false};
+}
+
 int Main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   CheckpointOptions options;
@@ -442,9 +682,10 @@ int Main(int argc, char** argv) {
     std::fprintf(stderr, "%s\n", s.ToString().c_str());
     return 2;
   }
-  bool synthetic = false, golden = true;
+  bool synthetic = false, golden = true, in_process = false;
   int turns = 6, threads = 1;
   uint32_t seed = 1;
+  float temperature = 0.0f;
   std::vector<std::string> scenarios = {"append", "regenerate", "edit", "dropthink",
                                         "branch", "interleave", "manyusers"};
   std::vector<std::pair<std::string, std::string>> files;
@@ -459,9 +700,11 @@ int Main(int argc, char** argv) {
     };
     if (a == "--synthetic") synthetic = true;
     else if (a == "--only-synthetic") synthetic = true, golden = false;
+    else if (a == "--in-process") in_process = true;
     else if (a == "--turns") turns = std::atoi(value().c_str());
     else if (a == "--seed") seed = static_cast<uint32_t>(std::atoi(value().c_str()));
     else if (a == "--threads") threads = std::atoi(value().c_str());
+    else if (a == "--temperature") temperature = static_cast<float>(std::atof(value().c_str()));
     else if (a == "--scenarios") scenarios = absl::StrSplit(value(), ',');
     else if (a == "--model") {
       std::string v = value();
@@ -472,14 +715,21 @@ int Main(int argc, char** argv) {
       }
       files.emplace_back(v.substr(0, eq), v.substr(eq + 1));
     } else if (a == "--help" || a == "-h") {
-      std::printf("multiturn [--synthetic] [--only-synthetic] [--model NAME=PATH]... [--turns N] [--seed N]\n"
-                  "          [--threads N] [--scenarios a,b,...]\n%s",
+      std::printf("multiturn [--in-process] [--synthetic] [--only-synthetic] [--model NAME=PATH]... [--turns N]\n"
+                  "          [--seed N] [--threads N] [--temperature T] [--scenarios a,b,...|none]\n"
+                  "  by default through gRPC: two cairn servers in this process on 127.0.0.1, checkpoints on/off,\n"
+                  "  replies sampled at --temperature (default 0: greedy);\n"
+                  "  --in-process drives the checkpoint engine directly instead\n%s",
                   checkpoint::CheckpointFlagsHelp().c_str());
       return 0;
     } else {
       std::fprintf(stderr, "unknown argument %s (try --help)\n", a.c_str());
       return 2;
     }
+  }
+  if (turns < 1) {
+    std::fprintf(stderr, "--turns must be at least 1\n");
+    return 2;
   }
   std::string shared = std::getenv("CAIRN_SHARED_DIR") ? std::getenv("CAIRN_SHARED_DIR")
                                                        : std::string(CAIRN_SOURCE_DIR) + "/../shared";
@@ -496,60 +746,91 @@ int Main(int argc, char** argv) {
   BackendOptions bo;
   bo.n_threads = threads;
   std::vector<ModelUnderTest> models;
+  auto add = [&](const service::ModelSpec& spec, std::shared_ptr<const ModelFile> file, bool large) {
+    bo.name = spec.name;
+    auto b = registry.Create(std::move(file), bo);
+    if (!b.ok()) {
+      std::fprintf(stderr, "skipping %s: %s\n", spec.name.c_str(), b.status().ToString().c_str());
+      return;
+    }
+    models.push_back(ModelUnderTest{.name = spec.name, .spec = spec, .backend = std::move(*b), .large = large});
+  };
   for (const auto& [name, path] : files) {
     auto m = ModelFile::Open(path);
     if (!m.ok()) {
       std::fprintf(stderr, "skipping %s: %s\n", name.c_str(), m.status().ToString().c_str());
       continue;
     }
-    bo.name = name;
-    auto b = registry.Create(std::shared_ptr<const ModelFile>(std::move(*m)), bo);
-    if (!b.ok()) {
-      std::fprintf(stderr, "skipping %s: %s\n", name.c_str(), b.status().ToString().c_str());
-      continue;
-    }
-    models.push_back({name, std::move(*b)});
+    add(FileSpec(name, path), std::shared_ptr<const ModelFile>(std::move(*m)), false);
   }
   if (synthetic) {
-    for (auto [name, file] : {std::pair{std::string("synthetic-llama"), SyntheticLlama()},
-                              std::pair{std::string("synthetic-mamba2"), SyntheticMamba2()}}) {
-      bo.name = name;
-      auto b = registry.Create(file, bo);
-      if (!b.ok()) {
-        std::fprintf(stderr, "skipping %s: %s\n", name.c_str(), b.status().ToString().c_str());
-        continue;
-      }
-      models.push_back({name, std::move(*b)});
+    for (const auto& [name, build] : {std::pair{std::string("synthetic-llama"), &SyntheticLlama},
+                                      std::pair{std::string("synthetic-mamba2"), &SyntheticMamba2}}) {
+      const std::string path = WriteTemp(name, build());
+      auto m = ModelFile::Open(path);
+      if (!m.ok()) Die(name, m.status());
+      add(FileSpec(name, path), std::shared_ptr<const ModelFile>(std::move(*m)), true);
     }
+    // The service's built-in large hybrid (granitehybrid shape), served by name.
+    const std::string hybrid = "demo-hybrid-large";
+    auto demo = service::BuildDemoModel(hybrid);
+    if (!demo.ok()) Die(hybrid, demo.status());
+    add(service::ModelSpec{.name = hybrid, .path = hybrid, .family = "", .builtin = true}, demo->file, true);
   }
   std::printf("multiturn: seed %u, %d turns, 300-token system prompt, 40-120-token users, %d-token replies; "
-              "checkpoint RAM budget %.0f MiB, every %d positions\n",
-              seed, turns, kReply, options.ram_budget_bytes / 1048576.0, options.every_n);
+              "checkpoint RAM budget %.0f MiB, every %d positions, tail every %d\n",
+              seed, turns, kReply, options.ram_budget_bytes / 1048576.0, options.every_n, options.tail_every);
+  if (in_process) {
+    std::printf("in process, through the checkpoint engine (replies from the seeded generator); "
+                "ttft = the Prefill call\n");
+  } else {
+    std::printf("through gRPC: two cairn servers in this process on 127.0.0.1 (checkpoints on / off), a fresh "
+                "pair per scenario, %d thread(s) per model; %d-token replies at temperature %g;\n"
+                "ttft = the server's Timings.time_to_first_token_seconds, mean per request "
+                "(client-side send to first token read in the last column)\n",
+                threads, kReply, temperature);
+  }
   double worst_ratio = 0;
+  std::string worst;
   for (auto& m : models) {
     const ModelInfo& info = m.backend->info();
     std::printf("\n%s (%s, %s, %.1f MiB weights)\n", m.name.c_str(), info.family.c_str(), info.arch.c_str(),
                 info.weight_bytes / 1048576.0);
+    const int overhead_positions = m.large ? 2048 : 1024;
     if (scenarios.empty() || scenarios[0] == "none") {
-      Overhead(*m.backend, options, m.name.rfind("synthetic", 0) == 0 ? 2048 : 1024, 3);
+      Overhead(*m.backend, options, overhead_positions, 3);
       continue;
     }
     std::printf("  %-11s %8s %10s %8s %7s %12s %12s %8s %11s\n", "scenario", "prompt", "recomputed", "minimum",
                 "ratio", "ttft cached", "ttft off", "speedup", "peak ckpt");
     for (const std::string& sc : scenarios) {
-      auto [on, off] = Measure(*m.backend, options, sc, turns, seed);
+      auto [on, off] = in_process ? MeasureInProcess(*m.backend, options, sc, turns, seed)
+                                  : MeasureGrpc(m, options, threads, temperature, sc, turns, seed);
+      if (on.requests == 0) {
+        std::fprintf(stderr, "unknown scenario %s\n", sc.c_str());
+        return 2;
+      }
       const double ratio = on.minimum > 0 ? static_cast<double>(on.recomputed) / on.minimum : 0;
-      worst_ratio = std::max(worst_ratio, ratio);
-      std::printf("  %-11s %8lld %10lld %8lld %7.3f %9.2f ms %9.2f ms %7.2fx %8.2f MiB  (off: %lld recomputed)\n",
+      if (ratio > worst_ratio) worst_ratio = ratio, worst = m.name + " " + sc;
+      std::printf("  %-11s %8lld %10lld %8lld %7.3f %9.2f ms %9.2f ms %7.2fx %8.2f MiB  (off: %lld recomputed",
                   sc.c_str(), static_cast<long long>(on.prompt), static_cast<long long>(on.recomputed),
                   static_cast<long long>(on.minimum), ratio, 1e3 * on.ttft / on.requests,
                   1e3 * off.ttft / off.requests, off.ttft / std::max(1e-9, on.ttft), on.peak_bytes / 1048576.0,
                   static_cast<long long>(off.recomputed));
+      if (!in_process) {
+        std::printf(", minimum %lld; client ttft %.2f / %.2f ms", static_cast<long long>(off.minimum),
+                    1e3 * on.client_ttft / on.requests, 1e3 * off.client_ttft / off.requests);
+        if (on.periodic_replies > 0) {
+          std::printf("; %d of %d replies periodic", on.periodic_replies, on.replies);
+        }
+      }
+      std::printf(")\n");
       std::fflush(stdout);
     }
-    Overhead(*m.backend, options, m.name.rfind("synthetic", 0) == 0 ? 2048 : 1024, 3);
+    Overhead(*m.backend, options, overhead_positions, 3);
   }
-  std::printf("\nworst ratio recomputed/minimum: %.3f\n", worst_ratio);
+  std::printf("\nworst ratio recomputed/minimum: %.3f%s%s%s\n", worst_ratio, worst.empty() ? "" : " (",
+              worst.c_str(), worst.empty() ? "" : ")");
   return 0;
 }
 
