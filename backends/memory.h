@@ -93,6 +93,14 @@ class SequenceMemory {
   virtual size_t Bytes(SnapshotScope scope) const = 0;
 };
 
+// For a long-running process: snapshots are large buffers (a recurrent
+// state is MiBs) allocated and freed all the time. By default glibc gives
+// such blocks back to the OS on free and takes them again, zero-filled page
+// by page, on the next malloc, which costs several times the copy itself
+// (measured: 13 ms instead of 2.3 ms per 25 MiB snapshot). This keeps freed
+// memory in the process for reuse. Call once at startup, before threads.
+void KeepFreedSnapshotMemory();
+
 }  // namespace cairn
 
 #endif  // CAIRN_BACKENDS_MEMORY_H_

@@ -348,6 +348,7 @@ int RunModel(const std::string& which, GgmlType type, int threads, int prompt, i
 }  // namespace
 
 int Main(int argc, char** argv) {
+  KeepFreedSnapshotMemory();
   int threads = 2, prompt = 512, decode = 16;
   std::string which = "all", types = "all";
   for (int i = 1; i + 1 < argc; i += 2) {

@@ -676,6 +676,7 @@ service::ModelSpec FileSpec(const std::string& name, const std::string& path) {
 }
 
 int Main(int argc, char** argv) {
+  KeepFreedSnapshotMemory();
   std::vector<std::string> args(argv + 1, argv + argc);
   CheckpointOptions options;
   if (absl::Status s = checkpoint::ParseCheckpointFlags(&args, &options); !s.ok()) {

@@ -34,6 +34,10 @@ struct Sequence::State {
   // Symbols at the newest checkpoint on the current history (for the value
   // of the next one: the recomputation it saves beyond that one).
   size_t newest_depth = 0;
+  // Tail checkpoints taken for the last message of recent prompts, and the
+  // size of the latest such prompt (see DropStaleTail).
+  std::vector<uint64_t> tail_ids;
+  size_t tail_prompt_size = 0;
 };
 
 struct CheckpointEngine::Plan {
@@ -478,12 +482,11 @@ absl::Status CheckpointEngine::CaptureAt(Sequence::State& s, CaptureReason reaso
                                     s.memory->Bytes(SnapshotScope::kFull));
   absl::StatusOr<Snapshot> snap = s.memory->Capture(scope);
   if (!snap.ok()) return snap.status();
-  (void)reason;
-  return Keep(s, std::move(*snap), logits, cost, stats, t0);
+  return Keep(s, reason, std::move(*snap), logits, cost, stats, t0);
 }
 
-absl::Status CheckpointEngine::Keep(Sequence::State& s, Snapshot snapshot, const std::vector<float>* logits,
-                                    double cost, PrefillStats* stats,
+absl::Status CheckpointEngine::Keep(Sequence::State& s, CaptureReason reason, Snapshot snapshot,
+                                    const std::vector<float>* logits, double cost, PrefillStats* stats,
                                     std::chrono::steady_clock::time_point started) {
   const SnapshotScope scope = snapshot.scope;
   Checkpoint cp;
@@ -506,6 +509,7 @@ absl::Status CheckpointEngine::Keep(Sequence::State& s, Snapshot snapshot, const
   }
   // A drop between Put and Insert would leave a dangling index entry.
   if (!store_->Contains(*id)) index_->Remove(*id);
+  if (reason == CaptureReason::kTail) s.tail_ids.push_back(*id);
   s.newest_depth = s.history.size();
   const double secs = SecondsSince(started);
   if (stats != nullptr) {
@@ -518,6 +522,14 @@ absl::Status CheckpointEngine::Keep(Sequence::State& s, Snapshot snapshot, const
   stats_.capture_bytes += bytes;
   stats_.capture_seconds += secs;
   return absl::OkStatus();
+}
+
+void CheckpointEngine::DropStaleTail(Sequence::State& s) {
+  for (uint64_t id : s.tail_ids) {
+    index_->Remove(id);
+    store_->Erase(id);
+  }
+  s.tail_ids.clear();
 }
 
 absl::Status CheckpointEngine::PreserveIfUseful(Sequence::State& s, size_t keep_symbols) {
@@ -623,6 +635,12 @@ absl::StatusOr<std::unique_ptr<PrefillJob>> CheckpointEngine::StartPrefill(Seque
     if (h.entry.kind != EntryKind::kLive && h.depth <= i) s.newest_depth = std::max(s.newest_depth, h.depth);
   }
   stats.reused = prompt.pos_after(i);
+  if (enabled()) {
+    // This prompt goes on past the one whose last message the tail points
+    // served (a new turn, not an edit or a regenerate): they are stale.
+    if (n > s.tail_prompt_size && i >= s.tail_prompt_size) DropStaleTail(s);
+    s.tail_prompt_size = n;
+  }
 
   if (i == n) {  // full reuse with logits: no forward pass at all
     if (logits.size() != static_cast<size_t>(backend_->info().n_vocab)) {
@@ -688,6 +706,7 @@ SequenceRun PrefillJob::NextRun(int32_t max_tokens) {
   // backend supports them: one Forward call instead of one per point.
   const bool in_run = engine_->backend_->info().snapshots_within_run && !prompt_.is_chunk(i_);
   snapshot_rows_.clear();
+  snapshot_reasons_.clear();
   if (!prompt_.is_chunk(i_)) {
     size_t limit = std::min(n, i_ + static_cast<size_t>(std::max(max_tokens, 1)));
     if (!in_run && next_point_ < points_.size()) limit = std::min(limit, points_[next_point_].symbols);
@@ -695,7 +714,9 @@ SequenceRun PrefillJob::NextRun(int32_t max_tokens) {
   }
   if (in_run) {
     for (size_t k = next_point_; k < points_.size() && points_[k].symbols < end; ++k) {
-      if (points_[k].symbols > i_) snapshot_rows_.push_back(static_cast<int32_t>(points_[k].symbols - i_ - 1));
+      if (points_[k].symbols <= i_) continue;
+      snapshot_rows_.push_back(static_cast<int32_t>(points_[k].symbols - i_ - 1));
+      snapshot_reasons_.push_back(points_[k].reason);
     }
   }
   run_end_ = end;
@@ -735,7 +756,9 @@ absl::Status PrefillJob::Absorbed(RunLogits& logits) {
       const double cost = static_cast<double>(s.history.positions() - s.history.pos_after(s.newest_depth));
       // As in CaptureDue: a checkpoint that is not kept only costs reuse later.
       if (!have_snapshots ||
-          !engine_->Keep(s, std::move(logits.snapshots[snap]), nullptr, cost, &result_.stats, t0).ok()) {
+          !engine_->Keep(s, snapshot_reasons_[snap], std::move(logits.snapshots[snap]), nullptr, cost,
+                         &result_.stats, t0)
+               .ok()) {
         std::lock_guard<std::mutex> l(engine_->mu_);
         ++engine_->stats_.capture_failures;
       }

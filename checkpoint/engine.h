@@ -171,6 +171,7 @@ class PrefillJob {
   size_t run_end_ = 0;  // end of the run NextRun returned
   std::vector<TokenId> tokens_;
   std::vector<int32_t> snapshot_rows_;  // of that run, one per capture point inside it
+  std::vector<CaptureReason> snapshot_reasons_;
   int32_t last_row_ = 0;
   std::chrono::steady_clock::time_point run_started_;
   PrefillResult result_;
@@ -299,8 +300,13 @@ class CheckpointEngine final {
   // Stores `snapshot` of the sequence at its current history and indexes it
   // there (CaptureAt's second half; snapshots taken inside a run come here
   // directly). `started`: when the capture began, for the timing stats.
-  absl::Status Keep(Sequence::State& s, Snapshot snapshot, const std::vector<float>* logits, double cost,
-                    PrefillStats* stats, std::chrono::steady_clock::time_point started);
+  absl::Status Keep(Sequence::State& s, CaptureReason reason, Snapshot snapshot, const std::vector<float>* logits,
+                    double cost, PrefillStats* stats, std::chrono::steady_clock::time_point started);
+  // Erases the tail checkpoints of the sequence's earlier prompts: once a
+  // prompt continues past the one they were taken in, an edit of that
+  // prompt's last message is unlikely, and their bytes (many per prompt,
+  // each a whole recurrent state) are better spent elsewhere.
+  void DropStaleTail(Sequence::State& s);
   absl::Status PreserveIfUseful(Sequence::State& s, size_t keep_symbols);
   void Publish(Sequence::State& s);
   void Unregister(Sequence::State& s);

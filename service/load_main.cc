@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "absl/strings/numbers.h"
+#include "backends/memory.h"
 #include "cairn/v1/inference.grpc.pb.h"
 #include "grpcpp/create_channel.h"
 #include "service/server.h"
@@ -125,6 +126,7 @@ void Print(const char* label, int clients, const RunResult& r) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  cairn::KeepFreedSnapshotMemory();
   Options o;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];

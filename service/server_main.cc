@@ -11,6 +11,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "backends/memory.h"
 #include "checkpoint/options.h"
 #include "service/demo_models.h"
 #include "service/memory_budget.h"
@@ -78,6 +79,7 @@ bool ParseInt(const std::string& flag, const std::string& v, T* out) {
 
 int main(int argc, char** argv) {
   using namespace cairn;
+  KeepFreedSnapshotMemory();
   std::vector<std::string> args(argv + 1, argv + argc);
   service::ServerOptions opt;
   if (absl::Status st = checkpoint::ParseCheckpointFlags(&args, &opt.models_options.checkpoint); !st.ok()) {
