@@ -34,10 +34,11 @@ struct Sequence::State {
   // Symbols at the newest checkpoint on the current history (for the value
   // of the next one: the recomputation it saves beyond that one).
   size_t newest_depth = 0;
-  // Tail checkpoints taken for the last message of recent prompts, and the
-  // size of the latest such prompt (see DropStaleTail).
-  std::vector<uint64_t> tail_ids;
-  size_t tail_prompt_size = 0;
+  // Checkpoints that serve only the next turn (tail points of the last
+  // message, points inside the reply), and the size of the latest prompt
+  // (see DropStaleTurnCheckpoints).
+  std::vector<uint64_t> turn_ids;
+  size_t turn_prompt_size = 0;
 };
 
 struct CheckpointEngine::Plan {
@@ -509,7 +510,7 @@ absl::Status CheckpointEngine::Keep(Sequence::State& s, CaptureReason reason, Sn
   }
   // A drop between Put and Insert would leave a dangling index entry.
   if (!store_->Contains(*id)) index_->Remove(*id);
-  if (reason == CaptureReason::kTail) s.tail_ids.push_back(*id);
+  if (reason == CaptureReason::kTail || reason == CaptureReason::kDuringGeneration) s.turn_ids.push_back(*id);
   s.newest_depth = s.history.size();
   const double secs = SecondsSince(started);
   if (stats != nullptr) {
@@ -524,12 +525,22 @@ absl::Status CheckpointEngine::Keep(Sequence::State& s, CaptureReason reason, Sn
   return absl::OkStatus();
 }
 
-void CheckpointEngine::DropStaleTail(Sequence::State& s) {
-  for (uint64_t id : s.tail_ids) {
+void CheckpointEngine::DropStaleTurnCheckpoints(Sequence::State& s) {
+  for (uint64_t id : s.turn_ids) {
     index_->Remove(id);
     store_->Erase(id);
   }
-  s.tail_ids.clear();
+  s.turn_ids.clear();
+}
+
+void CheckpointEngine::CaptureDuringGeneration(Sequence::State& s) {
+  if (!enabled() || s.history.empty()) return;
+  const Pos since = s.history.positions() - s.history.pos_after(s.newest_depth);
+  if (!policy_.CaptureDuringGeneration(since)) return;
+  if (!CaptureAt(s, CaptureReason::kDuringGeneration, false, nullptr, static_cast<double>(since), nullptr).ok()) {
+    std::lock_guard<std::mutex> l(mu_);
+    ++stats_.capture_failures;
+  }
 }
 
 absl::Status CheckpointEngine::PreserveIfUseful(Sequence::State& s, size_t keep_symbols) {
@@ -636,10 +647,10 @@ absl::StatusOr<std::unique_ptr<PrefillJob>> CheckpointEngine::StartPrefill(Seque
   }
   stats.reused = prompt.pos_after(i);
   if (enabled()) {
-    // This prompt goes on past the one whose last message the tail points
-    // served (a new turn, not an edit or a regenerate): they are stale.
-    if (n > s.tail_prompt_size && i >= s.tail_prompt_size) DropStaleTail(s);
-    s.tail_prompt_size = n;
+    // This prompt goes on past the one the turn's checkpoints served (a new
+    // turn, not an edit or a regenerate): they are stale.
+    if (n > s.turn_prompt_size && i >= s.turn_prompt_size) DropStaleTurnCheckpoints(s);
+    s.turn_prompt_size = n;
   }
 
   if (i == n) {  // full reuse with logits: no forward pass at all
@@ -835,8 +846,11 @@ absl::StatusOr<std::vector<float>> CheckpointEngine::Decode(Sequence& seq, Token
   absl::StatusOr<std::vector<RunLogits>> out = backend_->Forward(std::span<const SequenceRun>(&run, 1));
   if (!out.ok()) return out.status();
   s.history.Push(static_cast<SymbolKey>(static_cast<uint32_t>(token)), 1);
-  std::lock_guard<std::mutex> l(mu_);
-  stats_.forward_seconds += SecondsSince(t0);
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    stats_.forward_seconds += SecondsSince(t0);
+  }
+  CaptureDuringGeneration(s);
   const std::span<const float> r = (*out)[0].row(0);
   return std::vector<float>(r.begin(), r.end());
 }
@@ -846,7 +860,7 @@ absl::Status CheckpointEngine::Append(Sequence& seq, std::span<const TokenId> to
   return hold.Append(tokens);
 }
 
-SequenceHold::SequenceHold(Sequence& seq) : state_(seq.state_), lock_(state_->mu) {}
+SequenceHold::SequenceHold(Sequence& seq) : engine_(seq.engine_), state_(seq.state_), lock_(state_->mu) {}
 
 absl::Status SequenceHold::Append(std::span<const TokenId> tokens) {
   if (!lock_.owns_lock()) return absl::FailedPreconditionError("sequence hold was released");
@@ -857,6 +871,7 @@ absl::Status SequenceHold::Append(std::span<const TokenId> tokens) {
         s.history.positions(), " + ", tokens.size(), " appended tokens"));
   }
   for (TokenId t : tokens) s.history.Push(static_cast<SymbolKey>(static_cast<uint32_t>(t)), 1);
+  engine_->CaptureDuringGeneration(s);
   return absl::OkStatus();
 }
 

@@ -200,6 +200,7 @@ class SequenceHold {
   void Release();
 
  private:
+  CheckpointEngine* engine_;
   std::shared_ptr<Sequence::State> state_;
   std::unique_lock<std::mutex> lock_;
 };
@@ -210,6 +211,7 @@ class CheckpointEngine final {
  public:
   friend class Sequence;
   friend class PrefillJob;
+  friend class SequenceHold;
   // `backend` must outlive the engine. `store` may be shared by the engines
   // of several models (one budget); null only when options.enabled is false.
   // Every engine has its own prefix index. With a store that has a disk
@@ -302,11 +304,15 @@ class CheckpointEngine final {
   // directly). `started`: when the capture began, for the timing stats.
   absl::Status Keep(Sequence::State& s, CaptureReason reason, Snapshot snapshot, const std::vector<float>* logits,
                     double cost, PrefillStats* stats, std::chrono::steady_clock::time_point started);
-  // Erases the tail checkpoints of the sequence's earlier prompts: once a
-  // prompt continues past the one they were taken in, an edit of that
-  // prompt's last message is unlikely, and their bytes (many per prompt,
-  // each a whole recurrent state) are better spent elsewhere.
-  void DropStaleTail(Sequence::State& s);
+  // Erases the short-lived checkpoints of the sequence's earlier turns
+  // (tail points, points inside replies): once a prompt continues past the
+  // one they were taken for, an edit of that prompt's last message or a
+  // re-sent cut reply is unlikely, and their bytes (several per turn, each
+  // a whole recurrent state) are better spent elsewhere.
+  void DropStaleTurnCheckpoints(Sequence::State& s);
+  // After generated tokens were absorbed: a checkpoint every
+  // PolicyOptions::generation_every positions. Failures only cost reuse.
+  void CaptureDuringGeneration(Sequence::State& s);
   absl::Status PreserveIfUseful(Sequence::State& s, size_t keep_symbols);
   void Publish(Sequence::State& s);
   void Unregister(Sequence::State& s);

@@ -15,6 +15,7 @@ PolicyOptions CheckpointOptions::policy() const {
   p.enabled = enabled;
   p.every_n = every_n;
   p.tail_every = tail_every;
+  p.generation_every = generation_every;
   p.min_branch_preserve = min_branch_preserve;
   return p;
 }
@@ -99,12 +100,13 @@ absl::StatusOr<bool> ApplyCheckpointFlag(std::string_view arg, CheckpointOptions
     return true;
   }
   if (name == "checkpoint-every" || name == "checkpoint-branch-min" || name == "prefill-chunk" ||
-      name == "checkpoint-tail-every") {
+      name == "checkpoint-tail-every" || name == "checkpoint-generation-every") {
     if (auto s = need_value(); !s.ok()) return s;
     absl::StatusOr<Pos> n = ParseCount(name, value);
     if (!n.ok()) return n.status();
     if (name == "checkpoint-every") options->every_n = *n;
     else if (name == "checkpoint-tail-every") options->tail_every = *n;
+    else if (name == "checkpoint-generation-every") options->generation_every = *n;
     else if (name == "checkpoint-branch-min") options->min_branch_preserve = *n;
     else {
       if (*n == 0) return absl::InvalidArgumentError("--prefill-chunk must be > 0");
@@ -136,6 +138,8 @@ std::string CheckpointFlagsHelp() {
       "  --checkpoint-every=N         positions between checkpoints in long prompts (default ", d.every_n, ", 0 = off;\n",
       "                               best a multiple of --prefill-chunk)\n",
       "  --checkpoint-tail-every=N    positions between checkpoints in a prompt's last message (default ", d.tail_every, ", 0 = off)\n",
+      "  --checkpoint-generation-every=N  positions between checkpoints inside a reply (default ", d.generation_every,
+      ", 0 = off)\n",
       "  --checkpoint-branch-min=N    keep an abandoned branch of >= N positions (default ", d.min_branch_preserve, ", 0 = off)\n",
       "  --prefill-chunk=N            most prompt tokens per forward call (default ", d.prefill_chunk, ")\n");
 }

@@ -34,6 +34,10 @@ struct CheckpointOptions {
   // last message of a prompt (edits resume near the change); 0 disables.
   // See PolicyOptions::tail_every for the cost.
   Pos tail_every = 8;
+  // --checkpoint-generation-every=N. Positions between checkpoints inside a
+  // generated reply (a reply re-sent cut short resumes near the cut); 0
+  // disables. See PolicyOptions::generation_every.
+  Pos generation_every = 16;
   // --checkpoint-branch-min=N. Keep a full snapshot of a history before
   // cutting at least N positions of it away; 0 disables.
   Pos min_branch_preserve = 32;

@@ -11,6 +11,7 @@ const char* CaptureReasonName(CaptureReason reason) {
     case CaptureReason::kTail: return "tail";
     case CaptureReason::kPromptEnd: return "prompt_end";
     case CaptureReason::kAfterGeneration: return "after_generation";
+    case CaptureReason::kDuringGeneration: return "during_generation";
     case CaptureReason::kBranch: return "branch";
   }
   return "unknown";

@@ -48,6 +48,11 @@ struct PolicyOptions {
   // After generation, capture when at least this many positions were added
   // since the newest checkpoint of the sequence.
   Pos min_generation_capture = 1;
+  // During generation, capture every this many positions as well, so a
+  // client that re-sends a reply cut short (a client-side stop, a template
+  // that keeps part of it) resumes near the cut. Like tail points they last
+  // until the sequence's next new turn. 0 disables them.
+  Pos generation_every = 16;
   // Before cutting away at least this many positions of a sequence's history
   // (a branch, an edit far back), keep the abandoned state as a full snapshot
   // so that returning to it costs nothing. 0 disables it.
@@ -65,6 +70,7 @@ enum class CaptureReason : uint8_t {
   kTail,             // inside the last message (see PolicyOptions::tail_every)
   kPromptEnd,        // keeps the last row's logits: a regenerate needs no forward
   kAfterGeneration,
+  kDuringGeneration,  // every PolicyOptions::generation_every generated positions
   kBranch,           // full snapshot of a history about to be cut away
 };
 const char* CaptureReasonName(CaptureReason reason);
@@ -133,6 +139,11 @@ class CheckpointPolicy final {
   // positions past its newest checkpoint.
   bool CaptureAfterGeneration(Pos since_newest) const {
     return captures() && since_newest >= options_.min_generation_capture;
+  }
+  // After each generated token: capture when the sequence moved at least
+  // generation_every positions past its newest checkpoint.
+  bool CaptureDuringGeneration(Pos since_newest) const {
+    return captures() && options_.generation_every > 0 && since_newest >= options_.generation_every;
   }
 
   // Keep a full snapshot of the history before cutting `dropped` positions

@@ -181,6 +181,34 @@ TEST_P(EngineTest, DropThinkRecomputesOnlyTheShortenedReply) {
   EXPECT_EQ(r2.stats.recomputed, 16 + 11);
 }
 
+// A reply re-sent cut short (a client-side stop string): generation
+// checkpoints every 16 positions let it resume at most 15 positions before
+// the cut on every family. A truncatable memory just cuts back.
+TEST_P(EngineTest, ReplyResentCutShortResumesNearTheCut) {
+  options_.generation_every = 16;
+  Rebuild();
+  auto seq = NewSeq();
+  Prompt p1;
+  Add(p1, RandomTokens(rng_, 50, vocab_));
+  Add(p1, RandomTokens(rng_, 20, vocab_));
+  auto r1 = Run(*seq, p1);
+  auto reply = Reply(*seq, r1.logits, 40);
+  Prompt p2 = p1;
+  Add(p2, std::vector<TokenId>(reply.begin(), reply.begin() + 37));  // cut at 37
+  Add(p2, RandomTokens(rng_, 9, vocab_));
+  auto r2 = Run(*seq, p2);
+  // Checkpoints at 16 and 32 generated positions: 5 of the reply to redo
+  // (none where the memory cuts back: KV cache, SWA ring slack).
+  const bool cuts = backend_->info().caps.rollback_slack >= 3;
+  EXPECT_EQ(r2.stats.recomputed, (cuts ? 0 : 37 - 32) + 9);
+  // The next turn drops the reply's checkpoints with the turn that used them.
+  auto reply2 = Reply(*seq, r2.logits, 4);
+  Prompt p3 = p2;
+  Add(p3, reply2);
+  Add(p3, RandomTokens(rng_, 5, vocab_));
+  EXPECT_EQ(Run(*seq, p3).stats.recomputed, 5);
+}
+
 TEST_P(EngineTest, EditOfTheLastMessageResumesAtItsStart) {
   auto seq = NewSeq();
   auto u2 = RandomTokens(rng_, 30, vocab_);
