@@ -7,33 +7,17 @@ turn (--chat --system), the same turn through interactive mode (stdin), and
 a plain completion. Needs only python3 (no gRPC module).
 """
 import argparse
+import os
 import re
-import signal
 import subprocess
 import sys
-import threading
 import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import server_process  # noqa: E402
 
 ARGS = None
 PORT = None
-
-
-def start_server():
-    proc = subprocess.Popen([ARGS.server, "--listen=127.0.0.1:0", "--model=demo-chat", "--threads=2"],
-                            stderr=subprocess.PIPE, text=True)
-    port = None
-    lines = []
-    for line in proc.stderr:
-        lines.append(line)
-        m = re.search(r"listening on port (\d+)", line)
-        if m:
-            port = int(m.group(1))
-            break
-    if port is None:
-        proc.kill()
-        raise RuntimeError("server did not start:\n" + "".join(lines))
-    threading.Thread(target=lambda: [None for _ in proc.stderr], daemon=True).start()
-    return proc, port
 
 
 def cli(*args, stdin=None):
@@ -90,16 +74,8 @@ def main():
     p.add_argument("--server", required=True)
     p.add_argument("--cli", required=True)
     ARGS, rest = p.parse_known_args()
-    proc, PORT = start_server()
-    try:
-        result = unittest.main(argv=[sys.argv[0]] + rest, exit=False, verbosity=2).result
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        rc = proc.wait(timeout=30)
-    if rc != 0:
-        print("cairn-server exited with %d after SIGTERM" % rc)
-        return 1
-    return 0 if result.wasSuccessful() else 1
+    proc, PORT, _ = server_process.start(ARGS.server, "--model=demo-chat", "--threads=2")
+    return server_process.run_tests(proc, [sys.argv[0]] + rest)
 
 
 if __name__ == "__main__":

@@ -13,10 +13,12 @@ import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import unittest
 import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import server_process  # noqa: E402
 
 ARGS = None
 SERVER = None  # (process, port, metrics_port)
@@ -32,26 +34,7 @@ def generate_stubs(out_dir):
 
 
 def start_server(*extra):
-    proc = subprocess.Popen(
-        [ARGS.server, "--listen=127.0.0.1:0", "--metrics-listen=127.0.0.1:0", "--threads=2"] + list(extra),
-        stderr=subprocess.PIPE, text=True)
-    port = metrics = None
-    lines = []
-    for line in proc.stderr:
-        lines.append(line)
-        m = re.search(r"listening on port (\d+)", line)
-        if m:
-            port = int(m.group(1))
-        m = re.search(r"metrics on port (\d+)", line)
-        if m:
-            metrics = int(m.group(1))
-            break
-    if port is None or metrics is None:
-        proc.kill()
-        raise RuntimeError("server did not start:\n" + "".join(lines))
-    # Keep draining stderr so the server never blocks on a full pipe.
-    threading.Thread(target=lambda: [None for _ in proc.stderr], daemon=True).start()
-    return proc, port, metrics
+    return server_process.start(ARGS.server, "--metrics-listen=127.0.0.1:0", "--threads=2", *extra)
 
 
 class InferenceTest(unittest.TestCase):
@@ -279,15 +262,7 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         generate_stubs(tmp)
         SERVER = start_server()
-        try:
-            result = unittest.main(argv=[sys.argv[0]] + rest, exit=False, verbosity=2).result
-        finally:
-            SERVER[0].send_signal(signal.SIGTERM)
-            rc = SERVER[0].wait(timeout=30)
-        if rc != 0:
-            print("cairn-server exited with %d after SIGTERM" % rc)
-            return 1
-        return 0 if result.wasSuccessful() else 1
+        return server_process.run_tests(SERVER[0], [sys.argv[0]] + rest)
 
 
 if __name__ == "__main__":
