@@ -21,6 +21,7 @@
 
 #include "absl/strings/numbers.h"
 #include "backends/memory.h"
+#include "checkpoint/options.h"
 #include "cairn/v1/inference.grpc.pb.h"
 #include "grpcpp/create_channel.h"
 #include "service/server.h"
@@ -38,6 +39,7 @@ struct Options {
   int prompt_tokens = 64;
   int max_tokens = 64;
   bool batching_gain = false;
+  cairn::checkpoint::CheckpointOptions checkpoint;  // of the in-process server (checkpoint flags)
   int threads = 0;
 };
 
@@ -136,7 +138,14 @@ int main(int argc, char** argv) {
     };
     const char* x;
     bool ok = true;
-    if (a == "--batching-gain") {
+    absl::StatusOr<bool> checkpoint_flag = cairn::checkpoint::ApplyCheckpointFlag(a, &o.checkpoint);
+    if (!checkpoint_flag.ok()) {
+      std::fprintf(stderr, "cairn-load: %s\n", std::string(checkpoint_flag.status().message()).c_str());
+      return 2;
+    }
+    if (*checkpoint_flag) {
+      // a checkpoint flag for the in-process server
+    } else if (a == "--batching-gain") {
       o.batching_gain = true;
     } else if ((x = v("server"))) {
       o.server = x;
@@ -168,6 +177,7 @@ int main(int argc, char** argv) {
     cairn::service::ServerOptions so;
     so.listen = "127.0.0.1:0";
     so.models_options.threads = o.threads;
+    so.models_options.checkpoint = o.checkpoint;
     for (const auto& s : o.serve) so.models.push_back(*cairn::service::ParseModelSpec(s));
     auto s = cairn::service::Server::Create(so);
     if (!s.ok()) {
