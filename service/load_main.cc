@@ -46,6 +46,7 @@ struct Options {
 struct Stats {
   std::mutex mu;
   std::vector<double> ttft;
+  std::vector<double> decode_rates;  // per request: the server's Timings.decode_tokens_per_second
   int64_t tokens = 0;
   int64_t requests = 0;
   int64_t errors = 0;
@@ -68,9 +69,10 @@ void Client(const std::string& addr, const Options& o, int index, Clock::time_po
     const auto t0 = Clock::now();
     auto reader = stub->Generate(&ctx, req);
     cairn::v1::GenerateResponse ev;
-    double ttft = -1;
+    double ttft = -1, decode_rate = 0;
     int64_t n = 0;
     while (reader->Read(&ev)) {
+      if (ev.has_finished()) decode_rate = ev.finished().timings().decode_tokens_per_second();
       if (!ev.has_token()) continue;
       if (n++ == 0) ttft = std::chrono::duration<double>(Clock::now() - t0).count();
     }
@@ -83,6 +85,7 @@ void Client(const std::string& addr, const Options& o, int index, Clock::time_po
       if (stats->first_error.empty()) stats->first_error = st.error_message();
     } else if (ttft >= 0) {
       stats->ttft.push_back(ttft);
+      if (decode_rate > 0) stats->decode_rates.push_back(decode_rate);
     }
   }
 }
@@ -98,6 +101,7 @@ struct RunResult {
   double seconds = 0;
   int64_t tokens = 0, requests = 0, errors = 0;
   double p50 = 0, p99 = 0;
+  double decode_rate = 0;  // mean over requests of each one's decode tokens/s
 };
 
 RunResult Run(const std::string& addr, const Options& o, int clients, double seconds) {
@@ -114,6 +118,7 @@ RunResult Run(const std::string& addr, const Options& o, int clients, double sec
   r.errors = stats.errors;
   r.p50 = Percentile(stats.ttft, 0.5);
   r.p99 = Percentile(stats.ttft, 0.99);
+  for (double d : stats.decode_rates) r.decode_rate += d / static_cast<double>(stats.decode_rates.size());
   if (!stats.first_error.empty()) std::fprintf(stderr, "first error: %s\n", stats.first_error.c_str());
   return r;
 }
@@ -199,6 +204,13 @@ int main(int argc, char** argv) {
     Print("batched", 8, eight);
     const double gain = (eight.tokens / eight.seconds) / (one.tokens / one.seconds);
     std::printf("batching gain (8 concurrent vs 1, aggregate tokens/s): %.2fx\n", gain);
+    // Decode alone: each stream's own decode rate (the server's timings,
+    // prompt and request turnaround excluded), summed over the concurrent
+    // streams.
+    std::printf("decode rate per stream: 1 client %.1f tokens/s; 8 clients %.1f tokens/s each, %.1f together\n",
+                one.decode_rate, eight.decode_rate, 8 * eight.decode_rate);
+    std::printf("batching gain (8 concurrent vs 1, aggregate decode tokens/s): %.2fx\n",
+                8 * eight.decode_rate / std::max(one.decode_rate, 1e-9));
     rc = (one.errors + eight.errors) == 0 ? 0 : 1;
   } else {
     const RunResult r = Run(addr, o, o.clients, o.seconds);
