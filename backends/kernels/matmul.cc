@@ -15,7 +15,13 @@ namespace {
 
 // Below this many tokens the fused dequantize-and-dot kernel wins: the
 // weights are streamed once and each row stays in L1 across the tokens.
-constexpr int64_t kGemmMinTokens = 4;
+constexpr int64_t kSmallBatchMinTokens = 4;
+// Up to this many tokens (a batched decode step of several sequences) a
+// register-blocked kernel reads each weight row once for all tokens: sgemm
+// would first pack the whole weight matrix, which costs more than the
+// product at this size (8 tokens x 128 MiB of F32 weights: 17.9 ms through
+// sgemm, 8.5 ms here, against 4.7 ms for one token).
+constexpr int64_t kGemmMinTokens = 17;
 // Bytes of F32 weights dequantized per sgemm call on the quantized prompt
 // path (per thread, kept in a thread-local buffer). Large tiles matter: each
 // call packs all of x again, and narrow sgemm calls run far below peak.
@@ -58,6 +64,75 @@ void GemmRange(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y
   }
 }
 
+// 16 floats: one AVX-512 register (GCC splits it on narrower targets).
+// aligned(4) makes dereferencing a V16* an unaligned load.
+typedef float V16 __attribute__((vector_size(64), aligned(4)));
+
+float Sum16(V16 v) {
+  float s = 0.0f;
+  for (int i = 0; i < 16; ++i) s += v[i];
+  return s;
+}
+
+// y[(t0 + j) * ldy + o0 + r] = rows[r] . xt[j] for r < n_rows, j < nt: an
+// R x T block of accumulators stays in registers (loops fully unrolled), so
+// each weight row is read once for T tokens. Unused rows and tokens repeat
+// the last real one and are not stored.
+template <int R, int T>
+void DotBlock(const float* const* rows, int n_rows, const float* const* xt, int nt, int64_t K, float* y,
+              int64_t ldy, int64_t o0, int64_t t0) {
+  const int64_t k_vec = K / 16 * 16;
+  V16 acc[R][T] = {};
+  for (int64_t k = 0; k < k_vec; k += 16) {
+    V16 w[R];
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) w[r] = *reinterpret_cast<const V16*>(rows[r] + k);
+#pragma GCC unroll 8
+    for (int j = 0; j < T; ++j) {
+      const V16 xv = *reinterpret_cast<const V16*>(xt[j] + k);
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) acc[r][j] += w[r] * xv;
+    }
+  }
+  for (int r = 0; r < n_rows; ++r) {
+    for (int j = 0; j < nt; ++j) {
+      float sum = Sum16(acc[r][j]);
+      for (int64_t k = k_vec; k < K; ++k) sum += rows[r][k] * xt[j][k];
+      y[(t0 + j) * ldy + o0 + r] = sum;
+    }
+  }
+}
+
+// Output rows [begin, end) for 4 to 16 tokens, R rows at a time in groups of
+// T tokens: F32 rows are used in place, other types dequantized into a
+// per-thread buffer.
+template <int R, int T>
+void SmallBatchRange(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, int64_t begin,
+                     int64_t end) {
+  const int64_t K = w.n_in;
+  thread_local std::vector<float> buf;
+  if (w.type != GgmlType::kF32) buf.resize(static_cast<size_t>(R * K));
+  for (int64_t o = begin; o < end; o += R) {
+    const int n = static_cast<int>(std::min<int64_t>(R, end - o));
+    const float* rows[R];
+    for (int r = 0; r < R; ++r) {
+      const int64_t row = o + std::min(r, n - 1);  // tails repeat a row
+      if (w.type == GgmlType::kF32) {
+        rows[r] = reinterpret_cast<const float*>(w.data) + row * K;
+      } else {
+        if (r < n) DequantizeRowFast(w.type, w.data + row * w.row_bytes(), buf.data() + r * K, K);
+        rows[r] = buf.data() + std::min(r, n - 1) * K;
+      }
+    }
+    for (int64_t t0 = 0; t0 < n_tokens; t0 += T) {
+      const int nt = static_cast<int>(std::min<int64_t>(T, n_tokens - t0));
+      const float* xt[T];
+      for (int j = 0; j < T; ++j) xt[j] = x + (t0 + std::min(j, nt - 1)) * K;
+      DotBlock<R, T>(rows, n, xt, nt, K, y, w.n_out, o, t0);
+    }
+  }
+}
+
 }  // namespace
 
 void MatMul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool) {
@@ -67,6 +142,16 @@ void MatMul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, T
     // Column blocks of at least 64 rows keep each sgemm call efficient.
     pool.ParallelFor(w.n_out, 64, [&](int64_t begin, int64_t end) {
       GemmRange(w, x, n_tokens, y, begin, end);
+    });
+    return;
+  }
+  if (n_tokens >= kSmallBatchMinTokens) {
+    pool.ParallelFor(w.n_out, 64, [&](int64_t begin, int64_t end) {
+      // 4 x 4 blocks: 8 loads per 16 FMAs, and the 4 rows (at most 64 KiB
+      // for n_in 4096) stay in L1/L2 for the next group of tokens. Measured
+      // on 128 MiB of F32 weights, 8 tokens: 8.5 ms (2 x 8 blocks 12.1 ms,
+      // sgemm 17.9 ms, one token 4.7 ms).
+      SmallBatchRange<4, 4>(w, x, n_tokens, y, begin, end);
     });
     return;
   }

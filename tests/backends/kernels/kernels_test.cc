@@ -137,7 +137,7 @@ TEST_P(QuantTest, MatMulBothPathsMatchReference) {
   const float* expected = reinterpret_cast<const float*>((*(*f)->GetTensor("expected"))->data);
   const WeightMatrix w = WeightMatrix::FromTensor(*q);
   ThreadPool pool(2);
-  for (int64_t tokens : {1, 2, 3, 4, 9, 33}) {
+  for (int64_t tokens : {1, 2, 3, 4, 9, 16, 17, 33}) {
     std::vector<float> x = RandomVec(static_cast<size_t>(tokens * w.n_in), 11 + static_cast<uint32_t>(tokens));
     std::vector<float> y(static_cast<size_t>(tokens * w.n_out), std::numeric_limits<float>::quiet_NaN());
     MatMul(w, x.data(), tokens, y.data(), pool);
@@ -161,10 +161,12 @@ INSTANTIATE_TEST_SUITE_P(GoldenQuants, QuantTest, ::testing::ValuesIn(kQuantFile
                            return s.substr(0, s.find('.'));
                          });
 
-// F32, F16 and BF16 rows (no golden file needed) through both MatMul paths,
-// with a wide matrix so that several threads and sgemm tiles are involved.
+// F32, F16 and BF16 rows (no golden file needed) through every MatMul path
+// (per-token dots, the small-batch kernel, sgemm), with a wide matrix so that
+// several threads and sgemm tiles are involved, and rows of a width that is
+// not a multiple of 16 (the small-batch kernel's scalar tail).
 TEST(MatMulTest, FloatTypesBothPaths) {
-  const int64_t n_in = 96, n_out = 300;
+  const int64_t n_in = 100, n_out = 301;
   std::vector<float> wf = RandomVec(static_cast<size_t>(n_in * n_out), 3);
   ThreadPool pool(3);
   for (GgmlType type : {GgmlType::kF32, GgmlType::kF16, GgmlType::kBF16}) {
@@ -181,7 +183,7 @@ TEST(MatMulTest, FloatTypesBothPaths) {
       }
     }
     WeightMatrix w{type, n_in, n_out, bytes.data()};
-    for (int64_t tokens : {1, 3, 5, 40}) {
+    for (int64_t tokens : {1, 3, 4, 5, 8, 13, 16, 17, 40}) {
       std::vector<float> x = RandomVec(static_cast<size_t>(tokens * n_in), 5);
       std::vector<float> y(static_cast<size_t>(tokens * n_out));
       MatMul(w, x.data(), tokens, y.data(), pool);
