@@ -3,6 +3,8 @@
 #include <cblas.h>
 
 #include <algorithm>
+#include <array>
+#include <utility>
 #include <cstring>
 #include <mutex>
 #include <vector>
@@ -16,12 +18,28 @@ namespace {
 // Below this many tokens the fused dequantize-and-dot kernel wins: the
 // weights are streamed once and each row stays in L1 across the tokens.
 constexpr int64_t kSmallBatchMinTokens = 4;
-// Up to this many tokens (a batched decode step of several sequences) a
-// register-blocked kernel reads each weight row once for all tokens: sgemm
-// would first pack the whole weight matrix, which costs more than the
-// product at this size (8 tokens x 128 MiB of F32 weights: 17.9 ms through
-// sgemm, 8.5 ms here, against 4.7 ms for one token).
+// Up to this many tokens (a batched decode step of several sequences) the
+// small-batch kernels read each weight row once for all tokens: sgemm would
+// first pack the whole weight matrix, which costs more than the product at
+// this size.
 constexpr int64_t kGemmMinTokens = 17;
+// The row-streaming kernel reads weights as one sequential stream, like
+// single-token decoding, with the tokens' activations in L1: up to this many
+// bytes of them (tokens x n_in floats, half of L1) at a time. On a decode
+// step of 8 sequences of demo-hybrid-large (n_in 512 to 1536) it took the
+// step from 11 to 9 ms against the 4 x 4 blocked kernel, whose four
+// interleaved row streams the hardware prefetcher does not follow.
+constexpr int64_t kRowStreamMaxActivationBytes = 16 << 10;
+// How far ahead (3 KiB) the row-streaming kernel prefetches its weights:
+// with T FMAs per cache line the hardware prefetcher alone falls behind.
+// Measured best of 1-8 KiB on batched decode steps.
+constexpr int64_t kRowStreamPrefetchFloats = 768;
+// More tokens than fit that L1 budget go in groups over blocks of this many
+// rows (L2-resident between the groups); groups smaller than
+// kRowStreamMinGroup lose to the 4 x 4 blocked kernel, which reads the
+// activations a quarter as often.
+constexpr int64_t kRowStreamBlockRows = 32;
+constexpr int64_t kRowStreamMinGroup = 4;
 // Bytes of F32 weights dequantized per sgemm call on the quantized prompt
 // path (per thread, kept in a thread-local buffer). Large tiles matter: each
 // call packs all of x again, and narrow sgemm calls run far below peak.
@@ -77,13 +95,18 @@ float Sum16(V16 v) {
 // y[(t0 + j) * ldy + o0 + r] = rows[r] . xt[j] for r < n_rows, j < nt: an
 // R x T block of accumulators stays in registers (loops fully unrolled), so
 // each weight row is read once for T tokens. Unused rows and tokens repeat
-// the last real one and are not stored.
+// the last real one and are not stored. `prefetch` (or null): R rows of K
+// floats to fetch while this block computes, one cache line of each per step.
 template <int R, int T>
 void DotBlock(const float* const* rows, int n_rows, const float* const* xt, int nt, int64_t K, float* y,
-              int64_t ldy, int64_t o0, int64_t t0) {
+              int64_t ldy, int64_t o0, int64_t t0, const float* prefetch) {
   const int64_t k_vec = K / 16 * 16;
   V16 acc[R][T] = {};
   for (int64_t k = 0; k < k_vec; k += 16) {
+    if (prefetch != nullptr) {
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) __builtin_prefetch(prefetch + r * K + k);
+    }
     V16 w[R];
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) w[r] = *reinterpret_cast<const V16*>(rows[r] + k);
@@ -104,31 +127,87 @@ void DotBlock(const float* const* rows, int n_rows, const float* const* xt, int 
 }
 
 // Output rows [begin, end) for 4 to 16 tokens, R rows at a time in groups of
-// T tokens: F32 rows are used in place, other types dequantized into a
-// per-thread buffer.
+// T tokens: F32 rows are used in place (the next R rows prefetched: four
+// interleaved row streams defeat the hardware prefetcher), other types
+// dequantized into a per-thread buffer.
 template <int R, int T>
-void SmallBatchRange(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, int64_t begin,
-                     int64_t end) {
+void BlockedRange(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, int64_t begin, int64_t end) {
   const int64_t K = w.n_in;
   thread_local std::vector<float> buf;
-  if (w.type != GgmlType::kF32) buf.resize(static_cast<size_t>(R * K));
+  const bool f32 = w.type == GgmlType::kF32;
+  if (!f32) buf.resize(static_cast<size_t>(R * K));
   for (int64_t o = begin; o < end; o += R) {
     const int n = static_cast<int>(std::min<int64_t>(R, end - o));
     const float* rows[R];
     for (int r = 0; r < R; ++r) {
       const int64_t row = o + std::min(r, n - 1);  // tails repeat a row
-      if (w.type == GgmlType::kF32) {
+      if (f32) {
         rows[r] = reinterpret_cast<const float*>(w.data) + row * K;
       } else {
         if (r < n) DequantizeRowFast(w.type, w.data + row * w.row_bytes(), buf.data() + r * K, K);
         rows[r] = buf.data() + std::min(r, n - 1) * K;
       }
     }
+    const float* next = f32 && o + 2 * R <= end ? reinterpret_cast<const float*>(w.data) + (o + R) * K : nullptr;
     for (int64_t t0 = 0; t0 < n_tokens; t0 += T) {
       const int nt = static_cast<int>(std::min<int64_t>(T, n_tokens - t0));
       const float* xt[T];
       for (int j = 0; j < T; ++j) xt[j] = x + (t0 + std::min(j, nt - 1)) * K;
-      DotBlock<R, T>(rows, n, xt, nt, K, y, w.n_out, o, t0);
+      DotBlock<R, T>(rows, n, xt, nt, K, y, w.n_out, o, t0, t0 == 0 ? next : nullptr);
+    }
+  }
+}
+
+// y[t][o] = row . x[t] for t < T, one row at a time: the weights are read
+// as one sequential stream (as in single-token decoding, which the hardware
+// prefetcher follows), and the T activation rows stay in L1.
+template <int T>
+void RowStreamRange(const WeightMatrix& w, const float* x, float* y, int64_t begin, int64_t end) {
+  const int64_t K = w.n_in;
+  const int64_t k_vec = K / 16 * 16;
+  thread_local std::vector<float> buf;
+  const bool f32 = w.type == GgmlType::kF32;
+  if (!f32) buf.resize(static_cast<size_t>(K));
+  for (int64_t o = begin; o < end; ++o) {
+    const float* row = reinterpret_cast<const float*>(w.data) + o * K;
+    if (!f32) {
+      DequantizeRowFast(w.type, w.data + o * w.row_bytes(), buf.data(), K);
+      row = buf.data();
+    }
+    V16 acc[T] = {};
+    for (int64_t k = 0; k < k_vec; k += 16) {
+      // A prefetch past the matrix's end is harmless (it never faults).
+      if (f32) __builtin_prefetch(row + k + kRowStreamPrefetchFloats);
+      const V16 wv = *reinterpret_cast<const V16*>(row + k);
+#pragma GCC unroll 16
+      for (int j = 0; j < T; ++j) acc[j] += wv * *reinterpret_cast<const V16*>(x + j * K + k);
+    }
+    for (int j = 0; j < T; ++j) {
+      float sum = Sum16(acc[j]);
+      for (int64_t k = k_vec; k < K; ++k) sum += row[k] * x[j * K + k];
+      y[j * w.n_out + o] = sum;
+    }
+  }
+}
+
+using RangeFn = void (*)(const WeightMatrix&, const float*, float*, int64_t, int64_t);
+template <int... Ts>
+constexpr std::array<RangeFn, sizeof...(Ts)> RowStreamTable(std::integer_sequence<int, Ts...>) {
+  return {&RowStreamRange<Ts + 1>...};
+}
+// RowStreamRange<T> for T = 1 .. kGemmMinTokens - 1.
+constexpr auto kRowStream = RowStreamTable(std::make_integer_sequence<int, kGemmMinTokens - 1>());
+
+// Output rows [begin, end) in blocks of kRowStreamBlockRows; within a block,
+// the tokens in groups of `group`: the first group streams the block's rows
+// from memory, the others find them in L2.
+void RowStreamGrouped(const WeightMatrix& w, const float* x, int64_t n_tokens, int64_t group, float* y,
+                      int64_t begin, int64_t end) {
+  for (int64_t o = begin; o < end; o += kRowStreamBlockRows) {
+    const int64_t block_end = std::min(end, o + kRowStreamBlockRows);
+    for (int64_t t0 = 0; t0 < n_tokens; t0 += group) {
+      const int64_t g = std::min(group, n_tokens - t0);
+      kRowStream[g - 1](w, x + t0 * w.n_in, y + t0 * w.n_out, o, block_end);
     }
   }
 }
@@ -146,12 +225,18 @@ void MatMul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, T
     return;
   }
   if (n_tokens >= kSmallBatchMinTokens) {
+    const int64_t x_row_bytes = std::max<int64_t>(w.n_in, 1) * static_cast<int64_t>(sizeof(float));
+    const int64_t group = std::min(n_tokens, kRowStreamMaxActivationBytes / x_row_bytes);
+    if (group >= kRowStreamMinGroup) {
+      pool.ParallelFor(w.n_out, 64, [&](int64_t begin, int64_t end) {
+        RowStreamGrouped(w, x, n_tokens, group, y, begin, end);
+      });
+      return;
+    }
     pool.ParallelFor(w.n_out, 64, [&](int64_t begin, int64_t end) {
       // 4 x 4 blocks: 8 loads per 16 FMAs, and the 4 rows (at most 64 KiB
-      // for n_in 4096) stay in L1/L2 for the next group of tokens. Measured
-      // on 128 MiB of F32 weights, 8 tokens: 8.5 ms (2 x 8 blocks 12.1 ms,
-      // sgemm 17.9 ms, one token 4.7 ms).
-      SmallBatchRange<4, 4>(w, x, n_tokens, y, begin, end);
+      // for n_in 4096) stay in L1/L2 for the next group of tokens.
+      BlockedRange<4, 4>(w, x, n_tokens, y, begin, end);
     });
     return;
   }

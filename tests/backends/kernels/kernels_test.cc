@@ -162,11 +162,16 @@ INSTANTIATE_TEST_SUITE_P(GoldenQuants, QuantTest, ::testing::ValuesIn(kQuantFile
                          });
 
 // F32, F16 and BF16 rows (no golden file needed) through every MatMul path
-// (per-token dots, the small-batch kernel, sgemm), with a wide matrix so that
-// several threads and sgemm tiles are involved, and rows of a width that is
-// not a multiple of 16 (the small-batch kernel's scalar tail).
-TEST(MatMulTest, FloatTypesBothPaths) {
-  const int64_t n_in = 100, n_out = 301;
+// (per-token dots, the row-streaming kernel with all tokens in one group and
+// in several, the 4 x 4 blocked kernel, sgemm), with a wide matrix so that
+// several threads, row blocks and sgemm tiles are involved, and rows of a
+// width that is not a multiple of 16 (the small-batch kernels' scalar tail).
+// Row widths: 100 (up to 16 tokens in one group), 700 (groups of 5), 1500
+// (groups would hold 2 tokens: the blocked kernel).
+class MatMulTest : public ::testing::TestWithParam<int64_t> {};
+
+TEST_P(MatMulTest, FloatTypesAllPaths) {
+  const int64_t n_in = GetParam(), n_out = 301;
   std::vector<float> wf = RandomVec(static_cast<size_t>(n_in * n_out), 3);
   ThreadPool pool(3);
   for (GgmlType type : {GgmlType::kF32, GgmlType::kF16, GgmlType::kBF16}) {
@@ -201,6 +206,8 @@ TEST(MatMulTest, FloatTypesBothPaths) {
     }
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(RowWidths, MatMulTest, ::testing::Values(100, 700, 1500));
 
 TEST(VecTest, DotF32AllLengths) {
   for (int64_t n = 0; n < 150; ++n) {
