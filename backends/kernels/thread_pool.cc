@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <mutex>
 #include <thread>
@@ -15,6 +16,14 @@
 #endif
 
 namespace cairn {
+namespace {
+
+// How long an idle worker spins for the next job, once the last one is
+// complete, before it sleeps. Forward passes have serial stretches of tens
+// of microseconds between jobs; the gap between forward passes is longer.
+constexpr std::chrono::microseconds kSpinBeforeSleep{100};
+
+}  // namespace
 
 // A job is split into at most n_threads chunks with fixed boundaries, so a
 // kernel's result never depends on which thread ran which chunk (forward
@@ -61,12 +70,28 @@ struct ThreadPool::Impl {
   void WorkerLoop() {
     uint32_t seen = 0;
     for (;;) {
-      // Spin briefly: decode issues hundreds of small jobs per token and a
-      // condition-variable wake-up costs more than many of them.
-      uint32_t gen = static_cast<uint32_t>(ticket.load(std::memory_order_acquire) >> 32);
-      for (int spin = 0; gen == seen && spin < 20000; ++spin) {
+      // Spin while the job we took part in is still running elsewhere and
+      // briefly after it completes: a forward pass issues hundreds of small
+      // jobs back to back and a condition-variable wake-up costs more than
+      // many of them. Only briefly: between forward passes (sampling,
+      // streaming) a spinning worker would take a core from the threads
+      // doing that work.
+      uint64_t t = ticket.load(std::memory_order_acquire);
+      uint32_t gen = static_cast<uint32_t>(t >> 32);
+      std::chrono::steady_clock::time_point idle_since{};
+      for (int spin = 0; gen == seen; ++spin) {
+        if ((spin & 63) == 63) {
+          const bool job_running = done.load(std::memory_order_acquire) < static_cast<int>((t >> 16) & 0xffffu);
+          const auto now = std::chrono::steady_clock::now();
+          if (job_running || idle_since == std::chrono::steady_clock::time_point{}) {
+            idle_since = now;
+          } else if (now - idle_since >= kSpinBeforeSleep) {
+            break;
+          }
+        }
         CAIRN_CPU_RELAX();
-        gen = static_cast<uint32_t>(ticket.load(std::memory_order_acquire) >> 32);
+        t = ticket.load(std::memory_order_acquire);
+        gen = static_cast<uint32_t>(t >> 32);
       }
       if (gen == seen) {
         std::unique_lock<std::mutex> lock(mu);
