@@ -1,5 +1,8 @@
 #include "backends/backend.h"
 
+#include <algorithm>
+#include <unordered_set>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 
@@ -12,6 +15,70 @@ absl::Status ValidateRunRows(std::span<const int32_t> rows, int64_t n_rows, cons
       return absl::InvalidArgumentError(absl::StrCat(where, what, " row ", rows[k], " (entry ", k,
                                                      ") is out of range or not ascending for a run of ",
                                                      n_rows, " rows"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateForwardBatch(std::span<const SequenceRun> batch, const ForwardRules& rules,
+                                  const std::function<bool(const SequenceMemory&)>& owned,
+                                  const std::function<int64_t(const SequenceMemory&)>& stored_rows) {
+  std::unordered_set<const SequenceMemory*> seen;
+  for (size_t r = 0; r < batch.size(); ++r) {
+    const SequenceRun& run = batch[r];
+    const std::string where = absl::StrCat("run ", r, ": ");
+    if (run.memory == nullptr) return absl::InvalidArgumentError(where + "no memory");
+    if (!owned(*run.memory)) return absl::InvalidArgumentError(where + "memory was not created by this backend");
+    if (!seen.insert(run.memory).second) {
+      return absl::InvalidArgumentError(where + "the same memory appears twice in one batch");
+    }
+    if (run.start_pos != run.memory->next_pos()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, "start_pos ", run.start_pos, " but the sequence is at ", run.memory->next_pos()));
+    }
+    int64_t n_rows = 0, span = 0;
+    if (run.chunk != nullptr) {
+      if (!rules.accepts_chunks) {
+        return absl::InvalidArgumentError(where + "this model takes no embedding chunks (text tokens only)");
+      }
+      if (!run.tokens.empty()) return absl::InvalidArgumentError(where + "a run has tokens or a chunk, not both");
+      const EmbeddingChunk& c = *run.chunk;
+      if (c.nx <= 0 || c.ny <= 0 || c.rows == nullptr) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(where, "embedding chunk of ", c.nx, " x ", c.ny, " needs positive sizes and rows"));
+      }
+      n_rows = static_cast<int64_t>(c.nx) * c.ny;
+      span = std::max(c.nx, c.ny);
+    } else {
+      if (run.tokens.empty()) return absl::InvalidArgumentError(where + "empty run");
+      for (size_t i = 0; i < run.tokens.size(); ++i) {
+        if (run.tokens[i] < 0 || run.tokens[i] >= rules.n_vocab) {
+          return absl::InvalidArgumentError(absl::StrCat(where, "token ", i, " has id ", run.tokens[i],
+                                                         " outside [0, ", rules.n_vocab, ")"));
+        }
+      }
+      n_rows = static_cast<int64_t>(run.tokens.size());
+      span = n_rows;
+    }
+    if (absl::Status s = ValidateRunRows(run.logit_rows, n_rows, "logit", where); !s.ok()) return s;
+    if (!run.snapshot_rows.empty()) {
+      if (!rules.snapshots_within_run) {
+        return absl::InvalidArgumentError(
+            where + "this backend takes no snapshot rows (ModelInfo::snapshots_within_run is false)");
+      }
+      if (run.chunk != nullptr) {
+        return absl::InvalidArgumentError(
+            where + "snapshot rows inside an embedding chunk (a chunk is checkpointed only as a whole)");
+      }
+      if (absl::Status s = ValidateRunRows(run.snapshot_rows, n_rows, "snapshot", where); !s.ok()) return s;
+    }
+    if (rules.capacity > 0) {
+      const int64_t end_pos = static_cast<int64_t>(run.start_pos) + span;
+      const int64_t end_rows = stored_rows ? stored_rows(*run.memory) + n_rows : end_pos;
+      if (end_pos > rules.capacity || end_rows > rules.capacity) {
+        return absl::ResourceExhaustedError(absl::StrCat(where, "the run ends at position ", end_pos, " (", end_rows,
+                                                         " rows), beyond the context of ", rules.capacity));
+      }
     }
   }
   return absl::OkStatus();

@@ -103,6 +103,29 @@ class Backend {
 absl::Status ValidateRunRows(std::span<const int32_t> rows, int64_t n_rows, const char* what,
                              const std::string& where);
 
+// What one family's Forward accepts, for ValidateForwardBatch.
+struct ForwardRules {
+  int32_t n_vocab = 0;
+  bool accepts_chunks = false;        // EmbeddingChunk runs (M-RoPE models)
+  bool snapshots_within_run = false;  // SequenceRun::snapshot_rows
+  // Positions a sequence may reach (and rows it may store); 0: no limit.
+  int64_t capacity = 0;
+};
+
+// The checks of the Backend::Forward contract, shared by every family, made
+// before anything changes. Per run, in order: a memory this backend created
+// (`owned`), no memory twice, start_pos == next_pos(), tokens or a chunk
+// (not both, not empty; chunks only where accepted, with positive sizes and
+// rows), token ids in [0, n_vocab), logit rows, snapshot rows (only where
+// supported, never in a chunk), and the run's end within capacity:
+// positions, and with `stored_rows` (the rows a memory already stores, when
+// a chunk stores more rows than positions it advances) rows too. Errors are
+// INVALID_ARGUMENT, or RESOURCE_EXHAUSTED beyond capacity, prefixed
+// "run i: ".
+absl::Status ValidateForwardBatch(std::span<const SequenceRun> batch, const ForwardRules& rules,
+                                  const std::function<bool(const SequenceMemory&)>& owned,
+                                  const std::function<int64_t(const SequenceMemory&)>& stored_rows = {});
+
 struct BackendOptions {
   std::string name;            // deployment name for ModelInfo
   int32_t n_threads = 0;       // 0 = all cores

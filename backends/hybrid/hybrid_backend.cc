@@ -6,7 +6,6 @@
 #include <filesystem>
 #include <limits>
 #include <mutex>
-#include <set>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -87,7 +86,6 @@ class HybridBackend final : public Backend {
   absl::Status Load(const BackendOptions& options);
   absl::Status LoadLayer(int32_t il, bool recurrent, int32_t part_index, int64_t n_ff);
   absl::Status Validate(std::span<const SequenceRun> batch) const;
-  void RowsParallel(int64_t rows, const std::function<void(int64_t)>& fn);
 
   std::shared_ptr<const ModelFile> model_;
   ThreadPool pool_;
@@ -387,63 +385,17 @@ absl::StatusOr<std::unique_ptr<SequenceMemory>> HybridBackend::NewSequence() {
 }
 
 absl::Status HybridBackend::Validate(std::span<const SequenceRun> batch) const {
-  std::set<const SequenceMemory*> seen;
-  const int64_t capacity = geometry_.attention.capacity;
-  for (size_t r = 0; r < batch.size(); ++r) {
-    const SequenceRun& run = batch[r];
-    const std::string where = absl::StrCat("run ", r, ": ");
-    auto* mem = dynamic_cast<const HybridMemory*>(run.memory);
-    if (!mem || mem->owner() != this) return absl::InvalidArgumentError(where + "memory was not created by this backend");
-    if (!seen.insert(run.memory).second) {
-      return absl::InvalidArgumentError(where + "the same memory appears twice in one batch");
-    }
-    if (run.start_pos != mem->next_pos()) {
-      return absl::InvalidArgumentError(absl::StrCat(where, "start_pos ", run.start_pos, " but the sequence is at ",
-                                                     mem->next_pos()));
-    }
-    int64_t n_rows = 0, span = 0;
-    if (run.chunk != nullptr) {
-      if (!info_.accepts_embeddings) {
-        return absl::InvalidArgumentError(where + "this model takes no embedding chunks (no M-RoPE)");
-      }
-      if (!run.tokens.empty()) return absl::InvalidArgumentError(where + "a run has tokens or a chunk, not both");
-      const EmbeddingChunk& c = *run.chunk;
-      if (c.nx <= 0 || c.ny <= 0 || c.rows == nullptr) {
-        return absl::InvalidArgumentError(absl::StrCat(where, "embedding chunk of ", c.nx, " x ", c.ny,
-                                                       " needs positive sizes and rows"));
-      }
-      n_rows = static_cast<int64_t>(c.nx) * c.ny;
-      span = std::max(c.nx, c.ny);
-    } else {
-      if (run.tokens.empty()) return absl::InvalidArgumentError(where + "empty run");
-      for (TokenId t : run.tokens) {
-        if (t < 0 || t >= hp_.n_vocab) {
-          return absl::InvalidArgumentError(absl::StrCat(where, "token id ", t, " outside [0, ", hp_.n_vocab, ")"));
-        }
-      }
-      n_rows = static_cast<int64_t>(run.tokens.size());
-      span = n_rows;
-    }
-    if (absl::Status s = ValidateRunRows(run.logit_rows, n_rows, "logit", where); !s.ok()) return s;
-    if (run.chunk != nullptr && !run.snapshot_rows.empty()) {
-      return absl::InvalidArgumentError(where + "snapshot rows inside an embedding chunk (a chunk is checkpointed only as a whole)");
-    }
-    if (absl::Status s = ValidateRunRows(run.snapshot_rows, n_rows, "snapshot", where); !s.ok()) return s;
-    // Positions and stored rows both count against the context.
-    const int64_t end_pos = static_cast<int64_t>(run.start_pos) + span;
-    const int64_t end_rows = mem->n_rows() + n_rows;
-    if (end_pos > capacity || end_rows > capacity) {
-      return absl::ResourceExhaustedError(absl::StrCat(where, "the run ends at position ", end_pos, " (", end_rows,
-                                                       " rows), beyond the context of ", capacity));
-    }
-  }
-  return absl::OkStatus();
-}
-
-void HybridBackend::RowsParallel(int64_t rows, const std::function<void(int64_t)>& fn) {
-  pool_.ParallelFor(rows, 4, [&](int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; ++i) fn(i);
-  });
+  const ForwardRules rules{info_.n_vocab, info_.accepts_embeddings, info_.snapshots_within_run,
+                           geometry_.attention.capacity};
+  // Positions and stored rows both count against the context (a chunk
+  // stores more rows than positions it advances).
+  return ValidateForwardBatch(
+      batch, rules,
+      [this](const SequenceMemory& m) {
+        auto* h = dynamic_cast<const HybridMemory*>(&m);
+        return h != nullptr && h->owner() == this;
+      },
+      [](const SequenceMemory& m) { return static_cast<int64_t>(static_cast<const HybridMemory&>(m).n_rows()); });
 }
 
 float Sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
@@ -495,7 +447,7 @@ absl::StatusOr<std::vector<RunLogits>> HybridBackend::Forward(std::span<const Se
 
   std::vector<float> x(T * E), xn(T * E), proj(T * E);
   const size_t embd_row_bytes = RowBytes(tok_embd_->type, E);
-  RowsParallel(T, [&](int64_t i) {
+  pool_.ForEach(T, [&](int64_t i) {
     const SequenceRun& run = batch[row_run[i]];
     const int64_t j = i - offset[row_run[i]];
     if (run.chunk != nullptr) {
@@ -513,7 +465,7 @@ absl::StatusOr<std::vector<RunLogits>> HybridBackend::Forward(std::span<const Se
   const int32_t n_dims = hp_.rope ? hp_.rope_params.n_dims : 0;
   std::vector<float> rope_cache(T * n_dims);
   if (hp_.rope) {
-    RowsParallel(T, [&](int64_t i) {
+    pool_.ForEach(T, [&](int64_t i) {
       if (hp_.imrope) {
         RopeCacheImrope(hp_.rope_params, hp_.sections, rope_pos[i].data(), &rope_cache[i * n_dims]);
       } else {
@@ -561,7 +513,7 @@ absl::StatusOr<std::vector<RunLogits>> HybridBackend::Forward(std::span<const Se
   };
   auto residual_add = [&](const std::vector<float>& y) {
     const float s = hp_.residual_scale;
-    RowsParallel(T, [&](int64_t i) {
+    pool_.ForEach(T, [&](int64_t i) {
       if (s != 0.0f) {
         for (int64_t e = 0; e < E; ++e) x[i * E + e] += s * y[i * E + e];
       } else {
@@ -572,7 +524,7 @@ absl::StatusOr<std::vector<RunLogits>> HybridBackend::Forward(std::span<const Se
 
   for (int32_t il = 0; il < hp_.n_layer; ++il) {
     const Layer& L = layers_[il];
-    RowsParallel(T, [&](int64_t i) { RmsNorm(&x[i * E], L.attn_norm.data(), E, hp_.eps, &xn[i * E]); });
+    pool_.ForEach(T, [&](int64_t i) { RmsNorm(&x[i * E], L.attn_norm.data(), E, hp_.eps, &xn[i * E]); });
     if (L.recurrent) {
       if (hp_.arch == Arch::kGraniteHybrid) {
         for (size_t r = 0; r < R; ++r) {
@@ -594,7 +546,7 @@ absl::StatusOr<std::vector<RunLogits>> HybridBackend::Forward(std::span<const Se
       MatMul(L.wq, xn.data(), T, qf.data(), pool_);
       MatMul(L.wk, xn.data(), T, k.data(), pool_);
       MatMul(L.wv, xn.data(), T, vv.data(), pool_);
-      RowsParallel(T, [&](int64_t i) {
+      pool_.ForEach(T, [&](int64_t i) {
         float* qi = &q[i * q_dim];
         if (hp_.gated_attention) {
           // Per head: [query (hd) | gate (hd)]; the gate waits in qf.
@@ -630,7 +582,7 @@ absl::StatusOr<std::vector<RunLogits>> HybridBackend::Forward(std::span<const Se
         Attention(ap, aa, pool_);
       }
       if (hp_.gated_attention) {
-        RowsParallel(T, [&](int64_t i) {
+        pool_.ForEach(T, [&](int64_t i) {
           for (int32_t h = 0; h < hp_.n_head; ++h) {
             const float* g = &qf[i * q_full + (2 * h + 1) * hd];
             float* o = &attn[i * q_dim + h * hd];
@@ -643,10 +595,10 @@ absl::StatusOr<std::vector<RunLogits>> HybridBackend::Forward(std::span<const Se
     residual_add(proj);
 
     const int64_t F = L.n_ff;
-    RowsParallel(T, [&](int64_t i) { RmsNorm(&x[i * E], L.ffn_norm.data(), E, hp_.eps, &xn[i * E]); });
+    pool_.ForEach(T, [&](int64_t i) { RmsNorm(&x[i * E], L.ffn_norm.data(), E, hp_.eps, &xn[i * E]); });
     MatMul(L.gate, xn.data(), T, gate.data(), pool_);
     MatMul(L.up, xn.data(), T, up.data(), pool_);
-    RowsParallel(T, [&](int64_t i) { SwiGlu(&gate[i * F], &up[i * F], F, &gate[i * F]); });
+    pool_.ForEach(T, [&](int64_t i) { SwiGlu(&gate[i * F], &up[i * F], F, &gate[i * F]); });
     MatMul(L.down, gate.data(), T, proj.data(), pool_);
     residual_add(proj);
   }
@@ -658,7 +610,7 @@ absl::StatusOr<std::vector<RunLogits>> HybridBackend::Forward(std::span<const Se
   }
   const int64_t W = static_cast<int64_t>(wanted.size());
   std::vector<float> hn(W * E), logits(W * hp_.n_vocab);
-  RowsParallel(W, [&](int64_t j) { RmsNorm(&x[wanted[j] * E], output_norm_.data(), E, hp_.eps, &hn[j * E]); });
+  pool_.ForEach(W, [&](int64_t j) { RmsNorm(&x[wanted[j] * E], output_norm_.data(), E, hp_.eps, &hn[j * E]); });
   MatMul(output_, hn.data(), W, logits.data(), pool_);
   if (hp_.logit_scale != 0.0f) {
     const float inv = 1.0f / hp_.logit_scale;

@@ -25,6 +25,14 @@ class ThreadPool {
   // `grain` long (except the last).
   void ParallelFor(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& body);
 
+  // fn(i) for every i in [0, n), split as ParallelFor(n, grain, ...): the
+  // per-row steps of a forward pass (norms, activations, RoPE).
+  void ForEach(int64_t n, const std::function<void(int64_t)>& fn, int64_t grain = 4) {
+    ParallelFor(n, grain, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) fn(i);
+    });
+  }
+
  private:
   struct Impl;
   Impl* impl_;

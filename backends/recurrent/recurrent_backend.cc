@@ -5,7 +5,6 @@
 #include <filesystem>
 #include <limits>
 #include <string>
-#include <unordered_set>
 
 #include "absl/strings/str_cat.h"
 #include "backends/kernels/norm.h"
@@ -176,44 +175,13 @@ absl::StatusOr<std::unique_ptr<SequenceMemory>> RecurrentBackend::NewSequence() 
 }
 
 absl::Status RecurrentBackend::Validate(std::span<const SequenceRun> batch) const {
-  std::unordered_set<const SequenceMemory*> seen;
-  for (size_t i = 0; i < batch.size(); ++i) {
-    const SequenceRun& run = batch[i];
-    const std::string where = absl::StrCat("run ", i, ": ");
-    const auto* memory = dynamic_cast<const RecurrentMemory*>(run.memory);
-    if (run.memory == nullptr) return absl::InvalidArgumentError(where + "no memory");
-    if (memory == nullptr || memory->owner() != this) {
-      return absl::InvalidArgumentError(where + "memory was not created by this backend");
-    }
-    if (!seen.insert(run.memory).second) {
-      return absl::InvalidArgumentError(where + "the same memory appears twice in one batch");
-    }
-    if (run.chunk != nullptr) {
-      return absl::InvalidArgumentError(where + "model '" + info_.name +
-                                        "' takes no embedding chunks (text tokens only)");
-    }
-    if (run.tokens.empty()) return absl::InvalidArgumentError(where + "empty run");
-    if (run.start_pos != memory->next_pos()) {
-      return absl::InvalidArgumentError(absl::StrCat(where, "start_pos ", run.start_pos,
-                                                     " but the sequence is at position ", memory->next_pos()));
-    }
-    for (size_t t = 0; t < run.tokens.size(); ++t) {
-      if (run.tokens[t] < 0 || run.tokens[t] >= info_.n_vocab) {
-        return absl::InvalidArgumentError(absl::StrCat(where, "token ", t, " has id ", run.tokens[t],
-                                                       " outside [0, ", info_.n_vocab, ")"));
-      }
-    }
-    const int64_t n = static_cast<int64_t>(run.tokens.size());
-    if (absl::Status s = ValidateRunRows(run.logit_rows, n, "logit", where); !s.ok()) return s;
-    if (absl::Status s = ValidateRunRows(run.snapshot_rows, n, "snapshot", where); !s.ok()) return s;
-    const int64_t end = static_cast<int64_t>(run.start_pos) + n;
-    const int64_t limit = options_.max_context > 0 ? options_.max_context : std::numeric_limits<Pos>::max();
-    if (end > limit) {
-      return absl::ResourceExhaustedError(absl::StrCat(where, "positions up to ", end, " exceed the context limit ",
-                                                       limit));
-    }
-  }
-  return absl::OkStatus();
+  // No attention rows: only positions are bounded, by --max-context if set.
+  const ForwardRules rules{info_.n_vocab, false, info_.snapshots_within_run,
+                           options_.max_context > 0 ? options_.max_context : std::numeric_limits<Pos>::max()};
+  return ValidateForwardBatch(batch, rules, [this](const SequenceMemory& m) {
+    auto* rec = dynamic_cast<const RecurrentMemory*>(&m);
+    return rec != nullptr && rec->owner() == this;
+  });
 }
 
 void RecurrentBackend::RunUbatch(std::span<const Segment> segments, std::span<const SequenceRun> batch,

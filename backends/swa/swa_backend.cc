@@ -5,7 +5,6 @@
 #include <filesystem>
 #include <functional>
 #include <mutex>
-#include <set>
 
 #include "absl/strings/str_cat.h"
 #include "backends/kernels/activation.h"
@@ -67,7 +66,6 @@ class SwaBackend final : public Backend {
   SwaBackend(std::shared_ptr<const ModelFile> model, int n_threads) : model_(std::move(model)), pool_(n_threads) {}
   absl::Status Load(const BackendOptions& options, const SwaOptions& swa);
   absl::Status Validate(std::span<const SequenceRun> batch) const;
-  void RowsParallel(int64_t rows, const std::function<void(int64_t)>& fn);
 
   std::shared_ptr<const ModelFile> model_;
   ThreadPool pool_;
@@ -290,43 +288,10 @@ absl::StatusOr<std::unique_ptr<SequenceMemory>> SwaBackend::NewSequence() {
 }
 
 absl::Status SwaBackend::Validate(std::span<const SequenceRun> batch) const {
-  std::set<const SequenceMemory*> seen;
-  for (size_t r = 0; r < batch.size(); ++r) {
-    const SequenceRun& run = batch[r];
-    const std::string where = absl::StrCat("run ", r, ": ");
-    auto* mem = dynamic_cast<const SwaMemory*>(run.memory);
-    if (!mem || mem->owner() != this) return absl::InvalidArgumentError(where + "memory was not created by this backend");
-    if (!seen.insert(run.memory).second) {
-      return absl::InvalidArgumentError(where + "the same memory appears twice in one batch");
-    }
-    if (run.chunk) return absl::InvalidArgumentError(where + "this backend takes no embedding chunks");
-    if (run.tokens.empty()) return absl::InvalidArgumentError(where + "empty run");
-    if (run.start_pos != mem->next_pos()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(where, "start_pos ", run.start_pos, " but the sequence is at ", mem->next_pos()));
-    }
-    for (TokenId t : run.tokens) {
-      if (t < 0 || t >= hp_.n_vocab) {
-        return absl::InvalidArgumentError(absl::StrCat(where, "token id ", t, " outside [0, ", hp_.n_vocab, ")"));
-      }
-    }
-    const int64_t n = static_cast<int64_t>(run.tokens.size());
-    if (absl::Status s = ValidateRunRows(run.logit_rows, n, "logit", where); !s.ok()) return s;
-    if (!run.snapshot_rows.empty()) {
-      return absl::InvalidArgumentError(where + "this backend takes no snapshot rows (ModelInfo::snapshots_within_run is false)");
-    }
-    const int64_t end = static_cast<int64_t>(run.start_pos) + static_cast<int64_t>(run.tokens.size());
-    if (end > geometry_.capacity) {
-      return absl::ResourceExhaustedError(
-          absl::StrCat(where, "the run ends at position ", end, ", beyond the context of ", geometry_.capacity));
-    }
-  }
-  return absl::OkStatus();
-}
-
-void SwaBackend::RowsParallel(int64_t rows, const std::function<void(int64_t)>& fn) {
-  pool_.ParallelFor(rows, 4, [&](int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; ++i) fn(i);
+  const ForwardRules rules{info_.n_vocab, false, false, geometry_.capacity};
+  return ValidateForwardBatch(batch, rules, [this](const SequenceMemory& m) {
+    auto* swa = dynamic_cast<const SwaMemory*>(&m);
+    return swa != nullptr && swa->owner() == this;
   });
 }
 
@@ -368,7 +333,7 @@ absl::StatusOr<std::vector<RunLogits>> SwaBackend::Forward(std::span<const Seque
 
   // Gemma scales token embeddings by sqrt(n_embd).
   const size_t embd_row_bytes = RowBytes(tok_embd_->type, E);
-  RowsParallel(T, [&](int64_t i) {
+  pool_.ForEach(T, [&](int64_t i) {
     const TokenId t = batch[row_run[i]].tokens[i - offset[row_run[i]]];
     float* xi = &x[i * E];
     DequantizeRow(tok_embd_->type, tok_embd_->data + static_cast<size_t>(t) * embd_row_bytes, xi, E);
@@ -380,11 +345,11 @@ absl::StatusOr<std::vector<RunLogits>> SwaBackend::Forward(std::span<const Seque
   std::vector<float> rope_global, rope_local;
   if (geometry_.n_global > 0) {
     rope_global.resize(T * n_dims);
-    RowsParallel(T, [&](int64_t i) { RopeCache(hp_.rope_global, static_cast<float>(pos[i]), &rope_global[i * n_dims]); });
+    pool_.ForEach(T, [&](int64_t i) { RopeCache(hp_.rope_global, static_cast<float>(pos[i]), &rope_global[i * n_dims]); });
   }
   if (geometry_.n_local > 0) {
     rope_local.resize(T * n_dims);
-    RowsParallel(T, [&](int64_t i) { RopeCache(hp_.rope_local, static_cast<float>(pos[i]), &rope_local[i * n_dims]); });
+    pool_.ForEach(T, [&](int64_t i) { RopeCache(hp_.rope_local, static_cast<float>(pos[i]), &rope_local[i * n_dims]); });
   }
 
   AttentionParams ap;
@@ -404,11 +369,11 @@ absl::StatusOr<std::vector<RunLogits>> SwaBackend::Forward(std::span<const Seque
     const LayerWeights& L = layers_[il];
     const std::vector<float>& rope_cache = L.local ? rope_local : rope_global;
     const RopeParams& rope = L.local ? hp_.rope_local : hp_.rope_global;
-    RowsParallel(T, [&](int64_t i) { RmsNorm(&x[i * E], L.attn_norm.data(), E, hp_.eps, &xn[i * E]); });
+    pool_.ForEach(T, [&](int64_t i) { RmsNorm(&x[i * E], L.attn_norm.data(), E, hp_.eps, &xn[i * E]); });
     MatMul(L.wq, xn.data(), T, q.data(), pool_);
     MatMul(L.wk, xn.data(), T, k.data(), pool_);
     MatMul(L.wv, xn.data(), T, vv.data(), pool_);
-    RowsParallel(T, [&](int64_t i) {
+    pool_.ForEach(T, [&](int64_t i) {
       float* qi = &q[i * q_dim];
       float* ki = &k[i * k_dim];
       if (!L.q_norm.empty()) RmsNormRows(qi, L.q_norm.data(), hp_.n_head, hp_.head_dim_k, hp_.head_dim_k, hp_.eps, qi);
@@ -515,7 +480,7 @@ absl::StatusOr<std::vector<RunLogits>> SwaBackend::Forward(std::span<const Seque
     // Sandwich norms: the attention output is normalized before the residual
     // add, and so is the FFN output.
     MatMul(L.wo, attn.data(), T, proj.data(), pool_);
-    RowsParallel(T, [&](int64_t i) {
+    pool_.ForEach(T, [&](int64_t i) {
       RmsNorm(&proj[i * E], L.post_attn_norm.data(), E, hp_.eps, &proj[i * E]);
       AddF32(&x[i * E], &proj[i * E], &x[i * E], E);
       RmsNorm(&x[i * E], L.ffn_norm.data(), E, hp_.eps, &xn[i * E]);
@@ -523,9 +488,9 @@ absl::StatusOr<std::vector<RunLogits>> SwaBackend::Forward(std::span<const Seque
     const int64_t F = L.n_ff;
     MatMul(L.gate, xn.data(), T, gate.data(), pool_);
     MatMul(L.up, xn.data(), T, up.data(), pool_);
-    RowsParallel(T, [&](int64_t i) { GeGlu(&gate[i * F], &up[i * F], F, &gate[i * F]); });
+    pool_.ForEach(T, [&](int64_t i) { GeGlu(&gate[i * F], &up[i * F], F, &gate[i * F]); });
     MatMul(L.down, gate.data(), T, proj.data(), pool_);
-    RowsParallel(T, [&](int64_t i) {
+    pool_.ForEach(T, [&](int64_t i) {
       RmsNorm(&proj[i * E], L.post_ffn_norm.data(), E, hp_.eps, &proj[i * E]);
       AddF32(&x[i * E], &proj[i * E], &x[i * E], E);
     });
@@ -539,11 +504,11 @@ absl::StatusOr<std::vector<RunLogits>> SwaBackend::Forward(std::span<const Seque
   const int64_t NW = static_cast<int64_t>(wanted.size());
   const int64_t V = hp_.n_vocab;
   std::vector<float> hn(NW * E), logits(NW * V);
-  RowsParallel(NW, [&](int64_t j) { RmsNorm(&x[wanted[j] * E], output_norm_.data(), E, hp_.eps, &hn[j * E]); });
+  pool_.ForEach(NW, [&](int64_t j) { RmsNorm(&x[wanted[j] * E], output_norm_.data(), E, hp_.eps, &hn[j * E]); });
   MatMul(output_, hn.data(), NW, logits.data(), pool_);
   if (hp_.final_softcap > 0.0f) {
     const float cap = hp_.final_softcap;
-    RowsParallel(NW, [&](int64_t j) {
+    pool_.ForEach(NW, [&](int64_t j) {
       float* l = &logits[j * V];
       for (int64_t t = 0; t < V; ++t) l[t] = cap * std::tanh(l[t] / cap);
     });

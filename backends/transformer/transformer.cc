@@ -5,7 +5,6 @@
 #include <filesystem>
 #include <limits>
 #include <mutex>
-#include <set>
 #include <string_view>
 
 #include "absl/strings/str_cat.h"
@@ -71,7 +70,6 @@ class TransformerBackend final : public Backend {
       : model_(std::move(model)), pool_(n_threads) {}
   absl::Status Load(const BackendOptions& options);
   absl::Status Validate(std::span<const SequenceRun> batch) const;
-  void RowsParallel(int64_t rows, const std::function<void(int64_t)>& fn);
 
   std::shared_ptr<const ModelFile> model_;
   ThreadPool pool_;
@@ -239,45 +237,10 @@ absl::StatusOr<std::unique_ptr<SequenceMemory>> TransformerBackend::NewSequence(
 }
 
 absl::Status TransformerBackend::Validate(std::span<const SequenceRun> batch) const {
-  std::set<const SequenceMemory*> seen;
-  for (size_t r = 0; r < batch.size(); ++r) {
-    const SequenceRun& run = batch[r];
-    const std::string where = absl::StrCat("run ", r, ": ");
-    auto* mem = dynamic_cast<const KvMemory*>(run.memory);
-    if (!mem || mem->owner() != this) {
-      return absl::InvalidArgumentError(where + "memory was not created by this backend");
-    }
-    if (!seen.insert(run.memory).second) {
-      return absl::InvalidArgumentError(where + "the same memory appears twice in one batch");
-    }
-    if (run.chunk) return absl::InvalidArgumentError(where + "this backend takes no embedding chunks");
-    if (run.tokens.empty()) return absl::InvalidArgumentError(where + "empty run");
-    if (run.start_pos != mem->next_pos()) {
-      return absl::InvalidArgumentError(absl::StrCat(where, "start_pos ", run.start_pos,
-                                                     " but the sequence is at ", mem->next_pos()));
-    }
-    for (TokenId t : run.tokens) {
-      if (t < 0 || t >= hp_.n_vocab) {
-        return absl::InvalidArgumentError(absl::StrCat(where, "token id ", t, " outside [0, ", hp_.n_vocab, ")"));
-      }
-    }
-    const int64_t n = static_cast<int64_t>(run.tokens.size());
-    if (absl::Status s = ValidateRunRows(run.logit_rows, n, "logit", where); !s.ok()) return s;
-    if (!run.snapshot_rows.empty()) {
-      return absl::InvalidArgumentError(where + "this backend takes no snapshot rows (ModelInfo::snapshots_within_run is false)");
-    }
-    const int64_t end = static_cast<int64_t>(run.start_pos) + static_cast<int64_t>(run.tokens.size());
-    if (end > geometry_.capacity) {
-      return absl::ResourceExhaustedError(absl::StrCat(where, "the run ends at position ", end,
-                                                       ", beyond the context of ", geometry_.capacity));
-    }
-  }
-  return absl::OkStatus();
-}
-
-void TransformerBackend::RowsParallel(int64_t rows, const std::function<void(int64_t)>& fn) {
-  pool_.ParallelFor(rows, 4, [&](int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; ++i) fn(i);
+  const ForwardRules rules{info_.n_vocab, false, false, geometry_.capacity};
+  return ValidateForwardBatch(batch, rules, [this](const SequenceMemory& m) {
+    auto* kv = dynamic_cast<const KvMemory*>(&m);
+    return kv != nullptr && kv->owner() == this;
   });
 }
 
@@ -318,7 +281,7 @@ absl::StatusOr<std::vector<RunLogits>> TransformerBackend::Forward(std::span<con
       proj(T * E), gate(T * max_ff), up(T * max_ff);
 
   const size_t embd_row_bytes = RowBytes(tok_embd_->type, E);
-  RowsParallel(T, [&](int64_t i) {
+  pool_.ForEach(T, [&](int64_t i) {
     const TokenId t = batch[row_run[i]].tokens[i - offset[row_run[i]]];
     DequantizeRow(tok_embd_->type, tok_embd_->data + static_cast<size_t>(t) * embd_row_bytes, &x[i * E], E);
   });
@@ -326,7 +289,7 @@ absl::StatusOr<std::vector<RunLogits>> TransformerBackend::Forward(std::span<con
   // cos/sin per row, shared by every layer.
   const int32_t n_dims = hp_.rope.n_dims;
   std::vector<float> rope_cache(T * n_dims);
-  RowsParallel(T, [&](int64_t i) { RopeCache(hp_.rope, static_cast<float>(pos[i]), &rope_cache[i * n_dims]); });
+  pool_.ForEach(T, [&](int64_t i) { RopeCache(hp_.rope, static_cast<float>(pos[i]), &rope_cache[i * n_dims]); });
 
   const int32_t n_head_kv = static_cast<int32_t>(k_dim / hp_.head_dim_k);
   AttentionParams ap;
@@ -347,19 +310,19 @@ absl::StatusOr<std::vector<RunLogits>> TransformerBackend::Forward(std::span<con
 
   auto add_bias = [&](std::vector<float>& y, const std::vector<float>& b, int64_t width) {
     if (b.empty()) return;
-    RowsParallel(T, [&](int64_t i) { AddF32(&y[i * width], b.data(), &y[i * width], width); });
+    pool_.ForEach(T, [&](int64_t i) { AddF32(&y[i * width], b.data(), &y[i * width], width); });
   };
 
   for (int32_t il = 0; il < hp_.n_layer; ++il) {
     const LayerWeights& L = layers_[il];
-    RowsParallel(T, [&](int64_t i) { RmsNorm(&x[i * E], L.attn_norm.data(), E, hp_.eps, &xn[i * E]); });
+    pool_.ForEach(T, [&](int64_t i) { RmsNorm(&x[i * E], L.attn_norm.data(), E, hp_.eps, &xn[i * E]); });
     MatMul(L.wq, xn.data(), T, q.data(), pool_);
     MatMul(L.wk, xn.data(), T, k.data(), pool_);
     MatMul(L.wv, xn.data(), T, vv.data(), pool_);
     add_bias(q, L.bq, q_dim);
     add_bias(k, L.bk, k_dim);
     add_bias(vv, L.bv, v_dim);
-    RowsParallel(T, [&](int64_t i) {
+    pool_.ForEach(T, [&](int64_t i) {
       float* qi = &q[i * q_dim];
       float* ki = &k[i * k_dim];
       if (!L.q_norm.empty()) RmsNormRows(qi, L.q_norm.data(), hp_.n_head, hp_.head_dim_k, hp_.head_dim_k, hp_.eps, qi);
@@ -415,23 +378,23 @@ absl::StatusOr<std::vector<RunLogits>> TransformerBackend::Forward(std::span<con
     if (R == 0) break;
     MatMul(L.wo, attn.data(), R, proj.data(), pool_);
     if (!L.bo.empty()) {
-      RowsParallel(R, [&](int64_t i) { AddF32(&proj[i * E], L.bo.data(), &proj[i * E], E); });
+      pool_.ForEach(R, [&](int64_t i) { AddF32(&proj[i * E], L.bo.data(), &proj[i * E], E); });
     }
-    RowsParallel(R, [&](int64_t i) {
+    pool_.ForEach(R, [&](int64_t i) {
       AddF32(&x[i * E], &proj[i * E], &x[i * E], E);
       RmsNorm(&x[i * E], L.ffn_norm.data(), E, hp_.eps, &xn[i * E]);
     });
     const int64_t F = L.n_ff;
     MatMul(L.gate, xn.data(), R, gate.data(), pool_);
     MatMul(L.up, xn.data(), R, up.data(), pool_);
-    RowsParallel(R, [&](int64_t i) { SwiGlu(&gate[i * F], &up[i * F], F, &gate[i * F]); });
+    pool_.ForEach(R, [&](int64_t i) { SwiGlu(&gate[i * F], &up[i * F], F, &gate[i * F]); });
     MatMul(L.down, gate.data(), R, proj.data(), pool_);
-    RowsParallel(R, [&](int64_t i) { AddF32(&x[i * E], &proj[i * E], &x[i * E], E); });
+    pool_.ForEach(R, [&](int64_t i) { AddF32(&x[i * E], &proj[i * E], &x[i * E], E); });
   }
 
   // x now holds the W wanted rows, in order.
   std::vector<float> hn(W * E), logits(W * hp_.n_vocab);
-  RowsParallel(W, [&](int64_t j) { RmsNorm(&x[j * E], output_norm_.data(), E, hp_.eps, &hn[j * E]); });
+  pool_.ForEach(W, [&](int64_t j) { RmsNorm(&x[j * E], output_norm_.data(), E, hp_.eps, &hn[j * E]); });
   MatMul(output_, hn.data(), W, logits.data(), pool_);
 
   std::vector<RunLogits> out(batch.size());
