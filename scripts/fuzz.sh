@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer targets with clang (ASan + UBSan) and fuzzes the GGUF
-# reader for a fixed time, seeded with the golden files when ../shared exists.
+# Builds the libFuzzer targets with clang (ASan + UBSan) and fuzzes, each for
+# a fixed time: the GGUF reader (seeded with the golden files when ../shared
+# exists) and the tokenizers (with ../shared's vocabularies; skipped without
+# them, an error under CI=true).
 #   FUZZ_SECONDS=60 bash scripts/fuzz.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -11,10 +13,18 @@ CC=clang CXX=clang++ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithD
   -DCAIRN_FUZZ=ON -DCAIRN_NATIVE=OFF \
   -DCMAKE_CXX_FLAGS="-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined" \
   -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" >/dev/null
-ninja -C "$build" gguf_fuzz >/dev/null
+ninja -C "$build" gguf_fuzz tokenizer_fuzz >/dev/null
+
+# Runs one target on a seed corpus; libFuzzer's own summary lines only.
+run_fuzzer() {
+  "$build/tests/fuzz/$1" "$2" -max_total_time="$seconds" -max_len="$3" \
+    -rss_limit_mb=4096 -print_final_stats=1 -print_pcs=0 2>&1 |
+    grep -E '^(#[0-9]+[[:space:]]+(INITED|DONE)|stat::|==.*ERROR|SUMMARY|Done |tokenizer_fuzz:)' || true
+}
 
 corpus=$(mktemp -d)
-trap 'rm -rf "$corpus"' EXIT
+text_corpus=$(mktemp -d)
+trap 'rm -rf "$corpus" "$text_corpus"' EXIT
 seeds=0
 if [ -d ../shared/golden ]; then
   # Small files only: the vocabulary files (several MB) would slow every run;
@@ -23,12 +33,33 @@ if [ -d ../shared/golden ]; then
     < <(find ../shared/golden -name '*.gguf' -size -2M)
 fi
 echo "fuzz: gguf reader for ${seconds}s with $seeds seed files"
-"$build/tests/fuzz/gguf_fuzz" "$corpus" -max_total_time="$seconds" -max_len=65536 \
-  -rss_limit_mb=4096 -print_final_stats=1 -print_pcs=0 2>&1 |
-  grep -E '^(#[0-9]+[[:space:]]+(INITED|DONE)|stat::|==.*ERROR|SUMMARY|Done )' || true
+run_fuzzer gguf_fuzz "$corpus" 65536
+
+if [ -d ../shared/golden/tokenizer ] && [ -f ../shared/models/stories260K.gguf ]; then
+  # Seeds: every golden tokenizer text, once per vocabulary (first byte) with
+  # plain options (second byte).
+  n=0
+  for f in ../shared/golden/tokenizer/texts.txt ../shared/golden/tokenizer/special.txt; do
+    while IFS= read -r line; do
+      for v in 0 1 2; do
+        printf "\\x0$v\\x00%s" "$line" > "$text_corpus/seed$n"
+        n=$((n + 1))
+      done
+    done < "$f"
+  done
+  echo "fuzz: tokenizers (stories260K SPM, qwen3 and llama3 BPE) for ${seconds}s with $n seed texts"
+  CAIRN_SHARED_DIR=../shared run_fuzzer tokenizer_fuzz "$text_corpus" 4096
+elif [ "${CI:-}" = "true" ]; then
+  echo "fuzz: ../shared is missing: cannot fuzz the tokenizers" >&2
+  exit 1
+else
+  echo "fuzz: skipping the tokenizers: ../shared is missing (its vocabularies are the fuzzer's)"
+fi
+
 # libFuzzer writes crash-* / leak-* / timeout-* files into the working
 # directory when it finds something; its exit status says so too.
-if ls crash-* leak-* timeout-* oom-* >/dev/null 2>&1; then
+if compgen -G 'crash-*' >/dev/null || compgen -G 'leak-*' >/dev/null || compgen -G 'timeout-*' >/dev/null ||
+  compgen -G 'oom-*' >/dev/null; then
   echo "fuzz: found a failing input (see crash-*/leak-*/timeout-* files)" >&2
   exit 1
 fi
