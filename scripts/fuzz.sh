@@ -15,16 +15,23 @@ CC=clang CXX=clang++ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithD
   -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" >/dev/null
 ninja -C "$build" gguf_fuzz tokenizer_fuzz >/dev/null
 
-# Runs one target on a seed corpus; libFuzzer's own summary lines only.
+# Runs one target on a seed corpus, showing libFuzzer's own summary lines
+# only. libFuzzer exits non-zero when it finds a crash, leak, timeout or OOM
+# (and writes the input to crash-*/leak-*/timeout-*/oom-* here); that marks
+# the run failed.
+failed=()
 run_fuzzer() {
+  local status=0
   "$build/tests/fuzz/$1" "$2" -max_total_time="$seconds" -max_len="$3" \
-    -rss_limit_mb=4096 -print_final_stats=1 -print_pcs=0 2>&1 |
-    grep -E '^(#[0-9]+[[:space:]]+(INITED|DONE)|stat::|==.*ERROR|SUMMARY|Done |tokenizer_fuzz:)' || true
+    -rss_limit_mb=4096 -print_final_stats=1 -print_pcs=0 >"$log" 2>&1 || status=$?
+  grep -E '^(#[0-9]+[[:space:]]+(INITED|DONE)|stat::|==.*ERROR|SUMMARY|Done |tokenizer_fuzz:)' "$log" || true
+  if [ "$status" -ne 0 ]; then failed+=("$1 (exit $status)"); fi
 }
 
 corpus=$(mktemp -d)
 text_corpus=$(mktemp -d)
-trap 'rm -rf "$corpus" "$text_corpus"' EXIT
+log=$(mktemp)
+trap 'rm -rf "$corpus" "$text_corpus" "$log"' EXIT
 seeds=0
 if [ -d ../shared/golden ]; then
   # Small files only: the vocabulary files (several MB) would slow every run;
@@ -56,10 +63,7 @@ else
   echo "fuzz: skipping the tokenizers: ../shared is missing (its vocabularies are the fuzzer's)"
 fi
 
-# libFuzzer writes crash-* / leak-* / timeout-* files into the working
-# directory when it finds something; its exit status says so too.
-if compgen -G 'crash-*' >/dev/null || compgen -G 'leak-*' >/dev/null || compgen -G 'timeout-*' >/dev/null ||
-  compgen -G 'oom-*' >/dev/null; then
-  echo "fuzz: found a failing input (see crash-*/leak-*/timeout-* files)" >&2
+if [ ${#failed[@]} -gt 0 ]; then
+  echo "fuzz: found a failing input in ${failed[*]} (see the crash-*/leak-*/timeout-*/oom-* files)" >&2
   exit 1
 fi
