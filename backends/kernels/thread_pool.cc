@@ -78,12 +78,12 @@ struct ThreadPool::Impl {
       // doing that work.
       uint64_t t = ticket.load(std::memory_order_acquire);
       uint32_t gen = static_cast<uint32_t>(t >> 32);
-      std::chrono::steady_clock::time_point idle_since{};
+      auto idle_since = std::chrono::steady_clock::now();
       for (int spin = 0; gen == seen; ++spin) {
         if ((spin & 63) == 63) {
           const bool job_running = done.load(std::memory_order_acquire) < static_cast<int>((t >> 16) & 0xffffu);
           const auto now = std::chrono::steady_clock::now();
-          if (job_running || idle_since == std::chrono::steady_clock::time_point{}) {
+          if (job_running) {
             idle_since = now;
           } else if (now - idle_since >= kSpinBeforeSleep) {
             break;
