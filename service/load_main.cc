@@ -205,7 +205,7 @@ int main(int argc, char** argv) {
     d.prompt_tokens = 8;
     d.max_tokens = std::max(o.max_tokens, 128);
     std::vector<double> gains, decode_gains;
-    RunResult one_total, eight_total;
+    int64_t errors = 0;
     for (int round = 0; round < o.rounds; ++round) {
       const RunResult one = Run(addr, d, 1, o.seconds / o.rounds);
       Print("single", 1, one);
@@ -218,14 +218,13 @@ int main(int argc, char** argv) {
       std::printf("round %d: batching gain %.2fx (aggregate tokens/s), %.2fx (aggregate decode tokens/s: "
                   "1 stream %.1f, 8 streams %.1f each)\n",
                   round + 1, gains.back(), decode_gains.back(), one.decode_rate, eight.decode_rate);
-      one_total.errors += one.errors;
-      eight_total.errors += eight.errors;
+      errors += one.errors + eight.errors;
     }
     std::printf("batching gain (8 concurrent vs 1, aggregate tokens/s), median of %d rounds: %.2fx\n", o.rounds,
                 Percentile(gains, 0.5));
     std::printf("batching gain (8 concurrent vs 1, aggregate decode tokens/s), median of %d rounds: %.2fx\n",
                 o.rounds, Percentile(decode_gains, 0.5));
-    rc = (one_total.errors + eight_total.errors) == 0 ? 0 : 1;
+    rc = errors == 0 ? 0 : 1;
   } else {
     const RunResult r = Run(addr, o, o.clients, o.seconds);
     Print("load", o.clients, r);
