@@ -91,27 +91,16 @@ double Median(std::vector<double> v) {
 }
 
 int Run(const Options& o) {
-  std::shared_ptr<const ModelFile> file;
-  if (service::IsDemoModel(o.model)) {
-    auto demo = service::BuildDemoModel(o.model);
-    if (!demo.ok()) {
-      std::fprintf(stderr, "decode_batch: %s\n", demo.status().ToString().c_str());
-      return 1;
-    }
-    file = demo->file;
-  } else {
-    auto opened = ModelFile::Open(o.model);
-    if (!opened.ok()) {
-      std::fprintf(stderr, "decode_batch: %s\n", opened.status().ToString().c_str());
-      return 1;
-    }
-    file = std::move(*opened);
+  auto file = service::OpenModelOrDemo(o.model);
+  if (!file.ok()) {
+    std::fprintf(stderr, "decode_batch: %s\n", file.status().ToString().c_str());
+    return 1;
   }
   BackendRegistry registry;
   if (absl::Status s = RegisterBuiltinBackends(registry); !s.ok()) return 1;
   BackendOptions bo;
   bo.n_threads = o.threads;
-  auto backend = registry.Create(file, bo);
+  auto backend = registry.Create(*file, bo);
   if (!backend.ok()) {
     std::fprintf(stderr, "decode_batch: %s\n", backend.status().ToString().c_str());
     return 1;

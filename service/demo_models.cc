@@ -291,6 +291,17 @@ std::vector<std::string> DemoModelNames() {
   return {"demo-transformer", "demo-recurrent", "demo-hybrid", "demo-chat"};
 }
 
+absl::StatusOr<std::shared_ptr<const ModelFile>> OpenModelOrDemo(const std::string& path) {
+  if (IsDemoModel(path)) {
+    absl::StatusOr<DemoModel> demo = BuildDemoModel(path);
+    if (!demo.ok()) return demo.status();
+    return demo->file;
+  }
+  absl::StatusOr<std::unique_ptr<ModelFile>> file = ModelFile::Open(path);
+  if (!file.ok()) return file.status();
+  return std::shared_ptr<const ModelFile>(std::move(*file));
+}
+
 bool IsDemoModel(const std::string& name) {
   for (const std::string& n : DemoModelNames()) {
     if (n == name) return true;

@@ -35,6 +35,11 @@ bool IsDemoModel(const std::string& name);
 // unknown name.
 absl::StatusOr<DemoModel> BuildDemoModel(const std::string& name);
 
+// The model a --model path names: the built-in model when the path is one
+// of their names (IsDemoModel), else the GGUF file there (ModelFile::Open's
+// errors).
+absl::StatusOr<std::shared_ptr<const ModelFile>> OpenModelOrDemo(const std::string& path);
+
 }  // namespace cairn::service
 
 #endif  // CAIRN_SERVICE_DEMO_MODELS_H_

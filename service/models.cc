@@ -138,20 +138,13 @@ absl::StatusOr<std::unique_ptr<ModelRegistry>> ModelRegistry::Load(
     }
     auto m = std::make_unique<ServedModel>();
     m->name = spec.name;
-    if (spec.builtin) {
-      auto demo = BuildDemoModel(spec.path);
-      if (!demo.ok()) return demo.status();
-      m->file = demo->file;
-      m->synthetic = true;
-    } else {
-      auto file = ModelFile::Open(spec.path);
-      if (!file.ok()) {
-        return absl::Status(file.status().code(),
-                            absl::StrCat("model '", spec.name, "': ", file.status().message()));
-      }
-      m->file = std::shared_ptr<const ModelFile>(std::move(*file));
-      m->path = spec.path;
+    auto file = OpenModelOrDemo(spec.path);
+    if (!file.ok()) {
+      return absl::Status(file.status().code(), absl::StrCat("model '", spec.name, "': ", file.status().message()));
     }
+    m->file = std::move(*file);
+    m->synthetic = spec.builtin;
+    if (!spec.builtin) m->path = spec.path;
     BackendOptions bo;
     bo.name = spec.name;
     bo.n_threads = options.threads;
