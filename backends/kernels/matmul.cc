@@ -158,26 +158,21 @@ void BlockedRange(const WeightMatrix& w, const float* x, int64_t n_tokens, float
   }
 }
 
-// y[t][o] = row . x[t] for t < T, one row at a time: the weights are read
-// as one sequential stream (as in single-token decoding, which the hardware
-// prefetcher follows), and the T activation rows stay in L1.
+// y[t * ldy + r] = rows[r] . x[t] for t < T, r < n_rows, one row at a time:
+// the weights are read as one sequential stream (as in single-token
+// decoding, which the hardware prefetcher follows), and the T activation
+// rows stay in L1. `prefetch`: the rows stream from memory (not a buffer
+// already in cache) and are fetched ahead.
 template <int T>
-void RowStreamRange(const WeightMatrix& w, const float* x, float* y, int64_t begin, int64_t end) {
-  const int64_t K = w.n_in;
+void RowStreamRows(const float* rows, int64_t K, int64_t n_rows, const float* x, float* y, int64_t ldy,
+                   bool prefetch) {
   const int64_t k_vec = K / 16 * 16;
-  thread_local std::vector<float> buf;
-  const bool f32 = w.type == GgmlType::kF32;
-  if (!f32) buf.resize(static_cast<size_t>(K));
-  for (int64_t o = begin; o < end; ++o) {
-    const float* row = reinterpret_cast<const float*>(w.data) + o * K;
-    if (!f32) {
-      DequantizeRowFast(w.type, w.data + o * w.row_bytes(), buf.data(), K);
-      row = buf.data();
-    }
+  for (int64_t r = 0; r < n_rows; ++r) {
+    const float* row = rows + r * K;
     V16 acc[T] = {};
     for (int64_t k = 0; k < k_vec; k += 16) {
       // A prefetch past the matrix's end is harmless (it never faults).
-      if (f32) __builtin_prefetch(row + k + kRowStreamPrefetchFloats);
+      if (prefetch) __builtin_prefetch(row + k + kRowStreamPrefetchFloats);
       const V16 wv = *reinterpret_cast<const V16*>(row + k);
 #pragma GCC unroll 16
       for (int j = 0; j < T; ++j) acc[j] += wv * *reinterpret_cast<const V16*>(x + j * K + k);
@@ -185,29 +180,40 @@ void RowStreamRange(const WeightMatrix& w, const float* x, float* y, int64_t beg
     for (int j = 0; j < T; ++j) {
       float sum = Sum16(acc[j]);
       for (int64_t k = k_vec; k < K; ++k) sum += row[k] * x[j * K + k];
-      y[j * w.n_out + o] = sum;
+      y[j * ldy + r] = sum;
     }
   }
 }
 
-using RangeFn = void (*)(const WeightMatrix&, const float*, float*, int64_t, int64_t);
+using RowStreamFn = void (*)(const float*, int64_t, int64_t, const float*, float*, int64_t, bool);
 template <int... Ts>
-constexpr std::array<RangeFn, sizeof...(Ts)> RowStreamTable(std::integer_sequence<int, Ts...>) {
-  return {&RowStreamRange<Ts + 1>...};
+constexpr std::array<RowStreamFn, sizeof...(Ts)> RowStreamTable(std::integer_sequence<int, Ts...>) {
+  return {&RowStreamRows<Ts + 1>...};
 }
-// RowStreamRange<T> for T = 1 .. kGemmMinTokens - 1.
+// RowStreamRows<T> for T = 1 .. kGemmMinTokens - 1.
 constexpr auto kRowStream = RowStreamTable(std::make_integer_sequence<int, kGemmMinTokens - 1>());
 
 // Output rows [begin, end) in blocks of kRowStreamBlockRows; within a block,
 // the tokens in groups of `group`: the first group streams the block's rows
-// from memory, the others find them in L2.
+// from memory, the others find them in L2. Other types than F32 are
+// dequantized once per block into a per-thread buffer (at most
+// kRowStreamBlockRows x 1024 floats: a group of 4 tokens needs n_in <= 1024).
 void RowStreamGrouped(const WeightMatrix& w, const float* x, int64_t n_tokens, int64_t group, float* y,
                       int64_t begin, int64_t end) {
+  const int64_t K = w.n_in;
+  const bool f32 = w.type == GgmlType::kF32;
+  thread_local std::vector<float> buf;
+  if (!f32) buf.resize(static_cast<size_t>(kRowStreamBlockRows * K));
   for (int64_t o = begin; o < end; o += kRowStreamBlockRows) {
-    const int64_t block_end = std::min(end, o + kRowStreamBlockRows);
+    const int64_t n_rows = std::min(end - o, kRowStreamBlockRows);
+    const float* rows = reinterpret_cast<const float*>(w.data) + o * K;
+    if (!f32) {
+      DequantizeRows(w, o, n_rows, buf.data());
+      rows = buf.data();
+    }
     for (int64_t t0 = 0; t0 < n_tokens; t0 += group) {
       const int64_t g = std::min(group, n_tokens - t0);
-      kRowStream[g - 1](w, x + t0 * w.n_in, y + t0 * w.n_out, o, block_end);
+      kRowStream[g - 1](rows, K, n_rows, x + t0 * K, y + t0 * w.n_out + o, w.n_out, f32);
     }
   }
 }
