@@ -1,4 +1,6 @@
-// Registers every backend family compiled into this build.
+// Registers every backend family linked into this binary: all of them with
+// cairn_backends_all (register_builtin.cc), none with cairn_backends_none
+// (register_none.cc, for a server that loads its families as plugins).
 #ifndef CAIRN_BACKENDS_REGISTER_BUILTIN_H_
 #define CAIRN_BACKENDS_REGISTER_BUILTIN_H_
 

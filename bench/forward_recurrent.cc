@@ -128,7 +128,7 @@ int Main(int argc, char** argv) {
   std::shared_ptr<const ModelFile> model = BuildModel(s);
   BackendOptions options;
   options.n_threads = threads;
-  auto backend = RecurrentBackend::Create(model, options);
+  auto backend = CreateRecurrentBackend(model, options);
   if (!backend.ok()) {
     std::fprintf(stderr, "create: %s\n", std::string(backend.status().message()).c_str());
     return 1;

@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "backends/plugin.h"
 #include "backends/register_builtin.h"
 #include "service/demo_models.h"
 #include "service/scheduler.h"
@@ -116,6 +117,9 @@ absl::StatusOr<std::unique_ptr<ModelRegistry>> ModelRegistry::Load(
   std::unique_ptr<ModelRegistry> reg(new ModelRegistry());
   BackendRegistry backends;
   if (absl::Status st = RegisterBuiltinBackends(backends); !st.ok()) return st;
+  for (const std::string& path : options.backend_plugins) {
+    if (absl::Status st = LoadBackendPlugin(path, backends); !st.ok()) return st;
+  }
 
   std::vector<ModelSpec> specs = specs_in;
   if (specs.empty()) {

@@ -70,6 +70,9 @@ struct ServedModel {
 };
 
 struct ModelsOptions {
+  // Backend families loaded from plugin libraries (backends/plugin.h),
+  // beside the ones linked in; a plugin that cannot be loaded fails Load.
+  std::vector<std::string> backend_plugins;
   int32_t threads = 0;  // per backend; 0: all cores
   int32_t max_context = 0;
   checkpoint::CheckpointOptions checkpoint;

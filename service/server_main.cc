@@ -36,6 +36,9 @@ const char kUsage[] = R"(cairn-server: a gRPC inference service (cairn.v1.Infere
                             a built-in synthetic model: %s.
                             Without --model: every built-in synthetic model (random
                             weights: their text is meaningless).
+  --backend-plugin=PATH     load a backend family from its plugin library
+                            (libcairn_<family>_plugin.so; repeatable); the server
+                            refuses to start if one cannot be loaded
   --threads=N               compute threads per model (default: all cores)
   --max-context=N           cap the context length (default: the model's)
   --max-batch=N             sequences decoding together per model (default 64)
@@ -109,6 +112,8 @@ int main(int argc, char** argv) {
         return 2;
       }
       opt.models.push_back(*spec);
+    } else if (Flag(a, "backend-plugin", &v)) {
+      opt.models_options.backend_plugins.push_back(v);
     } else if (Flag(a, "threads", &v)) {
       ok = ParseInt("threads", v, &opt.models_options.threads);
     } else if (Flag(a, "max-context", &v)) {

@@ -1,6 +1,9 @@
 // The hybrid family: models whose layers are either attention layers or
-// recurrent layers, with one composite memory per sequence (HybridMemory).
-// Architectures:
+// recurrent layers, with one composite memory per sequence (HybridMemory:
+// a full K/V cache for the attention layers, a state per recurrent layer), so
+// nothing is cut back without a snapshot, which the backend can take inside a
+// run. Architectures (wiring in granitehybrid.cc and qwen35.cc on the shared
+// layer stack of hybrid_stack.h):
 //   granitehybrid  Mamba-2 layers where head_count_kv[layer] == 0, attention
 //                  layers elsewhere (no positional encoding unless
 //                  rope.scaling.finetuned); embedding, residual, attention

@@ -1,5 +1,8 @@
 // The sliding-window family: decoder-only models that interleave local
-// (sliding-window) and global attention layers. Architectures:
+// (sliding-window) and global attention layers; their memory (SwaMemory)
+// keeps a ring per local layer and a full K/V cache per global layer, so it
+// can be cut back only within the rings' slack. Architectures (wiring in
+// gemma3.cc and gemma2.cc):
 //  - gemma3: layer il is local iff il % P < P - 1 (P = sliding_window_pattern,
 //    default 6); window W = attention.sliding_window (absent or 0: every layer
 //    global); local layers use RoPE base rope.freq_base_swa (default 1e4)
@@ -11,7 +14,7 @@
 //    2, attention logit soft cap (attn_logit_softcapping, default 50) and
 //    final soft cap (default 30).
 // A query at position p of a local layer sees keys at p - W + 1 .. p, as in
-// llama.cpp. Memory: SwaMemory (rings for local layers, full K/V for global).
+// llama.cpp.
 #ifndef CAIRN_BACKENDS_SWA_SWA_BACKEND_H_
 #define CAIRN_BACKENDS_SWA_SWA_BACKEND_H_
 

@@ -1,8 +1,6 @@
-// The transformer family: decoder-only models with a full KV cache.
-// Architectures: llama (tied or untied output, rope_freqs factors, optional
-// biases), qwen2 (QKV biases, NEOX RoPE), qwen3 (per-head q/k RMS norms,
-// explicit key_length, NEOX RoPE). Activations and the cache are F32; weights
-// may be any type the model reader dequantizes.
+// The transformer family: decoder-only models whose whole memory is a full
+// F32 key/value cache (KvMemory), so any position can be cut back without a
+// checkpoint. Architectures (one wiring file each): llama, qwen2, qwen3.
 #ifndef CAIRN_BACKENDS_TRANSFORMER_TRANSFORMER_H_
 #define CAIRN_BACKENDS_TRANSFORMER_TRANSFORMER_H_
 

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "backends/recurrent/recurrent_memory.h"
+#include "backends/memory/recurrent_memory.h"
 #include "gtest/gtest.h"
 #include "tests/testing/shared_data.h"
 
@@ -20,6 +20,9 @@ namespace cairn {
 namespace {
 
 using ::cairn::testing::SharedPath;
+
+// The layout fingerprint a backend's snapshots carry.
+uint64_t SnapshotLayout(Backend& b) { return (*(*b.NewSequence())->Capture(SnapshotScope::kCheckpoint)).layout; }
 
 struct GoldenSeq {
   int32_t n_tokens = 0;
@@ -53,14 +56,14 @@ std::vector<GoldenSeq> ReadLogits(const std::string& path) {
   return out;
 }
 
-std::unique_ptr<RecurrentBackend> Load(const std::string& name, int n_threads = 2) {
+std::unique_ptr<Backend> Load(const std::string& name, int n_threads = 2) {
   absl::StatusOr<std::unique_ptr<ModelFile>> model = ModelFile::Open(SharedPath("golden/models/" + name + ".gguf"));
   EXPECT_TRUE(model.ok()) << model.status();
   if (!model.ok()) return nullptr;
   BackendOptions options;
   options.n_threads = n_threads;
-  absl::StatusOr<std::unique_ptr<RecurrentBackend>> b =
-      RecurrentBackend::Create(std::shared_ptr<const ModelFile>(std::move(*model)), options);
+  absl::StatusOr<std::unique_ptr<Backend>> b =
+      CreateRecurrentBackend(std::shared_ptr<const ModelFile>(std::move(*model)), options);
   EXPECT_TRUE(b.ok()) << b.status();
   return b.ok() ? std::move(*b) : nullptr;
 }
@@ -123,7 +126,7 @@ class GoldenTest : public ::testing::TestWithParam<std::string> {};
 TEST_P(GoldenTest, MatchesReferenceLogits) {
   const std::string name = GetParam();
   CAIRN_REQUIRE_SHARED("golden/models/" + name + ".gguf");
-  std::unique_ptr<RecurrentBackend> b = Load(name);
+  std::unique_ptr<Backend> b = Load(name);
   ASSERT_NE(b, nullptr);
   const auto tokens = ReadTokens(SharedPath("golden/tokens.txt"));
   const auto golden = ReadLogits(SharedPath("golden/logits/" + name + ".bin"));
@@ -151,7 +154,7 @@ TEST_P(GoldenTest, MatchesReferenceLogits) {
 TEST_P(GoldenTest, CaptureRestoreContinuesExactly) {
   const std::string name = GetParam();
   CAIRN_REQUIRE_SHARED("golden/models/" + name + ".gguf");
-  std::unique_ptr<RecurrentBackend> b = Load(name);
+  std::unique_ptr<Backend> b = Load(name);
   ASSERT_NE(b, nullptr);
   const auto tokens = ReadTokens(SharedPath("golden/tokens.txt"));
   const std::vector<TokenId>& seq = tokens.back();
@@ -201,7 +204,7 @@ TEST_P(GoldenTest, CaptureRestoreContinuesExactly) {
 TEST_P(GoldenTest, BatchOfSequencesEqualsEachAlone) {
   const std::string name = GetParam();
   CAIRN_REQUIRE_SHARED("golden/models/" + name + ".gguf");
-  std::unique_ptr<RecurrentBackend> b = Load(name);
+  std::unique_ptr<Backend> b = Load(name);
   ASSERT_NE(b, nullptr);
   const auto tokens = ReadTokens(SharedPath("golden/tokens.txt"));
   const int32_t n_vocab = b->info().n_vocab;
@@ -244,7 +247,7 @@ TEST_P(GoldenTest, BatchOfSequencesEqualsEachAlone) {
 TEST_P(GoldenTest, LongRunsSpanMicroBatches) {
   const std::string name = GetParam();
   CAIRN_REQUIRE_SHARED("golden/models/" + name + ".gguf");
-  std::unique_ptr<RecurrentBackend> b = Load(name);
+  std::unique_ptr<Backend> b = Load(name);
   ASSERT_NE(b, nullptr);
   const int32_t n_vocab = b->info().n_vocab;
   std::vector<TokenId> long_seq(700);
@@ -296,7 +299,7 @@ class MemoryContractTest : public ::testing::Test {
     backend_ = Load("mamba2");
     ASSERT_NE(backend_, nullptr);
   }
-  std::unique_ptr<RecurrentBackend> backend_;
+  std::unique_ptr<Backend> backend_;
 };
 
 TEST_F(MemoryContractTest, CapabilitiesAndBytesFollowTheArchitecture) {
@@ -357,11 +360,11 @@ TEST_F(MemoryContractTest, RestoreRefusesForeignAndMalformedSnapshots) {
   EXPECT_EQ(m->Restore(negative).code(), absl::StatusCode::kInvalidArgument);
 
   // A snapshot of the other recurrent model has another layout.
-  std::unique_ptr<RecurrentBackend> other = Load("mamba");
+  std::unique_ptr<Backend> other = Load("mamba");
   ASSERT_NE(other, nullptr);
   auto om = *other->NewSequence();
   RunTokens(*other, *om, toks);
-  EXPECT_NE(other->layout(), backend_->layout());
+  EXPECT_NE(SnapshotLayout(*other), SnapshotLayout(*backend_));
   EXPECT_EQ(m->Restore(*om->Capture(SnapshotScope::kFull)).code(), absl::StatusCode::kInvalidArgument);
 
   // None of the failures changed the memory.
@@ -370,9 +373,9 @@ TEST_F(MemoryContractTest, RestoreRefusesForeignAndMalformedSnapshots) {
 }
 
 TEST_F(MemoryContractTest, LayoutIsStableAcrossLoads) {
-  std::unique_ptr<RecurrentBackend> again = Load("mamba2", 1);
+  std::unique_ptr<Backend> again = Load("mamba2", 1);
   ASSERT_NE(again, nullptr);
-  EXPECT_EQ(again->layout(), backend_->layout());
+  EXPECT_EQ(SnapshotLayout(*again), SnapshotLayout(*backend_));
   // A snapshot moves between two backends of the same model (another replica).
   auto m = *backend_->NewSequence();
   const TokenId toks[] = {1, 42, 43, 44};
@@ -422,7 +425,7 @@ TEST_F(MemoryContractTest, InvalidForwardChangesNothing) {
   expect_fail({ok_run, SequenceRun{nullptr, 0, good, nullptr, row0, {}}}, absl::StatusCode::kInvalidArgument,
               "null memory");
   // A memory of another backend instance is foreign, even of the same model.
-  std::unique_ptr<RecurrentBackend> again = Load("mamba2", 1);
+  std::unique_ptr<Backend> again = Load("mamba2", 1);
   auto alien = *again->NewSequence();
   expect_fail({ok_run, SequenceRun{alien.get(), 0, good, nullptr, row0, {}}}, absl::StatusCode::kInvalidArgument,
               "foreign memory");
@@ -436,7 +439,7 @@ TEST(RecurrentBackendLimits, ContextLimitIsResourceExhausted) {
   BackendOptions options;
   options.n_threads = 1;
   options.max_context = 4;
-  auto b = RecurrentBackend::Create(std::shared_ptr<const ModelFile>(std::move(*model)), options);
+  auto b = CreateRecurrentBackend(std::shared_ptr<const ModelFile>(std::move(*model)), options);
   ASSERT_TRUE(b.ok()) << b.status();
   auto m = *(*b)->NewSequence();
   const TokenId four[] = {1, 2, 3, 4};
@@ -452,7 +455,7 @@ TEST(RecurrentBackendLoad, RejectsOtherArchitectures) {
   CAIRN_REQUIRE_SHARED("golden/models/llama.gguf");
   auto model = ModelFile::Open(SharedPath("golden/models/llama.gguf"));
   ASSERT_TRUE(model.ok());
-  auto b = RecurrentBackend::Create(std::shared_ptr<const ModelFile>(std::move(*model)), BackendOptions{});
+  auto b = CreateRecurrentBackend(std::shared_ptr<const ModelFile>(std::move(*model)), BackendOptions{});
   EXPECT_EQ(b.status().code(), absl::StatusCode::kInvalidArgument);
 }
 

@@ -1,0 +1,79 @@
+// granitehybrid (Granite 4.0 H): Mamba-2 layers where head_count_kv[layer]
+// is 0, attention layers elsewhere (no positional encoding unless
+// rope.scaling.finetuned), SwiGLU FFNs; the embedding, each residual branch
+// and the logits scaled by the file's embedding_scale, residual_scale and
+// logit_scale (0 or absent: not applied).
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "backends/hybrid/hybrid_stack.h"
+
+namespace cairn {
+
+absl::StatusOr<std::unique_ptr<ArchModel>> LoadGraniteHybrid(const ModelLoader& ld) {
+  auto m = std::make_unique<HybridStack>();
+  DecoderHParams hp;
+  CAIRN_LOAD_ASSIGN(hp, ReadDecoderHParams(ld, 4096));
+  std::vector<int32_t> attention_layers;
+  for (int32_t il = 0; il < hp.n_layer; ++il) {
+    if (hp.n_head_kv[il] != 0) attention_layers.push_back(il);
+  }
+  if (static_cast<int32_t>(attention_layers.size()) == hp.n_layer) {
+    return ld.Error("no recurrent layer: serve this file with the transformer family");
+  }
+  int32_t n_head_kv = 1;  // without attention layers no K/V row is ever stored
+  if (!attention_layers.empty()) CAIRN_LOAD_ASSIGN(n_head_kv, UniformKvHeads(ld, hp, attention_layers));
+  if (hp.head_dim_k != hp.head_dim_v) return ld.Error("attention key_length and value_length must be one size");
+  double attn_scale = 0, embedding_scale = 0, residual_scale = 0, logit_scale = 0;
+  bool rope = false;
+  CAIRN_LOAD_ASSIGN(attn_scale, ld.FloatOr("attention.scale", 0.0));
+  CAIRN_LOAD_ASSIGN(rope, ld.BoolOr("rope.scaling.finetuned", false));
+  if (rope) CAIRN_LOAD_ASSIGN(m->rope.params, ReadRope(ld, RopeType::kNormal, hp.head_dim_k));
+  CAIRN_LOAD_ASSIGN(embedding_scale, ld.FloatOr("embedding_scale", 0.0));
+  CAIRN_LOAD_ASSIGN(residual_scale, ld.FloatOr("residual_scale", 0.0));
+  CAIRN_LOAD_ASSIGN(logit_scale, ld.FloatOr("logit_scale", 0.0));
+  m->eps = hp.eps;
+  m->embedding_scale = embedding_scale != 0.0 ? static_cast<float>(embedding_scale) : 1.0f;
+  m->residual_scale = residual_scale != 0.0 ? static_cast<float>(residual_scale) : 1.0f;
+  CAIRN_LOAD_ASSIGN(m->mamba, ReadMambaGeometry(ld, MambaVersion::kMamba2));
+  CAIRN_LOAD_ASSIGN(m->tok_embd, LoadTokenEmbedding(ld, hp.n_embd));
+  CAIRN_LOAD_ASSIGN(m->head, LoadOutputHead(ld, *m->tok_embd, hp.eps));
+  m->head.logit_scale = static_cast<float>(logit_scale);
+
+  m->layers.resize(hp.n_layer);
+  for (int32_t il = 0; il < hp.n_layer; ++il) {
+    HybridStack::Layer& L = m->layers[il];
+    if (hp.n_ff[il] <= 0) return ld.Error(absl::StrCat("layer ", il, ": feed_forward_length out of range"));
+    if (ld.HasTensor(BlockTensor(il, "ffn_gate_inp.weight"))) {
+      // Granite 4.0 H Tiny/Small route tokens to experts; only dense FFNs here.
+      return absl::UnimplementedError(absl::StrCat("model '", ld.file().path(), "': layer ", il,
+                                                   ": mixture-of-experts FFN (ffn_gate_inp) is not supported"));
+    }
+    CAIRN_LOAD_ASSIGN(L.attn_norm, ld.F32(BlockTensor(il, "attn_norm.weight"), {hp.n_embd}));
+    CAIRN_LOAD_ASSIGN(L.ffn_norm, ld.F32(BlockTensor(il, "ffn_norm.weight"), {hp.n_embd}));
+    CAIRN_LOAD_ASSIGN(L.ffn, LoadGluFfn(ld, il, hp.n_embd, hp.n_ff[il], FfnActivation::kSilu));
+    if (hp.n_head_kv[il] == 0) {
+      L.mixer = HybridStack::Mixer::kMamba2;
+      CAIRN_LOAD_ASSIGN(L.mamba, LoadMambaMixer(ld, m->mamba, il));
+      continue;
+    }
+    AttentionBlock& a = L.attn;
+    a.n_head = hp.n_head;
+    a.n_head_kv = n_head_kv;
+    a.head_dim_k = a.head_dim_v = hp.head_dim_k;
+    a.scale = attn_scale != 0.0 ? static_cast<float>(attn_scale) : 1.0f / std::sqrt(static_cast<float>(hp.head_dim_k));
+    a.rope = rope ? &m->rope : nullptr;
+    CAIRN_RETURN_IF_ERROR(LoadAttention(ld, il, hp.n_embd, {Presence::kAbsent, Presence::kAbsent, Presence::kAbsent}, a));
+  }
+
+  ArchShape& s = m->mutable_shape();
+  s.arch = ld.arch();
+  s.n_vocab = static_cast<int32_t>(m->tok_embd->n_rows());
+  s.n_embd = static_cast<int32_t>(hp.n_embd);
+  s.n_ctx_train = hp.n_ctx_train;
+  m->FinishLoad(m->mamba.conv_state_floats(), m->mamba.ssm_state_floats());
+  if (attention_layers.empty()) s.k_dim = s.v_dim = static_cast<int64_t>(n_head_kv) * hp.head_dim_k;
+  return std::unique_ptr<ArchModel>(std::move(m));
+}
+
+}  // namespace cairn

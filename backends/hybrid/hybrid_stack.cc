@@ -1,0 +1,52 @@
+#include "backends/hybrid/hybrid_stack.h"
+
+namespace cairn {
+
+void HybridStack::FinishLoad(int64_t conv_floats, int64_t state_floats) {
+  int32_t n_attention = 0, n_recurrent = 0;
+  size_t bytes = head.output.bytes();
+  for (Layer& L : layers) {
+    const bool attention = L.mixer == Mixer::kAttention;
+    L.slot = attention ? n_attention++ : n_recurrent++;
+    bytes += L.ffn.matrix_bytes();
+    if (attention) {
+      bytes += L.attn.matrix_bytes();
+      shape_.k_dim = L.attn.k_dim();
+      shape_.v_dim = L.attn.v_dim();
+    } else {
+      bytes += L.mixer == Mixer::kMamba2 ? L.mamba.matrix_bytes() : L.delta_net.matrix_bytes();
+    }
+  }
+  shape_.weight_bytes = bytes;
+  shape_.n_full_slots = n_attention;
+  shape_.n_recurrent_slots = n_recurrent;
+  shape_.conv_floats = conv_floats;
+  shape_.state_floats = state_floats;
+}
+
+void HybridStack::Forward(ForwardPass& pass) const {
+  pass.Embed(*tok_embd, embedding_scale);
+  float* out = pass.BlockOut();
+  for (const Layer& L : layers) {
+    const float* xn = pass.Normed(L.attn_norm, eps);
+    switch (L.mixer) {
+      case Mixer::kAttention:
+        AttentionForward(L.attn, pass, L.slot, xn, out);
+        break;
+      case Mixer::kMamba2:
+        MambaMixerForward(mamba, L.mamba, pass.RecurrentRuns(L.slot), xn, pass.n_rows(), out, pass.pool(),
+                          pass.buffers());
+        break;
+      case Mixer::kDeltaNet:
+        DeltaNetForward(delta_net, L.delta_net, eps, pass.RecurrentRuns(L.slot), xn, pass.n_rows(), out,
+                        pass.pool());
+        break;
+    }
+    pass.AddResidual(out, residual_scale);
+    FfnForward(L.ffn, pass, pass.Normed(L.ffn_norm, eps), out);
+    pass.AddResidual(out, residual_scale);
+  }
+  pass.Logits(head);
+}
+
+}  // namespace cairn

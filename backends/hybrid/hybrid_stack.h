@@ -1,0 +1,59 @@
+// The wiring shared by this family's architectures whose layers are each
+// x += s * mixer(RMSNorm(x)) then x += s * FFN(RMSNorm(x)), the mixer being
+// attention in some layers and a recurrent mixer (Mamba-2 or Gated
+// DeltaNet) in the others. Each architecture's file (granitehybrid.cc,
+// qwen35.cc) reads its hyperparameters and tensors into a HybridStack.
+#ifndef CAIRN_BACKENDS_HYBRID_HYBRID_STACK_H_
+#define CAIRN_BACKENDS_HYBRID_HYBRID_STACK_H_
+
+#include <memory>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "backends/layers/arch_model.h"
+#include "backends/layers/attention.h"
+#include "backends/layers/delta_net_mixer.h"
+#include "backends/layers/ffn.h"
+#include "backends/layers/mamba_mixer.h"
+
+namespace cairn {
+
+class HybridStack final : public ArchModel {
+ public:
+  enum class Mixer { kAttention, kMamba2, kDeltaNet };
+  struct Layer {
+    Mixer mixer = Mixer::kAttention;
+    int32_t slot = 0;  // among the attention slots or among the recurrent slots
+    std::vector<float> attn_norm, ffn_norm;
+    AttentionBlock attn;
+    MambaMixerWeights mamba;
+    DeltaNetWeights delta_net;
+    FfnBlock ffn;
+  };
+
+  // Filled by the architecture's loader.
+  float eps = 1e-5f;
+  float embedding_scale = 1.0f;
+  float residual_scale = 1.0f;
+  PositionEncoding rope;
+  MambaGeometry mamba;
+  DeltaNetGeometry delta_net;
+  const TensorInfo* tok_embd = nullptr;
+  OutputHead head;
+  std::vector<Layer> layers;
+
+  // Numbers each layer's slot and sets the shape's memory fields and weight
+  // bytes from the layers; the loader sets the rest of shape().
+  void FinishLoad(int64_t conv_floats, int64_t state_floats);
+  ArchShape& mutable_shape() { return shape_; }
+
+  void Forward(ForwardPass& pass) const override;
+};
+
+// The loaders registered to the family (hybrid_family.cc).
+absl::StatusOr<std::unique_ptr<ArchModel>> LoadGraniteHybrid(const ModelLoader& loader);
+absl::StatusOr<std::unique_ptr<ArchModel>> LoadQwen35(const ModelLoader& loader);
+
+}  // namespace cairn
+
+#endif  // CAIRN_BACKENDS_HYBRID_HYBRID_STACK_H_

@@ -1,0 +1,116 @@
+#include "backends/layers/arch_model.h"
+
+#include <limits>
+
+#include "absl/strings/str_cat.h"
+
+namespace cairn {
+
+absl::StatusOr<std::unique_ptr<ArchModel>> LoadArch(std::span<const ArchEntry> archs, const ModelFile& model,
+                                                    absl::string_view family) {
+  absl::StatusOr<ModelLoader> loader = ModelLoader::For(model);
+  if (!loader.ok()) return loader.status();
+  for (const ArchEntry& entry : archs) {
+    if (entry.name == loader->arch()) return entry.load(*loader);
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("architecture '", loader->arch(), "' is not served by the ", family, " family"));
+}
+
+absl::StatusOr<DecoderHParams> ReadDecoderHParams(const ModelLoader& ld, int64_t default_context) {
+  constexpr int64_t kMaxDim = int64_t{1} << 20;
+  DecoderHParams hp;
+  int64_t v = 0, blocks = 0, nextn = 0;
+  CAIRN_LOAD_ASSIGN(hp.n_embd, ld.IntIn("embedding_length", 1, kMaxDim));
+  CAIRN_LOAD_ASSIGN(blocks, ld.IntIn("block_count", 1, 4096));
+  CAIRN_LOAD_ASSIGN(nextn, ld.IntInOr("nextn_predict_layers", 0, blocks - 1, 0));
+  hp.n_layer = static_cast<int32_t>(blocks - nextn);
+  CAIRN_LOAD_ASSIGN(v, ld.IntIn("attention.head_count", 1, 4096));
+  hp.n_head = static_cast<int32_t>(v);
+  CAIRN_LOAD_ASSIGN(v, ld.IntInOr("context_length", 1, int64_t{1} << 30, default_context));
+  hp.n_ctx_train = static_cast<int32_t>(v);
+  double eps = 0;
+  CAIRN_LOAD_ASSIGN(eps, ld.Float("attention.layer_norm_rms_epsilon"));
+  hp.eps = static_cast<float>(eps);
+  CAIRN_LOAD_ASSIGN(hp.n_head_kv, ld.PerLayer("attention.head_count_kv", hp.n_layer));
+  CAIRN_LOAD_ASSIGN(hp.n_ff, ld.PerLayer("feed_forward_length", hp.n_layer));
+  for (int64_t f : hp.n_ff) {
+    if (f < 0 || f > kMaxDim) return ld.Error(absl::StrCat("feed_forward_length ", f, " is out of range"));
+  }
+  CAIRN_LOAD_ASSIGN(v, ld.IntInOr("attention.key_length", 1, 4096, hp.n_embd / hp.n_head));
+  hp.head_dim_k = static_cast<int32_t>(v);
+  CAIRN_LOAD_ASSIGN(v, ld.IntInOr("attention.value_length", 1, 4096, hp.head_dim_k));
+  hp.head_dim_v = static_cast<int32_t>(v);
+  return hp;
+}
+
+absl::StatusOr<int32_t> UniformKvHeads(const ModelLoader& ld, const DecoderHParams& hp,
+                                       const std::vector<int32_t>& layers) {
+  int64_t heads = 0;
+  for (int32_t i = 0; i < (layers.empty() ? hp.n_layer : static_cast<int32_t>(layers.size())); ++i) {
+    const int32_t il = layers.empty() ? i : layers[i];
+    const int64_t h = hp.n_head_kv[il];
+    if (h <= 0 || hp.n_head % h != 0) {
+      return ld.Error(absl::StrCat("layer ", il, ": head_count_kv ", h, " does not divide head_count ", hp.n_head));
+    }
+    if (heads != 0 && h != heads) {
+      return absl::UnimplementedError(absl::StrCat("model '", ld.file().path(),
+                                                   "': attention layers with different head_count_kv are not supported"));
+    }
+    heads = h;
+  }
+  return static_cast<int32_t>(heads);
+}
+
+absl::StatusOr<const TensorInfo*> LoadTokenEmbedding(const ModelLoader& ld, int64_t n_embd) {
+  const TensorInfo* t = ld.file().FindTensor("token_embd.weight");
+  if (t == nullptr) return ld.Error("tensor 'token_embd.weight' is missing");
+  if (t->shape.size() < 2 || t->shape[0] != n_embd || t->n_rows() <= 0 ||
+      t->n_rows() > std::numeric_limits<int32_t>::max()) {
+    return ld.Error(absl::StrCat("token_embd.weight rows are not n_embd (", n_embd, ") wide"));
+  }
+  return t;
+}
+
+absl::StatusOr<OutputHead> LoadOutputHead(const ModelLoader& ld, const TensorInfo& token_embd, float eps,
+                                          const std::string& norm_name) {
+  const int64_t n_embd = token_embd.shape[0];
+  OutputHead head;
+  head.eps = eps;
+  CAIRN_LOAD_ASSIGN(head.norm, ld.Vector(norm_name, n_embd));
+  if (ld.HasTensor("output.weight")) {
+    CAIRN_LOAD_ASSIGN(head.output, ld.Matrix("output.weight", n_embd, token_embd.n_rows()));
+  } else {
+    head.output = WeightMatrix::FromTensor(token_embd);  // tied output
+  }
+  return head;
+}
+
+absl::StatusOr<RopeParams> ReadRope(const ModelLoader& ld, RopeType type, int32_t head_dim) {
+  RopeParams rope;
+  rope.type = type;
+  int64_t n_dims = 0;
+  CAIRN_LOAD_ASSIGN(n_dims, ld.IntOr("rope.dimension_count", head_dim));
+  if (n_dims <= 0 || n_dims > head_dim || n_dims % 2 != 0) {
+    return ld.Error(absl::StrCat("rope.dimension_count ", n_dims, " does not fit head dim ", head_dim));
+  }
+  rope.n_dims = static_cast<int32_t>(n_dims);
+  double base = 0;
+  CAIRN_LOAD_ASSIGN(base, ld.FloatOr("rope.freq_base", 10000.0));
+  rope.freq_base = static_cast<float>(base);
+  std::string scaling;
+  CAIRN_LOAD_ASSIGN(scaling, ld.StringOr("rope.scaling.type", "linear"));
+  if (scaling != "linear" && scaling != "none") {
+    return absl::UnimplementedError(absl::StrCat("model '", ld.file().path(), "': rope scaling '", scaling,
+                                                 "' is not supported (linear, none)"));
+  }
+  double factor = 0;
+  CAIRN_LOAD_ASSIGN(factor, ld.FloatOr("rope.scaling.factor", 0.0));
+  if (factor == 0.0) CAIRN_LOAD_ASSIGN(factor, ld.FloatOr("rope.scale_linear", 0.0));  // older files
+  if (factor < 0.0) return ld.Error("negative rope scaling factor");
+  rope.freq_scale = (scaling == "none" || factor == 0.0) ? 1.0f : static_cast<float>(1.0 / factor);
+  CAIRN_LOAD_ASSIGN(rope.freq_factors, ld.OptionalVector("rope_freqs.weight", rope.n_dims / 2));
+  return rope;
+}
+
+}  // namespace cairn

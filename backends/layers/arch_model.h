@@ -1,0 +1,123 @@
+// An architecture's wiring: which tensors it loads and how its layers
+// compose the shared blocks, in the spirit of llama.cpp's src/models/*.cpp.
+// One implementation per architecture (backends/<family>/<arch>.cc); the
+// family it is registered to decides its memory (backends/memory/), the
+// shared backend (layered_backend.h) runs it.
+//
+// Contract:
+// - A loader (ArchLoader) reads the file through a ModelLoader and returns
+//   the wiring with its shape filled in; INVALID_ARGUMENT (naming the key or
+//   tensor) for a malformed file, UNIMPLEMENTED for a variant not supported.
+//   It keeps pointers into the ModelFile, which must outlive it.
+// - Forward absorbs the pass's rows into the memories (through the blocks)
+//   and writes the logits of the wanted rows (ForwardPass::Logits). Forward
+//   calls are serialized by the backend; the wiring keeps no per-call state
+//   beyond what the pass and the memories hold.
+// - Attention slots and recurrent slots are numbered 0 .. n-1 by the wiring,
+//   in the counts its shape declares.
+#ifndef CAIRN_BACKENDS_LAYERS_ARCH_MODEL_H_
+#define CAIRN_BACKENDS_LAYERS_ARCH_MODEL_H_
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include "absl/strings/string_view.h"
+
+#include "absl/status/statusor.h"
+#include "backends/kernels/rope.h"
+#include "backends/layers/forward_pass.h"
+#include "backends/layers/model_loading.h"
+#include "backends/model/gguf.h"
+
+namespace cairn {
+
+// What an architecture tells its family and ModelInfo.
+struct ArchShape {
+  std::string arch;            // general.architecture
+  int32_t n_vocab = 0;
+  int32_t n_embd = 0;
+  int32_t n_ctx_train = 0;
+  bool accepts_embeddings = false;  // Forward takes embedding chunks (M-RoPE)
+  size_t weight_bytes = 0;     // weights read per forward token
+  // Attention memory: slots with a full K/V cache, slots with a sliding-
+  // window ring (after the full ones), and one K/V row width for all.
+  int32_t n_full_slots = 0;
+  int32_t n_window_slots = 0;
+  int32_t window = 0;          // of the window slots
+  int64_t k_dim = 0;           // floats per K row
+  int64_t v_dim = 0;
+  // Recurrent memory: slots of conv_floats + state_floats floats each.
+  int32_t n_recurrent_slots = 0;
+  int64_t conv_floats = 0;
+  int64_t state_floats = 0;
+};
+
+class ArchModel {
+ public:
+  ArchModel() = default;
+  ArchModel(const ArchModel&) = delete;  // blocks point into the wiring (PositionEncoding)
+  ArchModel& operator=(const ArchModel&) = delete;
+  virtual ~ArchModel() = default;
+
+  const ArchShape& shape() const { return shape_; }
+  virtual void Forward(ForwardPass& pass) const = 0;
+
+ protected:
+  ArchShape shape_;
+};
+
+using ArchLoader = absl::StatusOr<std::unique_ptr<ArchModel>> (*)(const ModelLoader& loader);
+
+// An architecture registered to a family.
+struct ArchEntry {
+  absl::string_view name;
+  ArchLoader load;
+};
+
+// The wiring of `model`'s general.architecture among `archs`:
+// INVALID_ARGUMENT "architecture 'x' is not served by the <family> family"
+// when it is not one of them, or the loader's error.
+absl::StatusOr<std::unique_ptr<ArchModel>> LoadArch(std::span<const ArchEntry> archs, const ModelFile& model,
+                                                    absl::string_view family);
+
+// --- Load steps most architectures share.
+
+// The hyperparameters of an attention-based decoder ("<arch>.*" keys).
+struct DecoderHParams {
+  int64_t n_embd = 0;          // embedding_length
+  int32_t n_layer = 0;         // block_count minus nextn_predict_layers (MTP blocks are not run)
+  int32_t n_head = 0;          // attention.head_count
+  int32_t n_ctx_train = 0;     // context_length, or the architecture's default
+  float eps = 0.0f;            // attention.layer_norm_rms_epsilon
+  std::vector<int64_t> n_head_kv;  // attention.head_count_kv per layer (0 marks a recurrent layer in some hybrids)
+  std::vector<int64_t> n_ff;       // feed_forward_length per layer
+  int32_t head_dim_k = 0;      // attention.key_length, default n_embd / n_head
+  int32_t head_dim_v = 0;      // attention.value_length, default head_dim_k
+};
+absl::StatusOr<DecoderHParams> ReadDecoderHParams(const ModelLoader& loader, int64_t default_context);
+
+// When every layer in `layers` (or every layer, when empty) has the same
+// positive K/V head count dividing n_head: that count. Otherwise
+// INVALID_ARGUMENT (UNIMPLEMENTED for valid but different counts: the
+// memories hold one K/V width).
+absl::StatusOr<int32_t> UniformKvHeads(const ModelLoader& loader, const DecoderHParams& hp,
+                                       const std::vector<int32_t>& layers = {});
+
+// token_embd.weight: rows of n_embd values, its row count the vocabulary.
+absl::StatusOr<const TensorInfo*> LoadTokenEmbedding(const ModelLoader& loader, int64_t n_embd);
+
+// The final norm (`norm_name`, [n_embd]) and output.weight, or the token
+// embedding when the file has no output.weight (tied output).
+absl::StatusOr<OutputHead> LoadOutputHead(const ModelLoader& loader, const TensorInfo& token_embd, float eps,
+                                          const std::string& norm_name = "output_norm.weight");
+
+// Rotary encoding from "<arch>.rope.*": dimension_count (default head_dim;
+// even and at most head_dim), freq_base (default 10000), linear scaling
+// (scaling.type linear or none, scaling.factor or scale_linear), and the
+// optional rope_freqs.weight factors. UNIMPLEMENTED for other scaling types.
+absl::StatusOr<RopeParams> ReadRope(const ModelLoader& loader, RopeType type, int32_t head_dim);
+
+}  // namespace cairn
+
+#endif  // CAIRN_BACKENDS_LAYERS_ARCH_MODEL_H_

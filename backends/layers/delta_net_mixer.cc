@@ -1,0 +1,191 @@
+#include "backends/layers/delta_net_mixer.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "backends/kernels/activation.h"
+#include "backends/kernels/conv1d.h"
+#include "backends/kernels/delta_net.h"
+#include "backends/kernels/norm.h"
+#include "backends/kernels/ssm.h"
+#include "backends/model/dequant.h"
+#include "backends/layers/model_loading.h"
+
+namespace cairn {
+namespace {
+
+float Sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
+
+}  // namespace
+
+absl::StatusOr<DeltaNetGeometry> ReadDeltaNetGeometry(const ModelLoader& ld) {
+  constexpr int64_t kMaxDim = int64_t{1} << 20;
+  DeltaNetGeometry g;
+  int64_t d_inner = 0;
+  CAIRN_LOAD_ASSIGN(g.n_embd, ld.IntIn("embedding_length", 1, kMaxDim));
+  CAIRN_LOAD_ASSIGN(g.d_conv, ld.IntIn("ssm.conv_kernel", 1, 64));
+  CAIRN_LOAD_ASSIGN(g.n_head_k, ld.IntIn("ssm.group_count", 1, 4096));
+  CAIRN_LOAD_ASSIGN(g.n_head_v, ld.IntIn("ssm.time_step_rank", 1, 4096));
+  CAIRN_LOAD_ASSIGN(g.d_k, ld.IntIn("ssm.state_size", 1, 4096));
+  CAIRN_LOAD_ASSIGN(d_inner, ld.IntIn("ssm.inner_size", 1, kMaxDim));
+  if (d_inner % g.n_head_v != 0 || g.n_head_v % g.n_head_k != 0) {
+    return ld.Error(absl::StrCat("ssm.inner_size ", d_inner, ", value heads (ssm.time_step_rank) ", g.n_head_v,
+                                 " and key heads (ssm.group_count) ", g.n_head_k,
+                                 " must nest (key heads | value heads | inner size)"));
+  }
+  g.d_v = d_inner / g.n_head_v;
+  return g;
+}
+
+size_t DeltaNetWeights::matrix_bytes() const {
+  return qkv.bytes() + z.bytes() + beta.bytes() + alpha.bytes() + out.bytes();
+}
+
+absl::StatusOr<DeltaNetWeights> LoadDeltaNet(const ModelLoader& ld, const DeltaNetGeometry& g, int layer) {
+  auto name = [layer](const char* n) { return BlockTensor(layer, n); };
+  const int64_t E = g.n_embd, C = g.conv_channels();
+  DeltaNetWeights w;
+  CAIRN_LOAD_ASSIGN(w.qkv, ld.Matrix(name("attn_qkv.weight"), E, C));
+  CAIRN_LOAD_ASSIGN(w.z, ld.Matrix(name("attn_gate.weight"), E, g.value_dim()));
+  CAIRN_LOAD_ASSIGN(w.beta, ld.Matrix(name("ssm_beta.weight"), E, g.n_head_v));
+  CAIRN_LOAD_ASSIGN(w.alpha, ld.Matrix(name("ssm_alpha.weight"), E, g.n_head_v));
+  CAIRN_LOAD_ASSIGN(w.out, ld.Matrix(name("ssm_out.weight"), g.value_dim(), E));
+  std::vector<float> conv;
+  CAIRN_LOAD_ASSIGN(conv, ld.F32(name("ssm_conv1d.weight"), {g.d_conv, C}));
+  w.conv_weight = TransposeConvWeight(conv.data(), static_cast<int>(g.d_conv), C);
+  CAIRN_LOAD_ASSIGN(w.dt_bias, ld.F32(name("ssm_dt.bias"), {g.n_head_v}));
+  CAIRN_LOAD_ASSIGN(w.a, ld.F32(name("ssm_a"), {g.n_head_v}));
+  CAIRN_LOAD_ASSIGN(w.norm, ld.F32(name("ssm_norm.weight"), {g.d_v}));
+  return w;
+}
+
+void DeltaNetForward(const DeltaNetGeometry& g, const DeltaNetWeights& w, float eps, std::span<const RecurrentRun> runs,
+                     const float* in, int64_t n_rows, float* out, ThreadPool& pool) {
+  if (n_rows == 0) return;
+  const int64_t C = g.conv_channels(), V = g.value_dim(), H = g.n_head_v;
+  std::vector<float> qkv(static_cast<size_t>(n_rows * C)), z(static_cast<size_t>(n_rows * V));
+  std::vector<float> beta(static_cast<size_t>(n_rows * H)), gdecay(static_cast<size_t>(n_rows * H));
+  MatMul(w.qkv, in, n_rows, qkv.data(), pool);
+  MatMul(w.z, in, n_rows, z.data(), pool);
+  MatMul(w.beta, in, n_rows, beta.data(), pool);
+  MatMul(w.alpha, in, n_rows, gdecay.data(), pool);
+  for (int64_t t = 0; t < n_rows; ++t) {
+    for (int64_t h = 0; h < H; ++h) {
+      float& b = beta[t * H + h];
+      b = Sigmoid(b);
+      float& a = gdecay[t * H + h];
+      a = Softplus(a + w.dt_bias[h]) * w.a[h];
+    }
+  }
+
+  // Convolution with carried state, per run and block of channels.
+  std::vector<float> xc(static_cast<size_t>(n_rows * C));
+  constexpr int64_t kBlock = 256;
+  const int64_t n_blocks = (C + kBlock - 1) / kBlock;
+  // A decode step's convolution (a few thousand multiply-adds) is cheaper
+  // than waking the pool: below ~64k taps it runs on the calling thread.
+  const int64_t conv_items = static_cast<int64_t>(runs.size()) * n_blocks;
+  const int64_t conv_grain = n_rows * C * g.d_conv < (int64_t{1} << 16) ? conv_items : 1;
+  pool.ParallelFor(conv_items, conv_grain, [&](int64_t begin, int64_t end) {
+    for (int64_t item = begin; item < end; ++item) {
+      const RecurrentRun& r = runs[item / n_blocks];
+      const int64_t c0 = (item % n_blocks) * kBlock;
+      Conv1dArgs a;
+      a.n_channels = std::min(kBlock, C - c0);
+      a.d_conv = static_cast<int>(g.d_conv);
+      a.x_stride = C;
+      a.y_stride = C;
+      a.state = r.conv_state + c0;
+      a.state_stride = C;
+      a.weight = w.conv_weight.data() + c0;
+      a.weight_stride = C;
+      a.bias = nullptr;
+      a.activation = Conv1dActivation::kSilu;
+      ForEachTapSegment(
+          r.n_rows, r.taps,
+          [&](int64_t begin, int64_t n) {
+            a.n_tokens = n;
+            a.x = qkv.data() + (r.row_begin + begin) * C + c0;
+            a.y = xc.data() + (r.row_begin + begin) * C + c0;
+            CausalConv1d(a);
+          },
+          [&](size_t k) {
+            for (int64_t row = 0; row < g.d_conv - 1; ++row) {
+              std::memcpy(r.taps[k].conv_state + row * C + c0, r.conv_state + row * C + c0,
+                          static_cast<size_t>(a.n_channels) * sizeof(float));
+            }
+          });
+    }
+  });
+
+  // L2-normalized queries and keys, per head.
+  const int64_t n_qk_heads = 2 * g.n_head_k;
+  pool.ParallelFor(n_rows, 4, [&](int64_t begin, int64_t end) {
+    for (int64_t t = begin; t < end; ++t) {
+      float* row = xc.data() + t * C;
+      for (int64_t h = 0; h < n_qk_heads; ++h) L2Normalize(row + h * g.d_k, g.d_k, eps, row + h * g.d_k);
+    }
+  });
+
+  // The delta rule over (run, value head) items.
+  std::vector<float> o(static_cast<size_t>(n_rows * V));
+  const float scale = 1.0f / std::sqrt(static_cast<float>(g.d_k));
+  pool.ParallelFor(static_cast<int64_t>(runs.size()) * H, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t item = begin; item < end;) {
+      const int64_t ri = item / H;
+      const int64_t h0 = item % H;
+      const int64_t h1 = std::min(H, h0 + (end - item));  // consecutive heads of one run in one call
+      const RecurrentRun& r = runs[ri];
+      GatedDeltaRuleArgs a;
+      a.n_head_k = g.n_head_k;
+      a.n_head_v = H;
+      a.d_k = g.d_k;
+      a.d_v = g.d_v;
+      a.head_begin = h0;
+      a.head_end = h1;
+      a.qk_stride = C;
+      a.v_stride = C;
+      a.gb_stride = H;
+      a.scale = scale;
+      a.state = r.state;
+      a.out_stride = V;
+      const int64_t head_floats = g.d_v * g.d_k;  // state is [n_head_v][d_v][d_k]
+      ForEachTapSegment(
+          r.n_rows, r.taps,
+          [&](int64_t begin, int64_t n) {
+            const int64_t row = r.row_begin + begin;
+            const float* xr = xc.data() + row * C;
+            a.n_tokens = n;
+            a.q = xr;
+            a.k = xr + g.key_dim();
+            a.v = xr + 2 * g.key_dim();
+            a.g = gdecay.data() + row * H;
+            a.beta = beta.data() + row * H;
+            a.out = o.data() + row * V;
+            GatedDeltaRule(a);
+          },
+          [&](size_t k) {
+            std::memcpy(r.taps[k].state + h0 * head_floats, r.state + h0 * head_floats,
+                        static_cast<size_t>((h1 - h0) * head_floats) * sizeof(float));
+          });
+      item += h1 - h0;
+    }
+  });
+
+  // Gated RMSNorm per value head: norm(o) * silu(z).
+  pool.ParallelFor(n_rows, 4, [&](int64_t begin, int64_t end) {
+    for (int64_t t = begin; t < end; ++t) {
+      for (int64_t h = 0; h < H; ++h) {
+        float* oh = o.data() + t * V + h * g.d_v;
+        RmsNorm(oh, w.norm.data(), g.d_v, eps, oh);
+        SwiGlu(z.data() + t * V + h * g.d_v, oh, g.d_v, oh);
+      }
+    }
+  });
+  MatMul(w.out, o.data(), n_rows, out, pool);
+}
+
+}  // namespace cairn

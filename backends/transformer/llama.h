@@ -1,0 +1,33 @@
+// The llama-style decoder wiring, shared by the architectures of this family
+// that compose the same blocks: x += attn(RMSNorm(x)), x += SwiGLU(RMSNorm(x)),
+// the last layer computing only the rows whose logits are wanted. What
+// differs per architecture is a LlamaVariant (llama.cc, qwen2.cc, qwen3.cc).
+#ifndef CAIRN_BACKENDS_TRANSFORMER_LLAMA_H_
+#define CAIRN_BACKENDS_TRANSFORMER_LLAMA_H_
+
+#include <memory>
+
+#include "absl/status/statusor.h"
+#include "backends/kernels/rope.h"
+#include "backends/layers/arch_model.h"
+#include "backends/layers/attention.h"
+
+namespace cairn {
+
+struct LlamaVariant {
+  RopeType rope = RopeType::kNormal;
+  AttentionTensors tensors{Presence::kOptional, Presence::kOptional, Presence::kOptional};
+  // "<arch>.attention.scale" replaces 1/sqrt(head_dim) when set (llama).
+  bool honours_attention_scale = false;
+};
+
+absl::StatusOr<std::unique_ptr<ArchModel>> LoadLlamaStyle(const ModelLoader& loader, const LlamaVariant& variant);
+
+// The loaders registered to the family (transformer_family.cc).
+absl::StatusOr<std::unique_ptr<ArchModel>> LoadLlama(const ModelLoader& loader);
+absl::StatusOr<std::unique_ptr<ArchModel>> LoadQwen2(const ModelLoader& loader);
+absl::StatusOr<std::unique_ptr<ArchModel>> LoadQwen3(const ModelLoader& loader);
+
+}  // namespace cairn
+
+#endif  // CAIRN_BACKENDS_TRANSFORMER_LLAMA_H_

@@ -1,0 +1,5 @@
+// The entry point of libcairn_transformer_plugin.so (backends/plugin.h).
+#include "backends/transformer/transformer.h"
+#include "backends/plugin.h"
+
+CAIRN_BACKEND_PLUGIN(cairn::kTransformerFamily, &cairn::RegisterTransformerFamily)
