@@ -165,6 +165,67 @@ absl::Status LoadAttention(const ModelLoader& ld, int layer, int64_t n_embd, con
   return absl::OkStatus();
 }
 
+namespace {
+
+// The work buffers of one layer's call.
+struct Projections {
+  float* qf;  // [rows][q_full]: queries (and gates)
+  float* q;   // [rows][q_dim]: queries alone (qf unless gated)
+  float* k;
+  float* v;
+};
+
+// Projects every row of xn to queries, keys and values, adds biases, applies
+// the per-head norms and RoPE, and stores each row's K/V in its segment's
+// full cache (rings are written per segment, by AttendRing).
+void ProjectRows(const AttentionBlock& b, ForwardPass& pass, const float* xn, const std::vector<KvRows>& seg_kv,
+                 const Projections& p) {
+  ThreadPool& pool = pass.pool();
+  const int64_t T = pass.n_all_rows();
+  const int64_t hd = b.head_dim_k;
+  const int64_t q_dim = b.q_dim(), k_dim = b.k_dim(), v_dim = b.v_dim();
+  const int64_t q_full = b.gated ? 2 * q_dim : q_dim;
+  MatMul(b.wq, xn, T, p.qf, pool);
+  MatMul(b.wk, xn, T, p.k, pool);
+  MatMul(b.wv, xn, T, p.v, pool);
+  auto add_bias = [&](float* y, const std::vector<float>& bias, int64_t width) {
+    if (bias.empty()) return;
+    pool.ForEach(T, [&](int64_t i) { AddF32(&y[i * width], bias.data(), &y[i * width], width); });
+  };
+  add_bias(p.qf, b.bq, q_full);
+  add_bias(p.k, b.bk, k_dim);
+  add_bias(p.v, b.bv, v_dim);
+
+  const float* rope_table = b.rope != nullptr ? pass.RopeTable(*b.rope) : nullptr;
+  const int32_t n_dims = b.rope != nullptr ? b.rope->params.n_dims : 0;
+  const std::span<const int64_t> kv_row = pass.kv_rows();
+  std::vector<int32_t> row_segment(T);
+  for (size_t s = 0; s < pass.n_segments(); ++s) {
+    std::fill_n(row_segment.begin() + pass.first_row(s), pass.segment_rows(s), static_cast<int32_t>(s));
+  }
+  pool.ForEach(T, [&](int64_t i) {
+    float* qi = &p.q[i * q_dim];
+    if (b.gated) {
+      // Per head: [query (hd) | gate (hd)]; the gate waits in qf.
+      for (int32_t h = 0; h < b.n_head; ++h) std::copy_n(&p.qf[i * q_full + 2 * h * hd], hd, qi + h * hd);
+    }
+    float* ki = &p.k[i * k_dim];
+    if (!b.q_norm.empty()) RmsNormRows(qi, b.q_norm.data(), b.n_head, hd, hd, b.norm_eps, qi);
+    if (!b.k_norm.empty()) RmsNormRows(ki, b.k_norm.data(), b.n_head_kv, hd, hd, b.norm_eps, ki);
+    if (rope_table != nullptr) {
+      RopeApply(b.rope->params, &rope_table[i * n_dims], qi, b.n_head, static_cast<int32_t>(hd));
+      RopeApply(b.rope->params, &rope_table[i * n_dims], ki, b.n_head_kv, static_cast<int32_t>(hd));
+    }
+    const KvRows& kv = seg_kv[row_segment[i]];
+    if (kv.ring == 0) {
+      std::copy_n(ki, k_dim, kv.k + kv_row[i] * kv.k_stride);
+      std::copy_n(&p.v[i * v_dim], v_dim, kv.v + kv_row[i] * kv.v_stride);
+    }
+  });
+}
+
+}  // namespace
+
 void AttentionForward(const AttentionBlock& b, ForwardPass& pass, int32_t slot, const float* xn, float* out,
                       QueryRows rows) {
   ThreadPool& pool = pass.pool();
@@ -174,52 +235,16 @@ void AttentionForward(const AttentionBlock& b, ForwardPass& pass, int32_t slot, 
   const int64_t hd = b.head_dim_k;
   const int64_t q_dim = b.q_dim(), k_dim = b.k_dim(), v_dim = b.v_dim(), o_dim = b.o_dim();
   const int64_t q_full = b.gated ? 2 * q_dim : q_dim;
-  float* qf = buf.Get(WorkBuffers::kQueryFull, static_cast<size_t>(T * q_full));
-  float* q = b.gated ? buf.Get(WorkBuffers::kQuery, static_cast<size_t>(T * q_dim)) : qf;
-  float* k = buf.Get(WorkBuffers::kKey, static_cast<size_t>(T * k_dim));
-  float* v = buf.Get(WorkBuffers::kValue, static_cast<size_t>(T * v_dim));
+  Projections p;
+  p.qf = buf.Get(WorkBuffers::kQueryFull, static_cast<size_t>(T * q_full));
+  p.q = b.gated ? buf.Get(WorkBuffers::kQuery, static_cast<size_t>(T * q_dim)) : p.qf;
+  p.k = buf.Get(WorkBuffers::kKey, static_cast<size_t>(T * k_dim));
+  p.v = buf.Get(WorkBuffers::kValue, static_cast<size_t>(T * v_dim));
   float* attn = buf.Get(WorkBuffers::kAttention, static_cast<size_t>(T * o_dim));
-
-  MatMul(b.wq, xn, T, qf, pool);
-  MatMul(b.wk, xn, T, k, pool);
-  MatMul(b.wv, xn, T, v, pool);
-  auto add_bias = [&](float* y, const std::vector<float>& bias, int64_t width) {
-    if (bias.empty()) return;
-    pool.ForEach(T, [&](int64_t i) { AddF32(&y[i * width], bias.data(), &y[i * width], width); });
-  };
-  add_bias(qf, b.bq, q_full);
-  add_bias(k, b.bk, k_dim);
-  add_bias(v, b.bv, v_dim);
-
   // Per segment, where this layer's K/V rows live.
   std::vector<KvRows> seg_kv(pass.n_segments());
   for (size_t s = 0; s < seg_kv.size(); ++s) seg_kv[s] = pass.memory(s).kv(slot);
-  const float* rope_table = b.rope != nullptr ? pass.RopeTable(*b.rope) : nullptr;
-  const int32_t n_dims = b.rope != nullptr ? b.rope->params.n_dims : 0;
-  const std::span<const int64_t> kv_row = pass.kv_rows();
-  std::vector<int32_t> row_segment(T);
-  for (size_t s = 0; s < pass.n_segments(); ++s) {
-    std::fill_n(row_segment.begin() + pass.first_row(s), pass.segment_rows(s), static_cast<int32_t>(s));
-  }
-  pool.ForEach(T, [&](int64_t i) {
-    float* qi = &q[i * q_dim];
-    if (b.gated) {
-      // Per head: [query (hd) | gate (hd)]; the gate waits in qf.
-      for (int32_t h = 0; h < b.n_head; ++h) std::copy_n(&qf[i * q_full + 2 * h * hd], hd, qi + h * hd);
-    }
-    float* ki = &k[i * k_dim];
-    if (!b.q_norm.empty()) RmsNormRows(qi, b.q_norm.data(), b.n_head, hd, hd, b.norm_eps, qi);
-    if (!b.k_norm.empty()) RmsNormRows(ki, b.k_norm.data(), b.n_head_kv, hd, hd, b.norm_eps, ki);
-    if (rope_table != nullptr) {
-      RopeApply(b.rope->params, &rope_table[i * n_dims], qi, b.n_head, static_cast<int32_t>(hd));
-      RopeApply(b.rope->params, &rope_table[i * n_dims], ki, b.n_head_kv, static_cast<int32_t>(hd));
-    }
-    const KvRows& kv = seg_kv[row_segment[i]];
-    if (kv.ring == 0) {  // a ring is written per segment, below
-      std::copy_n(ki, k_dim, kv.k + kv_row[i] * kv.k_stride);
-      std::copy_n(&v[i * v_dim], v_dim, kv.v + kv_row[i] * kv.v_stride);
-    }
-  });
+  ProjectRows(b, pass, xn, seg_kv, p);
 
   AttentionParams ap;
   ap.n_head = b.n_head;
@@ -235,21 +260,22 @@ void AttentionForward(const AttentionBlock& b, ForwardPass& pass, int32_t slot, 
   std::vector<float> q_rows;
   for (size_t s = 0; s < pass.n_segments(); ++s) {
     if (seg_kv[s].ring > 0) {
-      AttendRing(ap, b.window, pass, s, seg_kv[s], q, q_dim, k, v, attn, o_dim, sq);
+      AttendRing(ap, b.window, pass, s, seg_kv[s], p.q, q_dim, p.k, p.v, attn, o_dim, sq);
       continue;
     }
     const int64_t first = pass.first_row(s);
     if (!wanted_only) {
       seg_rows.resize(pass.segment_rows(s));
       for (int64_t i = 0; i < pass.segment_rows(s); ++i) seg_rows[i] = first + i;
-      AttendFullCache(ap, pass, s, seg_kv[s], seg_rows, &q[first * q_dim], q_dim, &attn[first * o_dim], o_dim, sq);
+      AttendFullCache(ap, pass, s, seg_kv[s], seg_rows, &p.q[first * q_dim], q_dim, &attn[first * o_dim], o_dim,
+                      sq);
       continue;
     }
     const int64_t w0 = pass.wanted_begin(s), w1 = pass.wanted_begin(s + 1);
     if (w0 == w1) continue;
     const std::span<const int64_t> rows_s = wanted.subspan(w0, w1 - w0);
     q_rows.resize(rows_s.size() * q_dim);
-    for (size_t i = 0; i < rows_s.size(); ++i) std::copy_n(&q[rows_s[i] * q_dim], q_dim, &q_rows[i * q_dim]);
+    for (size_t i = 0; i < rows_s.size(); ++i) std::copy_n(&p.q[rows_s[i] * q_dim], q_dim, &q_rows[i * q_dim]);
     AttendFullCache(ap, pass, s, seg_kv[s], rows_s, q_rows.data(), q_dim, &attn[w0 * o_dim], o_dim, sq);
   }
 
@@ -259,7 +285,7 @@ void AttentionForward(const AttentionBlock& b, ForwardPass& pass, int32_t slot, 
     pool.ForEach(R, [&](int64_t j) {
       const int64_t row = wanted_only ? wanted[j] : j;
       for (int32_t h = 0; h < b.n_head; ++h) {
-        const float* g = &qf[row * q_full + (2 * h + 1) * hd];
+        const float* g = &p.qf[row * q_full + (2 * h + 1) * hd];
         float* o = &attn[j * o_dim + h * b.head_dim_v];
         for (int64_t d = 0; d < b.head_dim_v; ++d) o[d] *= Sigmoid(g[d]);
       }

@@ -81,45 +81,19 @@ void DeltaNetForward(const DeltaNetGeometry& g, const DeltaNetWeights& w, float 
     }
   }
 
-  // Convolution with carried state, per run and block of channels.
+  // Convolution with carried state. A decode step's (a few thousand
+  // multiply-adds) is cheaper than waking the pool: below ~64k taps it runs
+  // on the calling thread.
   std::vector<float> xc(static_cast<size_t>(n_rows * C));
-  constexpr int64_t kBlock = 256;
-  const int64_t n_blocks = (C + kBlock - 1) / kBlock;
-  // A decode step's convolution (a few thousand multiply-adds) is cheaper
-  // than waking the pool: below ~64k taps it runs on the calling thread.
-  const int64_t conv_items = static_cast<int64_t>(runs.size()) * n_blocks;
-  const int64_t conv_grain = n_rows * C * g.d_conv < (int64_t{1} << 16) ? conv_items : 1;
-  pool.ParallelFor(conv_items, conv_grain, [&](int64_t begin, int64_t end) {
-    for (int64_t item = begin; item < end; ++item) {
-      const RecurrentRun& r = runs[item / n_blocks];
-      const int64_t c0 = (item % n_blocks) * kBlock;
-      Conv1dArgs a;
-      a.n_channels = std::min(kBlock, C - c0);
-      a.d_conv = static_cast<int>(g.d_conv);
-      a.x_stride = C;
-      a.y_stride = C;
-      a.state = r.conv_state + c0;
-      a.state_stride = C;
-      a.weight = w.conv_weight.data() + c0;
-      a.weight_stride = C;
-      a.bias = nullptr;
-      a.activation = Conv1dActivation::kSilu;
-      ForEachTapSegment(
-          r.n_rows, r.taps,
-          [&](int64_t begin, int64_t n) {
-            a.n_tokens = n;
-            a.x = qkv.data() + (r.row_begin + begin) * C + c0;
-            a.y = xc.data() + (r.row_begin + begin) * C + c0;
-            CausalConv1d(a);
-          },
-          [&](size_t k) {
-            for (int64_t row = 0; row < g.d_conv - 1; ++row) {
-              std::memcpy(r.taps[k].conv_state + row * C + c0, r.conv_state + row * C + c0,
-                          static_cast<size_t>(a.n_channels) * sizeof(float));
-            }
-          });
-    }
-  });
+  ConvOverRuns conv;
+  conv.x = qkv.data();
+  conv.x_stride = C;
+  conv.y = xc.data();
+  conv.channels = C;
+  conv.d_conv = static_cast<int>(g.d_conv);
+  conv.weight = w.conv_weight.data();
+  conv.min_parallel_work = int64_t{1} << 16;
+  CausalConvOverRuns(conv, runs, pool);
 
   // L2-normalized queries and keys, per head.
   const int64_t n_qk_heads = 2 * g.n_head_k;

@@ -22,8 +22,8 @@ int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 // repay waking the workers. Decoding one token, the conv (~10k MACs) and the
 // scan (~250k updates, tens of microseconds) are such jobs; a worker that is
 // descheduled on a busy machine costs far more than that.
+constexpr int64_t kMinParallelWork = int64_t{1} << 20;
 int64_t GrainFor(int64_t items, int64_t work) {
-  constexpr int64_t kMinParallelWork = int64_t{1} << 20;
   return work < kMinParallelWork ? std::max<int64_t>(items, 1) : 1;
 }
 
@@ -97,47 +97,20 @@ absl::StatusOr<MambaMixerWeights> LoadMambaMixer(const ModelLoader& ld, const Ma
 
 namespace {
 
-// The convolution of every run over `conv_ch` channels of `proj` starting at
-// column `col`, into xc [n_rows][conv_ch], with bias and silu.
+// The convolution of every run over the conv channels of `proj` starting at
+// column `col`, into xc [n_rows][conv_channels], with bias and silu.
 void ConvAll(const MambaGeometry& g, const MambaMixerWeights& w, std::span<const RecurrentRun> runs,
              const float* proj, int64_t proj_stride, int64_t col, float* xc, ThreadPool& pool) {
-  const int64_t conv_ch = g.conv_channels();
-  constexpr int64_t kBlock = 256;
-  const int64_t n_blocks = CeilDiv(conv_ch, kBlock);
-  int64_t n_rows = 0;
-  for (const RecurrentRun& r : runs) n_rows += r.n_rows;
-  const int64_t items = static_cast<int64_t>(runs.size()) * n_blocks;
-  pool.ParallelFor(items, GrainFor(items, n_rows * conv_ch * g.d_conv), [&](int64_t begin, int64_t end) {
-    for (int64_t item = begin; item < end; ++item) {
-      const RecurrentRun& r = runs[item / n_blocks];
-      const int64_t c0 = (item % n_blocks) * kBlock;
-      Conv1dArgs a;
-      a.n_channels = std::min(kBlock, conv_ch - c0);
-      a.d_conv = static_cast<int>(g.d_conv);
-      a.x_stride = proj_stride;
-      a.y_stride = conv_ch;
-      a.state = r.conv_state + c0;
-      a.state_stride = conv_ch;
-      a.weight = w.conv_weight.data() + c0;
-      a.weight_stride = conv_ch;
-      a.bias = w.conv_bias.data() + c0;
-      a.activation = Conv1dActivation::kSilu;
-      ForEachTapSegment(
-          r.n_rows, r.taps,
-          [&](int64_t begin, int64_t n) {
-            a.n_tokens = n;
-            a.x = proj + (r.row_begin + begin) * proj_stride + col + c0;
-            a.y = xc + (r.row_begin + begin) * conv_ch + c0;
-            CausalConv1d(a);
-          },
-          [&](size_t k) {
-            for (int64_t row = 0; row < g.d_conv - 1; ++row) {
-              std::memcpy(r.taps[k].conv_state + row * conv_ch + c0, r.conv_state + row * conv_ch + c0,
-                          static_cast<size_t>(a.n_channels) * sizeof(float));
-            }
-          });
-    }
-  });
+  ConvOverRuns c;
+  c.x = proj + col;
+  c.x_stride = proj_stride;
+  c.y = xc;
+  c.channels = g.conv_channels();
+  c.d_conv = static_cast<int>(g.d_conv);
+  c.weight = w.conv_weight.data();
+  c.bias = w.conv_bias.data();
+  c.min_parallel_work = kMinParallelWork;
+  CausalConvOverRuns(c, runs, pool);
 }
 
 void Mamba2Forward(const MambaGeometry& g, const MambaMixerWeights& w, std::span<const RecurrentRun> runs,

@@ -13,6 +13,9 @@
 #include <cstdint>
 #include <span>
 
+#include "backends/kernels/conv1d.h"
+#include "backends/kernels/thread_pool.h"
+
 namespace cairn {
 
 // After the run's first `rows` rows (1 .. n_rows), the mixer copies the
@@ -49,6 +52,27 @@ void ForEachTapSegment(int64_t n_rows, std::span<const StateTap> taps, Segment&&
   }
   if (n_rows > begin) segment(begin, n_rows - begin);
 }
+
+// The causal depthwise convolution of every run, the first step of every
+// recurrent mixer: channels [0, channels) of row r read from x + r * x_stride,
+// written to y + r * channels, each run carrying its conv state (and copying
+// it into its taps after their rows). `weight` is tap-major
+// [d_conv][channels] (TransposeConvWeight), `bias` may be null. Runs and
+// blocks of channels spread over `pool`, unless the whole job is below
+// `min_parallel_work` multiply-adds (a decode step: cheaper than waking the
+// workers).
+struct ConvOverRuns {
+  const float* x = nullptr;
+  int64_t x_stride = 0;
+  float* y = nullptr;
+  int64_t channels = 0;
+  int d_conv = 0;
+  const float* weight = nullptr;
+  const float* bias = nullptr;
+  Conv1dActivation activation = Conv1dActivation::kSilu;
+  int64_t min_parallel_work = 0;
+};
+void CausalConvOverRuns(const ConvOverRuns& conv, std::span<const RecurrentRun> runs, ThreadPool& pool);
 
 }  // namespace cairn
 
