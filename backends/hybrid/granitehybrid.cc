@@ -3,7 +3,6 @@
 // rope.scaling.finetuned), SwiGLU FFNs; the embedding, each residual branch
 // and the logits scaled by the file's embedding_scale, residual_scale and
 // logit_scale (0 or absent: not applied).
-#include <cmath>
 
 #include "absl/strings/str_cat.h"
 #include "backends/hybrid/hybrid_stack.h"
@@ -58,21 +57,12 @@ absl::StatusOr<std::unique_ptr<ArchModel>> LoadGraniteHybrid(const ModelLoader& 
       continue;
     }
     AttentionBlock& a = L.attn;
-    a.n_head = hp.n_head;
-    a.n_head_kv = n_head_kv;
-    a.head_dim_k = a.head_dim_v = hp.head_dim_k;
-    a.scale = attn_scale != 0.0 ? static_cast<float>(attn_scale) : 1.0f / std::sqrt(static_cast<float>(hp.head_dim_k));
+    a = DecoderAttention(hp, n_head_kv, attn_scale);
     a.rope = rope ? &m->rope : nullptr;
     CAIRN_RETURN_IF_ERROR(LoadAttention(ld, il, hp.n_embd, {Presence::kAbsent, Presence::kAbsent, Presence::kAbsent}, a));
   }
 
-  ArchShape& s = m->mutable_shape();
-  s.arch = ld.arch();
-  s.n_vocab = static_cast<int32_t>(m->tok_embd->n_rows());
-  s.n_embd = static_cast<int32_t>(hp.n_embd);
-  s.n_ctx_train = hp.n_ctx_train;
-  m->FinishLoad(m->mamba.conv_state_floats(), m->mamba.ssm_state_floats());
-  if (attention_layers.empty()) s.k_dim = s.v_dim = static_cast<int64_t>(n_head_kv) * hp.head_dim_k;
+  m->FinishLoad(ld, hp, n_head_kv, m->mamba.conv_state_floats(), m->mamba.ssm_state_floats());
   return std::unique_ptr<ArchModel>(std::move(m));
 }
 

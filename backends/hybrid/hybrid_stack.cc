@@ -2,7 +2,12 @@
 
 namespace cairn {
 
-void HybridStack::FinishLoad(int64_t conv_floats, int64_t state_floats) {
+void HybridStack::FinishLoad(const ModelLoader& loader, const DecoderHParams& hp, int32_t n_head_kv,
+                             int64_t conv_floats, int64_t state_floats) {
+  SetVocabulary(loader, *tok_embd, hp.n_ctx_train);
+  shape_.accepts_embeddings = accepts_embeddings;
+  shape_.k_dim = static_cast<int64_t>(n_head_kv) * hp.head_dim_k;
+  shape_.v_dim = static_cast<int64_t>(n_head_kv) * hp.head_dim_v;
   int32_t n_attention = 0, n_recurrent = 0;
   size_t bytes = head.output.bytes();
   for (Layer& L : layers) {
@@ -11,8 +16,6 @@ void HybridStack::FinishLoad(int64_t conv_floats, int64_t state_floats) {
     bytes += L.ffn.matrix_bytes();
     if (attention) {
       bytes += L.attn.matrix_bytes();
-      shape_.k_dim = L.attn.k_dim();
-      shape_.v_dim = L.attn.v_dim();
     } else {
       bytes += L.mixer == Mixer::kMamba2 ? L.mamba.matrix_bytes() : L.delta_net.matrix_bytes();
     }

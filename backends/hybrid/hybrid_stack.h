@@ -42,10 +42,13 @@ class HybridStack final : public ArchModel {
   OutputHead head;
   std::vector<Layer> layers;
 
-  // Numbers each layer's slot and sets the shape's memory fields and weight
-  // bytes from the layers; the loader sets the rest of shape().
-  void FinishLoad(int64_t conv_floats, int64_t state_floats);
-  ArchShape& mutable_shape() { return shape_; }
+  // Numbers each layer's slot and sets the shape from the loaded layers:
+  // vocabulary, weight bytes, attention slots of n_head_kv heads, recurrent
+  // slots of conv_floats + state_floats floats.
+  void FinishLoad(const ModelLoader& loader, const DecoderHParams& hp, int32_t n_head_kv, int64_t conv_floats,
+                  int64_t state_floats);
+  // Embedding chunks (M-RoPE) are accepted; set before FinishLoad.
+  bool accepts_embeddings = false;
 
   void Forward(ForwardPass& pass) const override;
 };

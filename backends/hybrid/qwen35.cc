@@ -4,7 +4,6 @@
 // interleaved M-RoPE (IMROPE) over rope.dimension_sections; SwiGLU FFNs after
 // post_attention_norm; MTP blocks (nextn_predict_layers) are not run. Takes
 // multimodal embedding chunks, positioned by M-RoPE.
-#include <cmath>
 
 #include "absl/strings/str_cat.h"
 #include "backends/hybrid/hybrid_stack.h"
@@ -62,24 +61,14 @@ absl::StatusOr<std::unique_ptr<ArchModel>> LoadQwen35(const ModelLoader& ld) {
       continue;
     }
     AttentionBlock& a = L.attn;
-    a.n_head = hp.n_head;
-    a.n_head_kv = n_head_kv;
-    a.head_dim_k = a.head_dim_v = hd;
-    a.scale = attn_scale != 0.0 ? static_cast<float>(attn_scale) : 1.0f / std::sqrt(static_cast<float>(hd));
+    a = DecoderAttention(hp, n_head_kv, attn_scale);
     a.gated = true;
     a.rope = &m->rope;
-    a.norm_eps = hp.eps;
     CAIRN_RETURN_IF_ERROR(LoadAttention(ld, il, hp.n_embd, {Presence::kAbsent, Presence::kAbsent, Presence::kRequired}, a));
   }
 
-  ArchShape& s = m->mutable_shape();
-  s.arch = ld.arch();
-  s.n_vocab = static_cast<int32_t>(m->tok_embd->n_rows());
-  s.n_embd = static_cast<int32_t>(hp.n_embd);
-  s.n_ctx_train = hp.n_ctx_train;
-  s.accepts_embeddings = true;
-  m->FinishLoad(m->delta_net.conv_state_floats(), m->delta_net.state_floats());
-  if (attention_layers.empty()) s.k_dim = s.v_dim = static_cast<int64_t>(n_head_kv) * hd;
+  m->accepts_embeddings = true;
+  m->FinishLoad(ld, hp, n_head_kv, m->delta_net.conv_state_floats(), m->delta_net.state_floats());
   return std::unique_ptr<ArchModel>(std::move(m));
 }
 

@@ -64,10 +64,28 @@ class ArchModel {
   virtual void Forward(ForwardPass& pass) const = 0;
 
  protected:
+  // The shape's vocabulary and widths: arch, n_vocab (token_embd's rows),
+  // n_embd (their width) and n_ctx_train.
+  void SetVocabulary(const ModelLoader& loader, const TensorInfo& token_embd, int32_t n_ctx_train) {
+    shape_.arch = loader.arch();
+    shape_.n_vocab = static_cast<int32_t>(token_embd.n_rows());
+    shape_.n_embd = static_cast<int32_t>(token_embd.shape[0]);
+    shape_.n_ctx_train = n_ctx_train;
+  }
+
   ArchShape shape_;
 };
 
 using ArchLoader = absl::StatusOr<std::unique_ptr<ArchModel>> (*)(const ModelLoader& loader);
+
+// A new `Model` (an ArchModel with `absl::Status Load(const ModelLoader&,
+// args...)`), loaded: the body of most ArchLoaders.
+template <typename Model, typename... Args>
+absl::StatusOr<std::unique_ptr<ArchModel>> MakeArch(const ModelLoader& loader, const Args&... args) {
+  auto model = std::make_unique<Model>();
+  if (absl::Status s = model->Load(loader, args...); !s.ok()) return s;
+  return std::unique_ptr<ArchModel>(std::move(model));
+}
 
 // An architecture registered to a family.
 struct ArchEntry {

@@ -7,6 +7,7 @@
 #include "backends/kernels/attention.h"
 #include "backends/kernels/norm.h"
 #include "backends/kernels/vec.h"
+#include "backends/layers/arch_model.h"
 
 namespace cairn {
 namespace {
@@ -147,6 +148,17 @@ void AttendRing(AttentionParams ap, int32_t window, ForwardPass& pass, size_t s,
 }
 
 }  // namespace
+
+AttentionBlock DecoderAttention(const DecoderHParams& hp, int32_t n_head_kv, double scale) {
+  AttentionBlock a;
+  a.n_head = hp.n_head;
+  a.n_head_kv = n_head_kv;
+  a.head_dim_k = hp.head_dim_k;
+  a.head_dim_v = hp.head_dim_v;
+  a.scale = scale != 0.0 ? static_cast<float>(scale) : 1.0f / std::sqrt(static_cast<float>(hp.head_dim_k));
+  a.norm_eps = hp.eps;
+  return a;
+}
 
 absl::Status LoadAttention(const ModelLoader& ld, int layer, int64_t n_embd, const AttentionTensors& tensors,
                            AttentionBlock& b) {

@@ -43,10 +43,7 @@ absl::Status MambaModel::Load(const ModelLoader& ld, MambaVersion version) {
     weight_bytes += layers_[il].mixer.matrix_bytes();
   }
 
-  shape_.arch = ld.arch();
-  shape_.n_vocab = static_cast<int32_t>(tok_embd_->n_rows());
-  shape_.n_embd = static_cast<int32_t>(g.n_embd);
-  shape_.n_ctx_train = static_cast<int32_t>(std::clamp<int64_t>(n_ctx, 0, std::numeric_limits<int32_t>::max()));
+  SetVocabulary(ld, *tok_embd_, static_cast<int32_t>(std::clamp<int64_t>(n_ctx, 0, std::numeric_limits<int32_t>::max())));
   shape_.weight_bytes = weight_bytes;
   shape_.n_recurrent_slots = static_cast<int32_t>(n_layer);
   shape_.conv_floats = g.conv_state_floats();
@@ -69,9 +66,7 @@ void MambaModel::Forward(ForwardPass& pass) const {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<ArchModel>> LoadMambaStack(const ModelLoader& loader, MambaVersion version) {
-  auto model = std::make_unique<MambaModel>();
-  CAIRN_RETURN_IF_ERROR(model->Load(loader, version));
-  return std::unique_ptr<ArchModel>(std::move(model));
+  return MakeArch<MambaModel>(loader, version);
 }
 
 absl::StatusOr<std::unique_ptr<ArchModel>> LoadMamba(const ModelLoader& loader) {

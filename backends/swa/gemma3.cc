@@ -106,15 +106,10 @@ absl::Status GemmaModel::Load(const ModelLoader& ld, const GemmaVariant& variant
     if (hp.n_ff[il] <= 0) return ld.Error(absl::StrCat("layer ", il, " has no FFN"));
     L.slot = local[il] ? n_global + next_local++ : next_global++;
     AttentionBlock& a = L.attn;
-    a.n_head = hp.n_head;
-    a.n_head_kv = n_head_kv;
-    a.head_dim_k = hp.head_dim_k;
-    a.head_dim_v = hp.head_dim_v;
-    a.scale = kq_scale;
+    a = DecoderAttention(hp, n_head_kv, kq_scale);
     a.softcap = static_cast<float>(attn_softcap);
     a.window = local[il] ? static_cast<int32_t>(window) : 0;
     a.rope = local[il] ? &rope_local_ : &rope_global_;
-    a.norm_eps = eps_;
     CAIRN_LOAD_ASSIGN(L.attn_norm, ld.Vector(BlockTensor(il, "attn_norm.weight"), n_embd));
     CAIRN_LOAD_ASSIGN(L.post_attn_norm, ld.Vector(BlockTensor(il, "post_attention_norm.weight"), n_embd));
     CAIRN_LOAD_ASSIGN(L.ffn_norm, ld.Vector(BlockTensor(il, "ffn_norm.weight"), n_embd));
@@ -124,10 +119,7 @@ absl::Status GemmaModel::Load(const ModelLoader& ld, const GemmaVariant& variant
     weight_bytes += a.matrix_bytes() + L.ffn.matrix_bytes();
   }
 
-  shape_.arch = ld.arch();
-  shape_.n_vocab = static_cast<int32_t>(tok_embd_->n_rows());
-  shape_.n_embd = static_cast<int32_t>(n_embd);
-  shape_.n_ctx_train = hp.n_ctx_train;
+  SetVocabulary(ld, *tok_embd_, hp.n_ctx_train);
   shape_.weight_bytes = weight_bytes;
   shape_.n_full_slots = n_global;
   shape_.n_window_slots = n_local;
@@ -154,9 +146,7 @@ void GemmaModel::Forward(ForwardPass& pass) const {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<ArchModel>> LoadGemmaStyle(const ModelLoader& loader, const GemmaVariant& variant) {
-  auto model = std::make_unique<GemmaModel>();
-  CAIRN_RETURN_IF_ERROR(model->Load(loader, variant));
-  return std::unique_ptr<ArchModel>(std::move(model));
+  return MakeArch<GemmaModel>(loader, variant);
 }
 
 absl::StatusOr<std::unique_ptr<ArchModel>> LoadGemma3(const ModelLoader& loader) {

@@ -2,8 +2,6 @@
 // width for every layer, NORMAL RoPE (optionally with rope_freqs factors and
 // linear scaling), optional biases, tied or untied output. The family's other
 // architectures are variants of this wiring (llama.h).
-#include <cmath>
-
 #include "absl/strings/str_cat.h"
 #include "backends/layers/ffn.h"
 #include "backends/transformer/llama.h"
@@ -48,15 +46,8 @@ absl::Status LlamaModel::Load(const ModelLoader& ld, const LlamaVariant& variant
   for (int il = 0; il < hp.n_layer; ++il) {
     Layer& L = layers_[il];
     AttentionBlock& a = L.attn;
-    a.n_head = hp.n_head;
-    a.n_head_kv = n_head_kv;
-    a.head_dim_k = hp.head_dim_k;
-    a.head_dim_v = hp.head_dim_v;
-    a.scale = variant.honours_attention_scale && attn_scale != 0.0
-                  ? static_cast<float>(attn_scale)
-                  : 1.0f / std::sqrt(static_cast<float>(hp.head_dim_k));
+    a = DecoderAttention(hp, n_head_kv, variant.honours_attention_scale ? attn_scale : 0.0);
     a.rope = &rope_;
-    a.norm_eps = eps_;
     CAIRN_LOAD_ASSIGN(L.attn_norm, ld.Vector(BlockTensor(il, "attn_norm.weight"), n_embd));
     CAIRN_LOAD_ASSIGN(L.ffn_norm, ld.Vector(BlockTensor(il, "ffn_norm.weight"), n_embd));
     CAIRN_RETURN_IF_ERROR(LoadAttention(ld, il, n_embd, variant.tensors, a));
@@ -64,10 +55,7 @@ absl::Status LlamaModel::Load(const ModelLoader& ld, const LlamaVariant& variant
     weight_bytes += a.matrix_bytes() + L.ffn.matrix_bytes();
   }
 
-  shape_.arch = ld.arch();
-  shape_.n_vocab = static_cast<int32_t>(tok_embd_->n_rows());
-  shape_.n_embd = static_cast<int32_t>(n_embd);
-  shape_.n_ctx_train = hp.n_ctx_train;
+  SetVocabulary(ld, *tok_embd_, hp.n_ctx_train);
   shape_.weight_bytes = weight_bytes;
   shape_.n_full_slots = hp.n_layer;
   shape_.k_dim = layers_[0].attn.k_dim();
@@ -96,9 +84,7 @@ void LlamaModel::Forward(ForwardPass& pass) const {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<ArchModel>> LoadLlamaStyle(const ModelLoader& loader, const LlamaVariant& variant) {
-  auto model = std::make_unique<LlamaModel>();
-  CAIRN_RETURN_IF_ERROR(model->Load(loader, variant));
-  return std::unique_ptr<ArchModel>(std::move(model));
+  return MakeArch<LlamaModel>(loader, variant);
 }
 
 absl::StatusOr<std::unique_ptr<ArchModel>> LoadLlama(const ModelLoader& loader) {
