@@ -14,11 +14,7 @@ constexpr ArchEntry kArchs[] = {
 
 }  // namespace
 
-std::vector<std::string> HybridArchs() {
-  std::vector<std::string> out;
-  for (const ArchEntry& a : kArchs) out.emplace_back(a.name);
-  return out;
-}
+std::vector<std::string> HybridArchs() { return ArchNames(kArchs); }
 
 absl::StatusOr<std::unique_ptr<Backend>> CreateHybridBackend(std::shared_ptr<const ModelFile> model,
                                                              const BackendOptions& options) {

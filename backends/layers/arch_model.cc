@@ -6,6 +6,12 @@
 
 namespace cairn {
 
+std::vector<std::string> ArchNames(std::span<const ArchEntry> archs) {
+  std::vector<std::string> out;
+  for (const ArchEntry& a : archs) out.emplace_back(a.name);
+  return out;
+}
+
 absl::StatusOr<std::unique_ptr<ArchModel>> LoadArch(std::span<const ArchEntry> archs, const ModelFile& model,
                                                     absl::string_view family) {
   absl::StatusOr<ModelLoader> loader = ModelLoader::For(model);

@@ -22,6 +22,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <vector>
 #include "absl/strings/string_view.h"
 
 #include "absl/status/statusor.h"
@@ -92,6 +93,9 @@ struct ArchEntry {
   absl::string_view name;
   ArchLoader load;
 };
+
+// The names of `archs`, for BackendRegistry::Register.
+std::vector<std::string> ArchNames(std::span<const ArchEntry> archs);
 
 // The wiring of `model`'s general.architecture among `archs`:
 // INVALID_ARGUMENT "architecture 'x' is not served by the <family> family"

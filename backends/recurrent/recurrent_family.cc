@@ -20,11 +20,7 @@ constexpr int64_t kUbatchRows = 512;
 
 }  // namespace
 
-std::vector<std::string> RecurrentArchs() {
-  std::vector<std::string> out;
-  for (const ArchEntry& a : kArchs) out.emplace_back(a.name);
-  return out;
-}
+std::vector<std::string> RecurrentArchs() { return ArchNames(kArchs); }
 
 absl::StatusOr<std::unique_ptr<Backend>> CreateRecurrentBackend(std::shared_ptr<const ModelFile> model,
                                                                 const BackendOptions& options) {

@@ -17,11 +17,7 @@ constexpr ArchEntry kArchs[] = {
 
 }  // namespace
 
-std::vector<std::string> SwaArchs() {
-  std::vector<std::string> out;
-  for (const ArchEntry& a : kArchs) out.emplace_back(a.name);
-  return out;
-}
+std::vector<std::string> SwaArchs() { return ArchNames(kArchs); }
 
 absl::StatusOr<std::unique_ptr<Backend>> CreateSwaBackend(std::shared_ptr<const ModelFile> model,
                                                           const BackendOptions& options, const SwaOptions& swa) {
