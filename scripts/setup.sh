@@ -12,6 +12,7 @@ PACKAGES=(
   clang libclang-rt-14-dev
   prometheus-cpp-dev libssl-dev openssl
   python3 python3-grpcio python3-protobuf
+  nginx
 )
 
 missing=()

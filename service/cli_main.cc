@@ -3,8 +3,15 @@
 //   cairn-cli [--server=HOST:PORT] [--model=NAME] "Once upon a time"   one shot
 //   cairn-cli [--model=NAME] --chat [--system=TEXT] "Hello"            one chat turn
 //   cairn-cli [--server=HOST:PORT] [--model=NAME]                      interactive chat
+//   cairn-cli --health                                                 grpc.health.v1 check
+//   cairn-cli --server=REPLICA --drain-to=PROXY                        move sessions away
 //
 // Interactive commands: /fork, /rewind N, /stats, /sessions, /models, /quit.
+//
+// Every call about a session carries the affinity header x-cairn-session (see
+// "Routing across replicas" in the proto): the interactive chat chooses its
+// session's id itself, so that the create already routes where the session
+// will live, and keeps that id as the key for the sessions it forks.
 #include <unistd.h>
 
 #include <cstdio>
@@ -12,11 +19,13 @@
 #include <sstream>
 #include <iostream>
 #include <memory>
+#include <random>
 #include <string>
 #include <vector>
 
 #include "absl/strings/numbers.h"
 #include "cairn/v1/inference.grpc.pb.h"
+#include "grpc/health/v1/health.grpc.pb.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
 
@@ -33,10 +42,18 @@ const char kUsage[] = R"(cairn-cli: talk to a cairn server
   cairn-cli [flags]             interactive chat (a session; each line a user message;
                                 /fork /rewind N /stats /sessions /models /quit)
   cairn-cli --list-models       name, arch, family, context, chat template
+  cairn-cli --health[=SERVICE]  grpc.health.v1 check of the server (or of SERVICE, e.g.
+                                cairn.v1.Inference): prints the status; exit 0 when SERVING
+  cairn-cli --drain-to=HOST:PORT
+                                move every session of --server (of this token) to
+                                HOST:PORT (a proxy over the other replicas), keeping their
+                                ids: export, import with the affinity header, delete
 
   --server=HOST:PORT   default 127.0.0.1:50051
   --model=NAME         default: the first model the server lists
   --session=ID         continue an existing session
+  --affinity-key=KEY   x-cairn-session header of every call (default: the session id;
+                       the interactive chat's first session's id for all its sessions)
   --chat               one shot: send PROMPT as a user message (see above)
   --system=TEXT        a system message before the first user message (chat)
   --max-tokens=N       default 128
@@ -61,6 +78,10 @@ struct Options {
   bool stats = false;
   bool list_models = false;
   bool chat = false;
+  bool health = false;
+  std::string health_service;
+  std::string drain_to;
+  std::string affinity_key;
   std::string system;
   double timeout = 0;
   std::string token;
@@ -70,18 +91,32 @@ struct Options {
 };
 
 const Options* g_options = nullptr;
+// The affinity key of the conversation (x-cairn-session); "" : none.
+std::string g_affinity_key;
 
-// Every call carries the bearer token when one is given.
-void Prepare(grpc::ClientContext& ctx) {
+// Every call carries the bearer token when one is given, and the affinity
+// key (`key` when given, else the conversation's).
+void Prepare(grpc::ClientContext& ctx, const std::string& key = "") {
   if (g_options != nullptr && !g_options->token.empty()) {
     ctx.AddMetadata("authorization", "Bearer " + g_options->token);
   }
+  const std::string& k = key.empty() ? g_affinity_key : key;
+  if (!k.empty()) ctx.AddMetadata("x-cairn-session", k);
+}
+
+// 128 random bits in hex: a session id no other client will choose.
+std::string NewSessionId() {
+  std::random_device rd;
+  char buf[33];
+  std::snprintf(buf, sizeof(buf), "%08x%08x%08x%08x", rd(), rd(), rd(), rd());
+  return buf;
 }
 
 struct LastStats {
   cairn::v1::PromptInfo prompt;
   cairn::v1::Finished finished;
   bool valid = false;
+  std::string text;  // the reply's text
 };
 
 void PrintStats(const LastStats& s) {
@@ -113,6 +148,7 @@ grpc::Status Run(Inference::Stub& stub, const Options& o, const cairn::v1::Gener
   }
   auto reader = stub.Generate(&ctx, req);
   cairn::v1::GenerateResponse ev;
+  stats->text.clear();
   while (reader->Read(&ev)) {
     if (ev.has_prompt()) {
       stats->prompt = ev.prompt();
@@ -122,10 +158,12 @@ grpc::Status Run(Inference::Stub& stub, const Options& o, const cairn::v1::Gener
       } else {
         std::fwrite(ev.token().text().data(), 1, ev.token().text().size(), stdout);
       }
+      stats->text += ev.token().text();
       std::fflush(stdout);
     } else if (ev.has_finished()) {
       stats->finished = ev.finished();
       stats->valid = true;
+      stats->text += ev.finished().text();
       if (!o.ids) std::fwrite(ev.finished().text().data(), 1, ev.finished().text().size(), stdout);
     }
   }
@@ -145,16 +183,39 @@ grpc::Status Session(Inference::Stub& stub, const cairn::v1::SessionRequest& req
   return stub.SessionControl(&ctx, req, resp);
 }
 
+// A failure a replica going away causes (through a proxy: UNAVAILABLE, or
+// INTERNAL/UNKNOWN for a stream cut short; NOT_FOUND when the session did
+// not survive it): worth one retry with the whole conversation.
+bool Retriable(const grpc::Status& st) {
+  switch (st.error_code()) {
+    case grpc::StatusCode::UNAVAILABLE:
+    case grpc::StatusCode::INTERNAL:
+    case grpc::StatusCode::UNKNOWN:
+    case grpc::StatusCode::NOT_FOUND:
+      return true;
+    default:
+      return false;
+  }
+}
+
 int Interactive(Inference::Stub& stub, Options o) {
   // The system message opens a conversation this run starts, once.
   bool send_system = o.session.empty() && !o.system.empty();
+  // The conversation as messages, to send again whole when the session was
+  // lost with its replica; not known for a session this run did not start,
+  // nor after a rewind (tokens, not messages).
+  std::vector<cairn::v1::ChatMessage> conversation;
+  bool can_resend = o.session.empty();
   if (o.session.empty()) {
     cairn::v1::SessionRequest req;
     req.mutable_create()->set_model(o.model);
+    req.mutable_create()->set_session_id(NewSessionId());
+    if (g_affinity_key.empty()) g_affinity_key = req.create().session_id();
     cairn::v1::SessionResponse resp;
     if (grpc::Status st = Session(stub, req, &resp); !st.ok()) return Fail(st);
     o.session = resp.session().session_id();
   }
+  if (g_affinity_key.empty()) g_affinity_key = o.session;
   std::fprintf(stderr, "cairn-cli: model %s, session %s. /fork /rewind N /stats /sessions /quit\n",
                o.model.c_str(), o.session.c_str());
   LastStats stats;
@@ -182,6 +243,7 @@ int Interactive(Inference::Stub& stub, Options o) {
         }
         req.mutable_rewind()->set_session_id(o.session);
         req.mutable_rewind()->set_tokens(n);
+        can_resend = false;
       }
       cairn::v1::SessionResponse resp;
       if (grpc::Status st = Session(stub, req, &resp); !st.ok()) {
@@ -225,13 +287,94 @@ int Interactive(Inference::Stub& stub, Options o) {
     m->set_content(line);
     *req.mutable_sampling() = o.sampling;
     *req.mutable_stop() = o.stop;
-    if (grpc::Status st = Run(stub, o, req, &stats); !st.ok()) {
-      Fail(st);
-    } else {
-      send_system = false;
+    grpc::Status st = Run(stub, o, req, &stats);
+    if (!st.ok() && can_resend && Retriable(st)) {
+      // The replica went away: once more with the whole conversation, which
+      // any replica continues (from the session directory, or re-created).
+      std::fprintf(stderr, "cairn-cli: %d %s; sending the whole conversation again\n",
+                   static_cast<int>(st.error_code()), st.error_message().c_str());
+      cairn::v1::GenerateRequest whole = req;
+      whole.set_append(false);
+      whole.set_create_session(true);
+      whole.clear_messages();
+      for (const auto& c : conversation) *whole.add_messages() = c;
+      for (const auto& c : req.messages()) *whole.add_messages() = c;
+      st = Run(stub, o, whole, &stats);
     }
+    if (!st.ok()) {
+      Fail(st);
+      continue;
+    }
+    send_system = false;
+    for (const auto& c : req.messages()) conversation.push_back(c);
+    cairn::v1::ChatMessage reply;
+    reply.set_role("assistant");
+    reply.set_content(stats.text);
+    conversation.push_back(std::move(reply));
   }
   return 0;
+}
+
+int Health(const std::shared_ptr<grpc::Channel>& channel, const Options& o) {
+  auto stub = grpc::health::v1::Health::NewStub(channel);
+  grpc::health::v1::HealthCheckRequest req;
+  req.set_service(o.health_service);
+  grpc::health::v1::HealthCheckResponse resp;
+  grpc::ClientContext ctx;
+  Prepare(ctx);
+  ctx.set_deadline(std::chrono::system_clock::now() +
+                   std::chrono::milliseconds(static_cast<int64_t>((o.timeout > 0 ? o.timeout : 5) * 1000)));
+  if (grpc::Status st = stub->Check(&ctx, req, &resp); !st.ok()) return Fail(st);
+  std::printf("%s\n", grpc::health::v1::HealthCheckResponse::ServingStatus_Name(resp.status()).c_str());
+  return resp.status() == grpc::health::v1::HealthCheckResponse::SERVING ? 0 : 1;
+}
+
+// A planned drain: every session of the source moves to the target (a proxy
+// over the remaining replicas, so each lands where its key now routes) with
+// its id, then leaves the source. The source must already be out of the
+// proxy's rotation, or an import may route back to it.
+int Drain(Inference::Stub& source, Inference::Stub& target) {
+  cairn::v1::SessionRequest list;
+  list.mutable_list();
+  cairn::v1::SessionResponse sessions;
+  if (grpc::Status st = Session(source, list, &sessions); !st.ok()) return Fail(st);
+  int moved = 0, failed = 0;
+  for (const auto& info : sessions.sessions().sessions()) {
+    const std::string& id = info.session_id();
+    auto step = [&](Inference::Stub& stub, const cairn::v1::SessionRequest& req,
+                    cairn::v1::SessionResponse* resp) {
+      grpc::ClientContext ctx;
+      Prepare(ctx, id);
+      return stub.SessionControl(&ctx, req, resp);
+    };
+    cairn::v1::SessionRequest exp;
+    exp.mutable_export_()->set_session_id(id);
+    cairn::v1::SessionResponse snapshot;
+    grpc::Status st = step(source, exp, &snapshot);
+    cairn::v1::SessionResponse imported;
+    if (st.ok()) {
+      cairn::v1::SessionRequest imp;
+      imp.mutable_import()->set_snapshot(snapshot.snapshot());
+      imp.mutable_import()->set_session_id(id);
+      st = step(target, imp, &imported);
+    }
+    if (st.ok()) {
+      cairn::v1::SessionRequest del;
+      del.mutable_delete_()->set_session_id(id);
+      cairn::v1::SessionResponse deleted;
+      st = step(source, del, &deleted);
+    }
+    if (st.ok()) {
+      ++moved;
+      std::fprintf(stderr, "moved %s (%d tokens)\n", id.c_str(), imported.session().tokens());
+    } else {
+      ++failed;
+      std::fprintf(stderr, "cairn-cli: session %s not moved: %d %s\n", id.c_str(),
+                   static_cast<int>(st.error_code()), st.error_message().c_str());
+    }
+  }
+  std::printf("drained %d of %d sessions\n", moved, moved + failed);
+  return failed == 0 ? 0 : 1;
 }
 
 }  // namespace
@@ -267,6 +410,13 @@ int main(int argc, char** argv) {
       o.list_models = true;
     } else if (a == "--chat") {
       o.chat = true;
+    } else if (a == "--health" || a.rfind("--health=", 0) == 0) {
+      o.health = true;
+      if (a.size() > 8) o.health_service = a.substr(9);
+    } else if (value("drain-to", &v)) {
+      o.drain_to = v;
+    } else if (value("affinity-key", &v)) {
+      o.affinity_key = v;
     } else if (value("system", &v)) {
       o.system = v;
     } else if (value("server", &v)) {
@@ -324,6 +474,12 @@ int main(int argc, char** argv) {
   }
   auto channel = grpc::CreateCustomChannel(o.server, creds, args);
   auto stub = Inference::NewStub(channel);
+  g_affinity_key = !o.affinity_key.empty() ? o.affinity_key : o.session;
+  if (o.health) return Health(channel, o);
+  if (!o.drain_to.empty()) {
+    auto target = Inference::NewStub(grpc::CreateCustomChannel(o.drain_to, creds, args));
+    return Drain(*stub, *target);
+  }
   if (o.model.empty() || o.list_models) {
     cairn::v1::ListModelsResponse resp;
     grpc::ClientContext ctx;

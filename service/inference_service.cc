@@ -2,54 +2,19 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <optional>
 #include <random>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "service/history_proto.h"
 #include "service/scheduler.h"
+#include "service/session_snapshot.h"
 #include "service/status.h"
 
 namespace cairn::service {
-namespace {
-
-absl::Status CheckToken(const ServedModel& model, int32_t id) {
-  if (id < 0 || id >= model.info().n_vocab) {
-    return absl::InvalidArgumentError(absl::StrCat("token id ", id, " out of range [0, ",
-                                                   model.info().n_vocab, ") for model '",
-                                                   model.name, "'"));
-  }
-  return absl::OkStatus();
-}
-
-absl::StatusOr<std::shared_ptr<const ChunkData>> ToChunk(const ServedModel& model,
-                                                        const v1::EmbeddingChunk& c) {
-  if (!model.info().accepts_embeddings) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("model '", model.name, "' does not accept embedding chunks"));
-  }
-  if (c.width() != model.info().n_embd) {
-    return absl::InvalidArgumentError(absl::StrCat("embedding width ", c.width(),
-                                                   " != the model's n_embd ", model.info().n_embd));
-  }
-  if (c.nx() <= 0 || c.ny() <= 0 || c.nx() > (1 << 16) || c.ny() > (1 << 16)) {
-    return absl::InvalidArgumentError(absl::StrCat("bad embedding grid ", c.nx(), "x", c.ny()));
-  }
-  const int64_t want = int64_t{c.nx()} * c.ny() * c.width();
-  if (want != c.values_size()) {
-    return absl::InvalidArgumentError(absl::StrCat("embedding chunk has ", c.values_size(),
-                                                   " values, grid and width need ", want));
-  }
-  auto d = std::make_shared<ChunkData>();
-  d->rows.assign(c.values().begin(), c.values().end());
-  d->width = c.width();
-  d->nx = c.nx();
-  d->ny = c.ny();
-  return std::shared_ptr<const ChunkData>(std::move(d));
-}
-
-}  // namespace
 
 absl::StatusOr<History> InferenceService::BuildPrompt(const ServedModel& model,
                                                       const v1::GenerateRequest& req,
@@ -146,6 +111,7 @@ absl::StatusOr<History> InferenceService::BuildPrompt(const ServedModel& model,
 
 grpc::Status InferenceService::Generate(grpc::ServerContext* ctx, const v1::GenerateRequest* req,
                                         grpc::ServerWriter<v1::GenerateResponse>* writer) {
+  AddReplicaMetadata(ctx);
   if (active_generate_.fetch_add(1) >= limits_.max_concurrent_generate) {
     active_generate_.fetch_sub(1);
     return ToGrpcStatus(absl::ResourceExhaustedError(absl::StrCat(
@@ -204,6 +170,10 @@ absl::Status InferenceService::DoGenerate(grpc::ServerContext* ctx, const Caller
   if (req.append() && req.session_id().empty()) {
     return absl::InvalidArgumentError("append needs a session_id");
   }
+  if (req.create_session() && (req.append() || req.session_id().empty())) {
+    return absl::InvalidArgumentError(
+        "create_session needs a session_id and the whole conversation (append = false)");
+  }
 
   // Session (exclusive while the request runs) or a fresh sequence.
   SessionLease lease;
@@ -212,7 +182,7 @@ absl::Status InferenceService::DoGenerate(grpc::ServerContext* ctx, const Caller
   checkpoint::Sequence* seq = nullptr;
   const History* base = nullptr;
   if (!req.session_id().empty()) {
-    auto l = sessions_->Acquire(req.session_id(), caller.owner);
+    auto l = AcquireSession(req.session_id(), caller, req.create_session() ? &model : nullptr);
     if (!l.ok()) return l.status();
     lease = std::move(*l);
     if (lease->model != &model) {
@@ -338,7 +308,10 @@ absl::Status InferenceService::DoGenerate(grpc::ServerContext* ctx, const Caller
       // A failed capture loses a cache entry, never correctness.
     }
   }
-  if (lease.get() != nullptr && update) lease->history = std::move(after);
+  if (lease.get() != nullptr && update) {
+    lease->history = std::move(after);
+    Persist(*lease);
+  }
   if (temp_seq != nullptr && job->prefilled) {
     // Sessionless: keep the state findable by the shared prefix index.
     model.engine->Park(*temp_seq).IgnoreError();
@@ -368,6 +341,7 @@ void InferenceService::Describe(const Session& s, bool include_tokens, v1::Sessi
 
 grpc::Status InferenceService::SessionControl(grpc::ServerContext* ctx, const v1::SessionRequest* req,
                                               v1::SessionResponse* resp) {
+  AddReplicaMetadata(ctx);
   absl::StatusOr<Caller> caller = auth_->Authenticate(*ctx);
   if (!caller.ok()) return ToGrpcStatus(caller.status());
   return ToGrpcStatus(DoSession(*caller, *req, resp));
@@ -379,21 +353,25 @@ absl::Status InferenceService::DoSession(const Caller& caller, const v1::Session
     case v1::SessionRequest::kCreate: {
       auto model = models_->Find(req.create().model());
       if (!model.ok()) return model.status();
-      auto s = sessions_->Create(*model, caller.owner, caller.cache_tenant);
+      const std::string& id = req.create().session_id();
+      if (absl::Status st = CheckIdIsFree(id); !st.ok()) return st;
+      auto s = sessions_->Create(*model, caller.owner, caller.cache_tenant, 0, "", id);
       if (!s.ok()) return s.status();
+      Persist(**s);
       Describe(**s, false, resp->mutable_session());
       break;
     }
     case v1::SessionRequest::kFork: {
-      auto src = sessions_->Acquire(req.fork().session_id(), caller.owner);
+      auto src = AcquireSession(req.fork().session_id(), caller);
       if (!src.ok()) return src.status();
       auto s = sessions_->Fork(**src);
       if (!s.ok()) return s.status();
+      Persist(**s);
       Describe(**s, false, resp->mutable_session());
       break;
     }
     case v1::SessionRequest::kRewind: {
-      auto s = sessions_->Acquire(req.rewind().session_id(), caller.owner);
+      auto s = AcquireSession(req.rewind().session_id(), caller);
       if (!s.ok()) return s.status();
       const int32_t n = req.rewind().tokens();
       if (n < 0) return absl::InvalidArgumentError("rewind.tokens must be >= 0");
@@ -404,16 +382,23 @@ absl::Status InferenceService::DoSession(const Caller& caller, const v1::Session
       // The live sequence is left as it is: the next Generate brings it to
       // the history, cutting or restoring exactly as needed.
       (*s)->history.Resize(static_cast<size_t>(n));
+      Persist(**s);
       Describe(**s, false, resp->mutable_session());
       break;
     }
     case v1::SessionRequest::kDelete: {
-      if (absl::Status st = sessions_->Delete(req.delete_().session_id(), caller.owner); !st.ok()) return st;
+      const std::string& id = req.delete_().session_id();
+      // Held here or only in the session directory (another replica's).
+      auto s = AcquireSession(id, caller);
+      if (!s.ok()) return s.status();
+      s->Reset();
+      if (absl::Status st = sessions_->Delete(id, caller.owner); !st.ok()) return st;
+      if (replica_.session_dir != nullptr) replica_.session_dir->Remove(id);
       resp->set_deleted(true);
       break;
     }
     case v1::SessionRequest::kGet: {
-      auto s = sessions_->Acquire(req.get().session_id(), caller.owner);
+      auto s = AcquireSession(req.get().session_id(), caller);
       if (s.ok()) {
         Describe(**s, req.get().include_tokens(), resp->mutable_session());
         break;
@@ -444,9 +429,14 @@ absl::Status InferenceService::DoSession(const Caller& caller, const v1::Session
       break;
     }
     case v1::SessionRequest::kExport: {
-      auto s = sessions_->Acquire(req.export_().session_id(), caller.owner);
+      auto s = AcquireSession(req.export_().session_id(), caller);
       if (!s.ok()) return s.status();
-      return Export(**s, resp);
+      auto snap = CaptureSession(**s, CaptureMode::kWholeHistory, budget_);
+      if (!snap.ok()) return snap.status();
+      if (!snap->SerializeToString(resp->mutable_snapshot())) {
+        return absl::InternalError("snapshot serialization failed");
+      }
+      return absl::OkStatus();
     }
     case v1::SessionRequest::kImport:
       return Import(caller, req.import(), resp);
@@ -457,147 +447,86 @@ absl::Status InferenceService::DoSession(const Caller& caller, const v1::Session
   return absl::OkStatus();
 }
 
-absl::Status InferenceService::Export(Session& s, v1::SessionResponse* resp) {
-  ServedModel& model = *s.model;
-  v1::SessionSnapshot snap;
-  snap.set_version(1);
-  snap.set_model(model.name);
-  snap.set_arch(model.info().arch);
-  snap.set_n_vocab(model.info().n_vocab);
-  for (const HistoryItem& it : s.history.items) {
-    v1::HistoryItem* h = snap.add_history();
-    if (it.is_chunk()) {
-      v1::EmbeddingChunk* c = h->mutable_chunk();
-      c->mutable_values()->Assign(it.chunk->rows.begin(), it.chunk->rows.end());
-      c->set_width(it.chunk->width);
-      c->set_nx(it.chunk->nx);
-      c->set_ny(it.chunk->ny);
-    } else {
-      h->set_token(it.token);
-    }
-  }
-  for (size_t e : s.history.message_ends) snap.add_message_ends(static_cast<int32_t>(e));
-  if (!s.history.empty()) {
-    // Bring the live state to the history (after a rewind or a reply whose
-    // last token was not absorbed yet), so the snapshot covers all of it.
-    checkpoint::Prompt p;
-    if (absl::Status st = s.history.ToPrompt(model.info().n_embd, &p); !st.ok()) return st;
-    const auto held = s.seq->history().keys();
-    if (held.size() != p.size() || checkpoint::CommonPrefix(held, p.keys()) != p.size()) {
-      if (budget_ != nullptr) {
-        const int64_t rows = s.history.RowsOf(s.history.size());
-        if (absl::Status st = s.memory.Grow(model.SequenceBytes(rows),
-                                            absl::StrCat("exporting session '", s.id, "' (", rows, " rows)"));
-            !st.ok()) {
-          return st;
-        }
-      }
-      auto r = model.engine->Prefill(*s.seq, p);
-      if (budget_ != nullptr) s.memory.Set(s.seq->memory()->Bytes(SnapshotScope::kFull));
-      if (!r.ok()) return r.status();
-    }
-    auto state = s.seq->memory()->Capture(SnapshotScope::kFull);
-    if (!state.ok()) return state.status();
-    snap.set_layout(state->layout);
-    snap.set_pos(state->pos);
-    snap.set_state(state->data.data(), state->data.size());
-  }
-  std::string bytes;
-  if (!snap.SerializeToString(&bytes)) return absl::InternalError("snapshot serialization failed");
-  resp->set_snapshot(std::move(bytes));
-  return absl::OkStatus();
-}
-
 absl::Status InferenceService::Import(const Caller& caller, const v1::ImportSession& req,
                                       v1::SessionResponse* resp) {
   v1::SessionSnapshot snap;
   if (!snap.ParseFromString(req.snapshot())) {
     return absl::InvalidArgumentError("snapshot bytes are not a cairn session snapshot");
   }
-  if (snap.version() != 1) {
-    return absl::InvalidArgumentError(absl::StrCat("unsupported snapshot version ", snap.version()));
+  if (!req.session_id().empty()) {
+    if (absl::Status st = SessionManager::ValidateId(req.session_id()); !st.ok()) return st;
+    if (absl::Status st = CheckIdIsFree(req.session_id()); !st.ok()) return st;
   }
-  const std::string name = req.model().empty() ? snap.model() : req.model();
-  auto model_or = models_->Find(name);
-  if (!model_or.ok()) return model_or.status();
-  ServedModel& model = **model_or;
-  if (snap.model() != model.name || snap.arch() != model.info().arch ||
-      snap.n_vocab() != model.info().n_vocab) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "snapshot is of model '", snap.model(), "' (", snap.arch(), "), not '", model.name, "' (",
-        model.info().arch, ")"));
-  }
-  History h;
-  for (const v1::HistoryItem& it : snap.history()) {
-    if (it.has_chunk()) {
-      auto c = ToChunk(model, it.chunk());
-      if (!c.ok()) return c.status();
-      h.AddChunk(std::move(*c));
-    } else {
-      if (absl::Status st = CheckToken(model, it.token()); !st.ok()) return st;
-      h.AddToken(it.token());
-    }
-  }
-  for (int32_t e : snap.message_ends()) {
-    if (e <= 0 || static_cast<size_t>(e) > h.size() || (!h.message_ends.empty() && h.message_ends.back() >= static_cast<size_t>(e))) {
-      return absl::InvalidArgumentError("snapshot message boundaries are malformed");
-    }
-    h.message_ends.push_back(static_cast<size_t>(e));
-  }
-  if (h.PositionsOf(h.size()) >= model.context_length()) {
-    return absl::ResourceExhaustedError("snapshot history does not fit the model's context");
-  }
-  Snapshot state;
-  size_t k = 0;  // history items the state covers
-  bool tokens_only = true;
-  if (!snap.state().empty()) {
-    state.pos = snap.pos();
-    state.scope = SnapshotScope::kFull;
-    state.layout = snap.layout();
-    state.data.assign(snap.state().begin(), snap.state().end());
-    while (k < h.size() && h.PositionsOf(k) < state.pos) {
-      tokens_only &= !h.items[k].is_chunk();
-      ++k;
-    }
-    if (state.pos <= 0 || h.PositionsOf(k) != state.pos) {
-      return absl::InvalidArgumentError("snapshot state position does not match its history");
-    }
-  }
-  // The budget must hold the restored state (bounded like any sequence of
-  // that many rows) before the session exists.
-  const int64_t state_rows = h.RowsOf(k);
-  auto lease = sessions_->Create(&model, caller.owner, caller.cache_tenant,
-                                 state.data.empty() ? 0 : model.SequenceBytes(state_rows),
-                                 absl::StrCat("an imported session of ", state_rows, " rows on model '",
-                                              model.name, "'"));
+  auto lease = RestoreSession(snap, req.model(), req.session_id(), caller, *models_, *sessions_, budget_);
   if (!lease.ok()) return lease.status();
-  Session& s = **lease;
-  if (!state.data.empty()) {
-    if (absl::Status st = s.seq->memory()->Restore(state); !st.ok()) {
-      const std::string id = s.id;
-      lease->Reset();  // releases the session so that it can be deleted
-      sessions_->Delete(id, caller.owner).IgnoreError();
-      return absl::FailedPreconditionError(absl::StrCat("snapshot does not fit model '", model.name,
-                                                        "': ", st.message()));
-    }
-    // Tell the engine what the restored memory holds. A history with chunks
-    // cannot be recorded this way: the state is dropped and the next
-    // Generate recomputes it (exact either way).
-    std::vector<TokenId> tokens;
-    for (size_t i = 0; i < k; ++i) tokens.push_back(h.items[i].token);
-    if (!tokens_only || !model.engine->Append(*s.seq, tokens).ok()) {
-      s.seq->memory()->Truncate(0).IgnoreError();
-    }
-  }
-  if (budget_ != nullptr) s.memory.Set(s.seq->memory()->Bytes(SnapshotScope::kFull));
-  s.history = std::move(h);
-  Describe(s, false, resp->mutable_session());
+  Persist(**lease);
+  Describe(**lease, false, resp->mutable_session());
   if (metrics_ != nullptr) metrics_->sessions->Set(static_cast<double>(sessions_->size()));
   return absl::OkStatus();
 }
 
+// ---------------------------------------------------------------------------
+// Replicas
+
+void InferenceService::AddReplicaMetadata(grpc::ServerContext* ctx) const {
+  if (!replica_.name.empty()) ctx->AddInitialMetadata("x-cairn-replica", replica_.name);
+}
+
+absl::Status InferenceService::CheckIdIsFree(const std::string& id) const {
+  if (id.empty() || replica_.session_dir == nullptr || !replica_.session_dir->Exists(id)) return absl::OkStatus();
+  return absl::AlreadyExistsError(absl::StrCat("session '", id, "' already exists (in the session directory)"));
+}
+
+absl::StatusOr<SessionLease> InferenceService::AcquireSession(const std::string& id, const Caller& caller,
+                                                              ServedModel* create_on) {
+  SessionDirectory* dir = replica_.session_dir;
+  if (dir != nullptr && dir->Check(id) != SessionDirectory::Change::kUnchanged) {
+    // Another replica continued or deleted the session since this one
+    // served it: the live copy here is stale.
+    if (absl::Status st = sessions_->Delete(id, caller.owner); !st.ok() && !absl::IsNotFound(st)) return st;
+  }
+  for (int attempt = 0;; ++attempt) {
+    auto lease = sessions_->Acquire(id, caller.owner);
+    if (!absl::IsNotFound(lease.status())) return lease;
+    if (dir != nullptr) {
+      auto persisted = dir->Load(id);
+      if (persisted.ok()) {
+        if (persisted->owner != caller.owner) {
+          return absl::PermissionDeniedError(absl::StrCat("session '", id, "' belongs to another client"));
+        }
+        auto restored = RestoreSession(persisted->snapshot, "", id, caller, *models_, *sessions_, budget_);
+        // Another request restored it meanwhile: acquire that one.
+        if (absl::IsAlreadyExists(restored.status()) && attempt == 0) continue;
+        if (restored.ok() && metrics_ != nullptr) {
+          metrics_->sessions->Set(static_cast<double>(sessions_->size()));
+        }
+        return restored;
+      }
+      if (!absl::IsNotFound(persisted.status())) {
+        std::fprintf(stderr, "cairn: session directory: %s\n", persisted.status().ToString().c_str());
+        if (!absl::IsDataLoss(persisted.status())) return persisted.status();
+      }
+    }
+    if (create_on == nullptr) return lease.status();
+    auto created = sessions_->Create(create_on, caller.owner, caller.cache_tenant, 0, "", id);
+    if (absl::IsAlreadyExists(created.status()) && attempt == 0) continue;
+    return created;
+  }
+}
+
+void InferenceService::Persist(Session& s) {
+  if (replica_.session_dir == nullptr) return;
+  auto snap = CaptureSession(s, CaptureMode::kAsHeld, budget_);
+  absl::Status st = snap.status();
+  if (st.ok()) st = replica_.session_dir->Save(s.id, PersistedSession{s.tenant, s.seq->tenant(), std::move(*snap)});
+  if (!st.ok()) {
+    std::fprintf(stderr, "cairn: persisting session '%s': %s\n", s.id.c_str(), st.ToString().c_str());
+  }
+}
+
 grpc::Status InferenceService::ListModels(grpc::ServerContext* ctx, const v1::ListModelsRequest* /*req*/,
                                           v1::ListModelsResponse* resp) {
+  AddReplicaMetadata(ctx);
   if (absl::StatusOr<Caller> caller = auth_->Authenticate(*ctx); !caller.ok()) {
     return ToGrpcStatus(caller.status());
   }

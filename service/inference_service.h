@@ -25,6 +25,7 @@
 #include "service/memory_budget.h"
 #include "service/metrics.h"
 #include "service/models.h"
+#include "service/session_dir.h"
 #include "service/sessions.h"
 
 namespace cairn::service {
@@ -38,15 +39,26 @@ struct ServiceLimits {
   int32_t max_text_bytes = 4 << 20;
 };
 
+// Scale-out: what a replica behind an affinity proxy needs (see "Routing
+// across replicas" in the proto).
+struct ReplicaOptions {
+  // Sent as `x-cairn-replica` initial metadata on every call ("" : none).
+  std::string name;
+  // Borrowed, may be null: sessions are then not persisted. With one, every
+  // session is written there after each request that changes it, and a
+  // session this replica does not hold (or holds stale) is read from it.
+  SessionDirectory* session_dir = nullptr;
+};
+
 class InferenceService final : public v1::Inference::Service {
  public:
   // Borrowed: all must outlive the service. `budget` (may be null: no
   // bound) is the live-memory budget the sessions also reserve from.
   InferenceService(ModelRegistry* models, SessionManager* sessions, Metrics* metrics,
                    const Authenticator* auth, const ServiceLimits& limits,
-                   MemoryBudget* budget = nullptr)
+                   MemoryBudget* budget = nullptr, ReplicaOptions replica = {})
       : models_(models), sessions_(sessions), metrics_(metrics), auth_(auth), limits_(limits),
-        budget_(budget) {}
+        budget_(budget), replica_(std::move(replica)) {}
 
   grpc::Status Generate(grpc::ServerContext* ctx, const v1::GenerateRequest* req,
                         grpc::ServerWriter<v1::GenerateResponse>* writer) override;
@@ -63,10 +75,22 @@ class InferenceService final : public v1::Inference::Service {
   // The request's new prompt parts (or rendered messages) as history items.
   absl::StatusOr<History> BuildPrompt(const ServedModel& model, const v1::GenerateRequest& req,
                                       bool at_start) const;
-  absl::Status Export(Session& s, v1::SessionResponse* resp);
   absl::Status Import(const Caller& caller, const v1::ImportSession& req,
                       v1::SessionResponse* resp);
   void Describe(const Session& s, bool include_tokens, v1::SessionInfo* out) const;
+  // The session for exclusive use, as SessionManager::Acquire, but also
+  // from the session directory (when this replica does not hold it, or
+  // another replica changed it since). `create_on` non-null: a session that
+  // exists nowhere is created on that model under `id`.
+  absl::StatusOr<SessionLease> AcquireSession(const std::string& id, const Caller& caller,
+                                              ServedModel* create_on = nullptr);
+  // Writes the session to the session directory (when there is one). A
+  // failure costs only the failover and is logged, not returned.
+  void Persist(Session& s);
+  // ALREADY_EXISTS when a client-chosen id is taken in the session
+  // directory (the live sessions are checked by SessionManager).
+  absl::Status CheckIdIsFree(const std::string& id) const;
+  void AddReplicaMetadata(grpc::ServerContext* ctx) const;
 
   ModelRegistry* const models_;
   SessionManager* const sessions_;
@@ -74,6 +98,7 @@ class InferenceService final : public v1::Inference::Service {
   const Authenticator* const auth_;
   const ServiceLimits limits_;
   MemoryBudget* const budget_;
+  const ReplicaOptions replica_;
   std::atomic<int32_t> active_generate_{0};
 };
 

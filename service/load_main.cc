@@ -6,6 +6,10 @@
 //   cairn-load --model=demo-hybrid --batching-gain     (1 vs 8 concurrent sequences,
 //                                                        alternating over --rounds=3)
 //
+// Each client sends its own affinity key (x-cairn-session: a run-unique
+// prefix and the client's index), so behind a proxy over several replicas a
+// client's requests stay on one replica, as a user's conversation would.
+//
 // Prints requests, errors, time to first token p50/p99 and tokens/s. Times
 // are what a client sees (over a real socket), on whatever else the machine
 // is doing: compare figures from the same run only.
@@ -55,8 +59,20 @@ struct Stats {
   std::string first_error;
 };
 
+// A key per run, so two runs' clients do not share keys.
+const std::string& RunKey() {
+  static const std::string key = [] {
+    std::random_device rd;
+    char buf[17];
+    std::snprintf(buf, sizeof(buf), "%08x%08x", rd(), rd());
+    return std::string(buf);
+  }();
+  return key;
+}
+
 void Client(const std::string& addr, const Options& o, int index, Clock::time_point end, Stats* stats) {
   auto stub = cairn::v1::Inference::NewStub(grpc::CreateChannel(addr, grpc::InsecureChannelCredentials()));
+  const std::string affinity_key = "load-" + RunKey() + "-" + std::to_string(index);
   std::mt19937 rng(1234 + index);
   while (Clock::now() < end) {
     cairn::v1::GenerateRequest req;
@@ -68,6 +84,7 @@ void Client(const std::string& addr, const Options& o, int index, Clock::time_po
     req.mutable_sampling()->set_seed(rng());
     req.set_stream_text(false);
     grpc::ClientContext ctx;
+    ctx.AddMetadata("x-cairn-session", affinity_key);
     const auto t0 = Clock::now();
     auto reader = stub->Generate(&ctx, req);
     cairn::v1::GenerateResponse ev;

@@ -46,9 +46,17 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Create(const ServerOptions& opti
   auto auth = Authenticator::Create(options.auth_tokens, options.share_prefix_cache);
   if (!auth.ok()) return auth.status();
   s->auth_ = std::move(*auth);
+  ReplicaOptions replica;
+  replica.name = options.replica_name;
+  if (!options.session_dir.empty()) {
+    auto dir = SessionDirectory::Create(options.session_dir, options.sessions.idle_timeout);
+    if (!dir.ok()) return dir.status();
+    s->session_dir_ = std::move(*dir);
+    replica.session_dir = s->session_dir_.get();
+  }
   s->service_ = std::make_unique<InferenceService>(s->models_.get(), s->sessions_.get(),
                                                    s->metrics_.get(), s->auth_.get(), options.limits,
-                                                   s->memory_budget_.get());
+                                                   s->memory_budget_.get(), std::move(replica));
   std::shared_ptr<grpc::ServerCredentials> creds = grpc::InsecureServerCredentials();
   if (!options.tls_cert.empty() || !options.tls_key.empty() || !options.tls_client_ca.empty()) {
     if (options.tls_cert.empty() || options.tls_key.empty()) {
@@ -95,11 +103,17 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Create(const ServerOptions& opti
 
 void Server::Housekeeping() {
   std::unique_lock<std::mutex> lock(mu_);
+  auto next_dir_sweep = std::chrono::steady_clock::now();
   while (!shutdown_) {
     cv_.wait_for(lock, std::chrono::seconds(1));
     if (shutdown_) break;
     lock.unlock();
     sessions_->Sweep();
+    // Expired session files (a directory listing: once a minute is enough).
+    if (session_dir_ != nullptr && std::chrono::steady_clock::now() >= next_dir_sweep) {
+      session_dir_->RemoveExpired();
+      next_dir_sweep = std::chrono::steady_clock::now() + std::chrono::minutes(1);
+    }
     double captured = 0, restored = 0;
     size_t queued = 0;
     for (ServedModel* m : models_->All()) {

@@ -47,6 +47,10 @@ struct ServerOptions {
   // all models together (see memory_budget.h); 0: unlimited. (cairn-server's
   // --memory-budget defaults to 50% of the RAM.)
   size_t memory_budget_bytes = 0;
+  // Scale-out (see ReplicaOptions): the name sent as x-cairn-replica, and a
+  // directory that replicas share for their sessions ("": none).
+  std::string replica_name;
+  std::string session_dir;
 };
 
 class Server final {
@@ -77,6 +81,7 @@ class Server final {
   std::unique_ptr<ModelRegistry> models_;
   std::unique_ptr<MemoryBudget> memory_budget_;  // outlives the sessions and the service
   std::unique_ptr<SessionManager> sessions_;
+  std::unique_ptr<SessionDirectory> session_dir_;  // may be null
   std::unique_ptr<Authenticator> auth_;
   std::unique_ptr<InferenceService> service_;
   std::unique_ptr<grpc::Server> server_;

@@ -58,6 +58,13 @@ const char kUsage[] = R"(cairn-server: a gRPC inference service (cairn.v1.Infere
                             this file (one per line); sessions belong to their token
   --share-prefix-cache      let different tokens share the prefix cache (off: cache
                             timing could reveal another tenant's prompts)
+  --replica-name=NAME       sent as 'x-cairn-replica' metadata on every response
+                            (default: the host name; '' : none)
+  --session-dir=PATH        a directory replicas share: every session is written there
+                            with its id after each request that changes it, and a
+                            session this replica does not hold is read from there, so
+                            it continues here when its replica went away (files older
+                            than --session-idle-seconds are deleted)
 %s)";
 
 bool Flag(const std::string& arg, const std::string& name, std::string* value) {
@@ -90,6 +97,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   std::string memory_budget = "50%";
+  bool replica_name_given = false;
   std::string demo_names;
   for (const auto& n : service::DemoModelNames()) demo_names += (demo_names.empty() ? "" : ", ") + n;
   for (size_t i = 0; i < args.size(); ++i) {
@@ -147,6 +155,15 @@ int main(int argc, char** argv) {
         return 2;
       }
       opt.auth_tokens = *tokens;
+    } else if (Flag(a, "replica-name", &v)) {
+      opt.replica_name = v;
+      replica_name_given = true;
+    } else if (Flag(a, "session-dir", &v)) {
+      if (v.empty()) {
+        std::fprintf(stderr, "cairn-server: --session-dir needs a path\n");
+        return 2;
+      }
+      opt.session_dir = v;
     } else if (a == "--share-prefix-cache") {
       opt.share_prefix_cache = true;
     } else {
@@ -156,6 +173,10 @@ int main(int argc, char** argv) {
     if (!ok) return 2;
   }
 
+  if (!replica_name_given) {
+    char host[256] = {};
+    if (gethostname(host, sizeof(host) - 1) == 0) opt.replica_name = host;
+  }
   {
     auto budget = service::ParseMemoryBudget(memory_budget);
     if (!budget.ok()) {
@@ -196,6 +217,9 @@ int main(int argc, char** argv) {
                  memory_budget.c_str());
   } else {
     std::fprintf(stderr, "cairn-server: memory budget for live sequences: unlimited\n");
+  }
+  if (!opt.session_dir.empty()) {
+    std::fprintf(stderr, "cairn-server: sessions persisted in %s\n", opt.session_dir.c_str());
   }
   std::fprintf(stderr, "cairn-server: listening on port %d\n", (*server)->port());
   if ((*server)->metrics().port() != 0) {

@@ -32,15 +32,29 @@ std::string SessionManager::NewId() {
   return buf;
 }
 
-absl::StatusOr<SessionLease> SessionManager::Insert(std::shared_ptr<Session> s) {
+absl::Status SessionManager::ValidateId(const std::string& id) {
+  const bool ok = !id.empty() && id.size() <= 128 && std::all_of(id.begin(), id.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
+  });
+  if (ok) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat("session id '", id.substr(0, 140),
+                                                 "' is not 1 to 128 characters from [A-Za-z0-9_-]"));
+}
+
+absl::StatusOr<SessionLease> SessionManager::Insert(std::shared_ptr<Session> s, const std::string& id) {
   std::lock_guard<std::mutex> lock(mu_);
   if (sessions_.size() >= static_cast<size_t>(options_.max_sessions)) {
     return absl::ResourceExhaustedError(absl::StrCat(
         "session limit reached (", options_.max_sessions, " sessions); delete some or wait for idle ones to expire"));
   }
-  do {
-    s->id = NewId();
-  } while (sessions_.count(s->id));
+  if (!id.empty()) {
+    if (sessions_.count(id)) return absl::AlreadyExistsError(absl::StrCat("session '", id, "' already exists"));
+    s->id = id;
+  } else {
+    do {
+      s->id = NewId();
+    } while (sessions_.count(s->id));
+  }
   s->busy = true;
   s->last_used = std::chrono::steady_clock::now();
   sessions_[s->id] = s;
@@ -49,7 +63,10 @@ absl::StatusOr<SessionLease> SessionManager::Insert(std::shared_ptr<Session> s) 
 
 absl::StatusOr<SessionLease> SessionManager::Create(ServedModel* model, const std::string& tenant,
                                                     const std::string& cache_tenant, size_t reserve_bytes,
-                                                    const std::string& what) {
+                                                    const std::string& what, const std::string& id) {
+  if (!id.empty()) {
+    if (absl::Status st = ValidateId(id); !st.ok()) return st;
+  }
   Sweep();
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -71,7 +88,7 @@ absl::StatusOr<SessionLease> SessionManager::Create(ServedModel* model, const st
   s->tenant = tenant;
   s->model = model;
   s->seq = std::move(*seq);
-  return Insert(std::move(s));
+  return Insert(std::move(s), id);
 }
 
 absl::StatusOr<SessionLease> SessionManager::Fork(Session& source) {

@@ -22,7 +22,7 @@ namespace cairn::service {
 struct ServedModel;
 
 struct Session {
-  std::string id;      // 32 hex digits: 128 random bits
+  std::string id;      // 32 hex digits (128 random bits), or chosen by the client
   std::string tenant;  // owner ("" without authentication)
   ServedModel* model = nullptr;
   // seq's bytes in the live-memory budget (see memory_budget.h), used under
@@ -85,9 +85,14 @@ class SessionManager final {
   // `reserve_bytes` when more (an import's state); `what` names the
   // operation in that error (default: "a new session on model ...").
   // `tenant` owns the session; `cache_tenant` is its prefix-cache partition.
+  // `id` empty: a new random id; otherwise the client's choice, checked by
+  // ValidateId, ALREADY_EXISTS when a live session has it.
   absl::StatusOr<SessionLease> Create(ServedModel* model, const std::string& tenant,
                                       const std::string& cache_tenant, size_t reserve_bytes = 0,
-                                      const std::string& what = "");
+                                      const std::string& what = "", const std::string& id = "");
+  // OK for a session id a client may choose: 1 to 128 characters from
+  // [A-Za-z0-9_-] (also safe as a file name); INVALID_ARGUMENT otherwise.
+  static absl::Status ValidateId(const std::string& id);
   // A new session holding a copy of `source`'s history and state (which
   // `source`'s holder leases). RESOURCE_EXHAUSTED as Create, for a copy of
   // the source's sequence memory.
@@ -122,7 +127,7 @@ class SessionManager final {
  private:
   friend class SessionLease;
   void Release(const std::shared_ptr<Session>& s);
-  absl::StatusOr<SessionLease> Insert(std::shared_ptr<Session> s);
+  absl::StatusOr<SessionLease> Insert(std::shared_ptr<Session> s, const std::string& id = "");
   static std::string NewId();
 
   const SessionOptions options_;
