@@ -479,7 +479,9 @@ absl::Status InferenceService::CheckIdIsFree(const std::string& id) const {
 
 absl::StatusOr<SessionLease> InferenceService::AcquireSession(const std::string& id, const Caller& caller,
                                                               ServedModel* create_on) {
-  SessionDirectory* dir = replica_.session_dir;
+  // Ids that cannot name a file were never persisted (and a client's bad id
+  // is its error, not the directory's).
+  SessionDirectory* dir = SessionManager::ValidateId(id).ok() ? replica_.session_dir : nullptr;
   if (dir != nullptr && dir->Check(id) != SessionDirectory::Change::kUnchanged) {
     // Another replica continued or deleted the session since this one
     // served it: the live copy here is stale.

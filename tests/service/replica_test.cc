@@ -72,7 +72,9 @@ class Replica {
     req.mutable_create()->set_session_id(id);
     v1::SessionResponse resp;
     grpc::Status st = Session(req, &resp, token);
-    if (st.ok()) EXPECT_EQ(resp.session().session_id(), id);
+    if (st.ok()) {
+      EXPECT_EQ(resp.session().session_id(), id);
+    }
     return st.error_code();
   }
   // The session's history; empty with the error code in `code`.
@@ -137,7 +139,7 @@ TEST(ReplicaTest, ClientChosenSessionIds) {
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r.Create("conv-1_A"), grpc::StatusCode::OK);
   EXPECT_EQ(r.Create("conv-1_A"), grpc::StatusCode::ALREADY_EXISTS);
-  for (const std::string bad : {"a/b", "..", "a b", std::string(129, 'x')}) {
+  for (const std::string& bad : std::vector<std::string>{"a/b", "..", "a b", std::string(129, 'x')}) {
     EXPECT_EQ(r.Create(bad), grpc::StatusCode::INVALID_ARGUMENT) << bad;
   }
   // Every response names its replica.

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include "gtest/gtest.h"
 
@@ -65,7 +66,7 @@ TEST_F(SessionDirTest, SaveThenLoadRoundTrips) {
 
 TEST_F(SessionDirTest, IdsThatAreNotSafeFileNamesAreRefused) {
   auto d = Open();
-  for (const std::string id : {"", "../x", "a/b", "a.b", std::string(129, 'a')}) {
+  for (const std::string& id : std::vector<std::string>{"", "../x", "a/b", "a.b", std::string(129, 'a')}) {
     EXPECT_TRUE(absl::IsInvalidArgument(d->Save(id, Sample(1)))) << id;
     EXPECT_TRUE(absl::IsInvalidArgument(d->Load(id).status())) << id;
     EXPECT_FALSE(d->Exists(id));
