@@ -11,6 +11,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -66,6 +67,39 @@ class CliTest(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(len(r.stdout.split()), 5)
         self.assertTrue(all(t.isdigit() for t in r.stdout.split()))
+
+    def test_health(self):
+        r = cli("--health")
+        self.assertEqual((r.returncode, r.stdout.strip()), (0, "SERVING"), r.stderr)
+        r = cli("--health=cairn.v1.Inference")
+        self.assertEqual((r.returncode, r.stdout.strip()), (0, "SERVING"), r.stderr)
+        r = cli("--health=no.such.Service")
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("service name unknown", r.stderr)
+
+    def test_chat_sends_the_whole_conversation_again_when_its_session_is_gone(self):
+        # A server of its own whose sessions expire after a second of idleness
+        # stands for a replica that went away with the session.
+        proc, port, _ = server_process.start(ARGS.server, "--model=demo-chat", "--threads=1",
+                                             "--session-idle-seconds=1")
+        try:
+            chat = subprocess.Popen([ARGS.cli, "--server=127.0.0.1:%d" % port, "--timeout=60", "--temperature=0",
+                                     "--max-tokens=6"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE, text=True)
+            chat.stdin.write("Hello there.\n")
+            chat.stdin.flush()
+            time.sleep(3.5)  # idle past the limit; swept within a second
+            out, err = chat.communicate("How are you?\n/stats\n", timeout=60)
+        finally:
+            proc.terminate()
+            proc.wait(timeout=30)
+        self.assertEqual(chat.returncode, 0, err)
+        self.assertIn("sending the whole conversation again", err)
+        self.assertEqual(len([l for l in out.splitlines() if l.strip()]), 2, out)
+        # The re-created session holds the whole conversation: both turns.
+        first = int(re.findall(r"\[prompt (\d+) tokens", err)[-1])
+        self.assertRegex(err, r"session holds %d tokens" % (first + 6))
+        self.assertGreater(first, 20)
 
 
 def main():
