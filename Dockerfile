@@ -45,6 +45,8 @@ RUN cmake -S . -B /build -G Ninja -DCMAKE_BUILD_TYPE=Release -DCAIRN_NATIVE=${CA
       || { echo "no package owns $lib" >&2; exit 1; }; \
     done | cut -d: -f1 | sort -u > /out/runtime-packages \
  && cat /out/runtime-packages
+# Lets scripts/container-test.sh remove this stage's image after the build.
+LABEL cairn.stage=build
 
 FROM ${BASE} AS runtime
 COPY --from=build /out/runtime-packages /tmp/runtime-packages
@@ -52,7 +54,7 @@ COPY --from=build /out/runtime-packages /tmp/runtime-packages
 RUN apt-get update -qq \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(cat /tmp/runtime-packages) \
  && rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin /tmp/runtime-packages \
- && useradd --system --uid 10001 --user-group --home-dir /var/lib/cairn --shell /usr/sbin/nologin cairn \
+ && useradd --uid 10001 --user-group --home-dir /var/lib/cairn --no-create-home --shell /usr/sbin/nologin cairn \
  && mkdir -p /models /var/lib/cairn/checkpoints /var/lib/cairn/sessions \
  && chown -R cairn:cairn /var/lib/cairn
 COPY --from=build /out/bin/ /usr/local/bin/

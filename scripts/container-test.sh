@@ -67,6 +67,8 @@ step "building $IMAGE (compiles cairn in the build stage)"
 start=$(date +%s)
 nice podman build --quiet --format docker --runtime "$RUNTIME" "${LIMITS[@]}" --build-arg "BASE=$BASE_IMAGE" -t "$IMAGE" . >/dev/null
 echo "built in $(( $(date +%s) - start )) s"
+# The build stage's image (compilers, sources) is not needed any more.
+podman image prune -f --filter label=cairn.stage=build >/dev/null
 size=$(podman image inspect --format '{{.Size}}' "$IMAGE")
 base_size=$(podman image inspect --format '{{.Size}}' "$BASE_IMAGE")
 echo "image size: $(( size / 1048576 )) MiB (base image $(( base_size / 1048576 )) MiB)"

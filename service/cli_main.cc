@@ -40,7 +40,10 @@ const char kUsage[] = R"(cairn-cli: talk to a cairn server
                                 one chat turn: PROMPT as a user message, rendered with
                                 the model's chat template; the reply to stdout
   cairn-cli [flags]             interactive chat (a session; each line a user message;
-                                /fork /rewind N /stats /sessions /models /quit)
+                                /fork /rewind N /stats /sessions /models /quit). A turn
+                                that fails because the session's replica went away is
+                                sent once more as the whole conversation (not after
+                                /rewind, nor for a --session this run did not start)
   cairn-cli --list-models       name, arch, family, context, chat template
   cairn-cli --health[=SERVICE]  grpc.health.v1 check of the server (or of SERVICE, e.g.
                                 cairn.v1.Inference): prints the status; exit 0 when SERVING
