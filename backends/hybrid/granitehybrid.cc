@@ -2,7 +2,10 @@
 // is 0, attention layers elsewhere (no positional encoding unless
 // rope.scaling.finetuned), SwiGLU FFNs; the embedding, each residual branch
 // and the logits scaled by the file's embedding_scale, residual_scale and
-// logit_scale (0 or absent: not applied).
+// logit_scale (0 or absent: not applied). With expert_count (Granite 4.0 H
+// Tiny/Small) every FFN is a mixture of experts: softmax router, the
+// expert_used_count best renormalized, SwiGLU experts of feed_forward_length,
+// plus an ungated SwiGLU shared expert of expert_shared_feed_forward_length.
 
 #include "absl/strings/str_cat.h"
 #include "backends/hybrid/hybrid_stack.h"
@@ -39,18 +42,24 @@ absl::StatusOr<std::unique_ptr<ArchModel>> LoadGraniteHybrid(const ModelLoader& 
   CAIRN_LOAD_ASSIGN(m->head, LoadOutputHead(ld, *m->tok_embd, hp.eps));
   m->head.logit_scale = static_cast<float>(logit_scale);
 
+  MoeSpec moe;
+  if (ld.HasKey("expert_count")) {
+    CAIRN_RETURN_IF_ERROR(ReadExpertCounts(ld, moe));
+    CAIRN_LOAD_ASSIGN(moe.n_ff_shared, ld.IntInOr("expert_shared_feed_forward_length", 0, int64_t{1} << 20, 0));
+    moe.normalize = true;
+  }
   m->layers.resize(hp.n_layer);
   for (int32_t il = 0; il < hp.n_layer; ++il) {
     HybridStack::Layer& L = m->layers[il];
     if (hp.n_ff[il] <= 0) return ld.Error(absl::StrCat("layer ", il, ": feed_forward_length out of range"));
-    if (ld.HasTensor(BlockTensor(il, "ffn_gate_inp.weight"))) {
-      // Granite 4.0 H Tiny/Small route tokens to experts; only dense FFNs here.
-      return absl::UnimplementedError(absl::StrCat("model '", ld.file().path(), "': layer ", il,
-                                                   ": mixture-of-experts FFN (ffn_gate_inp) is not supported"));
-    }
     CAIRN_LOAD_ASSIGN(L.attn_norm, ld.F32(BlockTensor(il, "attn_norm.weight"), {hp.n_embd}));
     CAIRN_LOAD_ASSIGN(L.ffn_norm, ld.F32(BlockTensor(il, "ffn_norm.weight"), {hp.n_embd}));
-    CAIRN_LOAD_ASSIGN(L.ffn, LoadGluFfn(ld, il, hp.n_embd, hp.n_ff[il], FfnActivation::kSilu));
+    if (moe.n_expert > 0) {
+      moe.n_ff = hp.n_ff[il];
+      CAIRN_LOAD_ASSIGN(L.moe, LoadMoe(ld, il, hp.n_embd, moe));
+    } else {
+      CAIRN_LOAD_ASSIGN(L.ffn, LoadGluFfn(ld, il, hp.n_embd, hp.n_ff[il], FfnActivation::kSilu));
+    }
     if (hp.n_head_kv[il] == 0) {
       L.mixer = HybridStack::Mixer::kMamba2;
       CAIRN_LOAD_ASSIGN(L.mamba, LoadMambaMixer(ld, m->mamba, il));

@@ -10,6 +10,7 @@ namespace {
 constexpr ArchEntry kArchs[] = {
     {"granitehybrid", &LoadGraniteHybrid},
     {"qwen35", &LoadQwen35},
+    {"qwen35moe", &LoadQwen35Moe},
 };
 
 }  // namespace

@@ -13,7 +13,7 @@ void HybridStack::FinishLoad(const ModelLoader& loader, const DecoderHParams& hp
   for (Layer& L : layers) {
     const bool attention = L.mixer == Mixer::kAttention;
     L.slot = attention ? n_attention++ : n_recurrent++;
-    bytes += L.ffn.matrix_bytes();
+    bytes += L.moe.n_expert > 0 ? L.moe.bytes_per_row() : L.ffn.matrix_bytes();
     if (attention) {
       bytes += L.attn.matrix_bytes();
     } else {
@@ -46,7 +46,12 @@ void HybridStack::Forward(ForwardPass& pass) const {
         break;
     }
     pass.AddResidual(out, residual_scale);
-    FfnForward(L.ffn, pass, pass.Normed(L.ffn_norm, eps), out);
+    const float* fn = pass.Normed(L.ffn_norm, eps);
+    if (L.moe.n_expert > 0) {
+      MoeForward(L.moe, pass, fn, out);
+    } else {
+      FfnForward(L.ffn, pass, fn, out);
+    }
     pass.AddResidual(out, residual_scale);
   }
   pass.Logits(head);

@@ -1,8 +1,9 @@
 // The wiring shared by this family's architectures whose layers are each
 // x += s * mixer(RMSNorm(x)) then x += s * FFN(RMSNorm(x)), the mixer being
 // attention in some layers and a recurrent mixer (Mamba-2 or Gated
-// DeltaNet) in the others. Each architecture's file (granitehybrid.cc,
-// qwen35.cc) reads its hyperparameters and tensors into a HybridStack.
+// DeltaNet) in the others, the FFN dense or a mixture of experts. Each
+// architecture's file (granitehybrid.cc, qwen35.cc, qwen35moe.cc) reads its
+// hyperparameters and tensors into a HybridStack.
 #ifndef CAIRN_BACKENDS_HYBRID_HYBRID_STACK_H_
 #define CAIRN_BACKENDS_HYBRID_HYBRID_STACK_H_
 
@@ -15,6 +16,7 @@
 #include "backends/layers/delta_net_mixer.h"
 #include "backends/layers/ffn.h"
 #include "backends/layers/mamba_mixer.h"
+#include "backends/layers/moe.h"
 
 namespace cairn {
 
@@ -28,7 +30,8 @@ class HybridStack final : public ArchModel {
     AttentionBlock attn;
     MambaMixerWeights mamba;
     DeltaNetWeights delta_net;
-    FfnBlock ffn;
+    FfnBlock ffn;  // the dense FFN, unless moe.n_expert > 0
+    MoeBlock moe;
   };
 
   // Filled by the architecture's loader.
@@ -56,6 +59,10 @@ class HybridStack final : public ArchModel {
 // The loaders registered to the family (hybrid_family.cc).
 absl::StatusOr<std::unique_ptr<ArchModel>> LoadGraniteHybrid(const ModelLoader& loader);
 absl::StatusOr<std::unique_ptr<ArchModel>> LoadQwen35(const ModelLoader& loader);
+absl::StatusOr<std::unique_ptr<ArchModel>> LoadQwen35Moe(const ModelLoader& loader);
+
+// The qwen35 wiring with dense FFNs or, with `moe`, a MoE FFN in every layer.
+absl::StatusOr<std::unique_ptr<ArchModel>> LoadQwen35Style(const ModelLoader& loader, const MoeSpec* moe);
 
 }  // namespace cairn
 

@@ -10,7 +10,11 @@
 
 namespace cairn {
 
-absl::StatusOr<std::unique_ptr<ArchModel>> LoadQwen35(const ModelLoader& ld) {
+absl::StatusOr<std::unique_ptr<ArchModel>> LoadQwen35(const ModelLoader& loader) {
+  return LoadQwen35Style(loader, nullptr);
+}
+
+absl::StatusOr<std::unique_ptr<ArchModel>> LoadQwen35Style(const ModelLoader& ld, const MoeSpec* moe) {
   auto m = std::make_unique<HybridStack>();
   DecoderHParams hp;
   CAIRN_LOAD_ASSIGN(hp, ReadDecoderHParams(ld, 4096));
@@ -51,10 +55,14 @@ absl::StatusOr<std::unique_ptr<ArchModel>> LoadQwen35(const ModelLoader& ld) {
   m->layers.resize(hp.n_layer);
   for (int32_t il = 0; il < hp.n_layer; ++il) {
     HybridStack::Layer& L = m->layers[il];
-    if (hp.n_ff[il] <= 0) return ld.Error(absl::StrCat("layer ", il, ": feed_forward_length out of range"));
     CAIRN_LOAD_ASSIGN(L.attn_norm, ld.F32(BlockTensor(il, "attn_norm.weight"), {hp.n_embd}));
     CAIRN_LOAD_ASSIGN(L.ffn_norm, ld.F32(BlockTensor(il, "post_attention_norm.weight"), {hp.n_embd}));
-    CAIRN_LOAD_ASSIGN(L.ffn, LoadGluFfn(ld, il, hp.n_embd, hp.n_ff[il], FfnActivation::kSilu));
+    if (moe != nullptr) {
+      CAIRN_LOAD_ASSIGN(L.moe, LoadMoe(ld, il, hp.n_embd, *moe));
+    } else {
+      if (hp.n_ff[il] <= 0) return ld.Error(absl::StrCat("layer ", il, ": feed_forward_length out of range"));
+      CAIRN_LOAD_ASSIGN(L.ffn, LoadGluFfn(ld, il, hp.n_embd, hp.n_ff[il], FfnActivation::kSilu));
+    }
     if ((il + 1) % interval != 0) {
       L.mixer = HybridStack::Mixer::kDeltaNet;
       CAIRN_LOAD_ASSIGN(L.delta_net, LoadDeltaNet(ld, m->delta_net, il));

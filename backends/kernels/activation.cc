@@ -22,6 +22,13 @@ void GeGlu(const float* gate, const float* up, int64_t n, float* out) {
   }
 }
 
+void ReluSquared(const float* x, int64_t n, float* out) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float r = x[i] > 0.0f ? x[i] : 0.0f;
+    out[i] = r * r;
+  }
+}
+
 void SoftmaxInPlace(float* x, int64_t n) {
   float mx = -std::numeric_limits<float>::infinity();
   for (int64_t i = 0; i < n; ++i) mx = x[i] > mx ? x[i] : mx;

@@ -12,6 +12,9 @@ void SwiGlu(const float* gate, const float* up, int64_t n, float* out);
 // out[i] = gelu(gate[i]) * up[i] (tanh approximation); out may alias.
 void GeGlu(const float* gate, const float* up, int64_t n, float* out);
 
+// out[i] = max(x[i], 0)^2 (squared ReLU); out may alias x.
+void ReluSquared(const float* x, int64_t n, float* out);
+
 // In place: x = softmax(x) over n values; -inf entries get 0. Sums in double.
 // If every entry is -inf the row becomes all zeros.
 void SoftmaxInPlace(float* x, int64_t n);

@@ -39,7 +39,8 @@ absl::StatusOr<DecoderHParams> ReadDecoderHParams(const ModelLoader& ld, int64_t
   CAIRN_LOAD_ASSIGN(eps, ld.Float("attention.layer_norm_rms_epsilon"));
   hp.eps = static_cast<float>(eps);
   CAIRN_LOAD_ASSIGN(hp.n_head_kv, ld.PerLayer("attention.head_count_kv", hp.n_layer));
-  CAIRN_LOAD_ASSIGN(hp.n_ff, ld.PerLayer("feed_forward_length", hp.n_layer));
+  hp.n_ff.assign(hp.n_layer, 0);  // absent in some MoE files
+  if (ld.HasKey("feed_forward_length")) CAIRN_LOAD_ASSIGN(hp.n_ff, ld.PerLayer("feed_forward_length", hp.n_layer));
   for (int64_t f : hp.n_ff) {
     if (f < 0 || f > kMaxDim) return ld.Error(absl::StrCat("feed_forward_length ", f, " is out of range"));
   }

@@ -113,7 +113,7 @@ struct DecoderHParams {
   int32_t n_ctx_train = 0;     // context_length, or the architecture's default
   float eps = 0.0f;            // attention.layer_norm_rms_epsilon
   std::vector<int64_t> n_head_kv;  // attention.head_count_kv per layer (0 marks a recurrent layer in some hybrids)
-  std::vector<int64_t> n_ff;       // feed_forward_length per layer
+  std::vector<int64_t> n_ff;       // feed_forward_length per layer (0s when absent)
   int32_t head_dim_k = 0;      // attention.key_length, default n_embd / n_head
   int32_t head_dim_v = 0;      // attention.value_length, default head_dim_k
 };

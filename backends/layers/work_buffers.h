@@ -22,6 +22,7 @@ class WorkBuffers {
     kAttention,  // attention output per head, before the output projection
     kFfnGate,
     kFfnUp,
+    kSharedExpert,  // MoE: the shared expert's output
     kMixer0,     // recurrent mixers: kMixer0 .. kMixer0 + kMixerSlots - 1
     kSlotCount = kMixer0 + 6,
   };

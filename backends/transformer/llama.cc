@@ -18,7 +18,8 @@ class LlamaModel final : public ArchModel {
   struct Layer {
     std::vector<float> attn_norm, ffn_norm;
     AttentionBlock attn;
-    FfnBlock ffn;
+    FfnBlock ffn;  // unless moe.n_expert > 0
+    MoeBlock moe;
   };
 
   float eps_ = 1e-5f;
@@ -51,6 +52,11 @@ absl::Status LlamaModel::Load(const ModelLoader& ld, const LlamaVariant& variant
     CAIRN_LOAD_ASSIGN(L.attn_norm, ld.Vector(BlockTensor(il, "attn_norm.weight"), n_embd));
     CAIRN_LOAD_ASSIGN(L.ffn_norm, ld.Vector(BlockTensor(il, "ffn_norm.weight"), n_embd));
     CAIRN_RETURN_IF_ERROR(LoadAttention(ld, il, n_embd, variant.tensors, a));
+    if (variant.moe != nullptr) {
+      CAIRN_LOAD_ASSIGN(L.moe, LoadMoe(ld, il, n_embd, *variant.moe));
+      weight_bytes += a.matrix_bytes() + L.moe.bytes_per_row();
+      continue;
+    }
     CAIRN_LOAD_ASSIGN(L.ffn, LoadGluFfn(ld, il, n_embd, hp.n_ff[il], FfnActivation::kSilu));
     weight_bytes += a.matrix_bytes() + L.ffn.matrix_bytes();
   }
@@ -75,7 +81,12 @@ void LlamaModel::Forward(ForwardPass& pass) const {
                      last ? QueryRows::kWanted : QueryRows::kAll);
     if (last) pass.KeepWantedRows();
     pass.AddResidual(out);
-    FfnForward(L.ffn, pass, pass.Normed(L.ffn_norm, eps_), out);
+    const float* fn = pass.Normed(L.ffn_norm, eps_);
+    if (L.moe.n_expert > 0) {
+      MoeForward(L.moe, pass, fn, out);
+    } else {
+      FfnForward(L.ffn, pass, fn, out);
+    }
     pass.AddResidual(out);
   }
   pass.Logits(head_);

@@ -1,7 +1,9 @@
 // The llama-style decoder wiring, shared by the architectures of this family
-// that compose the same blocks: x += attn(RMSNorm(x)), x += SwiGLU(RMSNorm(x)),
+// that compose the same blocks: x += attn(RMSNorm(x)), x += FFN(RMSNorm(x))
+// (SwiGLU, or a mixture of SwiGLU experts),
 // the last layer computing only the rows whose logits are wanted. What
-// differs per architecture is a LlamaVariant (llama.cc, qwen2.cc, qwen3.cc).
+// differs per architecture is a LlamaVariant (llama.cc, qwen2.cc,
+// qwen3.cc, qwen3moe.cc).
 #ifndef CAIRN_BACKENDS_TRANSFORMER_LLAMA_H_
 #define CAIRN_BACKENDS_TRANSFORMER_LLAMA_H_
 
@@ -11,6 +13,7 @@
 #include "backends/kernels/rope.h"
 #include "backends/layers/arch_model.h"
 #include "backends/layers/attention.h"
+#include "backends/layers/moe.h"
 
 namespace cairn {
 
@@ -19,6 +22,8 @@ struct LlamaVariant {
   AttentionTensors tensors{Presence::kOptional, Presence::kOptional, Presence::kOptional};
   // "<arch>.attention.scale" replaces 1/sqrt(head_dim) when set (llama).
   bool honours_attention_scale = false;
+  // Every layer's FFN is this mixture of experts instead of a dense one.
+  const MoeSpec* moe = nullptr;
 };
 
 absl::StatusOr<std::unique_ptr<ArchModel>> LoadLlamaStyle(const ModelLoader& loader, const LlamaVariant& variant);
@@ -27,6 +32,7 @@ absl::StatusOr<std::unique_ptr<ArchModel>> LoadLlamaStyle(const ModelLoader& loa
 absl::StatusOr<std::unique_ptr<ArchModel>> LoadLlama(const ModelLoader& loader);
 absl::StatusOr<std::unique_ptr<ArchModel>> LoadQwen2(const ModelLoader& loader);
 absl::StatusOr<std::unique_ptr<ArchModel>> LoadQwen3(const ModelLoader& loader);
+absl::StatusOr<std::unique_ptr<ArchModel>> LoadQwen3Moe(const ModelLoader& loader);
 
 }  // namespace cairn
 

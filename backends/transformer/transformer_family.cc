@@ -13,6 +13,7 @@ constexpr ArchEntry kArchs[] = {
     {"llama", &LoadLlama},
     {"qwen2", &LoadQwen2},
     {"qwen3", &LoadQwen3},
+    {"qwen3moe", &LoadQwen3Moe},
 };
 
 }  // namespace

@@ -29,8 +29,8 @@ namespace cairn {
 namespace {
 
 struct Row {
-  const char* model;      // relative to ../shared
-  const char* logits;     // golden logits relative to ../shared
+  const char* model;      // relative to ../shared, or to the source tree ("tests/data/...")
+  const char* logits;     // golden logits, likewise
   double tolerance;       // max |diff| / std(reference logits)
 };
 
@@ -47,7 +47,18 @@ const Row kRows[] = {
     {"golden/models/mamba.gguf", "golden/logits/mamba.bin", 1e-4},
     {"golden/models/granitehybrid.gguf", "golden/logits/granitehybrid.bin", 1e-4},
     {"golden/models/qwen35.gguf", "golden/logits/qwen35.bin", 1e-4},
+    // Mixtures of experts.
+    {"golden/models/qwen35moe.gguf", "golden/logits/qwen35moe.bin", 1e-4},
+    {"golden/models/qwen35moe-Q8_0.gguf", "golden/logits/qwen35moe-Q8_0.bin", 1e-4},
+    {"golden/models/granitehybrid-moe.gguf", "golden/logits/granitehybrid-moe.bin", 1e-4},
+    {"tests/data/qwen3moe.gguf", "tests/data/qwen3moe.bin", 1e-4},
 };
+
+// A row's file: in the source tree for tests/data, else under ../shared.
+std::string DataPath(const std::string& relative) {
+  if (relative.rfind("tests/", 0) == 0) return std::string(CAIRN_SOURCE_DIR) + "/" + relative;
+  return testing::SharedPath(relative);
+}
 
 void PrintTo(const Row& r, std::ostream* os) { *os << r.model << " (tol " << r.tolerance << ")"; }
 
@@ -64,7 +75,7 @@ std::string RowName(const ::testing::TestParamInfo<Row>& info) {
 class ConformanceTest : public ::testing::TestWithParam<Row> {
  protected:
   void SetUp() override {
-    CAIRN_REQUIRE_SHARED(GetParam().model);
+    CAIRN_REQUIRE_SHARED("golden/tokens.txt");
     ASSERT_TRUE(RegisterBuiltinBackends(registry_).ok());
     backend_ = MakeBackend(BackendOptions{});
     ASSERT_NE(backend_, nullptr);
@@ -77,7 +88,7 @@ class ConformanceTest : public ::testing::TestWithParam<Row> {
   }
 
   std::unique_ptr<Backend> MakeBackend(const BackendOptions& options) {
-    auto model = ModelFile::Open(testing::SharedPath(GetParam().model));
+    auto model = ModelFile::Open(DataPath(GetParam().model));
     EXPECT_TRUE(model.ok()) << model.status();
     if (!model.ok()) return nullptr;
     auto b = registry_.Create(std::shared_ptr<const ModelFile>(std::move(*model)), options);
@@ -132,8 +143,8 @@ class ConformanceTest : public ::testing::TestWithParam<Row> {
 };
 
 TEST_P(ConformanceTest, MatchesGoldenLogits) {
-  CAIRN_REQUIRE_SHARED(GetParam().logits);
-  auto ref = ReadLogitsFile(testing::SharedPath(GetParam().logits));
+  CAIRN_REQUIRE_SHARED("golden/tokens.txt");
+  auto ref = ReadLogitsFile(DataPath(GetParam().logits));
   ASSERT_TRUE(ref.ok()) << ref.status();
   ASSERT_EQ(ref->size(), tokens_.size());
   std::vector<SequenceLogits> got;
@@ -539,7 +550,7 @@ TEST_P(ConformanceTest, BeyondContextIsResourceExhaustedAndChangesNothing) {
 
 TEST_P(ConformanceTest, ModelInfoDescribesTheModel) {
   const ModelInfo& info = backend_->info();
-  auto arch = ModelFile::Open(testing::SharedPath(GetParam().model));
+  auto arch = ModelFile::Open(DataPath(GetParam().model));
   ASSERT_TRUE(arch.ok());
   EXPECT_EQ(info.arch, *(*arch)->Architecture());
   EXPECT_EQ(info.family, *registry_.FamilyForArch(info.arch));
