@@ -285,10 +285,93 @@ absl::StatusOr<DemoModel> BuildHybrid(const std::string& name, int64_t E, int64_
   return Finish(w, name);
 }
 
+// A Qwen3.5-MoE-style hybrid (qwen35moe): Gated DeltaNet layers and gated
+// attention every second layer, each with a mixture of 8 SwiGLU experts (2
+// used) and a sigmoid-gated shared expert.
+absl::StatusOr<DemoModel> BuildMoe(const std::string& name) {
+  const Vocab v = BuildVocab();
+  const int64_t E = 64, n_layer = 4, n_head = 4, n_head_kv = 2, hd = 16;
+  const int64_t k_heads = 2, v_heads = 4, d_state = 16, d_conv = 4;
+  const int64_t n_expert = 8, n_used = 2, n_ff_exp = 64, n_ff_shexp = 64;
+  const int64_t key_dim = k_heads * d_state, value_dim = v_heads * d_state, conv_ch = 2 * key_dim + value_dim;
+  const int64_t n_vocab = static_cast<int64_t>(v.tokens.size());
+  GgufWriter w;
+  const std::string a = "qwen35moe";
+  w.SetString("general.architecture", a);
+  w.SetString("general.name", name);
+  w.SetUint32(a + ".context_length", 8192);
+  w.SetUint32(a + ".embedding_length", E);
+  w.SetUint32(a + ".block_count", n_layer);
+  w.SetUint32(a + ".attention.head_count", n_head);
+  w.SetUint32(a + ".attention.head_count_kv", n_head_kv);
+  w.SetUint32(a + ".attention.key_length", hd);
+  w.SetUint32(a + ".attention.value_length", hd);
+  w.SetFloat32(a + ".attention.layer_norm_rms_epsilon", 1e-6f);
+  w.SetUint32(a + ".full_attention_interval", 2);
+  w.SetUint32(a + ".rope.dimension_count", 8);
+  w.SetInt32Array(a + ".rope.dimension_sections", {2, 1, 1, 0});
+  w.SetFloat32(a + ".rope.freq_base", 1e7f);
+  w.SetUint32(a + ".ssm.conv_kernel", d_conv);
+  w.SetUint32(a + ".ssm.group_count", k_heads);
+  w.SetUint32(a + ".ssm.time_step_rank", v_heads);
+  w.SetUint32(a + ".ssm.state_size", d_state);
+  w.SetUint32(a + ".ssm.inner_size", value_dim);
+  w.SetUint32(a + ".expert_count", n_expert);
+  w.SetUint32(a + ".expert_used_count", n_used);
+  w.SetUint32(a + ".expert_feed_forward_length", n_ff_exp);
+  w.SetUint32(a + ".expert_shared_feed_forward_length", n_ff_shexp);
+  AddTokenizer(w, v);
+  Rng rng;
+  auto tensor = [&](const std::string& n, std::vector<int64_t> shape, float scale) {
+    int64_t k = 1;
+    for (int64_t d : shape) k *= d;
+    w.AddF32Tensor(n, std::move(shape), rng.Vec(k, -scale, scale));
+  };
+  auto matrix = [&](const std::string& n, std::vector<int64_t> shape) {
+    tensor(n, shape, 1.0f / std::sqrt(static_cast<float>(shape[0])));
+  };
+  auto ones = [&](const std::string& n, int64_t k) { w.AddF32Tensor(n, {k}, std::vector<float>(k, 1.0f)); };
+  w.AddF32Tensor("token_embd.weight", {E, n_vocab}, rng.Vec(E * n_vocab, -1.0f, 1.0f));
+  ones("output_norm.weight", E);
+  w.AddF32Tensor("output.weight", {E, n_vocab}, OutputRows(v, E, 0.6f, rng));
+  for (int64_t l = 0; l < n_layer; ++l) {
+    const std::string p = absl::StrCat("blk.", l, ".");
+    ones(p + "attn_norm.weight", E);
+    ones(p + "post_attention_norm.weight", E);
+    if (l % 2 == 0) {
+      matrix(p + "attn_qkv.weight", {E, conv_ch});
+      matrix(p + "attn_gate.weight", {E, value_dim});
+      tensor(p + "ssm_conv1d.weight", {d_conv, conv_ch}, 0.5f);
+      w.AddF32Tensor(p + "ssm_dt.bias", {v_heads}, rng.Vec(v_heads, -1.0f, 1.0f));
+      w.AddF32Tensor(p + "ssm_a", {v_heads}, rng.Vec(v_heads, -2.0f, -0.5f));
+      matrix(p + "ssm_beta.weight", {E, v_heads});
+      matrix(p + "ssm_alpha.weight", {E, v_heads});
+      ones(p + "ssm_norm.weight", d_state);
+      matrix(p + "ssm_out.weight", {value_dim, E});
+    } else {
+      matrix(p + "attn_q.weight", {E, 2 * n_head * hd});
+      matrix(p + "attn_k.weight", {E, n_head_kv * hd});
+      matrix(p + "attn_v.weight", {E, n_head_kv * hd});
+      matrix(p + "attn_output.weight", {n_head * hd, E});
+      ones(p + "attn_q_norm.weight", hd);
+      ones(p + "attn_k_norm.weight", hd);
+    }
+    tensor(p + "ffn_gate_inp.weight", {E, n_expert}, 1.0f);
+    matrix(p + "ffn_gate_exps.weight", {E, n_ff_exp, n_expert});
+    matrix(p + "ffn_up_exps.weight", {E, n_ff_exp, n_expert});
+    matrix(p + "ffn_down_exps.weight", {n_ff_exp, E, n_expert});
+    tensor(p + "ffn_gate_inp_shexp.weight", {E}, 0.5f);
+    matrix(p + "ffn_gate_shexp.weight", {E, n_ff_shexp});
+    matrix(p + "ffn_up_shexp.weight", {E, n_ff_shexp});
+    matrix(p + "ffn_down_shexp.weight", {n_ff_shexp, E});
+  }
+  return Finish(w, name);
+}
+
 }  // namespace
 
 std::vector<std::string> DemoModelNames() {
-  return {"demo-transformer", "demo-recurrent", "demo-hybrid", "demo-chat"};
+  return {"demo-transformer", "demo-recurrent", "demo-hybrid", "demo-chat", "demo-moe"};
 }
 
 absl::StatusOr<std::shared_ptr<const ModelFile>> OpenModelOrDemo(const std::string& path) {
@@ -314,6 +397,7 @@ absl::StatusOr<DemoModel> BuildDemoModel(const std::string& name) {
   if (name == "demo-recurrent") return BuildRecurrent(name);
   if (name == "demo-hybrid") return BuildHybrid(name, 64, 4, 128);
   if (name == "demo-chat") return BuildTransformer(name, /*chatml=*/true);
+  if (name == "demo-moe") return BuildMoe(name);
   // Large enough (about 140 MB of F32 weights) that a decode step is bound by
   // reading the weights, as with real models: for batching measurements.
   if (name == "demo-hybrid-large") return BuildHybrid(name, 512, 8, 1536);

@@ -24,7 +24,9 @@ struct DemoModel {
 // and one attention layer in four), "demo-chat" (demo-transformer's shape
 // with the ChatML control tokens <|im_start|> and <|im_end|> in its
 // vocabulary, <|im_end|> as EOS, and the ChatML template in
-// tokenizer.chat_template).
+// tokenizer.chat_template), "demo-moe" (qwen35moe: Gated DeltaNet and gated
+// attention layers, each with a mixture of 8 experts, 2 used, and a shared
+// expert).
 std::vector<std::string> DemoModelNames();
 
 // DemoModelNames() plus "demo-hybrid-large" (same shape, n_embd 512, 8

@@ -28,7 +28,7 @@ inline absl::StatusOr<std::unique_ptr<Backend>> LoadBackend(const std::string& r
     (void)s;
     return r;
   }();
-  auto model = ModelFile::Open(::cairn::testing::SharedPath(relative));
+  auto model = ModelFile::Open(::cairn::testing::TestDataPath(relative));
   if (!model.ok()) return model.status();
   absl::StatusOr<std::string> arch = (*model)->Architecture();
   if (!arch.ok()) return arch.status();

@@ -201,7 +201,7 @@ TEST_F(ServiceTest, ListModelsDescribesBuiltInModels) {
   v1::ListModelsResponse resp;
   grpc::ClientContext ctx;
   ASSERT_TRUE(client_->stub().ListModels(&ctx, {}, &resp).ok());
-  ASSERT_EQ(resp.models_size(), 4);
+  ASSERT_EQ(resp.models_size(), 5);
   std::map<std::string, v1::ModelDescription> by;
   for (const auto& m : resp.models()) by[m.name()] = m;
   EXPECT_EQ(by[kTf].arch(), "llama");
@@ -212,6 +212,8 @@ TEST_F(ServiceTest, ListModelsDescribesBuiltInModels) {
   EXPECT_EQ(by[kHyb].family(), "hybrid");
   EXPECT_EQ(by[kChat].arch(), "llama");
   EXPECT_EQ(by[kChat].family(), "transformer");
+  EXPECT_EQ(by["demo-moe"].arch(), "qwen35moe");
+  EXPECT_EQ(by["demo-moe"].family(), "hybrid");
   for (const auto& [n, m] : by) {
     EXPECT_TRUE(m.synthetic());
     EXPECT_TRUE(m.has_tokenizer());

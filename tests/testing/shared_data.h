@@ -19,6 +19,12 @@ inline std::string SharedDir() {
   return std::string(CAIRN_SOURCE_DIR) + "/../shared";
 }
 inline std::string SharedPath(const std::string& relative) { return SharedDir() + "/" + relative; }
+// A reference file: in the source tree for "tests/data/...", else under
+// ../shared (SharedPath).
+inline std::string TestDataPath(const std::string& relative) {
+  if (relative.rfind("tests/", 0) == 0) return std::string(CAIRN_SOURCE_DIR) + "/" + relative;
+  return SharedPath(relative);
+}
 inline bool InCi() {
   const char* ci = std::getenv("CI");
   return ci && std::string(ci) == "true";

@@ -54,11 +54,6 @@ const Row kRows[] = {
     {"tests/data/qwen3moe.gguf", "tests/data/qwen3moe.bin", 1e-4},
 };
 
-// A row's file: in the source tree for tests/data, else under ../shared.
-std::string DataPath(const std::string& relative) {
-  if (relative.rfind("tests/", 0) == 0) return std::string(CAIRN_SOURCE_DIR) + "/" + relative;
-  return testing::SharedPath(relative);
-}
 
 void PrintTo(const Row& r, std::ostream* os) { *os << r.model << " (tol " << r.tolerance << ")"; }
 
@@ -88,7 +83,7 @@ class ConformanceTest : public ::testing::TestWithParam<Row> {
   }
 
   std::unique_ptr<Backend> MakeBackend(const BackendOptions& options) {
-    auto model = ModelFile::Open(DataPath(GetParam().model));
+    auto model = ModelFile::Open(testing::TestDataPath(GetParam().model));
     EXPECT_TRUE(model.ok()) << model.status();
     if (!model.ok()) return nullptr;
     auto b = registry_.Create(std::shared_ptr<const ModelFile>(std::move(*model)), options);
@@ -144,7 +139,7 @@ class ConformanceTest : public ::testing::TestWithParam<Row> {
 
 TEST_P(ConformanceTest, MatchesGoldenLogits) {
   CAIRN_REQUIRE_SHARED("golden/tokens.txt");
-  auto ref = ReadLogitsFile(DataPath(GetParam().logits));
+  auto ref = ReadLogitsFile(testing::TestDataPath(GetParam().logits));
   ASSERT_TRUE(ref.ok()) << ref.status();
   ASSERT_EQ(ref->size(), tokens_.size());
   std::vector<SequenceLogits> got;
@@ -550,7 +545,7 @@ TEST_P(ConformanceTest, BeyondContextIsResourceExhaustedAndChangesNothing) {
 
 TEST_P(ConformanceTest, ModelInfoDescribesTheModel) {
   const ModelInfo& info = backend_->info();
-  auto arch = ModelFile::Open(DataPath(GetParam().model));
+  auto arch = ModelFile::Open(testing::TestDataPath(GetParam().model));
   ASSERT_TRUE(arch.ok());
   EXPECT_EQ(info.arch, *(*arch)->Architecture());
   EXPECT_EQ(info.family, *registry_.FamilyForArch(info.arch));
