@@ -61,7 +61,7 @@ absl::StatusOr<std::unique_ptr<ArchModel>> LoadGraniteHybrid(const ModelLoader& 
       CAIRN_LOAD_ASSIGN(L.ffn, LoadGluFfn(ld, il, hp.n_embd, hp.n_ff[il], FfnActivation::kSilu));
     }
     if (hp.n_head_kv[il] == 0) {
-      L.mixer = HybridStack::Mixer::kMamba2;
+      L.mixer = HybridStack::Mixer::kMamba;
       CAIRN_LOAD_ASSIGN(L.mamba, LoadMambaMixer(ld, m->mamba, il));
       continue;
     }

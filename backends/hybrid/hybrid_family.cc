@@ -11,6 +11,10 @@ constexpr ArchEntry kArchs[] = {
     {"granitehybrid", &LoadGraniteHybrid},
     {"qwen35", &LoadQwen35},
     {"qwen35moe", &LoadQwen35Moe},
+    {"jamba", &LoadJamba},
+    {"nemotron_h", &LoadNemotronH},
+    {"nemotron_h_moe", &LoadNemotronH},
+    {"lfm2", &LoadLfm2},
 };
 
 }  // namespace

@@ -11,13 +11,27 @@ void HybridStack::FinishLoad(const ModelLoader& loader, const DecoderHParams& hp
   int32_t n_attention = 0, n_recurrent = 0;
   size_t bytes = head.output.bytes();
   for (Layer& L : layers) {
-    const bool attention = L.mixer == Mixer::kAttention;
-    L.slot = attention ? n_attention++ : n_recurrent++;
     bytes += L.moe.n_expert > 0 ? L.moe.bytes_per_row() : L.ffn.matrix_bytes();
-    if (attention) {
-      bytes += L.attn.matrix_bytes();
-    } else {
-      bytes += L.mixer == Mixer::kMamba2 ? L.mamba.matrix_bytes() : L.delta_net.matrix_bytes();
+    switch (L.mixer) {
+      case Mixer::kAttention:
+        L.slot = n_attention++;
+        bytes += L.attn.matrix_bytes();
+        break;
+      case Mixer::kMamba:
+        L.slot = n_recurrent++;
+        bytes += L.mamba.matrix_bytes();
+        break;
+      case Mixer::kDeltaNet:
+        L.slot = n_recurrent++;
+        bytes += L.delta_net.matrix_bytes();
+        break;
+      case Mixer::kShortConv:
+        L.slot = n_recurrent++;
+        bytes += L.short_conv.matrix_bytes();
+        break;
+      case Mixer::kNone:
+        L.slot = -1;
+        break;
     }
   }
   shape_.weight_bytes = bytes;
@@ -31,21 +45,30 @@ void HybridStack::Forward(ForwardPass& pass) const {
   pass.Embed(*tok_embd, embedding_scale);
   float* out = pass.BlockOut();
   for (const Layer& L : layers) {
-    const float* xn = pass.Normed(L.attn_norm, eps);
-    switch (L.mixer) {
-      case Mixer::kAttention:
-        AttentionForward(L.attn, pass, L.slot, xn, out);
-        break;
-      case Mixer::kMamba2:
-        MambaMixerForward(mamba, L.mamba, pass.RecurrentRuns(L.slot), xn, pass.n_rows(), out, pass.pool(),
-                          pass.buffers());
-        break;
-      case Mixer::kDeltaNet:
-        DeltaNetForward(delta_net, L.delta_net, eps, pass.RecurrentRuns(L.slot), xn, pass.n_rows(), out,
-                        pass.pool());
-        break;
+    if (L.mixer != Mixer::kNone) {
+      const float* xn = pass.Normed(L.attn_norm, eps);
+      switch (L.mixer) {
+        case Mixer::kAttention:
+          AttentionForward(L.attn, pass, L.slot, xn, out);
+          break;
+        case Mixer::kMamba:
+          MambaMixerForward(mamba, L.mamba, pass.RecurrentRuns(L.slot), xn, pass.n_rows(), out, pass.pool(),
+                            pass.buffers());
+          break;
+        case Mixer::kDeltaNet:
+          DeltaNetForward(delta_net, L.delta_net, eps, pass.RecurrentRuns(L.slot), xn, pass.n_rows(), out,
+                          pass.pool());
+          break;
+        case Mixer::kShortConv:
+          ShortConvForward(short_conv, L.short_conv, pass.RecurrentRuns(L.slot), xn, pass.n_rows(), out,
+                           pass.pool(), pass.buffers());
+          break;
+        case Mixer::kNone:
+          break;
+      }
+      pass.AddResidual(out, residual_scale);
     }
-    pass.AddResidual(out, residual_scale);
+    if (!L.has_ffn()) continue;
     const float* fn = pass.Normed(L.ffn_norm, eps);
     if (L.moe.n_expert > 0) {
       MoeForward(L.moe, pass, fn, out);

@@ -1,9 +1,11 @@
 // The wiring shared by this family's architectures whose layers are each
 // x += s * mixer(RMSNorm(x)) then x += s * FFN(RMSNorm(x)), the mixer being
-// attention in some layers and a recurrent mixer (Mamba-2 or Gated
-// DeltaNet) in the others, the FFN dense or a mixture of experts. Each
-// architecture's file (granitehybrid.cc, qwen35.cc, qwen35moe.cc) reads its
-// hyperparameters and tensors into a HybridStack.
+// attention in some layers and a recurrent mixer (Mamba-1 or Mamba-2, Gated
+// DeltaNet, a short convolution) in the others, the FFN dense or a mixture
+// of experts. Either half may be absent: nemotron_h's layers are each one
+// mixer or one FFN. Each architecture's file (granitehybrid.cc, qwen35.cc,
+// qwen35moe.cc, jamba.cc, nemotron_h.cc, lfm2.cc) reads its hyperparameters
+// and tensors into a HybridStack.
 #ifndef CAIRN_BACKENDS_HYBRID_HYBRID_STACK_H_
 #define CAIRN_BACKENDS_HYBRID_HYBRID_STACK_H_
 
@@ -17,21 +19,33 @@
 #include "backends/layers/ffn.h"
 #include "backends/layers/mamba_mixer.h"
 #include "backends/layers/moe.h"
+#include "backends/layers/short_conv_mixer.h"
 
 namespace cairn {
 
 class HybridStack final : public ArchModel {
  public:
-  enum class Mixer { kAttention, kMamba2, kDeltaNet };
+  enum class Mixer {
+    kAttention,
+    kMamba,      // Mamba-1 or Mamba-2, as the stack's MambaGeometry says
+    kDeltaNet,
+    kShortConv,  // LFM2's gated short convolution (a conv state, no recurrent state)
+    kNone,       // no mixer half: the layer is its FFN alone
+  };
   struct Layer {
     Mixer mixer = Mixer::kAttention;
-    int32_t slot = 0;  // among the attention slots or among the recurrent slots
+    // Among the attention slots (kAttention) or among the recurrent slots;
+    // a layer without a mixer has none.
+    int32_t slot = 0;
     std::vector<float> attn_norm, ffn_norm;
     AttentionBlock attn;
     MambaMixerWeights mamba;
     DeltaNetWeights delta_net;
-    FfnBlock ffn;  // the dense FFN, unless moe.n_expert > 0
+    ShortConvWeights short_conv;
+    FfnBlock ffn;  // the dense FFN, unless moe.n_expert > 0; neither: no FFN half
     MoeBlock moe;
+
+    bool has_ffn() const { return moe.n_expert > 0 || ffn.n_ff > 0; }
   };
 
   // Filled by the architecture's loader.
@@ -41,6 +55,7 @@ class HybridStack final : public ArchModel {
   PositionEncoding rope;
   MambaGeometry mamba;
   DeltaNetGeometry delta_net;
+  ShortConvGeometry short_conv;
   const TensorInfo* tok_embd = nullptr;
   OutputHead head;
   std::vector<Layer> layers;
@@ -60,6 +75,10 @@ class HybridStack final : public ArchModel {
 absl::StatusOr<std::unique_ptr<ArchModel>> LoadGraniteHybrid(const ModelLoader& loader);
 absl::StatusOr<std::unique_ptr<ArchModel>> LoadQwen35(const ModelLoader& loader);
 absl::StatusOr<std::unique_ptr<ArchModel>> LoadQwen35Moe(const ModelLoader& loader);
+absl::StatusOr<std::unique_ptr<ArchModel>> LoadJamba(const ModelLoader& loader);
+// nemotron_h and nemotron_h_moe: one wiring, MoE layers when expert_count > 0.
+absl::StatusOr<std::unique_ptr<ArchModel>> LoadNemotronH(const ModelLoader& loader);
+absl::StatusOr<std::unique_ptr<ArchModel>> LoadLfm2(const ModelLoader& loader);
 
 // The qwen35 wiring with dense FFNs or, with `moe`, a MoE FFN in every layer.
 absl::StatusOr<std::unique_ptr<ArchModel>> LoadQwen35Style(const ModelLoader& loader, const MoeSpec* moe);

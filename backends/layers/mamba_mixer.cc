@@ -91,6 +91,11 @@ absl::StatusOr<MambaMixerWeights> LoadMambaMixer(const ModelLoader& ld, const Ma
     CAIRN_LOAD_ASSIGN(a, ld.F32(name("ssm_a"), {g.d_state, g.d_inner}));
     w.A = TransposeMamba1A(a.data(), g.d_inner, g.d_state);
     CAIRN_LOAD_ASSIGN(w.D, ld.F32(name("ssm_d"), {g.d_inner}));
+    if (g.dt_b_c_norm_weights) {
+      CAIRN_LOAD_ASSIGN(w.dt_norm, ld.F32(name("ssm_dt_norm.weight"), {g.dt_rank}));
+      CAIRN_LOAD_ASSIGN(w.b_norm, ld.F32(name("ssm_b_norm.weight"), {g.d_state}));
+      CAIRN_LOAD_ASSIGN(w.c_norm, ld.F32(name("ssm_c_norm.weight"), {g.d_state}));
+    }
   }
   return w;
 }
@@ -199,14 +204,18 @@ void Mamba1Forward(const MambaGeometry& g, const MambaMixerWeights& w, std::span
   float* xdb = scratch.Get(WorkBuffers::kMixer0 + 2, static_cast<size_t>(n_rows * d_xdb));
   MatMul(w.x_proj, xc, n_rows, xdb, pool);
 
-  // dt (made contiguous for its projection) and optionally normalized dt, B, C.
+  // dt (made contiguous for its projection) and optionally normalized dt, B, C
+  // (with their weights when the model has them: empty vectors give null).
   float* dt_low = scratch.Get(WorkBuffers::kMixer0 + 3, static_cast<size_t>(n_rows * g.dt_rank));
+  auto weight = [](const std::vector<float>& v) { return v.empty() ? nullptr : v.data(); };
   for (int64_t t = 0; t < n_rows; ++t) {
     float* row = xdb + t * d_xdb;
     if (g.dt_b_c_rms) {
-      GroupRmsNorm(row, 1, g.dt_rank, nullptr, g.rms_eps, row);
-      GroupRmsNorm(row + g.dt_rank, 1, g.d_state, nullptr, g.rms_eps, row + g.dt_rank);
-      GroupRmsNorm(row + g.dt_rank + g.d_state, 1, g.d_state, nullptr, g.rms_eps, row + g.dt_rank + g.d_state);
+      float* b = row + g.dt_rank;
+      float* c = b + g.d_state;
+      GroupRmsNorm(row, 1, g.dt_rank, weight(w.dt_norm), g.rms_eps, row);
+      GroupRmsNorm(b, 1, g.d_state, weight(w.b_norm), g.rms_eps, b);
+      GroupRmsNorm(c, 1, g.d_state, weight(w.c_norm), g.rms_eps, c);
     }
     std::memcpy(dt_low + t * g.dt_rank, row, static_cast<size_t>(g.dt_rank) * sizeof(float));
   }

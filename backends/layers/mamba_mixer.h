@@ -36,7 +36,10 @@ struct MambaGeometry {
   int64_t head_dim = 0;
   int64_t n_group = 0;
   int64_t dt_rank = 0;   // Mamba-1 only: {arch}.ssm.time_step_rank
-  bool dt_b_c_rms = false;  // Mamba-1 only: RMS-normalize dt, B, C (FalconMamba)
+  bool dt_b_c_rms = false;  // Mamba-1 only: RMS-normalize dt, B, C (FalconMamba, Jamba)
+  // Mamba-1 only, with dt_b_c_rms: those norms are scaled by weights
+  // ssm_{dt,b,c}_norm.weight (Jamba); FalconMamba's have none.
+  bool dt_b_c_norm_weights = false;
   float rms_eps = 1e-5f;    // {arch}.attention.layer_norm_rms_epsilon
 
   // Channels the convolution runs over: x, B and C (Mamba-2) or x (Mamba-1).
@@ -75,6 +78,9 @@ struct MambaMixerWeights {
   std::vector<float> A;            // [n_head] (Mamba-2) / [d_state][d_inner] (Mamba-1)
   std::vector<float> D;            // [n_head] (Mamba-2) / [d_inner] (Mamba-1)
   std::vector<float> norm;         // Mamba-2 grouped norm [d_inner], empty when absent
+  // Mamba-1 with dt_b_c_norm_weights: the weights of the dt, B and C norms
+  // ([dt_rank], [d_state], [d_state]); empty otherwise.
+  std::vector<float> dt_norm, b_norm, c_norm;
 
   // Bytes of weights read per token.
   size_t matrix_bytes() const;

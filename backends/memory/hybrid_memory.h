@@ -1,9 +1,10 @@
 // The memory of one sequence of a hybrid model (attention layers mixed with
 // recurrent layers), composed from the existing memories rather than copied:
 // a KvMemory holds the K/V rows of every attention layer, a RecurrentMemory
-// the conv + recurrent state of every recurrent layer (Mamba-2 or Gated
-// DeltaNet), and this class answers for both. Its attention slots are the
-// KvMemory's, its recurrent slots the RecurrentMemory's.
+// the conv + recurrent state of every recurrent layer (Mamba-1/2, Gated
+// DeltaNet, or a short convolution's conv inputs alone), and this class
+// answers for both. Its attention slots are the KvMemory's, its recurrent
+// slots the RecurrentMemory's.
 //
 // Positions and rows. A multimodal chunk of nx * ny embedding rows occupies
 // max(nx, ny) positions (M-RoPE), so the attention part stores rows, not

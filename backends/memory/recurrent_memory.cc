@@ -11,7 +11,9 @@ namespace cairn {
 absl::StatusOr<std::unique_ptr<RecurrentMemory>> RecurrentMemory::Create(const void* owner, uint64_t layout,
                                                                          int64_t n_layers, int64_t conv_floats,
                                                                          int64_t ssm_floats) {
-  if (n_layers <= 0 || conv_floats < 0 || ssm_floats <= 0) {
+  // A layer may hold only conv inputs (LFM2's short convolution) or only a
+  // recurrent state, but not nothing.
+  if (n_layers <= 0 || conv_floats < 0 || ssm_floats < 0 || conv_floats + ssm_floats == 0) {
     return absl::InvalidArgumentError(absl::StrCat("recurrent memory needs positive sizes (layers ", n_layers,
                                                    ", conv ", conv_floats, ", ssm ", ssm_floats, ")"));
   }

@@ -1,6 +1,7 @@
 // The memory of one sequence of a recurrent model: per layer, the last
-// d_conv - 1 convolution inputs and the SSM state, all F32, in one
-// contiguous buffer so that a snapshot is a single copy. The recurrent
+// d_conv - 1 convolution inputs and the SSM state (none for a short
+// convolution layer), all F32, in one contiguous buffer so that a snapshot
+// is a single copy. The recurrent
 // family's memory, and the recurrent part of the hybrid memory. Recurrent
 // slot l is layer slot l's state.
 #ifndef CAIRN_BACKENDS_MEMORY_RECURRENT_MEMORY_H_
@@ -26,9 +27,10 @@ class RecurrentMemory final : public LayerMemory {
  public:
   // `owner` identifies the backend that may use this memory in Forward;
   // `layout` is the fingerprint of model + geometry that snapshots carry.
-  // Each of the n_layers layers holds conv_floats then ssm_floats values.
+  // Each of the n_layers layers holds conv_floats then ssm_floats values;
+  // either may be 0 (a short convolution has no recurrent state), not both.
   // RESOURCE_EXHAUSTED when the state cannot be allocated, INVALID_ARGUMENT
-  // for non-positive sizes.
+  // for negative or empty sizes.
   static absl::StatusOr<std::unique_ptr<RecurrentMemory>> Create(const void* owner, uint64_t layout,
                                                                  int64_t n_layers, int64_t conv_floats,
                                                                  int64_t ssm_floats);
