@@ -2,8 +2,8 @@
 // recurrent layers, with one composite memory per sequence (HybridMemory:
 // a full K/V cache for the attention layers, a state per recurrent layer), so
 // nothing is cut back without a snapshot, which the backend can take inside a
-// run. Architectures (wiring in granitehybrid.cc and qwen35.cc on the shared
-// layer stack of hybrid_stack.h):
+// run. Architectures (one wiring file each on the shared layer stack of
+// hybrid_stack.h):
 //   granitehybrid  Mamba-2 layers where head_count_kv[layer] == 0, attention
 //                  layers elsewhere (no positional encoding unless
 //                  rope.scaling.finetuned); embedding, residual, attention
@@ -13,6 +13,17 @@
 //                  IMROPE over rope.dimension_sections, post-attention norm;
 //                  MTP blocks (nextn_predict_layers) are not run. Accepts
 //                  multimodal embedding chunks with M-RoPE positions.
+//   qwen35moe      qwen35 with a mixture of experts in every layer.
+//   jamba          Mamba-1 layers (RMS norms of dt, B, C with weights) where
+//                  head_count_kv[layer] == 0, attention layers (no positional
+//                  encoding) elsewhere; a dense or MoE SwiGLU FFN per layer.
+//   nemotron_h,    one block per layer: Mamba-2, attention (no positional
+//   nemotron_h_moe encoding) or a squared-ReLU MLP / MoE (sigmoid router with
+//                  selection bias, ungated shared expert), by the per-layer
+//                  head_count_kv and feed_forward_length.
+//   lfm2           gated short-convolution layers (a conv state only) where
+//                  head_count_kv[layer] == 0, attention layers (q/k norms,
+//                  NEOX RoPE) elsewhere; SwiGLU FFNs.
 // Activations, K/V rows and recurrent states are F32; weights may be any type
 // the model reader dequantizes.
 #ifndef CAIRN_BACKENDS_HYBRID_HYBRID_BACKEND_H_
@@ -36,7 +47,8 @@ std::vector<std::string> HybridArchs();
 // Loads the model. Errors: INVALID_ARGUMENT for another architecture or
 // missing/inconsistent metadata and tensors (the message names them),
 // NOT_FOUND for a missing tensor, UNIMPLEMENTED for attention layers of
-// different K/V widths or mixture-of-experts FFNs.
+// different K/V widths and the variants the wiring files name (nemotron_h's
+// MLP biases and latent MoE, lfm2's sliding-window attention).
 absl::StatusOr<std::unique_ptr<Backend>> CreateHybridBackend(std::shared_ptr<const ModelFile> model,
                                                              const BackendOptions& options);
 

@@ -48,6 +48,10 @@ const Row kRows[] = {
     {"golden/models/qwen35moe.gguf", 1e-4, "tiny_disk"},
     {"golden/models/granitehybrid-moe.gguf", 1e-4, "tiny"},
     {"tests/data/qwen3moe.gguf", 1e-4, "tiny"},
+    {"golden/models/jamba.gguf", 1e-4, "large"},
+    {"golden/models/nemotron_h.gguf", 1e-4, "tiny"},
+    {"golden/models/nemotron_h_moe.gguf", 1e-4, "large"},
+    {"golden/models/lfm2.gguf", 1e-4, "tiny_disk"},
 };
 
 std::string RowName(const ::testing::TestParamInfo<Row>& info) {

@@ -51,6 +51,10 @@ const Row kRows[] = {
     {"golden/models/qwen35moe.gguf", "golden/logits/qwen35moe.bin", 1e-4},
     {"golden/models/qwen35moe-Q8_0.gguf", "golden/logits/qwen35moe-Q8_0.bin", 1e-4},
     {"golden/models/granitehybrid-moe.gguf", "golden/logits/granitehybrid-moe.bin", 1e-4},
+    {"golden/models/jamba.gguf", "golden/logits/jamba.bin", 1e-4},
+    {"golden/models/nemotron_h.gguf", "golden/logits/nemotron_h.bin", 1e-4},
+    {"golden/models/nemotron_h_moe.gguf", "golden/logits/nemotron_h_moe.bin", 1e-4},
+    {"golden/models/lfm2.gguf", "golden/logits/lfm2.bin", 1e-4},
     {"tests/data/qwen3moe.gguf", "tests/data/qwen3moe.bin", 1e-4},
 };
 

@@ -213,6 +213,35 @@ TEST(HybridMemoryTest, NeedsARecurrentLayer) {
   HybridGeometry g = Geometry();
   g.recurrent_layers = 0;
   EXPECT_EQ(HybridMemory::Create(g, nullptr).status().code(), absl::StatusCode::kInvalidArgument);
+  // A recurrent layer of no state at all is no recurrent layer either.
+  g = Geometry();
+  g.conv_floats = 0;
+  g.state_floats = 0;
+  EXPECT_EQ(HybridMemory::Create(g, nullptr).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+// LFM2's short convolutions carry conv inputs and no recurrent state: such
+// layers are recurrent slots all the same, captured and restored exactly.
+TEST(HybridMemoryTest, RecurrentLayersMayHoldAConvStateOnly) {
+  HybridGeometry g = Geometry();
+  g.state_floats = 0;
+  auto m = HybridMemory::Create(g, nullptr);
+  ASSERT_TRUE(m.ok()) << m.status();
+  HybridMemory& mem = **m;
+  ASSERT_TRUE(mem.attention().Reserve(4).ok());
+  for (int32_t l = 0; l < 3; ++l) {
+    const RecurrentState r = mem.recurrent(l);
+    EXPECT_EQ(r.state, r.conv + 6) << "an empty state just past the conv inputs";
+    for (int i = 0; i < 6; ++i) r.conv[i] = static_cast<float>(l * 10 + i);
+  }
+  mem.Commit(4, 4, false);
+  auto snap = mem.Capture(SnapshotScope::kCheckpoint);
+  ASSERT_TRUE(snap.ok()) << snap.status();
+  EXPECT_EQ(mem.recurrent_part().Bytes(SnapshotScope::kCheckpoint), 3 * 6 * sizeof(float));
+  mem.recurrent(1).conv[2] = -1.0f;
+  ASSERT_TRUE(mem.Restore(*snap).ok());
+  EXPECT_EQ(mem.recurrent(1).conv[2], 12.0f);
+  EXPECT_EQ(mem.next_pos(), 4);
 }
 
 }  // namespace
