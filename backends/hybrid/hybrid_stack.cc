@@ -1,6 +1,65 @@
 #include "backends/hybrid/hybrid_stack.h"
 
+#include "absl/strings/str_cat.h"
+
 namespace cairn {
+namespace {
+
+size_t MixerBytes(const HybridStack::Layer& L) {
+  switch (L.mixer) {
+    case HybridStack::Mixer::kAttention:
+      return L.attn.matrix_bytes();
+    case HybridStack::Mixer::kMamba:
+      return L.mamba.matrix_bytes();
+    case HybridStack::Mixer::kDeltaNet:
+      return L.delta_net.matrix_bytes();
+    case HybridStack::Mixer::kShortConv:
+      return L.short_conv.matrix_bytes();
+    case HybridStack::Mixer::kNone:
+      break;
+  }
+  return 0;
+}
+
+}  // namespace
+
+absl::StatusOr<int32_t> ReadKvMarkedHybrid(const ModelLoader& ld, DecoderHParams& hp) {
+  CAIRN_LOAD_ASSIGN(hp, ReadDecoderHParams(ld, 4096));
+  std::vector<int32_t> attention;
+  for (int32_t il = 0; il < hp.n_layer; ++il) {
+    if (hp.n_head_kv[il] != 0) attention.push_back(il);
+  }
+  return HybridKvHeads(ld, hp, attention, hp.n_layer - static_cast<int32_t>(attention.size()));
+}
+
+absl::Status LoadLayerNorms(const ModelLoader& ld, int32_t layer, int64_t n_embd, const char* ffn_norm,
+                            HybridStack::Layer& L) {
+  CAIRN_LOAD_ASSIGN(L.attn_norm, ld.F32(BlockTensor(layer, "attn_norm.weight"), {n_embd}));
+  CAIRN_LOAD_ASSIGN(L.ffn_norm, ld.F32(BlockTensor(layer, ffn_norm), {n_embd}));
+  return absl::OkStatus();
+}
+
+absl::Status LoadSwiGluOrMoe(const ModelLoader& ld, int32_t layer, const DecoderHParams& hp, const MoeSpec* moe,
+                             HybridStack::Layer& L) {
+  const int64_t n_ff = hp.n_ff[layer];
+  if (n_ff <= 0) return ld.Error(absl::StrCat("layer ", layer, ": feed_forward_length out of range"));
+  if (moe == nullptr) {
+    CAIRN_LOAD_ASSIGN(L.ffn, LoadGluFfn(ld, layer, hp.n_embd, n_ff, FfnActivation::kSilu));
+    return absl::OkStatus();
+  }
+  MoeSpec spec = *moe;
+  spec.n_ff = n_ff;
+  CAIRN_LOAD_ASSIGN(L.moe, LoadMoe(ld, layer, hp.n_embd, spec));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<int32_t> HybridKvHeads(const ModelLoader& ld, const DecoderHParams& hp,
+                                      const std::vector<int32_t>& attention_layers, int32_t n_recurrent) {
+  if (n_recurrent == 0) return ld.Error("no recurrent layer: serve this file with the transformer family");
+  if (hp.head_dim_k != hp.head_dim_v) return ld.Error("attention key_length and value_length must be one size");
+  if (attention_layers.empty()) return 1;  // no K/V row is ever stored
+  return UniformKvHeads(ld, hp, attention_layers);
+}
 
 void HybridStack::FinishLoad(const ModelLoader& loader, const DecoderHParams& hp, int32_t n_head_kv,
                              int64_t conv_floats, int64_t state_floats) {
@@ -12,27 +71,8 @@ void HybridStack::FinishLoad(const ModelLoader& loader, const DecoderHParams& hp
   size_t bytes = head.output.bytes();
   for (Layer& L : layers) {
     bytes += L.moe.n_expert > 0 ? L.moe.bytes_per_row() : L.ffn.matrix_bytes();
-    switch (L.mixer) {
-      case Mixer::kAttention:
-        L.slot = n_attention++;
-        bytes += L.attn.matrix_bytes();
-        break;
-      case Mixer::kMamba:
-        L.slot = n_recurrent++;
-        bytes += L.mamba.matrix_bytes();
-        break;
-      case Mixer::kDeltaNet:
-        L.slot = n_recurrent++;
-        bytes += L.delta_net.matrix_bytes();
-        break;
-      case Mixer::kShortConv:
-        L.slot = n_recurrent++;
-        bytes += L.short_conv.matrix_bytes();
-        break;
-      case Mixer::kNone:
-        L.slot = -1;
-        break;
-    }
+    bytes += MixerBytes(L);
+    L.slot = L.mixer == Mixer::kAttention ? n_attention++ : L.mixer == Mixer::kNone ? -1 : n_recurrent++;
   }
   shape_.weight_bytes = bytes;
   shape_.n_full_slots = n_attention;

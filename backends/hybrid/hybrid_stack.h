@@ -71,6 +71,26 @@ class HybridStack final : public ArchModel {
   void Forward(ForwardPass& pass) const override;
 };
 
+// The attention layers' K/V head count for FinishLoad: one count for all of
+// `attention_layers` (UniformKvHeads), or 1 when there are none (no K/V row
+// is ever stored). INVALID_ARGUMENT when the file has no recurrent layer
+// (n_recurrent 0: a transformer) or keys and values of different head sizes.
+absl::StatusOr<int32_t> HybridKvHeads(const ModelLoader& loader, const DecoderHParams& hp,
+                                      const std::vector<int32_t>& attention_layers, int32_t n_recurrent);
+// For the hybrids that mark their recurrent layers with head_count_kv 0
+// (granitehybrid, jamba, lfm2): reads `hp` and returns HybridKvHeads of the
+// layers with head_count_kv > 0.
+absl::StatusOr<int32_t> ReadKvMarkedHybrid(const ModelLoader& loader, DecoderHParams& hp);
+// A layer's blk.<layer>.attn_norm.weight and its FFN pre-norm
+// blk.<layer>.<ffn_norm> ([n_embd] each) into `layer`.
+absl::Status LoadLayerNorms(const ModelLoader& loader, int32_t layer, int64_t n_embd, const char* ffn_norm,
+                            HybridStack::Layer& into);
+// A layer's FFN of width feed_forward_length[layer] (which must be
+// positive): a mixture of experts `moe` of that expert width when `moe` is
+// given, else a dense SwiGLU.
+absl::Status LoadSwiGluOrMoe(const ModelLoader& loader, int32_t layer, const DecoderHParams& hp, const MoeSpec* moe,
+                             HybridStack::Layer& into);
+
 // The loaders registered to the family (hybrid_family.cc).
 absl::StatusOr<std::unique_ptr<ArchModel>> LoadGraniteHybrid(const ModelLoader& loader);
 absl::StatusOr<std::unique_ptr<ArchModel>> LoadQwen35(const ModelLoader& loader);

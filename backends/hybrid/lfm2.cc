@@ -14,24 +14,15 @@ namespace cairn {
 
 absl::StatusOr<std::unique_ptr<ArchModel>> LoadLfm2(const ModelLoader& ld) {
   auto m = std::make_unique<HybridStack>();
-  DecoderHParams hp;
-  CAIRN_LOAD_ASSIGN(hp, ReadDecoderHParams(ld, 4096));
   int64_t window = 0;
   CAIRN_LOAD_ASSIGN(window, ld.IntOr("attention.sliding_window", 0));
   if (window > 0) {
     return absl::UnimplementedError(
         absl::StrCat("model '", ld.file().path(), "': sliding-window attention (attention.sliding_window) in lfm2"));
   }
-  std::vector<int32_t> attention_layers;
-  for (int32_t il = 0; il < hp.n_layer; ++il) {
-    if (hp.n_head_kv[il] != 0) attention_layers.push_back(il);
-  }
-  if (static_cast<int32_t>(attention_layers.size()) == hp.n_layer) {
-    return ld.Error("no convolution layer (head_count_kv 0): serve this file with the transformer family");
-  }
-  int32_t n_head_kv = 1;  // without attention layers no K/V row is ever stored
-  if (!attention_layers.empty()) CAIRN_LOAD_ASSIGN(n_head_kv, UniformKvHeads(ld, hp, attention_layers));
-  if (hp.head_dim_k != hp.head_dim_v) return ld.Error("attention key_length and value_length must be one size");
+  DecoderHParams hp;
+  int32_t n_head_kv = 0;
+  CAIRN_LOAD_ASSIGN(n_head_kv, ReadKvMarkedHybrid(ld, hp));
 
   m->eps = hp.eps;
   CAIRN_LOAD_ASSIGN(m->rope.params, ReadRope(ld, RopeType::kNeox, hp.head_dim_k));
@@ -41,10 +32,8 @@ absl::StatusOr<std::unique_ptr<ArchModel>> LoadLfm2(const ModelLoader& ld) {
   m->layers.resize(hp.n_layer);
   for (int32_t il = 0; il < hp.n_layer; ++il) {
     HybridStack::Layer& L = m->layers[il];
-    if (hp.n_ff[il] <= 0) return ld.Error(absl::StrCat("layer ", il, ": feed_forward_length out of range"));
-    CAIRN_LOAD_ASSIGN(L.attn_norm, ld.F32(BlockTensor(il, "attn_norm.weight"), {hp.n_embd}));
-    CAIRN_LOAD_ASSIGN(L.ffn_norm, ld.F32(BlockTensor(il, "ffn_norm.weight"), {hp.n_embd}));
-    CAIRN_LOAD_ASSIGN(L.ffn, LoadGluFfn(ld, il, hp.n_embd, hp.n_ff[il], FfnActivation::kSilu));
+    CAIRN_RETURN_IF_ERROR(LoadLayerNorms(ld, il, hp.n_embd, "ffn_norm.weight", L));
+    CAIRN_RETURN_IF_ERROR(LoadSwiGluOrMoe(ld, il, hp, nullptr, L));
     if (hp.n_head_kv[il] == 0) {
       L.mixer = HybridStack::Mixer::kShortConv;
       CAIRN_LOAD_ASSIGN(L.short_conv, LoadShortConv(ld, m->short_conv, il));

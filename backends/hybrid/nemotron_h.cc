@@ -55,19 +55,17 @@ absl::StatusOr<std::unique_ptr<ArchModel>> LoadNemotronH(const ModelLoader& ld) 
   CAIRN_LOAD_ASSIGN(hp, ReadDecoderHParams(ld, 4096));
   using Mixer = HybridStack::Mixer;
   std::vector<int32_t> attention_layers;
-  bool any_mamba = false;
+  int32_t n_mamba = 0;
   for (int32_t il = 0; il < hp.n_layer; ++il) {
     if (hp.n_ff[il] != 0) continue;
     if (hp.n_head_kv[il] != 0) {
       attention_layers.push_back(il);
     } else {
-      any_mamba = true;
+      ++n_mamba;
     }
   }
-  if (!any_mamba) return ld.Error("no Mamba-2 layer (head_count_kv and feed_forward_length both 0)");
-  int32_t n_head_kv = 1;  // without attention layers no K/V row is ever stored
-  if (!attention_layers.empty()) CAIRN_LOAD_ASSIGN(n_head_kv, UniformKvHeads(ld, hp, attention_layers));
-  if (hp.head_dim_k != hp.head_dim_v) return ld.Error("attention key_length and value_length must be one size");
+  int32_t n_head_kv = 0;
+  CAIRN_LOAD_ASSIGN(n_head_kv, HybridKvHeads(ld, hp, attention_layers, n_mamba));
 
   MoeSpec moe;
   int64_t n_expert = 0;
