@@ -11,6 +11,8 @@ constexpr ArchEntry kArchs[] = {
     {"granitehybrid", &LoadGraniteHybrid},
     {"qwen35", &LoadQwen35},
     {"qwen35moe", &LoadQwen35Moe},
+    {"qwen3next", &LoadQwen3Next},
+    {"falcon-h1", &LoadFalconH1},
     {"jamba", &LoadJamba},
     {"nemotron_h", &LoadNemotronH},
     {"nemotron_h_moe", &LoadNemotronH},

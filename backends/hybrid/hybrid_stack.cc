@@ -1,6 +1,7 @@
 #include "backends/hybrid/hybrid_stack.h"
 
 #include "absl/strings/str_cat.h"
+#include "backends/kernels/vec.h"
 
 namespace cairn {
 namespace {
@@ -15,6 +16,8 @@ size_t MixerBytes(const HybridStack::Layer& L) {
       return L.delta_net.matrix_bytes();
     case HybridStack::Mixer::kShortConv:
       return L.short_conv.matrix_bytes();
+    case HybridStack::Mixer::kAttentionAndMamba:
+      return L.attn.matrix_bytes() + L.mamba.matrix_bytes();
     case HybridStack::Mixer::kNone:
       break;
   }
@@ -41,6 +44,10 @@ absl::Status LoadLayerNorms(const ModelLoader& ld, int32_t layer, int64_t n_embd
 
 absl::Status LoadSwiGluOrMoe(const ModelLoader& ld, int32_t layer, const DecoderHParams& hp, const MoeSpec* moe,
                              HybridStack::Layer& L) {
+  if (moe != nullptr && moe->n_ff > 0) {
+    CAIRN_LOAD_ASSIGN(L.moe, LoadMoe(ld, layer, hp.n_embd, *moe));
+    return absl::OkStatus();
+  }
   const int64_t n_ff = hp.n_ff[layer];
   if (n_ff <= 0) return ld.Error(absl::StrCat("layer ", layer, ": feed_forward_length out of range"));
   if (moe == nullptr) {
@@ -70,9 +77,12 @@ void HybridStack::FinishLoad(const ModelLoader& loader, const DecoderHParams& hp
   int32_t n_attention = 0, n_recurrent = 0;
   size_t bytes = head.output.bytes();
   for (Layer& L : layers) {
+    const bool attention = L.mixer == Mixer::kAttention || L.mixer == Mixer::kAttentionAndMamba;
+    const bool recurrent = L.mixer != Mixer::kAttention && L.mixer != Mixer::kNone;
+    L.attn_slot = attention ? n_attention++ : -1;
+    L.recurrent_slot = recurrent ? n_recurrent++ : -1;
     bytes += L.moe.n_expert > 0 ? L.moe.bytes_per_row() : L.ffn.matrix_bytes();
     bytes += MixerBytes(L);
-    L.slot = L.mixer == Mixer::kAttention ? n_attention++ : L.mixer == Mixer::kNone ? -1 : n_recurrent++;
   }
   shape_.weight_bytes = bytes;
   shape_.n_full_slots = n_attention;
@@ -89,20 +99,30 @@ void HybridStack::Forward(ForwardPass& pass) const {
       const float* xn = pass.Normed(L.attn_norm, eps);
       switch (L.mixer) {
         case Mixer::kAttention:
-          AttentionForward(L.attn, pass, L.slot, xn, out);
+          AttentionForward(L.attn, pass, L.attn_slot, xn, out);
           break;
         case Mixer::kMamba:
-          MambaMixerForward(mamba, L.mamba, pass.RecurrentRuns(L.slot), xn, pass.n_rows(), out, pass.pool(),
-                            pass.buffers());
+          MambaMixerForward(mamba, L.mamba, pass.RecurrentRuns(L.recurrent_slot), xn, pass.n_rows(), out,
+                            pass.pool(), pass.buffers());
           break;
         case Mixer::kDeltaNet:
-          DeltaNetForward(delta_net, L.delta_net, eps, pass.RecurrentRuns(L.slot), xn, pass.n_rows(), out,
+          DeltaNetForward(delta_net, L.delta_net, eps, pass.RecurrentRuns(L.recurrent_slot), xn, pass.n_rows(), out,
                           pass.pool());
           break;
         case Mixer::kShortConv:
-          ShortConvForward(short_conv, L.short_conv, pass.RecurrentRuns(L.slot), xn, pass.n_rows(), out,
+          ShortConvForward(short_conv, L.short_conv, pass.RecurrentRuns(L.recurrent_slot), xn, pass.n_rows(), out,
                            pass.pool(), pass.buffers());
           break;
+        case Mixer::kAttentionAndMamba: {
+          AttentionForward(L.attn, pass, L.attn_slot, xn, out);
+          float* ssm =
+              pass.buffers().Get(WorkBuffers::kParallelOut, static_cast<size_t>(pass.n_rows() * pass.width()));
+          MambaMixerForward(mamba, L.mamba, pass.RecurrentRuns(L.recurrent_slot), xn, pass.n_rows(), ssm,
+                            pass.pool(), pass.buffers());
+          // attn + ssm first, then the residual, in the reference's order.
+          AddF32(out, ssm, out, pass.n_rows() * pass.width());
+          break;
+        }
         case Mixer::kNone:
           break;
       }

@@ -1,11 +1,13 @@
 // The wiring shared by this family's architectures whose layers are each
 // x += s * mixer(RMSNorm(x)) then x += s * FFN(RMSNorm(x)), the mixer being
 // attention in some layers and a recurrent mixer (Mamba-1 or Mamba-2, Gated
-// DeltaNet, a short convolution) in the others, the FFN dense or a mixture
-// of experts. Either half may be absent: nemotron_h's layers are each one
-// mixer or one FFN. Each architecture's file (granitehybrid.cc, qwen35.cc,
-// qwen35moe.cc, jamba.cc, nemotron_h.cc, lfm2.cc) reads its hyperparameters
-// and tensors into a HybridStack.
+// DeltaNet, a short convolution) in the others, or attention and Mamba side
+// by side on the same input, their outputs summed (falcon-h1); the FFN dense
+// or a mixture of experts. Either half may be absent: nemotron_h's layers are
+// each one mixer or one FFN. Each architecture's file (granitehybrid.cc,
+// qwen35.cc, qwen35moe.cc, qwen3next.cc, falcon_h1.cc, jamba.cc,
+// nemotron_h.cc, lfm2.cc) reads its hyperparameters and tensors into a
+// HybridStack.
 #ifndef CAIRN_BACKENDS_HYBRID_HYBRID_STACK_H_
 #define CAIRN_BACKENDS_HYBRID_HYBRID_STACK_H_
 
@@ -30,13 +32,15 @@ class HybridStack final : public ArchModel {
     kMamba,      // Mamba-1 or Mamba-2, as the stack's MambaGeometry says
     kDeltaNet,
     kShortConv,  // LFM2's gated short convolution (a conv state, no recurrent state)
-    kNone,       // no mixer half: the layer is its FFN alone
+    kAttentionAndMamba,  // attn(n) + mamba(n): one attention and one recurrent slot
+    kNone,               // no mixer half: the layer is its FFN alone
   };
   struct Layer {
     Mixer mixer = Mixer::kAttention;
-    // Among the attention slots (kAttention) or among the recurrent slots;
-    // a layer without a mixer has none.
-    int32_t slot = 0;
+    // Numbered by FinishLoad among the attention slots and among the
+    // recurrent slots; -1 where the layer has none.
+    int32_t attn_slot = -1;
+    int32_t recurrent_slot = -1;
     std::vector<float> attn_norm, ffn_norm;
     AttentionBlock attn;
     MambaMixerWeights mamba;
@@ -85,9 +89,10 @@ absl::StatusOr<int32_t> ReadKvMarkedHybrid(const ModelLoader& loader, DecoderHPa
 // blk.<layer>.<ffn_norm> ([n_embd] each) into `layer`.
 absl::Status LoadLayerNorms(const ModelLoader& loader, int32_t layer, int64_t n_embd, const char* ffn_norm,
                             HybridStack::Layer& into);
-// A layer's FFN of width feed_forward_length[layer] (which must be
-// positive): a mixture of experts `moe` of that expert width when `moe` is
-// given, else a dense SwiGLU.
+// A layer's FFN: a mixture of experts `moe` when `moe` is given, its
+// experts of width moe->n_ff or, when that is 0, feed_forward_length[layer];
+// else a dense SwiGLU of width feed_forward_length[layer]. A width taken
+// from feed_forward_length must be positive.
 absl::Status LoadSwiGluOrMoe(const ModelLoader& loader, int32_t layer, const DecoderHParams& hp, const MoeSpec* moe,
                              HybridStack::Layer& into);
 
@@ -95,13 +100,29 @@ absl::Status LoadSwiGluOrMoe(const ModelLoader& loader, int32_t layer, const Dec
 absl::StatusOr<std::unique_ptr<ArchModel>> LoadGraniteHybrid(const ModelLoader& loader);
 absl::StatusOr<std::unique_ptr<ArchModel>> LoadQwen35(const ModelLoader& loader);
 absl::StatusOr<std::unique_ptr<ArchModel>> LoadQwen35Moe(const ModelLoader& loader);
+absl::StatusOr<std::unique_ptr<ArchModel>> LoadQwen3Next(const ModelLoader& loader);
+absl::StatusOr<std::unique_ptr<ArchModel>> LoadFalconH1(const ModelLoader& loader);
 absl::StatusOr<std::unique_ptr<ArchModel>> LoadJamba(const ModelLoader& loader);
 // nemotron_h and nemotron_h_moe: one wiring, MoE layers when expert_count > 0.
 absl::StatusOr<std::unique_ptr<ArchModel>> LoadNemotronH(const ModelLoader& loader);
 absl::StatusOr<std::unique_ptr<ArchModel>> LoadLfm2(const ModelLoader& loader);
 
-// The qwen35 wiring with dense FFNs or, with `moe`, a MoE FFN in every layer.
-absl::StatusOr<std::unique_ptr<ArchModel>> LoadQwen35Style(const ModelLoader& loader, const MoeSpec* moe);
+// What differs between the architectures of the qwen35 wiring.
+struct QwenHybridVariant {
+  const MoeSpec* moe = nullptr;  // null: dense FFNs; else a MoE FFN in every layer
+  bool imrope = true;            // partial IMROPE (and embedding chunks), else partial NEOX over positions
+  DeltaNetVariant delta_net = DeltaNetVariant::kQwen35;
+};
+
+// The qwen35 wiring (Gated DeltaNet layers, gated attention layers).
+absl::StatusOr<std::unique_ptr<ArchModel>> LoadQwen35Style(const ModelLoader& loader, const QwenHybridVariant& variant);
+
+// The MoE of the Qwen hybrids: softmax router, the expert_used_count best
+// renormalized, SwiGLU experts of expert_feed_forward_length (default
+// feed_forward_length / expert_used_count), a SwiGLU shared expert of
+// expert_shared_feed_forward_length (default feed_forward_length) scaled by
+// sigmoid(ffn_gate_inp_shexp . x).
+absl::StatusOr<MoeSpec> ReadQwenMoeSpec(const ModelLoader& loader);
 
 }  // namespace cairn
 

@@ -7,7 +7,7 @@
 
 namespace cairn {
 
-absl::StatusOr<std::unique_ptr<ArchModel>> LoadQwen35Moe(const ModelLoader& ld) {
+absl::StatusOr<MoeSpec> ReadQwenMoeSpec(const ModelLoader& ld) {
   MoeSpec moe;
   CAIRN_RETURN_IF_ERROR(ReadExpertCounts(ld, moe));
   int64_t n_ff = 0;
@@ -17,7 +17,15 @@ absl::StatusOr<std::unique_ptr<ArchModel>> LoadQwen35Moe(const ModelLoader& ld) 
   moe.gating = RouterGating::kSoftmax;
   moe.normalize = true;
   moe.shared_gate = Presence::kRequired;
-  return LoadQwen35Style(ld, &moe);
+  return moe;
+}
+
+absl::StatusOr<std::unique_ptr<ArchModel>> LoadQwen35Moe(const ModelLoader& ld) {
+  MoeSpec moe;
+  CAIRN_LOAD_ASSIGN(moe, ReadQwenMoeSpec(ld));
+  QwenHybridVariant variant;
+  variant.moe = &moe;
+  return LoadQwen35Style(ld, variant);
 }
 
 }  // namespace cairn

@@ -1,5 +1,6 @@
 #include "backends/kernels/activation.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -22,6 +23,14 @@ void GeGlu(const float* gate, const float* up, int64_t n, float* out) {
   }
 }
 
+void SwiGluOai(const float* gate, const float* up, int64_t n, float alpha, float limit, float* out) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float g = std::min(gate[i], limit);
+    const float u = std::clamp(up[i], -limit, limit);
+    out[i] = g / (1.0f + std::exp(alpha * (-g))) * (u + 1.0f);
+  }
+}
+
 void ReluSquared(const float* x, int64_t n, float* out) {
   for (int64_t i = 0; i < n; ++i) {
     const float r = x[i] > 0.0f ? x[i] : 0.0f;
@@ -29,19 +38,24 @@ void ReluSquared(const float* x, int64_t n, float* out) {
   }
 }
 
-void SoftmaxInPlace(float* x, int64_t n) {
-  float mx = -std::numeric_limits<float>::infinity();
+void SoftmaxInPlace(float* x, int64_t n, float sink) {
+  constexpr float kNone = -std::numeric_limits<float>::infinity();
+  float mx = kNone;
   for (int64_t i = 0; i < n; ++i) mx = x[i] > mx ? x[i] : mx;
-  if (mx == -std::numeric_limits<float>::infinity()) {
+  if (mx == kNone) {
     for (int64_t i = 0; i < n; ++i) x[i] = 0.0f;
     return;
   }
+  // The sink takes part in the maximum too, as the reference does: the
+  // shift changes the rounding of every term.
+  if (sink != kNone) mx = std::max(mx, sink);
   double sum = 0.0;
   for (int64_t i = 0; i < n; ++i) {
     const float e = std::exp(x[i] - mx);
     x[i] = e;
     sum += e;
   }
+  if (sink != kNone) sum += std::exp(sink - mx);
   const float inv = static_cast<float>(1.0 / sum);
   for (int64_t i = 0; i < n; ++i) x[i] *= inv;
 }

@@ -3,6 +3,7 @@
 #define CAIRN_BACKENDS_KERNELS_ACTIVATION_H_
 
 #include <cstdint>
+#include <limits>
 
 namespace cairn {
 
@@ -12,12 +13,19 @@ void SwiGlu(const float* gate, const float* up, int64_t n, float* out);
 // out[i] = gelu(gate[i]) * up[i] (tanh approximation); out may alias.
 void GeGlu(const float* gate, const float* up, int64_t n, float* out);
 
+// SwiGLU-OAI (gpt-oss): with g = min(gate[i], limit) and
+// u = clamp(up[i], -limit, limit), out[i] = g * sigmoid(alpha * g) * (u + 1);
+// out may alias.
+void SwiGluOai(const float* gate, const float* up, int64_t n, float alpha, float limit, float* out);
+
 // out[i] = max(x[i], 0)^2 (squared ReLU); out may alias x.
 void ReluSquared(const float* x, int64_t n, float* out);
 
 // In place: x = softmax(x) over n values; -inf entries get 0. Sums in double.
-// If every entry is -inf the row becomes all zeros.
-void SoftmaxInPlace(float* x, int64_t n);
+// If every entry is -inf the row becomes all zeros. A finite `sink` is one
+// more logit in the denominator that takes no output (an attention sink):
+// x[i] = exp(x[i]) / (sum_j exp(x[j]) + exp(sink)); -inf means none.
+void SoftmaxInPlace(float* x, int64_t n, float sink = -std::numeric_limits<float>::infinity());
 
 }  // namespace cairn
 

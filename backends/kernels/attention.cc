@@ -14,6 +14,10 @@
 namespace cairn {
 namespace {
 
+float Sink(const AttentionParams& p, int32_t h) {
+  return p.sinks != nullptr ? p.sinks[h] : -std::numeric_limits<float>::infinity();
+}
+
 // Runs of at least this many queries (prompts) take the GEMM path.
 constexpr int64_t kGemmMinQueries = 8;
 // Queries per block on the GEMM path: the block's scores are
@@ -69,7 +73,7 @@ void AttentionGemm(const AttentionParams& p, const AttentionArgs& a, ThreadPool&
             row[j] = -std::numeric_limits<float>::infinity();
           }
         }
-        SoftmaxInPlace(row, n);
+        SoftmaxInPlace(row, n, Sink(p, h));
       }
       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(nq), p.head_dim_v, static_cast<int>(n),
                   1.0f, scores.data(), static_cast<int>(n),
@@ -109,7 +113,7 @@ void Attention(const AttentionParams& p, const AttentionArgs& a, ThreadPool& poo
         if (p.window > 0 && a.q_pos[i] - a.kv_pos[j] >= p.window) s = -std::numeric_limits<float>::infinity();
         scores[jj] = s;
       }
-      SoftmaxInPlace(scores.data(), n);
+      SoftmaxInPlace(scores.data(), n, Sink(p, h));
       for (int32_t d = 0; d < p.head_dim_v; ++d) o[d] = 0.0f;
       for (int64_t jj = 0; jj < n; ++jj) {
         if (scores[jj] == 0.0f) continue;

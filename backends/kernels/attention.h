@@ -1,6 +1,7 @@
 // Scaled dot-product attention of a run of queries over a key/value cache,
 // with grouped-query heads, a per-query visibility limit (causality), an
-// optional sliding window and an optional logit soft cap. F32 throughout.
+// optional sliding window, an optional logit soft cap and optional attention
+// sinks. F32 throughout.
 #ifndef CAIRN_BACKENDS_KERNELS_ATTENTION_H_
 #define CAIRN_BACKENDS_KERNELS_ATTENTION_H_
 
@@ -18,6 +19,10 @@ struct AttentionParams {
   float scale = 1.0f;        // applied to q.k before the soft cap
   float softcap = 0.0f;      // > 0: s = softcap * tanh(s / softcap)
   int32_t window = 0;        // > 0: query at p sees keys at positions p' with p - p' < window
+  // [n_head] or null: head h's sink logit joins each of its softmax
+  // denominators unscaled and without a value row (gpt-oss), so a query
+  // can attend to "nothing".
+  const float* sinks = nullptr;
 };
 
 // Inputs, all row-major with explicit strides (in floats):

@@ -24,12 +24,14 @@ void L2Normalize(const float* x, int64_t n, float eps, float* y) {
 
 namespace {
 
+int64_t KeyHead(const GatedDeltaRuleArgs& a, int64_t h) {
+  return a.key_head_blocks ? h / (a.n_head_v / a.n_head_k) : h % a.n_head_k;
+}
+
 // The portable form: one state row at a time through the vector primitives.
 void RuleGeneric(const GatedDeltaRuleArgs& a) {
   for (int64_t h = a.head_begin; h < a.head_end; ++h) {
-    // Value head h reads key head h mod n_head_k (the reference tiles the
-    // key heads, it does not interleave them).
-    const int64_t hk = h % a.n_head_k;
+    const int64_t hk = KeyHead(a, h);
     float* S = a.state + h * a.d_v * a.d_k;
     for (int64_t t = 0; t < a.n_tokens; ++t) {
       const float* q = a.q + t * a.qk_stride + hk * a.d_k;
@@ -59,7 +61,7 @@ void RuleGeneric(const GatedDeltaRuleArgs& a) {
 template <int NV>
 void RuleAvx512(const GatedDeltaRuleArgs& a) {
   for (int64_t h = a.head_begin; h < a.head_end; ++h) {
-    const int64_t hk = h % a.n_head_k;
+    const int64_t hk = KeyHead(a, h);
     float* S = a.state + h * a.d_v * a.d_k;
     for (int64_t t = 0; t < a.n_tokens; ++t) {
       const float* q = a.q + t * a.qk_stride + hk * a.d_k;

@@ -19,7 +19,9 @@ namespace cairn {
 void L2Normalize(const float* x, int64_t n, float eps, float* y);
 
 // One sequence's run through the gated delta rule, for value heads
-// [head_begin, head_end). Value head h reads key/query head h % n_head_k.
+// [head_begin, head_end). Value head h reads key/query head h % n_head_k
+// (tiled, Qwen3.5), or h / (n_head_v / n_head_k) with key_head_blocks
+// (repeated in place, Qwen3-Next).
 // Per token t and value head h, with S the d_v x d_k state of head h,
 // k = k[t][h % n_head_k], q likewise, v = v[t][h], decay = exp(g[t][h]):
 //   S     = S * decay
@@ -49,6 +51,7 @@ struct GatedDeltaRuleArgs {
   int64_t d_v = 0;
   int64_t head_begin = 0;
   int64_t head_end = 0;
+  bool key_head_blocks = false;
   const float* q = nullptr;
   const float* k = nullptr;
   int64_t qk_stride = 0;

@@ -1,5 +1,6 @@
 // Rotary position embeddings, with the reference implementation's numerics
-// (angles advance by repeated multiplication with base^(-2/n_dims) in F32).
+// (angles advance by repeated multiplication with base^(-2/n_dims) in F32),
+// optionally YaRN-scaled (gpt-oss).
 #ifndef CAIRN_BACKENDS_KERNELS_ROPE_H_
 #define CAIRN_BACKENDS_KERNELS_ROPE_H_
 
@@ -19,10 +20,27 @@ struct RopeParams {
   float freq_base = 10000.0f;
   float freq_scale = 1.0f;     // linear scaling: 1 / rope.scaling.factor
   float attn_factor = 1.0f;    // multiplies cos and sin (mscale)
+  // YaRN (ext_factor != 0): pair i's angle blends the interpolated
+  // (freq_scale * theta) and the extrapolated (theta) angle by
+  // ramp_i * ext_factor, where ramp_i falls from 1 to 0 between the
+  // correction dims of RopeYarnCorrDims(n_dims, yarn_orig_ctx, freq_base,
+  // beta_fast, beta_slow); cos and sin are further multiplied by
+  // 1 + 0.1 ln(1 / freq_scale).
+  float ext_factor = 0.0f;
+  int32_t yarn_orig_ctx = 0;   // the context length the model was trained at
+  float beta_fast = 32.0f;
+  float beta_slow = 1.0f;
   // Optional per-pair divisors of the frequency (rope_freqs.weight, llama3),
   // n_dims / 2 entries; empty for none.
   std::vector<float> freq_factors;
 };
+
+// YaRN's correction dims: the pairs below dims[0] keep their extrapolated
+// angle, those above dims[1] the interpolated one (floor and ceil of the
+// dimensions whose wavelength makes beta_fast / beta_slow turns over
+// n_ctx_orig positions, clamped to [0, n_dims - 1]).
+void RopeYarnCorrDims(int32_t n_dims, int32_t n_ctx_orig, float freq_base, float beta_fast, float beta_slow,
+                      float dims[2]);
 
 // cos/sin for one position: cache[2*i] = cos(theta_i), cache[2*i+1] = sin(theta_i)
 // for i < n_dims/2. `cache` must hold n_dims floats.

@@ -1,5 +1,6 @@
 #include "backends/layers/arch_model.h"
 
+#include <cmath>
 #include <limits>
 
 #include "absl/strings/str_cat.h"
@@ -93,6 +94,35 @@ absl::StatusOr<OutputHead> LoadOutputHead(const ModelLoader& ld, const TensorInf
   return head;
 }
 
+absl::StatusOr<std::vector<bool>> ReadSlidingWindowLayers(const ModelLoader& ld, int32_t n_layer, int64_t window,
+                                                          int64_t default_period) {
+  std::vector<bool> local(n_layer, false);
+  if (window == 0) return local;
+  if (ld.IsArray("attention.sliding_window_pattern")) {
+    std::vector<int64_t> flags;
+    CAIRN_LOAD_ASSIGN(flags, ld.PerLayer("attention.sliding_window_pattern", n_layer));
+    for (int32_t il = 0; il < n_layer; ++il) local[il] = flags[il] != 0;
+    return local;
+  }
+  int64_t period = 0;
+  CAIRN_LOAD_ASSIGN(period, ld.IntOr("attention.sliding_window_pattern", default_period));
+  if (period < 0) return ld.Error("negative sliding_window_pattern");
+  for (int32_t il = 0; il < n_layer; ++il) local[il] = period == 0 || il % period < period - 1;
+  return local;
+}
+
+std::vector<int32_t> NumberWindowedSlots(const std::vector<bool>& local, ArchShape& shape) {
+  shape.n_full_slots = 0;
+  shape.n_window_slots = 0;
+  for (bool l : local) (l ? shape.n_window_slots : shape.n_full_slots) += 1;
+  std::vector<int32_t> slots(local.size());
+  int32_t next_full = 0, next_window = 0;
+  for (size_t il = 0; il < local.size(); ++il) {
+    slots[il] = local[il] ? shape.n_full_slots + next_window++ : next_full++;
+  }
+  return slots;
+}
+
 absl::StatusOr<RopeParams> ReadRope(const ModelLoader& ld, RopeType type, int32_t head_dim) {
   RopeParams rope;
   rope.type = type;
@@ -107,15 +137,32 @@ absl::StatusOr<RopeParams> ReadRope(const ModelLoader& ld, RopeType type, int32_
   rope.freq_base = static_cast<float>(base);
   std::string scaling;
   CAIRN_LOAD_ASSIGN(scaling, ld.StringOr("rope.scaling.type", "linear"));
-  if (scaling != "linear" && scaling != "none") {
+  if (scaling != "linear" && scaling != "none" && scaling != "yarn") {
     return absl::UnimplementedError(absl::StrCat("model '", ld.file().path(), "': rope scaling '", scaling,
-                                                 "' is not supported (linear, none)"));
+                                                 "' is not supported (linear, yarn, none)"));
   }
   double factor = 0;
   CAIRN_LOAD_ASSIGN(factor, ld.FloatOr("rope.scaling.factor", 0.0));
   if (factor == 0.0) CAIRN_LOAD_ASSIGN(factor, ld.FloatOr("rope.scale_linear", 0.0));  // older files
   if (factor < 0.0) return ld.Error("negative rope scaling factor");
   rope.freq_scale = (scaling == "none" || factor == 0.0) ? 1.0f : static_cast<float>(1.0 / factor);
+  double attn_factor = 0;
+  CAIRN_LOAD_ASSIGN(attn_factor, ld.FloatOr("rope.scaling.attn_factor", 1.0));
+  rope.attn_factor = static_cast<float>(attn_factor);
+  if (scaling == "yarn") {
+    int64_t n_ctx_train = 0;
+    CAIRN_LOAD_ASSIGN(n_ctx_train, ld.IntInOr("context_length", 1, int64_t{1} << 30, 4096));
+    int64_t orig = 0;
+    CAIRN_LOAD_ASSIGN(orig, ld.IntInOr("rope.scaling.original_context_length", 1, int64_t{1} << 30, n_ctx_train));
+    rope.ext_factor = 1.0f;
+    rope.yarn_orig_ctx = static_cast<int32_t>(orig);
+    // The magnitude the reference's context computes (0.1 ln(factor) + 1,
+    // times the file's attn_factor) divided by the one its kernel applies
+    // again: ~1, but in the same float steps (llama_context's yarn_attn_factor).
+    const float f = 1.0f / rope.freq_scale;
+    const float mscale = f <= 1.0f ? 1.0f : 0.1f * std::log(f) + 1.0f;
+    rope.attn_factor = mscale * (1.0f / (1.0f + 0.1f * std::log(f))) * static_cast<float>(attn_factor);
+  }
   CAIRN_LOAD_ASSIGN(rope.freq_factors, ld.OptionalVector("rope_freqs.weight", rope.n_dims / 2));
   return rope;
 }

@@ -134,10 +134,26 @@ absl::StatusOr<const TensorInfo*> LoadTokenEmbedding(const ModelLoader& loader, 
 absl::StatusOr<OutputHead> LoadOutputHead(const ModelLoader& loader, const TensorInfo& token_embd, float eps,
                                           const std::string& norm_name = "output_norm.weight");
 
+// Which layers attend over a sliding window of `window` positions (none when
+// window is 0): attention.sliding_window_pattern as a per-layer array
+// (nonzero: local), or as a period P (default `default_period`) making layer
+// il local iff il % P < P - 1 (P = 0: every layer), the reference's rule.
+absl::StatusOr<std::vector<bool>> ReadSlidingWindowLayers(const ModelLoader& loader, int32_t n_layer, int64_t window,
+                                                          int64_t default_period);
+
+// The attention slots of a model whose layers attend over a full cache or,
+// where local[il], over a sliding-window ring: the full layers' slots first,
+// then the rings (SwaMemory's order). Returns each layer's slot and sets
+// shape.n_full_slots and shape.n_window_slots.
+std::vector<int32_t> NumberWindowedSlots(const std::vector<bool>& local, ArchShape& shape);
+
 // Rotary encoding from "<arch>.rope.*": dimension_count (default head_dim;
-// even and at most head_dim), freq_base (default 10000), linear scaling
-// (scaling.type linear or none, scaling.factor or scale_linear), and the
-// optional rope_freqs.weight factors. UNIMPLEMENTED for other scaling types.
+// even and at most head_dim), freq_base (default 10000), scaling.type
+// linear, none or yarn (scaling.factor or scale_linear; YaRN with
+// scaling.original_context_length, default context_length, and the
+// reference's default betas 32 and 1), scaling.attn_factor (default 1), and
+// the optional rope_freqs.weight factors. UNIMPLEMENTED for other scaling
+// types.
 absl::StatusOr<RopeParams> ReadRope(const ModelLoader& loader, RopeType type, int32_t head_dim);
 
 }  // namespace cairn

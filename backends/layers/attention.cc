@@ -174,6 +174,7 @@ absl::Status LoadAttention(const ModelLoader& ld, int layer, int64_t n_embd, con
   CAIRN_LOAD_ASSIGN(b.bo, LoadByPresence(ld, name("attn_output.bias"), n_embd, tensors.out_bias));
   CAIRN_LOAD_ASSIGN(b.q_norm, LoadByPresence(ld, name("attn_q_norm.weight"), b.head_dim_k, tensors.qk_norm));
   CAIRN_LOAD_ASSIGN(b.k_norm, LoadByPresence(ld, name("attn_k_norm.weight"), b.head_dim_k, tensors.qk_norm));
+  CAIRN_LOAD_ASSIGN(b.sinks, LoadByPresence(ld, name("attn_sinks.weight"), b.n_head, tensors.sinks));
   return absl::OkStatus();
 }
 
@@ -265,6 +266,7 @@ void AttentionForward(const AttentionBlock& b, ForwardPass& pass, int32_t slot, 
   ap.head_dim_v = b.head_dim_v;
   ap.scale = b.scale;
   ap.softcap = b.softcap;
+  ap.sinks = b.sinks.empty() ? nullptr : b.sinks.data();
   const bool wanted_only = rows == QueryRows::kWanted;
   const std::span<const int64_t> wanted = pass.wanted_rows();
   SegmentQueries sq;

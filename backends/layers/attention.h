@@ -1,7 +1,7 @@
 // The attention block: projections, optional biases and per-head q/k norms,
 // rotary positions, the K/V rows written into the sequences' memories, scaled
 // dot-product attention (causal, optionally windowed over a ring, soft-capped,
-// gated), and the output projection.
+// with attention sinks, gated), and the output projection.
 //
 // Contract of AttentionForward:
 // - Input: the normalized stream `xn` ([pass.n_all_rows()][n_embd]); called
@@ -47,6 +47,7 @@ struct AttentionBlock {
   WeightMatrix wq, wk, wv, wo;
   std::vector<float> bq, bk, bv, bo;  // empty: no bias
   std::vector<float> q_norm, k_norm;  // empty: no per-head norm
+  std::vector<float> sinks;           // [n_head] sink logits (gpt-oss), empty: none
 
   int64_t q_dim() const { return static_cast<int64_t>(n_head) * head_dim_k; }
   int64_t k_dim() const { return static_cast<int64_t>(n_head_kv) * head_dim_k; }
@@ -67,6 +68,7 @@ struct AttentionTensors {
   Presence qkv_bias = Presence::kOptional;  // attn_{q,k,v}.bias
   Presence out_bias = Presence::kOptional;  // attn_output.bias
   Presence qk_norm = Presence::kAbsent;     // attn_{q,k}_norm.weight [head_dim_k]
+  Presence sinks = Presence::kAbsent;       // attn_sinks.weight [n_head]
 };
 
 // Loads blk.<layer>.attn_{q,k,v,output}.weight (and what `tensors` asks for)

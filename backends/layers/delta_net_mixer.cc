@@ -21,9 +21,10 @@ float Sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
 
 }  // namespace
 
-absl::StatusOr<DeltaNetGeometry> ReadDeltaNetGeometry(const ModelLoader& ld) {
+absl::StatusOr<DeltaNetGeometry> ReadDeltaNetGeometry(const ModelLoader& ld, DeltaNetVariant variant) {
   constexpr int64_t kMaxDim = int64_t{1} << 20;
   DeltaNetGeometry g;
+  g.variant = variant;
   int64_t d_inner = 0;
   CAIRN_LOAD_ASSIGN(g.n_embd, ld.IntIn("embedding_length", 1, kMaxDim));
   CAIRN_LOAD_ASSIGN(g.d_conv, ld.IntIn("ssm.conv_kernel", 1, 64));
@@ -41,17 +42,27 @@ absl::StatusOr<DeltaNetGeometry> ReadDeltaNetGeometry(const ModelLoader& ld) {
 }
 
 size_t DeltaNetWeights::matrix_bytes() const {
-  return qkv.bytes() + z.bytes() + beta.bytes() + alpha.bytes() + out.bytes();
+  return qkv.bytes() + z.bytes() + beta.bytes() + alpha.bytes() + ba.bytes() + out.bytes();
 }
 
 absl::StatusOr<DeltaNetWeights> LoadDeltaNet(const ModelLoader& ld, const DeltaNetGeometry& g, int layer) {
   auto name = [layer](const char* n) { return BlockTensor(layer, n); };
   const int64_t E = g.n_embd, C = g.conv_channels();
   DeltaNetWeights w;
+  if (g.variant == DeltaNetVariant::kQwen3Next && !ld.HasTensor(name("attn_qkv.weight")) &&
+      ld.HasTensor(name("ssm_in.weight"))) {
+    return absl::UnimplementedError(absl::StrCat("model '", ld.file().path(), "': ", name("ssm_in.weight"),
+                                                 ": the fused q/k/v/z projection of older qwen3next files is not "
+                                                 "supported (convert again: attn_qkv and attn_gate)"));
+  }
   CAIRN_LOAD_ASSIGN(w.qkv, ld.Matrix(name("attn_qkv.weight"), E, C));
   CAIRN_LOAD_ASSIGN(w.z, ld.Matrix(name("attn_gate.weight"), E, g.value_dim()));
-  CAIRN_LOAD_ASSIGN(w.beta, ld.Matrix(name("ssm_beta.weight"), E, g.n_head_v));
-  CAIRN_LOAD_ASSIGN(w.alpha, ld.Matrix(name("ssm_alpha.weight"), E, g.n_head_v));
+  if (g.variant == DeltaNetVariant::kQwen3Next) {
+    CAIRN_LOAD_ASSIGN(w.ba, ld.Matrix(name("ssm_ba.weight"), E, 2 * g.n_head_v));
+  } else {
+    CAIRN_LOAD_ASSIGN(w.beta, ld.Matrix(name("ssm_beta.weight"), E, g.n_head_v));
+    CAIRN_LOAD_ASSIGN(w.alpha, ld.Matrix(name("ssm_alpha.weight"), E, g.n_head_v));
+  }
   CAIRN_LOAD_ASSIGN(w.out, ld.Matrix(name("ssm_out.weight"), g.value_dim(), E));
   std::vector<float> conv;
   CAIRN_LOAD_ASSIGN(conv, ld.F32(name("ssm_conv1d.weight"), {g.d_conv, C}));
@@ -70,8 +81,22 @@ void DeltaNetForward(const DeltaNetGeometry& g, const DeltaNetWeights& w, float 
   std::vector<float> beta(static_cast<size_t>(n_rows * H)), gdecay(static_cast<size_t>(n_rows * H));
   MatMul(w.qkv, in, n_rows, qkv.data(), pool);
   MatMul(w.z, in, n_rows, z.data(), pool);
-  MatMul(w.beta, in, n_rows, beta.data(), pool);
-  MatMul(w.alpha, in, n_rows, gdecay.data(), pool);
+  if (g.variant == DeltaNetVariant::kQwen3Next) {
+    // Per key head kh: [beta of its r value heads | alpha of the same].
+    std::vector<float> ba(static_cast<size_t>(n_rows * 2 * H));
+    MatMul(w.ba, in, n_rows, ba.data(), pool);
+    const int64_t r = H / g.n_head_k;
+    for (int64_t t = 0; t < n_rows; ++t) {
+      for (int64_t kh = 0; kh < g.n_head_k; ++kh) {
+        const float* src = &ba[t * 2 * H + kh * 2 * r];
+        std::copy_n(src, r, &beta[t * H + kh * r]);
+        std::copy_n(src + r, r, &gdecay[t * H + kh * r]);
+      }
+    }
+  } else {
+    MatMul(w.beta, in, n_rows, beta.data(), pool);
+    MatMul(w.alpha, in, n_rows, gdecay.data(), pool);
+  }
   for (int64_t t = 0; t < n_rows; ++t) {
     for (int64_t h = 0; h < H; ++h) {
       float& b = beta[t * H + h];
@@ -120,6 +145,7 @@ void DeltaNetForward(const DeltaNetGeometry& g, const DeltaNetWeights& w, float 
       a.d_v = g.d_v;
       a.head_begin = h0;
       a.head_end = h1;
+      a.key_head_blocks = g.variant == DeltaNetVariant::kQwen3Next;
       a.qk_stride = C;
       a.v_stride = C;
       a.gb_stride = H;

@@ -1,12 +1,15 @@
-// The Gated DeltaNet mixer of qwen35's linear-attention layers: geometry from
-// GGUF metadata, weights, and the forward pass over a batch of sequence runs.
+// The Gated DeltaNet mixer of the linear-attention layers of qwen35 and
+// qwen3next: geometry from GGUF metadata, weights, and the forward pass over
+// a batch of sequence runs.
 //
 // Per token: a fused QKV projection goes through a causal depthwise conv
 // (silu, carried state); q and k are L2-normalized per head; beta =
 // sigmoid(W_beta x), log-decay g = softplus(W_alpha x + dt_bias) * ssm_a;
 // the gated delta rule (kernels/delta_net.h) updates a d_v x d_k state per
-// value head (value head h reads key head h mod H_k); its output is
-// RMS-normalized per head, gated by silu(z = W_gate x) and projected out.
+// value head; its output is RMS-normalized per head, gated by
+// silu(z = W_gate x) and projected out. The two variants differ in where
+// beta and alpha come from and which key head a value head reads
+// (DeltaNetVariant).
 #ifndef CAIRN_BACKENDS_LAYERS_DELTA_NET_MIXER_H_
 #define CAIRN_BACKENDS_LAYERS_DELTA_NET_MIXER_H_
 
@@ -24,7 +27,17 @@
 
 namespace cairn {
 
+enum class DeltaNetVariant {
+  // qwen35: ssm_beta and ssm_alpha; value head h reads key head h mod H_k.
+  kQwen35,
+  // qwen3next: one ssm_ba whose rows are, per key head g, [beta | alpha] of
+  // its value heads g*r .. g*r + r - 1 (r = H_v / H_k); value head h reads
+  // key head h / r.
+  kQwen3Next,
+};
+
 struct DeltaNetGeometry {
+  DeltaNetVariant variant = DeltaNetVariant::kQwen35;
   int64_t n_embd = 0;
   int64_t d_conv = 0;    // {arch}.ssm.conv_kernel
   int64_t n_head_k = 0;  // {arch}.ssm.group_count
@@ -45,13 +58,15 @@ struct DeltaNetGeometry {
 // From the model's "<arch>.ssm.*" keys. INVALID_ARGUMENT naming the key for
 // missing, out-of-range or inconsistent values (value heads not a multiple
 // of key heads, inner size not divisible).
-absl::StatusOr<DeltaNetGeometry> ReadDeltaNetGeometry(const ModelLoader& loader);
+absl::StatusOr<DeltaNetGeometry> ReadDeltaNetGeometry(const ModelLoader& loader,
+                                                      DeltaNetVariant variant = DeltaNetVariant::kQwen35);
 
 struct DeltaNetWeights {
   WeightMatrix qkv;    // attn_qkv: n_embd -> conv_channels
   WeightMatrix z;      // attn_gate: n_embd -> value_dim
-  WeightMatrix beta;   // ssm_beta: n_embd -> n_head_v
-  WeightMatrix alpha;  // ssm_alpha: n_embd -> n_head_v
+  WeightMatrix beta;   // kQwen35 ssm_beta: n_embd -> n_head_v
+  WeightMatrix alpha;  // kQwen35 ssm_alpha: n_embd -> n_head_v
+  WeightMatrix ba;     // kQwen3Next ssm_ba: n_embd -> 2 n_head_v
   WeightMatrix out;    // ssm_out: value_dim -> n_embd
   std::vector<float> conv_weight;  // tap-major [d_conv][conv_channels]
   std::vector<float> dt_bias;      // [n_head_v]
@@ -62,7 +77,8 @@ struct DeltaNetWeights {
 };
 
 // Loads "blk.<layer>.*", checking every shape: INVALID_ARGUMENT naming the
-// tensor (and both shapes on a mismatch).
+// tensor (and both shapes on a mismatch); UNIMPLEMENTED for a qwen3next
+// layer in the older layout (one ssm_in for q, k, v and z).
 absl::StatusOr<DeltaNetWeights> LoadDeltaNet(const ModelLoader& loader, const DeltaNetGeometry& geometry, int layer);
 
 // out[r] = mixer(in[r]) for n_rows rows of `in` ([n_rows][n_embd], the

@@ -25,6 +25,10 @@ float* FfnActivate(FfnActivation activation, bool gated, float* gate, float* up,
     case FfnActivation::kGelu:
       GeGlu(gate, up, n, gate);
       return gate;
+    case FfnActivation::kSwigluOai:
+      // The constants gpt-oss was trained with (the reference hard-codes them too).
+      SwiGluOai(gate, up, n, 1.702f, 7.0f, gate);
+      return gate;
     case FfnActivation::kReluSquared:
       if (!gated) {
         ReluSquared(up, n, up);

@@ -22,6 +22,7 @@ enum class FfnActivation {
   kSilu,         // SwiGLU (llama, qwen, mamba hybrids)
   kGelu,         // GeGLU, tanh approximation (gemma)
   kReluSquared,  // max(x, 0)^2 (nemotron_h), usually without a gate
+  kSwigluOai,    // gpt-oss experts: clamped SwiGLU, sigmoid(1.702 g), times (up + 1); needs a gate
 };
 
 struct FfnBlock {

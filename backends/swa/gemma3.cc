@@ -25,9 +25,6 @@ class GemmaModel final : public ArchModel {
     AttentionBlock attn;
     FfnBlock ffn;
   };
-  // Which layers are local (sliding-window): llama.cpp's rule, or the file's array.
-  absl::StatusOr<std::vector<bool>> LocalLayers(const ModelLoader& ld, const GemmaVariant& variant,
-                                                int32_t n_layer, int64_t window) const;
 
   float eps_ = 1e-6f;
   float embd_scale_ = 1.0f;
@@ -36,24 +33,6 @@ class GemmaModel final : public ArchModel {
   OutputHead head_;
   std::vector<Layer> layers_;
 };
-
-absl::StatusOr<std::vector<bool>> GemmaModel::LocalLayers(const ModelLoader& ld, const GemmaVariant& variant,
-                                                          int32_t n_layer, int64_t window) const {
-  std::vector<bool> local(n_layer, false);
-  if (window == 0) return local;
-  if (ld.IsArray("attention.sliding_window_pattern")) {
-    // A per-layer array: nonzero marks a sliding-window layer.
-    std::vector<int64_t> flags;
-    CAIRN_LOAD_ASSIGN(flags, ld.PerLayer("attention.sliding_window_pattern", n_layer));
-    for (int32_t il = 0; il < n_layer; ++il) local[il] = flags[il] != 0;
-    return local;
-  }
-  int64_t period = 0;
-  CAIRN_LOAD_ASSIGN(period, ld.IntOr("attention.sliding_window_pattern", variant.default_period));
-  if (period < 0) return ld.Error("negative sliding_window_pattern");
-  for (int32_t il = 0; il < n_layer; ++il) local[il] = period == 0 || il % period < period - 1;
-  return local;
-}
 
 absl::Status GemmaModel::Load(const ModelLoader& ld, const GemmaVariant& variant) {
   DecoderHParams hp;
@@ -67,7 +46,7 @@ absl::Status GemmaModel::Load(const ModelLoader& ld, const GemmaVariant& variant
   double f = 0;
   CAIRN_LOAD_ASSIGN(window, ld.IntInOr("attention.sliding_window", 0, int64_t{1} << 30, variant.default_window));
   std::vector<bool> local;
-  CAIRN_LOAD_ASSIGN(local, LocalLayers(ld, variant, n_layer, window));
+  CAIRN_LOAD_ASSIGN(local, ReadSlidingWindowLayers(ld, n_layer, window, variant.default_period));
 
   // RoPE: NEOX pairing; global layers with the file's base and linear
   // scaling, local layers with the SWA base.
@@ -94,17 +73,14 @@ absl::Status GemmaModel::Load(const ModelLoader& ld, const GemmaVariant& variant
   CAIRN_LOAD_ASSIGN(tok_embd_, LoadTokenEmbedding(ld, n_embd));
   CAIRN_LOAD_ASSIGN(head_, LoadOutputHead(ld, *tok_embd_, eps_));
   head_.softcap = static_cast<float>(final_softcap);
-  // Slots: the global layers first, then the local layers' rings.
-  int32_t n_global = 0, n_local = 0;
-  for (bool l : local) (l ? n_local : n_global) += 1;
+  const std::vector<int32_t> slots = NumberWindowedSlots(local, shape_);
   size_t weight_bytes = head_.output.bytes();
   layers_.resize(n_layer);
-  int32_t next_global = 0, next_local = 0;
   const AttentionTensors tensors{Presence::kAbsent, Presence::kAbsent, variant.qk_norm};
   for (int il = 0; il < n_layer; ++il) {
     Layer& L = layers_[il];
     if (hp.n_ff[il] <= 0) return ld.Error(absl::StrCat("layer ", il, " has no FFN"));
-    L.slot = local[il] ? n_global + next_local++ : next_global++;
+    L.slot = slots[il];
     AttentionBlock& a = L.attn;
     a = DecoderAttention(hp, n_head_kv, kq_scale);
     a.softcap = static_cast<float>(attn_softcap);
@@ -121,8 +97,6 @@ absl::Status GemmaModel::Load(const ModelLoader& ld, const GemmaVariant& variant
 
   SetVocabulary(ld, *tok_embd_, hp.n_ctx_train);
   shape_.weight_bytes = weight_bytes;
-  shape_.n_full_slots = n_global;
-  shape_.n_window_slots = n_local;
   shape_.window = static_cast<int32_t>(window);
   shape_.k_dim = layers_[0].attn.k_dim();
   shape_.v_dim = layers_[0].attn.v_dim();

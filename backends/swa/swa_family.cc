@@ -5,6 +5,7 @@
 #include "backends/memory/fingerprint.h"
 #include "backends/memory/swa_memory.h"
 #include "backends/swa/gemma.h"
+#include "backends/swa/gpt_oss.h"
 #include "backends/swa/swa_backend.h"
 
 namespace cairn {
@@ -13,6 +14,7 @@ namespace {
 constexpr ArchEntry kArchs[] = {
     {"gemma3", &LoadGemma3},
     {"gemma2", &LoadGemma2},
+    {"gpt-oss", &LoadGptOss},
 };
 
 }  // namespace
