@@ -1,8 +1,8 @@
-// The hybrid family: models whose layers are either attention layers or
-// recurrent layers, with one composite memory per sequence (HybridMemory:
-// a full K/V cache for the attention layers, a state per recurrent layer), so
+// The hybrid family: models whose layers mix attention and recurrent mixers,
+// with one composite memory per sequence (HybridMemory: a full K/V cache per
+// attention mixer, a state per recurrent mixer), so
 // nothing is cut back without a snapshot, which the backend can take inside a
-// run. Architectures (one wiring file each on the shared layer stack of
+// run. Architectures (wiring files on the shared layer stack of
 // hybrid_stack.h):
 //   granitehybrid  Mamba-2 layers where head_count_kv[layer] == 0, attention
 //                  layers elsewhere (no positional encoding unless
@@ -13,7 +13,14 @@
 //                  IMROPE over rope.dimension_sections, post-attention norm;
 //                  MTP blocks (nextn_predict_layers) are not run. Accepts
 //                  multimodal embedding chunks with M-RoPE positions.
-//   qwen35moe      qwen35 with a mixture of experts in every layer.
+//   qwen35moe      qwen35 with a mixture of experts (and a gated shared
+//                  expert) in every layer.
+//   qwen3next      qwen35moe's stack with partial NEOX RoPE over plain
+//                  positions and the Qwen3-Next DeltaNet layout (fused
+//                  ssm_ba; value head h reads key head h / ratio).
+//   falcon-h1      attention and Mamba-2 side by side in every layer, their
+//                  outputs summed, then a SwiGLU FFN: each layer owns a K/V
+//                  slot and a state.
 //   jamba          Mamba-1 layers (RMS norms of dt, B, C with weights) where
 //                  head_count_kv[layer] == 0, attention layers (no positional
 //                  encoding) elsewhere; a dense or MoE SwiGLU FFN per layer.
@@ -47,8 +54,9 @@ std::vector<std::string> HybridArchs();
 // Loads the model. Errors: INVALID_ARGUMENT for another architecture or
 // missing/inconsistent metadata and tensors (the message names them),
 // NOT_FOUND for a missing tensor, UNIMPLEMENTED for attention layers of
-// different K/V widths and the variants the wiring files name (nemotron_h's
-// MLP biases and latent MoE, lfm2's sliding-window attention).
+// different K/V widths and the variants the wiring files name (older
+// qwen3next files with one ssm_in for q, k, v and z, falcon-h1's FFN biases,
+// nemotron_h's MLP biases and latent MoE, lfm2's sliding-window attention).
 absl::StatusOr<std::unique_ptr<Backend>> CreateHybridBackend(std::shared_ptr<const ModelFile> model,
                                                              const BackendOptions& options);
 

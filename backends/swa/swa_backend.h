@@ -2,7 +2,7 @@
 // (sliding-window) and global attention layers; their memory (SwaMemory)
 // keeps a ring per local layer and a full K/V cache per global layer, so it
 // can be cut back only within the rings' slack. Architectures (wiring in
-// gemma3.cc and gemma2.cc):
+// gemma3.cc, gemma2.cc and gpt_oss.cc):
 //  - gemma3: layer il is local iff il % P < P - 1 (P = sliding_window_pattern,
 //    default 6); window W = attention.sliding_window (absent or 0: every layer
 //    global); local layers use RoPE base rope.freq_base_swa (default 1e4)
@@ -13,6 +13,11 @@
 //  - gemma2: the same block without q/k norms; window default 4096, pattern
 //    2, attention logit soft cap (attn_logit_softcapping, default 50) and
 //    final soft cap (default 30).
+//  - gpt-oss: sliding-window and full layers (pattern default 2: even layers
+//    local), attention with q/k/v/output biases and a sink logit per head,
+//    NEOX RoPE with YaRN scaling, a mixture of experts in every layer (router
+//    bias, softmax over the chosen logits, biased SwiGLU-OAI experts); see
+//    gpt_oss.h.
 // A query at position p of a local layer sees keys at p - W + 1 .. p, as in
 // llama.cpp.
 #ifndef CAIRN_BACKENDS_SWA_SWA_BACKEND_H_

@@ -52,6 +52,9 @@ const Row kRows[] = {
     {"golden/models/nemotron_h.gguf", 1e-4, "tiny"},
     {"golden/models/nemotron_h_moe.gguf", 1e-4, "large"},
     {"golden/models/lfm2.gguf", 1e-4, "tiny_disk"},
+    {"golden/models/qwen3next.gguf", 1e-4, "tiny"},
+    {"golden/models/falcon-h1.gguf", 1e-4, "tiny_disk"},
+    {"golden/models/gpt-oss.gguf", 1e-4, "tiny"},
 };
 
 std::string RowName(const ::testing::TestParamInfo<Row>& info) {

@@ -47,6 +47,7 @@ const Row kRows[] = {
     {"golden/models/mamba.gguf", "golden/logits/mamba.bin", 1e-4},
     {"golden/models/granitehybrid.gguf", "golden/logits/granitehybrid.bin", 1e-4},
     {"golden/models/qwen35.gguf", "golden/logits/qwen35.bin", 1e-4},
+    {"golden/models/falcon-h1.gguf", "golden/logits/falcon-h1.bin", 1e-4},
     // Mixtures of experts.
     {"golden/models/qwen35moe.gguf", "golden/logits/qwen35moe.bin", 1e-4},
     {"golden/models/qwen35moe-Q8_0.gguf", "golden/logits/qwen35moe-Q8_0.bin", 1e-4},
@@ -55,6 +56,8 @@ const Row kRows[] = {
     {"golden/models/nemotron_h.gguf", "golden/logits/nemotron_h.bin", 1e-4},
     {"golden/models/nemotron_h_moe.gguf", "golden/logits/nemotron_h_moe.bin", 1e-4},
     {"golden/models/lfm2.gguf", "golden/logits/lfm2.bin", 1e-4},
+    {"golden/models/qwen3next.gguf", "golden/logits/qwen3next.bin", 1e-4},
+    {"golden/models/gpt-oss.gguf", "golden/logits/gpt-oss.bin", 1e-4},
     {"tests/data/qwen3moe.gguf", "tests/data/qwen3moe.bin", 1e-4},
 };
 

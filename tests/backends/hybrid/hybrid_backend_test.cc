@@ -1,7 +1,8 @@
 // The hybrid family beyond the conformance suite: multimodal chunks (golden
 // logits, M-RoPE position accounting, no cut or checkpoint inside a chunk,
 // snapshots across chunks), the composite memory's checkpoint size, MTP
-// blocks left out, and family-specific refusals.
+// blocks left out, the metadata that places the layers, and family-specific
+// refusals.
 #include <algorithm>
 #include <cmath>
 #include <functional>
@@ -16,6 +17,7 @@
 #include "backends/model/dequant.h"
 #include "backends/model/gguf_writer.h"
 #include "gtest/gtest.h"
+#include "tests/testing/gguf_rewrite.h"
 #include "tests/testing/shared_data.h"
 #include "tools/eval_lib.h"
 
@@ -29,6 +31,12 @@ std::unique_ptr<Backend> Load(const std::string& relative) {
   auto b = CreateHybridBackend(std::shared_ptr<const ModelFile>(std::move(*model)), BackendOptions{});
   EXPECT_TRUE(b.ok()) << b.status();
   return b.ok() ? std::move(*b) : nullptr;
+}
+
+absl::StatusOr<std::unique_ptr<Backend>> CreateFrom(const std::vector<uint8_t>& bytes) {
+  auto file = ModelFile::FromBuffer(bytes, "rewritten");
+  if (!file.ok()) return file.status();
+  return CreateHybridBackend(std::shared_ptr<const ModelFile>(std::move(*file)), BackendOptions{});
 }
 
 std::vector<int32_t> AllRows(int64_t n) {
@@ -247,6 +255,9 @@ TEST(HybridBackendTest, CheckpointBytesFollowTheRecurrentStateFormula) {
   // nemotron_h: 2 Mamba-2 layers, conv channels 128 + 2 * 2 * 16 = 192,
   //         state 16 x 128; its 2 MLP layers hold nothing.
   // lfm2: 3 short convolutions of kernel 3 over 64 channels, no state.
+  // qwen3next: as qwen35.
+  // falcon-h1: Mamba-2 in all 4 layers (beside attention), conv channels
+  //         96 + 2 * 2 * 16 = 160, state d_state 16 x d_inner 96.
   struct Case {
     const char* model;
     size_t state_bytes;
@@ -256,7 +267,9 @@ TEST(HybridBackendTest, CheckpointBytesFollowTheRecurrentStateFormula) {
                         Case{"golden/models/granitehybrid.gguf", 2 * (3 * 160 + 16 * 128) * 4, 2},
                         Case{"golden/models/jamba.gguf", 3 * (3 * 128 + 16 * 128) * 4, 1},
                         Case{"golden/models/nemotron_h.gguf", 2 * (3 * 192 + 16 * 128) * 4, 1},
-                        Case{"golden/models/lfm2.gguf", 3 * (2 * 64) * 4, 2}}) {
+                        Case{"golden/models/lfm2.gguf", 3 * (2 * 64) * 4, 2},
+                        Case{"golden/models/qwen3next.gguf", 2 * (3 * 128 + 4 * 16 * 16) * 4, 2},
+                        Case{"golden/models/falcon-h1.gguf", 4 * (3 * 160 + 16 * 96) * 4, 4}}) {
     SCOPED_TRACE(c.model);
     CAIRN_REQUIRE_SHARED(c.model);
     auto b = Load(c.model);
@@ -280,18 +293,88 @@ TEST(HybridBackendTest, CheckpointBytesFollowTheRecurrentStateFormula) {
   }
 }
 
-TEST(HybridBackendTest, GraniteHybridTakesNoEmbeddingChunks) {
-  CAIRN_REQUIRE_SHARED("golden/models/granitehybrid.gguf");
-  auto b = Load("golden/models/granitehybrid.gguf");
+// falcon-h1 keeps a K/V row in every layer, each layer having attention too.
+TEST(HybridBackendTest, FalconH1StoresKvRowsInEveryLayer) {
+  CAIRN_REQUIRE_SHARED("golden/models/falcon-h1.gguf");
+  auto b = Load("golden/models/falcon-h1.gguf");
   ASSERT_NE(b, nullptr);
-  EXPECT_FALSE(b->info().accepts_embeddings);
-  EXPECT_EQ(b->info().family, "hybrid");
   auto mem = b->NewSequence();
   ASSERT_TRUE(mem.ok());
-  std::vector<float> rows(static_cast<size_t>(b->info().n_embd) * 4, 0.1f);
-  EmbeddingChunk c{rows.data(), 2, 2};
-  SequenceRun run{mem->get(), 0, {}, &c, {}, {}};
-  EXPECT_EQ(b->Forward(std::span<const SequenceRun>(&run, 1)).status().code(), absl::StatusCode::kInvalidArgument);
+  const size_t empty = (*mem)->Bytes(SnapshotScope::kFull);
+  const std::vector<TokenId> toks = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
+  SequenceRun run{mem->get(), 0, toks, nullptr, {}, {}};
+  ASSERT_TRUE(b->Forward(std::span<const SequenceRun>(&run, 1)).ok());
+  const size_t kv_row = 2 * 16 * 4;  // 2 KV heads x head dim 16, F32
+  EXPECT_EQ((*mem)->Bytes(SnapshotScope::kFull) - empty, 10 * 4 * 2 * kv_row);
+}
+
+// The qwen hybrids take their layer types from attention.recurrent_layers
+// when the file has it (nonzero: Gated DeltaNet), not from the interval.
+TEST(HybridBackendTest, RecurrentLayersArrayPlacesTheLayers) {
+  for (const char* arch : {"qwen35", "qwen3next"}) {
+    SCOPED_TRACE(arch);
+    const std::string path = absl::StrCat("golden/models/", arch, ".gguf");
+    CAIRN_REQUIRE_SHARED(path);
+    auto orig = ModelFile::Open(testing::SharedPath(path));
+    ASSERT_TRUE(orig.ok());
+    const std::string interval = absl::StrCat(arch, ".full_attention_interval");
+    const std::string key = absl::StrCat(arch, ".attention.recurrent_layers");
+    // The file's layout (DeltaNet 0, 2; attention 1, 3) as an array: the same model.
+    auto same = CreateFrom(testing::RewriteGguf(**orig, {interval}, [&](GgufWriter& w) { w.SetInt32Array(key, {1, 0, 1, 0}); }));
+    ASSERT_TRUE(same.ok()) << same.status();
+    auto b = Load(path);
+    ASSERT_NE(b, nullptr);
+    const std::vector<TokenId> toks = {1, 403, 407, 261, 378};
+    auto l_same = EvalSequence(**same, toks, EvalMode{});
+    auto l = EvalSequence(*b, toks, EvalMode{});
+    ASSERT_TRUE(l_same.ok() && l.ok());
+    EXPECT_EQ(l_same->values, l->values);
+    // Another layout: layer 0 has no DeltaNet tensors.
+    auto other = CreateFrom(testing::RewriteGguf(**orig, {}, [&](GgufWriter& w) { w.SetInt32Array(key, {0, 1, 0, 1}); }));
+    EXPECT_EQ(other.status().code(), absl::StatusCode::kInvalidArgument) << other.status();
+  }
+}
+
+// Older qwen3next files project q, k, v and z through one ssm_in.
+TEST(HybridBackendTest, Qwen3NextFusedQkvzLayoutIsUnimplemented) {
+  CAIRN_REQUIRE_SHARED("golden/models/qwen3next.gguf");
+  auto orig = ModelFile::Open(testing::SharedPath("golden/models/qwen3next.gguf"));
+  ASSERT_TRUE(orig.ok());
+  auto b = CreateFrom(testing::RewriteGguf(
+      **orig, {}, [](GgufWriter&) {},
+      [](const std::string& name) { return name == "blk.0.attn_qkv.weight" ? std::string("blk.0.ssm_in.weight") : name; }));
+  EXPECT_EQ(b.status().code(), absl::StatusCode::kUnimplemented) << b.status();
+  EXPECT_NE(b.status().message().find("blk.0.ssm_in.weight"), std::string::npos) << b.status();
+}
+
+TEST(HybridBackendTest, FalconH1RefusesFfnBiases) {
+  CAIRN_REQUIRE_SHARED("golden/models/falcon-h1.gguf");
+  auto orig = ModelFile::Open(testing::SharedPath("golden/models/falcon-h1.gguf"));
+  ASSERT_TRUE(orig.ok());
+  auto b = CreateFrom(testing::RewriteGguf(**orig, {}, [](GgufWriter& w) {
+    w.AddF32Tensor("blk.1.ffn_up.bias", {128}, std::vector<float>(128, 1.0f));
+  }));
+  EXPECT_EQ(b.status().code(), absl::StatusCode::kUnimplemented) << b.status();
+  EXPECT_NE(b.status().message().find("blk.1.ffn_up.bias"), std::string::npos) << b.status();
+}
+
+// Only qwen35's M-RoPE positions embedding chunks.
+TEST(HybridBackendTest, OtherHybridsTakeNoEmbeddingChunks) {
+  for (const char* path : {"golden/models/granitehybrid.gguf", "golden/models/qwen3next.gguf",
+                           "golden/models/falcon-h1.gguf"}) {
+    SCOPED_TRACE(path);
+    CAIRN_REQUIRE_SHARED(path);
+    auto b = Load(path);
+    ASSERT_NE(b, nullptr);
+    EXPECT_FALSE(b->info().accepts_embeddings);
+    EXPECT_EQ(b->info().family, "hybrid");
+    auto mem = b->NewSequence();
+    ASSERT_TRUE(mem.ok());
+    std::vector<float> rows(static_cast<size_t>(b->info().n_embd) * 4, 0.1f);
+    EmbeddingChunk c{rows.data(), 2, 2};
+    SequenceRun run{mem->get(), 0, {}, &c, {}, {}};
+    EXPECT_EQ(b->Forward(std::span<const SequenceRun>(&run, 1)).status().code(), absl::StatusCode::kInvalidArgument);
+  }
 }
 
 // qwen35 files may carry MTP (next-token prediction) blocks after the trunk
@@ -300,23 +383,13 @@ TEST(HybridBackendTest, MtpBlocksAreNotRun) {
   CAIRN_REQUIRE_SHARED("golden/models/qwen35.gguf");
   auto orig = ModelFile::Open(testing::SharedPath("golden/models/qwen35.gguf"));
   ASSERT_TRUE(orig.ok());
-  GgufWriter w;
-  for (const auto& [key, value] : (*orig)->metadata().entries()) {
-    if (key == "qwen35.block_count") continue;
-    w.Set(key, value);
-  }
-  w.SetUint32("qwen35.block_count", 5);
-  w.SetUint32("qwen35.nextn_predict_layers", 1);
-  for (const TensorInfo* t : (*orig)->tensors()) {
-    w.AddTensor(t->name, t->type, t->shape, std::vector<uint8_t>(t->data, t->data + t->n_bytes));
-  }
-  // An MTP block with weights that would change every logit if it ran.
-  w.AddF32Tensor("blk.4.attn_norm.weight", {64}, std::vector<float>(64, 100.0f));
-  w.AddF32Tensor("blk.4.nextn.eh_proj.weight", {128, 64}, std::vector<float>(128 * 64, 1.0f));
-  const std::vector<uint8_t> bytes = w.Serialize();
-  auto with_mtp = ModelFile::FromBuffer(bytes, "qwen35-mtp");
-  ASSERT_TRUE(with_mtp.ok()) << with_mtp.status();
-  auto b_mtp = CreateHybridBackend(std::shared_ptr<const ModelFile>(std::move(*with_mtp)), BackendOptions{});
+  auto b_mtp = CreateFrom(testing::RewriteGguf(**orig, {"qwen35.block_count"}, [](GgufWriter& w) {
+    w.SetUint32("qwen35.block_count", 5);
+    w.SetUint32("qwen35.nextn_predict_layers", 1);
+    // An MTP block with weights that would change every logit if it ran.
+    w.AddF32Tensor("blk.4.attn_norm.weight", {64}, std::vector<float>(64, 100.0f));
+    w.AddF32Tensor("blk.4.nextn.eh_proj.weight", {128, 64}, std::vector<float>(128 * 64, 1.0f));
+  }));
   ASSERT_TRUE(b_mtp.ok()) << b_mtp.status();
   auto b = CreateHybridBackend(std::shared_ptr<const ModelFile>(std::move(*orig)), BackendOptions{});
   ASSERT_TRUE(b.ok());
@@ -461,19 +534,9 @@ TEST(HybridBackendTest, RejectsFilesItCannotServe) {
   // granitehybrid with every layer declared attention: no recurrent layer.
   auto orig = ModelFile::Open(testing::SharedPath("golden/models/granitehybrid.gguf"));
   ASSERT_TRUE(orig.ok());
-  GgufWriter w;
-  for (const auto& [key, value] : (*orig)->metadata().entries()) {
-    if (key == "granitehybrid.attention.head_count_kv") continue;
-    w.Set(key, value);
-  }
-  w.SetInt32Array("granitehybrid.attention.head_count_kv", {2, 2, 2, 2});
-  for (const TensorInfo* t : (*orig)->tensors()) {
-    w.AddTensor(t->name, t->type, t->shape, std::vector<uint8_t>(t->data, t->data + t->n_bytes));
-  }
-  const std::vector<uint8_t> bytes = w.Serialize();
-  auto all_attn = ModelFile::FromBuffer(bytes, "granite-all-attention");
-  ASSERT_TRUE(all_attn.ok());
-  auto b = CreateHybridBackend(std::shared_ptr<const ModelFile>(std::move(*all_attn)), BackendOptions{});
+  auto b = CreateFrom(testing::RewriteGguf(**orig, {"granitehybrid.attention.head_count_kv"}, [](GgufWriter& w) {
+    w.SetInt32Array("granitehybrid.attention.head_count_kv", {2, 2, 2, 2});
+  }));
   EXPECT_EQ(b.status().code(), absl::StatusCode::kInvalidArgument) << b.status();
 }
 

@@ -40,8 +40,10 @@ Inputs MakeInputs(int64_t T, int64_t Hk, int64_t Hv, int64_t dk, int64_t dv, uin
 }
 
 // Runs tokens [t0, t1) for heads [h0, h1) on `state`, writing `out` rows t0.. .
-void RunRule(const Inputs& in, int64_t t0, int64_t t1, int64_t h0, int64_t h1, float* state, float* out) {
+void RunRule(const Inputs& in, int64_t t0, int64_t t1, int64_t h0, int64_t h1, float* state, float* out,
+             bool key_head_blocks = false) {
   GatedDeltaRuleArgs a;
+  a.key_head_blocks = key_head_blocks;
   a.n_tokens = t1 - t0;
   a.n_head_k = in.Hk;
   a.n_head_v = in.Hv;
@@ -65,11 +67,11 @@ void RunRule(const Inputs& in, int64_t t0, int64_t t1, int64_t h0, int64_t h1, f
 }
 
 // The recurrence written as matrix algebra in double, value head h reading
-// key head h mod Hk.
-std::vector<double> Reference(const Inputs& in) {
+// key head h mod Hk (or h / (Hv / Hk) with key_head_blocks).
+std::vector<double> Reference(const Inputs& in, bool key_head_blocks = false) {
   std::vector<double> out(in.T * in.Hv * in.dv);
   for (int64_t h = 0; h < in.Hv; ++h) {
-    const int64_t hk = h % in.Hk;
+    const int64_t hk = key_head_blocks ? h / (in.Hv / in.Hk) : h % in.Hk;
     std::vector<double> S(in.dv * in.dk, 0.0);
     for (int64_t t = 0; t < in.T; ++t) {
       const float* q = &in.q[(t * in.Hk + hk) * in.dk];
@@ -99,12 +101,12 @@ std::vector<double> Reference(const Inputs& in) {
 TEST(GatedDeltaRuleTest, MatchesTheRecurrenceInDouble) {
   // Key widths of the vectorized paths (16, 32, 64, 128) and of the
   // portable one (24).
-  for (int64_t dk : {16, 32, 64, 128, 24}) {
-    SCOPED_TRACE("d_k " + std::to_string(dk));
+  for (int64_t dk : {16, 32, 64, 128, 24}) for (bool blocks : {false, true}) {
+    SCOPED_TRACE("d_k " + std::to_string(dk) + (blocks ? " key head blocks" : ""));
     const Inputs in = MakeInputs(40, 2, 4, dk, 16, 7);
     std::vector<float> state(in.Hv * in.dv * in.dk, 0.0f), out(in.T * in.Hv * in.dv);
-    RunRule(in, 0, in.T, 0, in.Hv, state.data(), out.data());
-    const std::vector<double> ref = Reference(in);
+    RunRule(in, 0, in.T, 0, in.Hv, state.data(), out.data(), blocks);
+    const std::vector<double> ref = Reference(in, blocks);
     double max_diff = 0, max_ref = 0;
     for (size_t i = 0; i < out.size(); ++i) {
       max_diff = std::max(max_diff, std::abs(out[i] - ref[i]));
@@ -137,6 +139,29 @@ TEST(GatedDeltaRuleTest, ValueHeadsReadKeyHeadsModuloTheKeyHeadCount) {
     }
   }
   EXPECT_TRUE(head1_differs) << "head 1 reads key head 1, not key head 0";
+}
+
+TEST(GatedDeltaRuleTest, WithKeyHeadBlocksConsecutiveValueHeadsShareAKeyHead) {
+  // Qwen3-Next: 4 value heads over 2 key heads, heads 0 and 1 read key head
+  // 0, heads 2 and 3 key head 1.
+  Inputs in = MakeInputs(10, 2, 4, 16, 8, 13);
+  for (int64_t t = 0; t < in.T; ++t) {
+    for (int64_t h : {1, 2}) {
+      for (int64_t j = 0; j < in.dv; ++j) in.v[(t * 4 + h) * in.dv + j] = in.v[(t * 4 + 0) * in.dv + j];
+      in.g[t * 4 + h] = in.g[t * 4 + 0];
+      in.beta[t * 4 + h] = in.beta[t * 4 + 0];
+    }
+  }
+  std::vector<float> state(4 * in.dv * in.dk, 0.0f), out(in.T * 4 * in.dv);
+  RunRule(in, 0, in.T, 0, 4, state.data(), out.data(), true);
+  bool head2_differs = false;
+  for (int64_t t = 0; t < in.T; ++t) {
+    for (int64_t j = 0; j < in.dv; ++j) {
+      EXPECT_EQ(out[(t * 4 + 1) * in.dv + j], out[(t * 4 + 0) * in.dv + j]);
+      head2_differs |= out[(t * 4 + 2) * in.dv + j] != out[(t * 4 + 0) * in.dv + j];
+    }
+  }
+  EXPECT_TRUE(head2_differs) << "head 2 reads key head 1, not key head 0";
 }
 
 TEST(GatedDeltaRuleTest, SplitRunsAndHeadSlicesAreBitIdentical) {

@@ -314,18 +314,69 @@ TEST(RopeTest, FreqFactorsDivideTheFrequency) {
   }
 }
 
+// gpt-oss's YaRN: n_dims 24, base 150000, trained at 4096, factor 32.
+TEST(RopeTest, YarnCorrDimsAreTheRoundedTurnCounts) {
+  float dims[2];
+  // 24 ln(4096 / (b 2 pi)) / (2 ln 150000) = 3.03 (b = 32) and 6.52 (b = 1).
+  RopeYarnCorrDims(24, 4096, 150000.0f, 32.0f, 1.0f, dims);
+  EXPECT_EQ(dims[0], 3.0f);
+  EXPECT_EQ(dims[1], 7.0f);
+  // Clamped to [0, n_dims - 1]: 8 ln(100 / (32 2 pi)) / (2 ln 10) < 0, and
+  // 8 ln(2^30 / (2 pi)) / (2 ln 10) = 33.
+  RopeYarnCorrDims(8, 100, 10.0f, 32.0f, 1.0f, dims);
+  EXPECT_EQ(dims[0], 0.0f);
+  EXPECT_EQ(dims[1], 5.0f);  // ceil(4.8)
+  RopeYarnCorrDims(8, 1 << 30, 10.0f, 32.0f, 1.0f, dims);
+  EXPECT_EQ(dims[1], 7.0f);
+}
+
+TEST(RopeTest, YarnBlendsInterpolatedAndExtrapolatedAnglesAndScalesTheMagnitude) {
+  RopeParams p;
+  p.type = RopeType::kNeox;
+  p.n_dims = 24;
+  p.freq_base = 150000.0f;
+  p.freq_scale = 1.0f / 32.0f;
+  p.ext_factor = 1.0f;
+  p.yarn_orig_ctx = 4096;
+  p.attn_factor = 0.9f;
+  const double lo = 3, hi = 7;  // the test above
+  for (double pos : {1.0, 5.0, 100.0, 4000.0}) {
+    std::vector<float> cache(24);
+    RopeCache(p, static_cast<float>(pos), cache.data());
+    for (int i = 0; i < 12; ++i) {
+      const double extrap = pos * std::pow(150000.0, -2.0 * i / 24);
+      const double interp = extrap / 32;
+      const double mix = 1 - std::clamp((i - lo) / (hi - lo), 0.0, 1.0);  // 1 below lo, 0 above hi
+      const double theta = interp * (1 - mix) + extrap * mix;
+      const double mscale = 0.9 * (1 + 0.1 * std::log(32.0));
+      EXPECT_NEAR(cache[2 * i], std::cos(theta) * mscale, 2e-5 * (1 + pos / 100)) << "pos " << pos << " pair " << i;
+      EXPECT_NEAR(cache[2 * i + 1], std::sin(theta) * mscale, 2e-5 * (1 + pos / 100)) << "pos " << pos << " pair " << i;
+    }
+  }
+  // Without ext_factor the same parameters are plain linear scaling.
+  p.ext_factor = 0.0f;
+  std::vector<float> cache(24);
+  RopeCache(p, 50.0f, cache.data());
+  for (int i = 0; i < 12; ++i) {
+    const double theta = 50.0 / 32 * std::pow(150000.0, -2.0 * i / 24);
+    EXPECT_NEAR(cache[2 * i], std::cos(theta) * 0.9, 1e-5);
+  }
+}
+
 // ---------------------------------------------------------------- Attention
 
 struct AttnCase {
   int n_head, n_head_kv, hd;
   int window;
   float softcap;
+  bool sinks = false;
 };
 
 TEST(AttentionTest, MatchesNaiveReference) {
   ThreadPool pool(2);
-  const AttnCase cases[] = {{4, 2, 16, 0, 0.0f}, {4, 4, 8, 0, 0.0f}, {6, 2, 8, 5, 0.0f}, {2, 1, 32, 0, 30.0f},
-                            {8, 1, 4, 3, 20.0f}};
+  const AttnCase cases[] = {{4, 2, 16, 0, 0.0f},        {4, 4, 8, 0, 0.0f},  {6, 2, 8, 5, 0.0f},
+                            {2, 1, 32, 0, 30.0f},       {8, 1, 4, 3, 20.0f}, {4, 2, 24, 0, 0.0f, true},
+                            {4, 2, 8, 4, 0.0f, true}};
   // 7 queries: the per-query dot path; 40 and 300: the GEMM path (one and
   // several query blocks); kv_begin on or off.
   for (const AttnCase& c : cases) for (int n_q : {7, 40, 300}) for (bool with_begin : {false, true}) {
@@ -339,6 +390,10 @@ TEST(AttentionTest, MatchesNaiveReference) {
     p.scale = 1.0f / std::sqrt(static_cast<float>(c.hd));
     p.window = c.window;
     p.softcap = c.softcap;
+    // Sink logits around the scores' scale, one far above them (that head
+    // attends almost to nothing).
+    std::vector<float> sinks = {0.5f, -1.0f, 2.0f, 8.0f};
+    if (c.sinks) p.sinks = sinks.data();
     const int qd = c.n_head * c.hd, kd = c.n_head_kv * c.hd;
     auto q = RandomVec(n_q * qd, 21, 2.0f), k = RandomVec(n_kv * kd, 22, 2.0f), v = RandomVec(n_kv * kd, 23);
     std::vector<int32_t> kv_end(n_q), kv_begin(n_q), q_pos(n_q), kv_pos(n_kv);
@@ -382,6 +437,7 @@ TEST(AttentionTest, MatchesNaiveReference) {
         const double mx = *std::max_element(s.begin(), s.end());
         double sum = 0;
         for (double& e : s) sum += (e = std::exp(e - mx));
+        if (c.sinks) sum += std::exp(sinks[h] - mx);
         for (int t = 0; t < c.hd; ++t) {
           double want = 0;
           for (size_t m = 0; m < s.size(); ++m) want += s[m] / sum * v[idx[m] * kd + hk * c.hd + t];
@@ -413,6 +469,34 @@ TEST(ActivationTest, SwiGluAndSoftmax) {
   std::vector<float> none(3, -std::numeric_limits<float>::infinity());
   SoftmaxInPlace(none.data(), 3);
   EXPECT_EQ(none, std::vector<float>(3, 0.0f));
+}
+
+TEST(ActivationTest, SoftmaxWithASinkLeavesItsShareOut) {
+  for (float sink : {-3.0f, 0.0f, 2.5f, 40.0f}) {
+    std::vector<float> s = {1.0f, 2.0f, -std::numeric_limits<float>::infinity(), 3.0f};
+    SoftmaxInPlace(s.data(), 4, sink);
+    const double z = std::exp(1.0) + std::exp(2.0) + std::exp(3.0) + std::exp(static_cast<double>(sink));
+    EXPECT_NEAR(s[0], std::exp(1.0) / z, 1e-7) << sink;
+    EXPECT_NEAR(s[3], std::exp(3.0) / z, 1e-7) << sink;
+    EXPECT_EQ(s[2], 0.0f);
+  }
+  // Every score masked: zeros, whatever the sink.
+  std::vector<float> none(3, -std::numeric_limits<float>::infinity());
+  SoftmaxInPlace(none.data(), 3, 1.0f);
+  EXPECT_EQ(none, std::vector<float>(3, 0.0f));
+}
+
+TEST(ActivationTest, SwiGluOaiClampsThenGates) {
+  const std::vector<float> g = {-9.0f, -1.0f, 0.0f, 0.5f, 6.9f, 7.5f, 30.0f};
+  const std::vector<float> u = {-8.0f, 0.3f, 2.0f, -7.2f, 1.0f, 9.0f, -0.5f};
+  std::vector<float> out(g.size());
+  SwiGluOai(g.data(), u.data(), static_cast<int64_t>(g.size()), 1.702f, 7.0f, out.data());
+  for (size_t i = 0; i < g.size(); ++i) {
+    const double x = std::min(g[i], 7.0f);                   // the gate only from above
+    const double y = std::clamp(static_cast<double>(u[i]), -7.0, 7.0);
+    const double want = x / (1 + std::exp(-1.702 * x)) * (y + 1);
+    EXPECT_NEAR(out[i], want, 1e-6 * (1 + std::fabs(want))) << i;
+  }
 }
 
 }  // namespace
