@@ -20,13 +20,8 @@ namespace {
 // per-layer array, nonzero: recurrent) or every layer but each
 // full_attention_interval-th (default 4).
 absl::StatusOr<std::vector<bool>> RecurrentLayers(const ModelLoader& ld, int32_t n_layer) {
+  if (ld.HasKey("attention.recurrent_layers")) return ld.PerLayerFlags("attention.recurrent_layers", n_layer);
   std::vector<bool> recurrent(n_layer);
-  if (ld.HasKey("attention.recurrent_layers")) {
-    std::vector<int64_t> flags;
-    CAIRN_LOAD_ASSIGN(flags, ld.PerLayer("attention.recurrent_layers", n_layer));
-    for (int32_t il = 0; il < n_layer; ++il) recurrent[il] = flags[il] != 0;
-    return recurrent;
-  }
   int64_t interval = 0;
   CAIRN_LOAD_ASSIGN(interval, ld.IntInOr("full_attention_interval", 1, 4096, 4));
   for (int32_t il = 0; il < n_layer; ++il) recurrent[il] = (il + 1) % interval != 0;

@@ -98,12 +98,7 @@ absl::StatusOr<std::vector<bool>> ReadSlidingWindowLayers(const ModelLoader& ld,
                                                           int64_t default_period) {
   std::vector<bool> local(n_layer, false);
   if (window == 0) return local;
-  if (ld.IsArray("attention.sliding_window_pattern")) {
-    std::vector<int64_t> flags;
-    CAIRN_LOAD_ASSIGN(flags, ld.PerLayer("attention.sliding_window_pattern", n_layer));
-    for (int32_t il = 0; il < n_layer; ++il) local[il] = flags[il] != 0;
-    return local;
-  }
+  if (ld.IsArray("attention.sliding_window_pattern")) return ld.PerLayerFlags("attention.sliding_window_pattern", n_layer);
   int64_t period = 0;
   CAIRN_LOAD_ASSIGN(period, ld.IntOr("attention.sliding_window_pattern", default_period));
   if (period < 0) return ld.Error("negative sliding_window_pattern");

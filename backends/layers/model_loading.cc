@@ -90,6 +90,14 @@ absl::StatusOr<std::vector<int64_t>> ModelLoader::PerLayer(absl::string_view key
   return std::vector<int64_t>(static_cast<size_t>(n_layer), *one);
 }
 
+absl::StatusOr<std::vector<bool>> ModelLoader::PerLayerFlags(absl::string_view key, int32_t n_layer) const {
+  absl::StatusOr<std::vector<int64_t>> values = PerLayer(key, n_layer);
+  if (!values.ok()) return values.status();
+  std::vector<bool> flags(values->size());
+  for (size_t i = 0; i < flags.size(); ++i) flags[i] = (*values)[i] != 0;
+  return flags;
+}
+
 absl::StatusOr<const TensorInfo*> ModelLoader::Tensor(const std::string& name,
                                                       const std::vector<int64_t>& shape) const {
   const TensorInfo* t = model_->FindTensor(name);

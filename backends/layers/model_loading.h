@@ -64,6 +64,8 @@ class ModelLoader {
   // least n_layer entries (the first n_layer are used: some files carry
   // entries for blocks that are not run, such as MTP blocks).
   absl::StatusOr<std::vector<int64_t>> PerLayer(absl::string_view key, int32_t n_layer) const;
+  // PerLayer(key, n_layer) as flags: nonzero is true.
+  absl::StatusOr<std::vector<bool>> PerLayerFlags(absl::string_view key, int32_t n_layer) const;
 
   // --- Tensors by full GGUF name.
   bool HasTensor(const std::string& name) const { return model_->FindTensor(name) != nullptr; }
