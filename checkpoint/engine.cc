@@ -34,6 +34,10 @@ struct Sequence::State {
   // Symbols at the newest checkpoint on the current history (for the value
   // of the next one: the recomputation it saves beyond that one).
   size_t newest_depth = 0;
+  // The checkpoint this sequence captured last, and why (0: none since the
+  // last prompt began).
+  uint64_t newest_id = 0;
+  CaptureReason newest_reason = CaptureReason::kMessageBoundary;
   // Checkpoints that serve only the next turn (tail points of the last
   // message, points inside the reply), and the size of the latest prompt
   // (see DropStaleTurnCheckpoints).
@@ -79,13 +83,18 @@ absl::StatusOr<std::unique_ptr<CheckpointEngine>> CheckpointEngine::Create(
   if (options.prefill_chunk <= 0 || options.every_n < 0 || options.min_branch_preserve < 0) {
     return absl::InvalidArgumentError("bad checkpoint options");
   }
+  if (absl::StatusOr<std::shared_ptr<RetentionPolicy>> r = MakeRetention(options.cache_policy); !r.ok()) {
+    return r.status();
+  }
   absl::StatusOr<std::unique_ptr<PrefixIndex>> index = PrefixIndex::Create();
   if (!index.ok()) return index.status();
   std::unique_ptr<CheckpointEngine> engine(
       new CheckpointEngine(backend, std::move(store), std::move(*index), options));
   if (engine->store_ != nullptr) {
     PrefixIndex* idx = engine->index_.get();
-    engine->listener_ = engine->store_->AddDropListener([idx](CheckpointId id) { idx->Remove(id); });
+    CheckpointEngine* self = engine.get();
+    engine->listener_ = engine->store_->AddDropListener([self](CheckpointId id) { self->Forget(id); });
+    engine->branch_counter_ = engine->store_->AddBranchCounter([idx](CheckpointId id) { return idx->Branches(id); });
     engine->ReindexRecovered();
   }
   return engine;
@@ -93,6 +102,7 @@ absl::StatusOr<std::unique_ptr<CheckpointEngine>> CheckpointEngine::Create(
 
 CheckpointEngine::~CheckpointEngine() {
   if (store_ != nullptr && listener_ != 0) store_->RemoveDropListener(listener_);
+  if (store_ != nullptr && branch_counter_ != 0) store_->RemoveBranchCounter(branch_counter_);
 }
 
 std::string CheckpointEngine::EncodeTag(const std::string& tenant, std::span<const SymbolKey> path,
@@ -195,6 +205,12 @@ absl::StatusOr<std::unique_ptr<Sequence>> CheckpointEngine::Import(const Exporte
 }
 
 void CheckpointEngine::Unregister(Sequence::State& s) {
+  if (enabled() && policy_.options().park_dropped) {
+    // Never wait here: a sequence still held (a job its owner forgot) is
+    // just not parked.
+    std::unique_lock<std::mutex> lock(s.mu, std::try_to_lock);
+    if (lock.owns_lock()) ParkLocked(s, CaptureReason::kDropped).IgnoreError();
+  }
   {
     std::lock_guard<std::mutex> lock(mu_);
     live_.erase(s.live_id);
@@ -212,6 +228,11 @@ void CheckpointEngine::Publish(Sequence::State& s) {
   e.pos = s.memory->next_pos();
   e.bytes = s.memory->Bytes(SnapshotScope::kFull);
   index_->Insert(s.tenant, s.history.keys(), e).IgnoreError();
+}
+
+size_t CheckpointEngine::LiveSequences() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return live_.size();
 }
 
 EngineStats CheckpointEngine::stats() const {
@@ -473,6 +494,18 @@ absl::Status CheckpointEngine::Apply(Sequence::State& s, const Prompt& prompt, c
   return absl::OkStatus();
 }
 
+PutInfo CheckpointEngine::Describe(const Sequence::State& s, CaptureReason reason, double cost) const {
+  PutInfo info;
+  info.cost = std::max(cost, 1.0);
+  info.reason = reason;
+  info.path_key = PathKey(s.tenant, s.history.keys());
+  return info;
+}
+
+bool CheckpointEngine::WorthCapturing(SnapshotScope scope, size_t bytes, Pos pos, const PutInfo& info) const {
+  return store_->WouldAdmit(bytes, scope, pos, info);
+}
+
 absl::Status CheckpointEngine::CaptureAt(Sequence::State& s, CaptureReason reason, bool force_full,
                                          const std::vector<float>* logits, double cost,
                                          PrefillStats* stats) {
@@ -481,6 +514,11 @@ absl::Status CheckpointEngine::CaptureAt(Sequence::State& s, CaptureReason reaso
       force_full ? SnapshotScope::kFull
                  : policy_.ScopeFor(s.memory->Bytes(SnapshotScope::kCheckpoint),
                                     s.memory->Bytes(SnapshotScope::kFull));
+  const size_t logits_bytes = logits != nullptr ? logits->size() * sizeof(float) : 0;
+  if (!WorthCapturing(scope, s.memory->Bytes(scope) + logits_bytes, s.memory->next_pos(),
+                      Describe(s, reason, cost))) {
+    return absl::ResourceExhaustedError("the store would not admit this checkpoint");
+  }
   absl::StatusOr<Snapshot> snap = s.memory->Capture(scope);
   if (!snap.ok()) return snap.status();
   return Keep(s, reason, std::move(*snap), logits, cost, stats, t0);
@@ -501,7 +539,7 @@ absl::Status CheckpointEngine::Keep(Sequence::State& s, CaptureReason reason, Sn
   e.has_logits = has_logits;
   e.bytes = cp.snapshot.bytes();
   const size_t bytes = cp.bytes();
-  absl::StatusOr<CheckpointId> id = store_->Put(std::move(cp), std::max(cost, 1.0));
+  absl::StatusOr<CheckpointId> id = store_->Put(std::move(cp), Describe(s, reason, cost));
   if (!id.ok()) return id.status();
   e.id = *id;
   if (absl::Status st = index_->Insert(s.tenant, s.history.keys(), e); !st.ok()) {
@@ -509,9 +547,11 @@ absl::Status CheckpointEngine::Keep(Sequence::State& s, CaptureReason reason, Sn
     return st;
   }
   // A drop between Put and Insert would leave a dangling index entry.
-  if (!store_->Contains(*id)) index_->Remove(*id);
+  if (!store_->Contains(*id)) Forget(*id);
   if (reason == CaptureReason::kTail || reason == CaptureReason::kDuringGeneration) s.turn_ids.push_back(*id);
   s.newest_depth = s.history.size();
+  s.newest_id = *id;
+  s.newest_reason = reason;
   const double secs = SecondsSince(started);
   if (stats != nullptr) {
     ++stats->captured;
@@ -525,10 +565,20 @@ absl::Status CheckpointEngine::Keep(Sequence::State& s, CaptureReason reason, Sn
   return absl::OkStatus();
 }
 
-void CheckpointEngine::DropStaleTurnCheckpoints(Sequence::State& s) {
+void CheckpointEngine::Forget(uint64_t id) {
+  std::vector<PrefixIndex::Reparented> below;
+  index_->Remove(id, &below);
+  for (const PrefixIndex::Reparented& r : below) store_->SetCost(r.id, static_cast<double>(r.pos - r.parent_pos));
+}
+
+void CheckpointEngine::RetireTurnCheckpoints(Sequence::State& s) {
   for (uint64_t id : s.turn_ids) {
-    index_->Remove(id);
-    store_->Erase(id);
+    if (policy_.options().keep_turn_checkpoints) {
+      store_->MarkStale(id);
+    } else {
+      Forget(id);
+      store_->Erase(id);
+    }
   }
   s.turn_ids.clear();
 }
@@ -536,7 +586,9 @@ void CheckpointEngine::DropStaleTurnCheckpoints(Sequence::State& s) {
 void CheckpointEngine::CaptureDuringGeneration(Sequence::State& s) {
   if (!enabled() || s.history.empty()) return;
   const Pos since = s.history.positions() - s.history.pos_after(s.newest_depth);
-  if (!policy_.CaptureDuringGeneration(since)) return;
+  const Pos every = policy_.GenerationSpacing(s.memory->Bytes(SnapshotScope::kCheckpoint),
+                                             store_->options().ram_budget_bytes, LiveSequences());
+  if (!policy_.CaptureDuringGeneration(since, every)) return;
   if (!CaptureAt(s, CaptureReason::kDuringGeneration, false, nullptr, static_cast<double>(since), nullptr).ok()) {
     std::lock_guard<std::mutex> l(mu_);
     ++stats_.capture_failures;
@@ -547,10 +599,14 @@ absl::Status CheckpointEngine::PreserveIfUseful(Sequence::State& s, size_t keep_
   if (!enabled() || s.history.empty()) return absl::OkStatus();
   const Pos dropped = s.memory->next_pos() - s.history.pos_after(std::min(keep_symbols, s.history.size()));
   if (!policy_.PreserveBranch(dropped)) return absl::OkStatus();
-  // Already kept (after-generation capture, an earlier preservation)?
+  // Already kept (after-generation capture, an earlier preservation)? It
+  // is now the end of an abandoned branch, which its retention should know.
   const IndexMatch m = index_->Lookup(s.tenant, s.history.keys(), 0);
   for (const IndexHit& h : m.on_path) {
-    if (h.depth == s.history.size() && h.entry.kind == EntryKind::kFull) return absl::OkStatus();
+    if (h.depth == s.history.size() && h.entry.kind == EntryKind::kFull) {
+      store_->Reclassify(h.entry.id, CaptureReason::kBranch);
+      return absl::OkStatus();
+    }
   }
   const std::vector<float>* logits =
       s.logits_depth == s.history.size() && !s.logits.empty() ? &s.logits : nullptr;
@@ -579,7 +635,10 @@ absl::StatusOr<std::unique_ptr<PrefillJob>> CheckpointEngine::StartPrefill(Seque
   const size_t n = prompt.size();
 
   IndexMatch& match = job->match_;
-  if (enabled()) match = index_->Lookup(s.tenant, prompt.keys());
+  if (enabled()) {
+    store_->BeginRequest();
+    match = index_->Lookup(s.tenant, prompt.keys());
+  }
   const size_t live_common = CommonPrefix(s.history.keys(), prompt.keys());
 
   // Choose and apply the best reuse; a candidate that fails (evicted,
@@ -589,8 +648,9 @@ absl::StatusOr<std::unique_ptr<PrefillJob>> CheckpointEngine::StartPrefill(Seque
   bool preserved = false;
   const auto t_restore = std::chrono::steady_clock::now();
   Plan chosen;
+  std::vector<Plan> candidates;
   for (int attempt = 0;; ++attempt) {
-    std::vector<Plan> candidates = Candidates(s, prompt, match, excluded);
+    candidates = Candidates(s, prompt, match, excluded);
     std::vector<ReuseCandidate> options;
     for (const Plan& p : candidates) options.push_back(p.c);
     chosen = candidates[CheckpointPolicy::ChooseRestore(options)];
@@ -611,7 +671,7 @@ absl::StatusOr<std::unique_ptr<PrefillJob>> CheckpointEngine::StartPrefill(Seque
     if (failed_id != 0) {
       excluded.push_back(failed_id);
       if (st.code() == absl::StatusCode::kNotFound || st.code() == absl::StatusCode::kDataLoss) {
-        index_->Remove(failed_id);
+        Forget(failed_id);
       }
     }
     // Apply may have restored part of a state: start over from a known one.
@@ -620,6 +680,21 @@ absl::StatusOr<std::unique_ptr<PrefillJob>> CheckpointEngine::StartPrefill(Seque
       s.history.Resize(0);
       s.logits.clear();
       s.logits_depth = 0;
+    }
+  }
+  if (enabled()) {
+    // What the restored checkpoint saved beyond the best plan without it:
+    // its realized value, for the store's retention policy.
+    const uint64_t used = chosen.ckpt_id != 0 ? chosen.ckpt_id
+                                              : (chosen.base_kind == EntryKind::kFull ? chosen.base_id : 0);
+    if (used != 0 && chosen.c.kind != ReuseKind::kLive && chosen.c.kind != ReuseKind::kOtherSequence) {
+      Pos without = 0;
+      for (const Plan& p : candidates) {
+        if (p.ckpt_id != used && !(p.base_kind == EntryKind::kFull && p.base_id == used)) {
+          without = std::max(without, p.c.positions);
+        }
+      }
+      store_->Credit(used, static_cast<double>(std::max<Pos>(chosen.c.positions - without, 0)));
     }
   }
   const size_t i = s.history.size();
@@ -637,6 +712,7 @@ absl::StatusOr<std::unique_ptr<PrefillJob>> CheckpointEngine::StartPrefill(Seque
     stats_.restore_seconds += stats.restore_seconds;
   }
   // The newest snapshot on this path at or before the resume point.
+  s.newest_id = 0;
   if (chosen.c.kind == ReuseKind::kLive) {
     s.newest_depth = std::min(s.newest_depth, i);
   } else {
@@ -649,7 +725,7 @@ absl::StatusOr<std::unique_ptr<PrefillJob>> CheckpointEngine::StartPrefill(Seque
   if (enabled()) {
     // This prompt goes on past the one the turn's checkpoints served (a new
     // turn, not an edit or a regenerate): they are stale.
-    if (n > s.turn_prompt_size && i >= s.turn_prompt_size) DropStaleTurnCheckpoints(s);
+    if (n > s.turn_prompt_size && i >= s.turn_prompt_size) RetireTurnCheckpoints(s);
     s.turn_prompt_size = n;
   }
 
@@ -664,11 +740,19 @@ absl::StatusOr<std::unique_ptr<PrefillJob>> CheckpointEngine::StartPrefill(Seque
   }
   // Capture points for the rest; the ones already on this path are skipped.
   if (enabled()) {
+    // Where the prompt leaves the deepest path the index knows, when this
+    // prefill recomputes through it. Beyond the sequence's own history the
+    // path is another conversation's: a shared prefix, kept restorable onto
+    // any sequence.
+    const size_t divergence = match.matched > i ? std::min(match.matched, n) : 0;
+    const bool shared = match.matched > live_common;
     auto exists = [&](size_t depth) {
       for (const IndexHit& h : match.on_path) {
         if (h.depth != depth || h.entry.kind == EntryKind::kLive) continue;
         if (std::find(excluded.begin(), excluded.end(), h.entry.id) != excluded.end()) continue;
         if (depth == n && !h.entry.has_logits) continue;
+        // A shared prefix needs a snapshot any sequence can restore.
+        if (depth == divergence && shared && h.entry.kind != EntryKind::kFull) continue;
         return true;
       }
       return false;
@@ -680,8 +764,9 @@ absl::StatusOr<std::unique_ptr<PrefillJob>> CheckpointEngine::StartPrefill(Seque
     const Pos cut_window =
         caps.truncatable ? 0 : std::max(caps.rollback_window, std::min(prompt.positions(), caps.rollback_slack));
     const Pos tail_every = policy_.TailSpacing(s.memory->Bytes(SnapshotScope::kCheckpoint),
-                                               store_->options().ram_budget_bytes);
-    job->points_ = policy_.PlanPrefill(job->prompt_, i, exists, cut_window, tail_every);
+                                               store_->options().ram_budget_bytes, LiveSequences());
+    job->points_ = policy_.PlanPrefill(job->prompt_, i, exists, cut_window, tail_every, divergence);
+    for (CapturePoint& pt : job->points_) pt.full = pt.reason == CaptureReason::kDivergence && shared;
   }
   job->CaptureDue();
   return job;
@@ -700,7 +785,7 @@ void PrefillJob::CaptureDue() {
     if (pt.symbols != i_) continue;
     const double cost = static_cast<double>(s.history.positions() - s.history.pos_after(s.newest_depth));
     // Capture failures (budget, a memory inside a chunk) only cost reuse later.
-    if (!engine_->CaptureAt(s, pt.reason, false, pt.keep_logits ? &result_.logits : nullptr, cost,
+    if (!engine_->CaptureAt(s, pt.reason, pt.full, pt.keep_logits ? &result_.logits : nullptr, cost,
                             &result_.stats)
              .ok()) {
       std::lock_guard<std::mutex> l(engine_->mu_);
@@ -720,12 +805,29 @@ SequenceRun PrefillJob::NextRun(int32_t max_tokens) {
   snapshot_reasons_.clear();
   if (!prompt_.is_chunk(i_)) {
     size_t limit = std::min(n, i_ + static_cast<size_t>(std::max(max_tokens, 1)));
-    if (!in_run && next_point_ < points_.size()) limit = std::min(limit, points_[next_point_].symbols);
+    // The run ends at the first point it cannot snapshot inside itself (a
+    // full snapshot is taken between Forward calls).
+    for (size_t k = next_point_; k < points_.size(); ++k) {
+      if (points_[k].symbols > i_ && (!in_run || points_[k].full)) {
+        limit = std::min(limit, points_[k].symbols);
+        break;
+      }
+    }
     while (end < limit && !prompt_.is_chunk(end)) ++end;
   }
   if (in_run) {
+    const size_t state_bytes = s.memory->Bytes(SnapshotScope::kCheckpoint);
+    Pos newest = s.history.pos_after(s.newest_depth);
     for (size_t k = next_point_; k < points_.size() && points_[k].symbols < end; ++k) {
       if (points_[k].symbols <= i_) continue;
+      // Only the points the store would admit: the others are not worth a copy.
+      const Pos pos = prompt_.pos_after(points_[k].symbols);
+      PutInfo info;
+      info.cost = std::max<double>(pos - newest, 1);
+      info.reason = points_[k].reason;
+      info.path_key = PathKey(s.tenant, prompt_.keys().subspan(0, points_[k].symbols));
+      if (!engine_->WorthCapturing(SnapshotScope::kCheckpoint, state_bytes, pos, info)) continue;
+      newest = pos;
       snapshot_rows_.push_back(static_cast<int32_t>(points_[k].symbols - i_ - 1));
       snapshot_reasons_.push_back(points_[k].reason);
     }
@@ -882,6 +984,14 @@ void SequenceHold::Release() {
 absl::Status CheckpointEngine::EndGeneration(Sequence& seq) {
   Sequence::State& s = *seq.state_;
   std::lock_guard<std::mutex> lock(s.mu);
+  if (enabled() && s.newest_id != 0 && s.newest_depth == s.history.size() &&
+      s.newest_reason == CaptureReason::kDuringGeneration) {
+    // The reply ended on a point taken inside it: that checkpoint is the end
+    // of the conversation (the next turn's start), not a short-lived one.
+    store_->Reclassify(s.newest_id, CaptureReason::kAfterGeneration);
+    s.turn_ids.erase(std::remove(s.turn_ids.begin(), s.turn_ids.end(), s.newest_id), s.turn_ids.end());
+    s.newest_reason = CaptureReason::kAfterGeneration;
+  }
   if (enabled() && !s.history.empty() &&
       policy_.CaptureAfterGeneration(s.history.positions() - s.history.pos_after(s.newest_depth))) {
     const IndexMatch m = index_->Lookup(s.tenant, s.history.keys(), 0);
@@ -905,15 +1015,37 @@ absl::Status CheckpointEngine::EndGeneration(Sequence& seq) {
 absl::Status CheckpointEngine::Park(Sequence& seq) {
   Sequence::State& s = *seq.state_;
   std::lock_guard<std::mutex> lock(s.mu);
-  if (!enabled() || s.history.empty()) return absl::OkStatus();
-  const IndexMatch m = index_->Lookup(s.tenant, s.history.keys(), 0);
-  for (const IndexHit& h : m.on_path) {
-    if (h.depth == s.history.size() && h.entry.kind == EntryKind::kFull) return absl::OkStatus();
+  return ParkLocked(s, CaptureReason::kParked);
+}
+
+absl::Status CheckpointEngine::ParkLocked(Sequence::State& s, CaptureReason reason) {
+  if (!enabled() || s.history.empty() || s.memory->next_pos() != s.history.positions()) {
+    return absl::OkStatus();
   }
-  const std::vector<float>* logits =
-      s.logits_depth == s.history.size() && !s.logits.empty() ? &s.logits : nullptr;
-  return CaptureAt(s, CaptureReason::kBranch, true, logits,
-                   static_cast<double>(s.history.positions()), nullptr);
+  const size_t depth = s.history.size();
+  const IndexMatch m = index_->Lookup(s.tenant, s.history.keys(), 0);
+  // Worth what a fresh sequence would otherwise recompute: from the deepest
+  // full snapshot on the path.
+  size_t full_depth = 0;
+  std::vector<uint64_t> superseded;
+  for (const IndexHit& h : m.on_path) {
+    if (h.entry.kind == EntryKind::kFull) {
+      if (h.depth == depth) return absl::OkStatus();
+      full_depth = std::max(full_depth, h.depth);
+    }
+    if (h.entry.kind == EntryKind::kCheckpoint && h.depth == depth) superseded.push_back(h.entry.id);
+  }
+  const std::vector<float>* logits = s.logits_depth == depth && !s.logits.empty() ? &s.logits : nullptr;
+  absl::Status st = CaptureAt(s, reason, true, logits,
+                              static_cast<double>(s.history.positions() - s.history.pos_after(full_depth)), nullptr);
+  // A store that declines it (worth less than what it holds) is no error.
+  if (absl::IsResourceExhausted(st)) return absl::OkStatus();
+  if (!st.ok()) return st;
+  for (uint64_t id : superseded) {
+    Forget(id);
+    store_->Erase(id);
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace cairn::checkpoint

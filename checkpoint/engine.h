@@ -274,7 +274,12 @@ class CheckpointEngine final {
 
   // Keeps a full snapshot of the sequence's state in the store and index
   // (e.g. before a sessionless request's sequence is dropped), unless one
-  // exists. No-op when checkpointing is off.
+  // exists; a checkpoint-scope snapshot at the same place is then dropped
+  // (the full one serves everything it did). No-op when checkpointing is off
+  // or when the store declines it (too big, or worth less than what it
+  // holds: its retention policy).
+  // A sequence destroyed without it is parked anyway when
+  // PolicyOptions::park_dropped and the store admits it.
   absl::Status Park(Sequence& seq);
 
   const CheckpointPolicy& policy() const { return policy_; }
@@ -283,6 +288,8 @@ class CheckpointEngine final {
   const PrefixIndex& index() const { return *index_; }
   Backend& backend() const { return *backend_; }
   EngineStats stats() const;
+  // Live sequences of this engine (they share the store's budget).
+  size_t LiveSequences() const;
 
  private:
   struct Plan;
@@ -304,17 +311,31 @@ class CheckpointEngine final {
   // directly). `started`: when the capture began, for the timing stats.
   absl::Status Keep(Sequence::State& s, CaptureReason reason, Snapshot snapshot, const std::vector<float>* logits,
                     double cost, PrefillStats* stats, std::chrono::steady_clock::time_point started);
-  // Erases the short-lived checkpoints of the sequence's earlier turns
-  // (tail points, points inside replies): once a prompt continues past the
-  // one they were taken for, an edit of that prompt's last message or a
-  // re-sent cut reply is unlikely, and their bytes (several per turn, each
-  // a whole recurrent state) are better spent elsewhere.
-  void DropStaleTurnCheckpoints(Sequence::State& s);
+  // What the store's retention policy is told of a checkpoint of the
+  // sequence at its current history.
+  PutInfo Describe(const Sequence::State& s, CaptureReason reason, double cost) const;
+  // Whether the store would admit a snapshot of `bytes` (with its logits)
+  // described so: otherwise the copy is not worth taking.
+  bool WorthCapturing(SnapshotScope scope, size_t bytes, Pos pos, const PutInfo& info) const;
+  // The short-lived checkpoints of the sequence's earlier turns (tail points,
+  // points inside replies), once a prompt continues past the one they were
+  // taken for: an edit of that prompt's last message or a re-sent cut reply
+  // is now less likely. Marked stale for the retention policy to weigh
+  // (PolicyOptions::keep_turn_checkpoints), or erased.
+  void RetireTurnCheckpoints(Sequence::State& s);
   // After generated tokens were absorbed: a checkpoint every
   // PolicyOptions::generation_every positions. Failures only cost reuse.
   void CaptureDuringGeneration(Sequence::State& s);
   absl::Status PreserveIfUseful(Sequence::State& s, size_t keep_symbols);
   void Publish(Sequence::State& s);
+  // Park with the sequence's lock held.
+  absl::Status ParkLocked(Sequence::State& s, CaptureReason reason);
+  // Takes a checkpoint out of the index (after the store dropped it, or
+  // before the engine erases it) and re-values the checkpoints below it,
+  // whose nearest shallower checkpoint it was.
+  void Forget(uint64_t id);
+  // A sequence going away: parked (PolicyOptions::park_dropped) unless busy,
+  // then forgotten.
   void Unregister(Sequence::State& s);
   std::string EncodeTag(const std::string& tenant, std::span<const SymbolKey> path,
                         bool has_logits) const;
@@ -326,6 +347,7 @@ class CheckpointEngine final {
   const CheckpointOptions options_;
   const CheckpointPolicy policy_;
   int listener_ = 0;
+  int branch_counter_ = 0;
 
   mutable std::mutex mu_;  // guards live_, next_live_, stats_
   std::map<uint64_t, std::weak_ptr<Sequence::State>> live_;

@@ -17,6 +17,10 @@ PolicyOptions CheckpointOptions::policy() const {
   p.tail_every = tail_every;
   p.generation_every = generation_every;
   p.min_branch_preserve = min_branch_preserve;
+  p.placement = cache_policy.starts_with("marconi") ? Placement::kMarconi : Placement::kCairn;
+  p.divergence_points = divergence_points;
+  p.keep_turn_checkpoints = keep_turn_checkpoints;
+  p.budget_spacing = budget_spacing;
   return p;
 }
 
@@ -25,6 +29,10 @@ StoreOptions CheckpointOptions::store() const {
   s.ram_budget_bytes = ram_budget_bytes;
   s.disk_dir = disk_dir;
   s.disk_budget_bytes = disk_dir.empty() ? 0 : disk_budget_bytes;
+  // ApplyCheckpointFlag validated the name; a bad one set in code falls back
+  // to the default (and CheckpointEngine::Create rejects it).
+  absl::StatusOr<std::shared_ptr<RetentionPolicy>> retention = MakeRetention(cache_policy);
+  if (retention.ok()) s.retention = std::move(*retention);
   return s;
 }
 
@@ -99,6 +107,14 @@ absl::StatusOr<bool> ApplyCheckpointFlag(std::string_view arg, CheckpointOptions
     options->disk_dir = std::string(value);
     return true;
   }
+  if (name == "checkpoint-policy") {
+    if (auto s = need_value(); !s.ok()) return s;
+    if (absl::StatusOr<std::shared_ptr<RetentionPolicy>> r = MakeRetention(std::string(value)); !r.ok()) {
+      return r.status();
+    }
+    options->cache_policy = std::string(value);
+    return true;
+  }
   if (name == "checkpoint-every" || name == "checkpoint-branch-min" || name == "prefill-chunk" ||
       name == "checkpoint-tail-every" || name == "checkpoint-generation-every") {
     if (auto s = need_value(); !s.ok()) return s;
@@ -141,7 +157,9 @@ std::string CheckpointFlagsHelp() {
       "  --checkpoint-generation-every=N  positions between checkpoints inside a reply (default ", d.generation_every,
       ", 0 = off)\n",
       "  --checkpoint-branch-min=N    keep an abandoned branch of >= N positions (default ", d.min_branch_preserve, ", 0 = off)\n",
-      "  --prefill-chunk=N            most prompt tokens per forward call (default ", d.prefill_chunk, ")\n");
+      "  --prefill-chunk=N            most prompt tokens per forward call (default ", d.prefill_chunk, ")\n",
+      "  --checkpoint-policy=NAME     which checkpoints stay under the RAM budget: cairn (default), or the\n",
+      "                               baselines lru, marconi[:ALPHA] (Marconi's placement and eviction)\n");
 }
 
 }  // namespace cairn::checkpoint

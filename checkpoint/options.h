@@ -43,6 +43,16 @@ struct CheckpointOptions {
   Pos min_branch_preserve = 32;
   // --prefill-chunk=N. Most tokens per Forward call during prompt processing.
   int32_t prefill_chunk = 512;
+  // --checkpoint-policy=cairn|lru|marconi[:ALPHA]. Which checkpoints stay
+  // when they do not fit the RAM budget (retention.h) and, for marconi,
+  // where they are taken (Placement::kMarconi). lru and marconi are the
+  // baselines bench/pressure measures cairn against.
+  std::string cache_policy = "cairn";
+  // Placement switches without flags (bench/pressure's ablations); see
+  // PolicyOptions.
+  bool divergence_points = true;
+  bool keep_turn_checkpoints = true;
+  bool budget_spacing = true;
 
   PolicyOptions policy() const;
   StoreOptions store() const;

@@ -13,6 +13,9 @@ const char* CaptureReasonName(CaptureReason reason) {
     case CaptureReason::kAfterGeneration: return "after_generation";
     case CaptureReason::kDuringGeneration: return "during_generation";
     case CaptureReason::kBranch: return "branch";
+    case CaptureReason::kDivergence: return "divergence";
+    case CaptureReason::kParked: return "parked";
+    case CaptureReason::kDropped: return "dropped";
   }
   return "unknown";
 }
@@ -35,10 +38,19 @@ bool CheckpointPolicy::CanCut(const MemoryCapabilities& caps, Pos next_pos, Pos 
   return next_pos - target <= caps.rollback_window;
 }
 
-Pos CheckpointPolicy::TailSpacing(size_t checkpoint_bytes, size_t ram_budget) const {
-  const Pos every = options_.tail_every;
-  if (every <= 0 || options_.tail_span <= 0 || checkpoint_bytes == 0) return every;
-  const double allowed = options_.tail_budget_fraction * static_cast<double>(ram_budget);
+Pos CheckpointPolicy::TailSpacing(size_t checkpoint_bytes, size_t ram_budget, size_t sequences) const {
+  return Widen(options_.tail_every, checkpoint_bytes, ram_budget, sequences);
+}
+
+Pos CheckpointPolicy::GenerationSpacing(size_t checkpoint_bytes, size_t ram_budget, size_t sequences) const {
+  return Widen(options_.generation_every, checkpoint_bytes, ram_budget, sequences);
+}
+
+Pos CheckpointPolicy::Widen(Pos every, size_t checkpoint_bytes, size_t ram_budget, size_t sequences) const {
+  if (every <= 0 || options_.tail_span <= 0 || checkpoint_bytes == 0 || !options_.budget_spacing) return every;
+  // A prompt's share: many live sequences divide the budget between them.
+  const double share = std::min(options_.tail_budget_fraction, 1.0 / static_cast<double>(std::max<size_t>(sequences, 1)));
+  const double allowed = share * static_cast<double>(ram_budget);
   const int64_t fit = static_cast<int64_t>(allowed / static_cast<double>(checkpoint_bytes));
   if (fit <= 0) return 0;
   const int64_t points = (options_.tail_span + every - 1) / every;
@@ -48,9 +60,16 @@ Pos CheckpointPolicy::TailSpacing(size_t checkpoint_bytes, size_t ram_budget) co
 
 std::vector<CapturePoint> CheckpointPolicy::PlanPrefill(const Prompt& prompt, size_t start,
                                                         const std::function<bool(size_t)>& exists,
-                                                        Pos cut_window, Pos tail_every) const {
+                                                        Pos cut_window, Pos tail_every,
+                                                        size_t divergence) const {
   std::vector<CapturePoint> points;
   if (!captures() || start > prompt.size()) return points;
+  const bool diverges = options_.divergence_points && divergence > start && divergence <= prompt.size() &&
+                        !(exists && exists(divergence));
+  if (options_.placement == Placement::kMarconi) {
+    if (diverges) points.push_back({divergence, CaptureReason::kDivergence, divergence == prompt.size()});
+    return points;
+  }
   const Pos n = options_.every_n;
   const Pos tail = tail_every >= 0 ? tail_every : options_.tail_every;
   // The last message starts after the last boundary before the prompt end.
@@ -83,6 +102,11 @@ std::vector<CapturePoint> CheckpointPolicy::PlanPrefill(const Prompt& prompt, si
     }
     if (prompt.IsMessageEnd(s) && !capture) {
       point.reason = CaptureReason::kMessageBoundary;
+      capture = true;
+    }
+    if (diverges && s == divergence) {
+      // A shared prefix, whatever else the point is: the reason says so.
+      point.reason = CaptureReason::kDivergence;
       capture = true;
     }
     if (!capture) continue;

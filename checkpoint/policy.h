@@ -19,6 +19,23 @@
 
 namespace cairn::checkpoint {
 
+// Where checkpoints are taken.
+enum class Placement : uint8_t {
+  // cairn's: message boundaries, intervals, tail points of the last message,
+  // the prompt end, points inside replies, the end of a reply, branch
+  // preservation, and divergence points (below).
+  kCairn,
+  // Marconi's admission (Pan et al., MLSys 2025, section 4.1): a state is
+  // kept only where reuse is likely by its taxonomy: where a prompt leaves a
+  // path the prefix tree knows (a prefix shared by inputs, e.g. a system
+  // prompt, found by "speculative insertion" of the prompt before its
+  // prefill) and after the last decoded token of each request (input plus
+  // output, for the conversation's next turn). Branch preservation and parked
+  // sequences stay as in cairn (they keep the attention KV that Marconi's
+  // radix tree would hold for those paths).
+  kMarconi,
+};
+
 struct PolicyOptions {
   // Off: no checkpoints at all (the benchmark baseline); live sequences are
   // still cut back where the memory itself allows.
@@ -62,6 +79,28 @@ struct PolicyOptions {
   // sequence (shared prefixes), a checkpoint-scope one only onto a sequence
   // that already holds its prefix in attention.
   double full_scope_factor = 2.0;
+  Placement placement = Placement::kCairn;
+  // Capture where a prompt leaves a path the prefix index knows (another
+  // conversation's, an earlier version of this one) when it is recomputed
+  // through that point: a prefix two prompts shared is likely shared again
+  // (a system prompt, the turns before an edited one), whether or not the
+  // client marked a message boundary there. Taken as a full snapshot when
+  // the path belongs to another conversation (any sequence can restore it).
+  bool divergence_points = true;
+  // A new turn leaves its predecessor's tail points and points inside the
+  // reply in the store, marked stale, for the retention policy to weigh
+  // (edits of earlier turns, forks, re-sent cut replies), instead of
+  // erasing them.
+  bool keep_turn_checkpoints = true;
+  // A sequence destroyed while its history is not in the store as a full
+  // snapshot (an expired or deleted session) is parked first, if the store
+  // admits it: the conversation can resume from it on any sequence, where a
+  // checkpoint-scope snapshot needs a live sequence holding its prefix.
+  bool park_dropped = true;
+  // Tail and reply points widen under a small budget (TailSpacing). Off: the
+  // same points at every budget (bench/pressure's offline reference, which
+  // needs the placement its reference stream was recorded with).
+  bool budget_spacing = true;
 };
 
 enum class CaptureReason : uint8_t {
@@ -72,13 +111,18 @@ enum class CaptureReason : uint8_t {
   kAfterGeneration,
   kDuringGeneration,  // every PolicyOptions::generation_every generated positions
   kBranch,           // full snapshot of a history about to be cut away
+  kDivergence,       // where the prompt leaves a path the index knows
+  kParked,           // full snapshot of a sequence its owner parks (a sessionless request's)
+  kDropped,          // full snapshot of a sequence destroyed unparked (an expired session's)
 };
+inline constexpr size_t kCaptureReasons = 10;
 const char* CaptureReasonName(CaptureReason reason);
 
 struct CapturePoint {
   size_t symbols = 0;   // capture after this many prompt symbols
   CaptureReason reason = CaptureReason::kMessageBoundary;
   bool keep_logits = false;
+  bool full = false;    // a full snapshot (restorable onto any sequence)
 };
 
 // What an engine could reuse for a new prompt, for ChooseRestore.
@@ -125,15 +169,26 @@ class CheckpointPolicy final {
   // (its current rollback window): tail and interval points that close to
   // the prompt end are skipped, since a cut serves them (SWA rings).
   // `tail_every` overrides options().tail_every when >= 0 (see TailSpacing).
+  // `divergence` (0: none) is where the prompt leaves a path the prefix
+  // index knows; a point there (kDivergence) when options().divergence_points
+  // and it lies in (start, prompt.size()]. With Placement::kMarconi the
+  // divergence point is the only one.
   std::vector<CapturePoint> PlanPrefill(const Prompt& prompt, size_t start,
                                         const std::function<bool(size_t)>& exists,
-                                        Pos cut_window = 0, Pos tail_every = -1) const;
+                                        Pos cut_window = 0, Pos tail_every = -1,
+                                        size_t divergence = 0) const;
 
   // The tail spacing for checkpoints of `checkpoint_bytes` each under a RAM
-  // budget of `ram_budget` bytes: options().tail_every, widened until the
-  // tail_span / spacing points fit tail_budget_fraction of the budget;
+  // budget of `ram_budget` bytes shared by `sequences` live sequences:
+  // options().tail_every, widened until the tail_span / spacing points fit
+  // one prompt's share of the budget (tail_budget_fraction of it, or less
+  // with more sequences than 1 / tail_budget_fraction: budget / sequences);
   // 0 (no tail points) when not even one does.
-  Pos TailSpacing(size_t checkpoint_bytes, size_t ram_budget) const;
+  Pos TailSpacing(size_t checkpoint_bytes, size_t ram_budget, size_t sequences = 1) const;
+  // The spacing of checkpoints inside a reply, widened the same way from
+  // options().generation_every (the points of a tail_span-long reply fit
+  // its share); 0 when off or not even one fits.
+  Pos GenerationSpacing(size_t checkpoint_bytes, size_t ram_budget, size_t sequences = 1) const;
 
   // After generation: capture when the sequence moved `since_newest`
   // positions past its newest checkpoint.
@@ -141,9 +196,9 @@ class CheckpointPolicy final {
     return captures() && since_newest >= options_.min_generation_capture;
   }
   // After each generated token: capture when the sequence moved at least
-  // generation_every positions past its newest checkpoint.
-  bool CaptureDuringGeneration(Pos since_newest) const {
-    return captures() && options_.generation_every > 0 && since_newest >= options_.generation_every;
+  // `every` (GenerationSpacing) positions past its newest checkpoint.
+  bool CaptureDuringGeneration(Pos since_newest, Pos every) const {
+    return captures() && options_.placement == Placement::kCairn && every > 0 && since_newest >= every;
   }
 
   // Keep a full snapshot of the history before cutting `dropped` positions
@@ -168,6 +223,10 @@ class CheckpointPolicy final {
   static int ChooseRestore(std::span<const ReuseCandidate> candidates);
 
  private:
+  // `every`, widened until tail_span / spacing checkpoints of
+  // `checkpoint_bytes` fit one prompt's share of the budget (TailSpacing).
+  Pos Widen(Pos every, size_t checkpoint_bytes, size_t ram_budget, size_t sequences) const;
+
   MemoryCapabilities caps_;
   PolicyOptions options_;
 };

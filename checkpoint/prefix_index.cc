@@ -101,7 +101,19 @@ void PrefixIndex::PruneLocked(Node* node) {
   }
 }
 
-bool PrefixIndex::Remove(uint64_t id) {
+namespace {
+bool HoldsCheckpoint(const std::vector<IndexEntry>& entries) {
+  return std::any_of(entries.begin(), entries.end(), [](const IndexEntry& e) { return e.kind != EntryKind::kLive; });
+}
+Pos CheckpointPos(const std::vector<IndexEntry>& entries) {
+  for (const IndexEntry& e : entries) {
+    if (e.kind != EntryKind::kLive) return e.pos;
+  }
+  return 0;
+}
+}  // namespace
+
+bool PrefixIndex::Remove(uint64_t id, std::vector<Reparented>* reparented) {
   std::lock_guard<std::mutex> lock(mu_);
   auto w = where_.find(id);
   if (w == where_.end()) return false;
@@ -109,9 +121,34 @@ bool PrefixIndex::Remove(uint64_t id) {
   std::string tenant = std::move(w->second.tenant);
   where_.erase(w);
   auto& entries = node->entries;
+  bool was_checkpoint = false;
+  for (const IndexEntry& e : entries) was_checkpoint |= e.id == id && e.kind != EntryKind::kLive;
   entries.erase(std::remove_if(entries.begin(), entries.end(),
                                [id](const IndexEntry& e) { return e.id == id; }),
                 entries.end());
+  if (reparented != nullptr && was_checkpoint && !HoldsCheckpoint(entries)) {
+    // The nearest checkpoint above, then every nearest one below.
+    Pos parent_pos = 0;
+    for (const Node* up = node->parent; up != nullptr; up = up->parent) {
+      if (HoldsCheckpoint(up->entries)) {
+        parent_pos = CheckpointPos(up->entries);
+        break;
+      }
+    }
+    std::vector<const Node*> stack;
+    for (const auto& [key, child] : node->children) stack.push_back(child.get());
+    while (!stack.empty()) {
+      const Node* n = stack.back();
+      stack.pop_back();
+      if (!HoldsCheckpoint(n->entries)) {
+        for (const auto& [key, child] : n->children) stack.push_back(child.get());
+        continue;
+      }
+      for (const IndexEntry& e : n->entries) {
+        if (e.kind != EntryKind::kLive) reparented->push_back({e.id, e.pos, parent_pos});
+      }
+    }
+  }
   PruneLocked(node);
   auto root = roots_.find(tenant);
   if (root != roots_.end() && root->second->children.empty() && root->second->entries.empty()) {
@@ -161,6 +198,13 @@ IndexMatch PrefixIndex::Lookup(std::string_view tenant, std::span<const SymbolKe
     for (const auto& [key, child] : n->children) queue.push_back(child.get());
   }
   return match;
+}
+
+int32_t PrefixIndex::Branches(uint64_t id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto w = where_.find(id);
+  if (w == where_.end()) return -1;
+  return static_cast<int32_t>(w->second.node->children.size());
 }
 
 size_t PrefixIndex::entries() const {

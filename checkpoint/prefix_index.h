@@ -65,11 +65,24 @@ class PrefixIndex final {
   // when entry.id is indexed already; INVALID_ARGUMENT for an id of 0.
   absl::Status Insert(std::string_view tenant, std::span<const SymbolKey> path,
                       const IndexEntry& entry);
-  // Removes the entry with this id wherever it is; false when absent.
-  bool Remove(uint64_t id);
+  // A checkpoint whose nearest shallower checkpoint on its path changed.
+  struct Reparented {
+    uint64_t id = 0;
+    Pos pos = 0;         // its position
+    Pos parent_pos = 0;  // its new nearest shallower checkpoint's (0: none)
+  };
+  // Removes the entry with this id wherever it is; false when absent. With
+  // `reparented`, a removed checkpoint's nearest checkpoints below it (live
+  // sequences do not count) are listed with the position of their new
+  // nearest checkpoint above.
+  bool Remove(uint64_t id, std::vector<Reparented>* reparented = nullptr);
   // See IndexMatch.
   IndexMatch Lookup(std::string_view tenant, std::span<const SymbolKey> query,
                     size_t max_below = 4) const;
+
+  // Continuations below the entry's path (children of its node: other
+  // conversations or later turns); -1 when the id is not indexed.
+  int32_t Branches(uint64_t id) const;
 
   size_t entries() const;
   size_t nodes() const;  // for tests: proves removal prunes the tree

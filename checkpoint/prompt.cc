@@ -12,6 +12,22 @@ SymbolKey ChunkKey(const EmbeddingChunk& chunk, int32_t n_embd) {
   return h.Finish() | kChunkKeyBit;
 }
 
+namespace {
+Hash64 PathHash(std::string_view tenant) {
+  Hash64 h(0x706174);  // "pat"
+  const uint64_t n = tenant.size();
+  h.Update(&n, sizeof(n));
+  h.Update(tenant.data(), tenant.size());
+  return h;
+}
+}  // namespace
+
+uint64_t PathKey(std::string_view tenant, std::span<const SymbolKey> path) {
+  Hash64 h = PathHash(tenant);
+  h.Update(path.data(), path.size() * sizeof(SymbolKey));
+  return h.Finish() | 1;  // never 0 ("unknown")
+}
+
 absl::Status Prompt::AddChunk(const EmbeddingChunk& chunk, int32_t n_embd) {
   if (chunk.rows == nullptr || chunk.nx <= 0 || chunk.ny <= 0 || n_embd <= 0) {
     return absl::InvalidArgumentError("embedding chunk needs rows, nx > 0, ny > 0 and n_embd > 0");

@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -38,6 +39,11 @@ inline size_t CommonPrefix(std::span<const SymbolKey> a, std::span<const SymbolK
 
 // Stable key of a chunk: hashes nx, ny and the n_rows * n_embd floats.
 SymbolKey ChunkKey(const EmbeddingChunk& chunk, int32_t n_embd);
+
+// A stable 64-bit key of a tenant's symbol path: how a retention policy (and
+// a benchmark following checkpoints across runs) tells prefixes apart without
+// keeping their symbols.
+uint64_t PathKey(std::string_view tenant, std::span<const SymbolKey> path);
 
 // Positions a chunk advances the sequence by (backend.h: max(nx, ny)).
 inline Pos ChunkSpan(const EmbeddingChunk& chunk) { return std::max(chunk.nx, chunk.ny); }

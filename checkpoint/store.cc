@@ -142,9 +142,6 @@ struct CheckpointStore::Pending {
 
 absl::StatusOr<std::unique_ptr<CheckpointStore>> CheckpointStore::Create(const StoreOptions& options) {
   if (options.ram_budget_bytes == 0) return absl::InvalidArgumentError("checkpoint RAM budget is 0");
-  if (!(options.recency_half_life > 0)) {
-    return absl::InvalidArgumentError("checkpoint recency half life must be positive");
-  }
   std::unique_ptr<CheckpointStore> store(new CheckpointStore(options));
   if (store->disk_enabled()) {
     if (::mkdir(options.disk_dir.c_str(), 0700) != 0 && errno != EEXIST) {
@@ -154,6 +151,12 @@ absl::StatusOr<std::unique_ptr<CheckpointStore>> CheckpointStore::Create(const S
   }
   return store;
 }
+
+CheckpointStore::CheckpointStore(const StoreOptions& options)
+    : options_(options),
+      retention_(options.retention != nullptr
+                     ? options.retention
+                     : std::make_shared<ForecastRetention>()) {}
 
 CheckpointStore::~CheckpointStore() = default;
 
@@ -218,25 +221,54 @@ absl::Status CheckpointStore::Recover() {
   return absl::OkStatus();
 }
 
-double CheckpointStore::PriorityLocked(const Entry& e) const {
-  const double per_byte = std::max(e.cost, 1e-9) / static_cast<double>(std::max<size_t>(e.bytes, 1));
-  const double age = static_cast<double>(tick_ - e.last_use);
-  return std::log2(per_byte) - age / options_.recency_half_life;
+RetentionFacts CheckpointStore::FactsLocked(const Entry& e) const {
+  RetentionFacts f;
+  f.id = e.id;
+  f.bytes = e.bytes;
+  f.cost = e.cost;
+  f.pos = e.pos;
+  f.scope = e.scope;
+  f.reason = e.reason;
+  f.stale = e.stale;
+  f.path_key = e.path_key;
+  f.added = e.added;
+  f.last_use = e.last_use;
+  f.uses = e.uses;
+  if (retention_->wants_branches()) {
+    for (const auto& [h, count] : branch_counters_) {
+      f.branches = count(e.id);
+      if (f.branches >= 0) break;
+    }
+  }
+  return f;
+}
+
+std::vector<RetentionFacts> CheckpointStore::VictimsLocked(size_t bytes, CheckpointId keep) const {
+  std::vector<RetentionFacts> victims;
+  if (stats_.ram_bytes + bytes <= options_.ram_budget_bytes) return victims;
+  size_t over = stats_.ram_bytes + bytes - options_.ram_budget_bytes;
+  std::vector<RetentionFacts> candidates;
+  for (const auto& [id, e] : entries_) {
+    if (e.ram && id != keep) candidates.push_back(FactsLocked(e));
+  }
+  const RetentionClock now = NowLocked();
+  while (over > 0 && !candidates.empty()) {
+    const size_t v = retention_->ChooseVictim(candidates, now);
+    over -= std::min(over, candidates[v].bytes);
+    victims.push_back(candidates[v]);
+    candidates.erase(candidates.begin() + static_cast<std::ptrdiff_t>(v));
+  }
+  return victims;
+}
+
+void CheckpointStore::RemovedLocked(const Entry& e) {
+  retention_->Observe(RetentionEvent::kRemoved, FactsLocked(e), NowLocked());
 }
 
 void CheckpointStore::EvictRamLocked(CheckpointId keep, Pending& pending) {
-  while (stats_.ram_bytes > options_.ram_budget_bytes) {
-    Entry* victim = nullptr;
-    double worst = 0;
-    for (auto& [id, e] : entries_) {
-      if (!e.ram || id == keep) continue;
-      double p = PriorityLocked(e);
-      if (victim == nullptr || p < worst) {
-        victim = &e;
-        worst = p;
-      }
-    }
-    if (victim == nullptr) return;
+  for (const RetentionFacts& v : VictimsLocked(0, keep)) {
+    retention_->Observe(RetentionEvent::kEvicted, v, NowLocked());
+    Entry* victim = &entries_.at(v.id);
     stats_.ram_bytes -= victim->bytes;
     ++stats_.evictions;
     if (victim->on_disk) {
@@ -247,6 +279,7 @@ void CheckpointStore::EvictRamLocked(CheckpointId keep, Pending& pending) {
     } else {
       ++stats_.dropped;
       pending.dropped.push_back(victim->id);
+      RemovedLocked(*victim);
       entries_.erase(victim->id);
     }
   }
@@ -258,7 +291,7 @@ void CheckpointStore::EvictDiskLocked(Pending& pending) {
     double worst = 0;
     for (auto& [id, e] : entries_) {
       if (!e.on_disk) continue;
-      double p = PriorityLocked(e);
+      double p = ScoreLocked(e);
       if (victim == nullptr || p < worst) {
         victim = &e;
         worst = p;
@@ -271,6 +304,7 @@ void CheckpointStore::EvictDiskLocked(Pending& pending) {
     if (!victim->ram && !victim->spilling) {
       ++stats_.dropped;
       pending.dropped.push_back(victim->id);
+      RemovedLocked(*victim);
       entries_.erase(victim->id);
     }
   }
@@ -295,6 +329,7 @@ void CheckpointStore::Settle(Pending& pending) {
       if (!e.ram) {
         ++stats_.dropped;
         pending.dropped.push_back(e.id);
+        RemovedLocked(e);
         entries_.erase(it);
       }
       continue;
@@ -425,7 +460,7 @@ absl::StatusOr<size_t> CheckpointStore::Persist() {
     std::lock_guard<std::mutex> lock(mu_);
     std::vector<Candidate> all;
     for (auto& [id, e] : entries_) {
-      if (e.ram && !e.on_disk && !e.spilling) all.push_back({PriorityLocked(e), id, e.ram, e.cost, e.bytes});
+      if (e.ram && !e.on_disk && !e.spilling) all.push_back({ScoreLocked(e), id, e.ram, e.cost, e.bytes});
     }
     std::sort(all.begin(), all.end(), [](const Candidate& a, const Candidate& b) { return a.priority > b.priority; });
     // Disk bytes are reserved now so concurrent spills account for them.
@@ -456,6 +491,12 @@ absl::StatusOr<size_t> CheckpointStore::Persist() {
 }
 
 absl::StatusOr<CheckpointId> CheckpointStore::Put(Checkpoint checkpoint, double cost) {
+  PutInfo info;
+  info.cost = cost;
+  return Put(std::move(checkpoint), info);
+}
+
+absl::StatusOr<CheckpointId> CheckpointStore::Put(Checkpoint checkpoint, const PutInfo& info) {
   const size_t bytes = checkpoint.bytes();
   if (bytes > options_.ram_budget_bytes) {
     return absl::ResourceExhaustedError(absl::StrCat("checkpoint of ", bytes,
@@ -466,25 +507,82 @@ absl::StatusOr<CheckpointId> CheckpointStore::Put(Checkpoint checkpoint, double 
   CheckpointId id;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    id = next_id_++;
     Entry e;
-    e.id = id;
     e.pos = checkpoint.snapshot.pos;
     e.scope = checkpoint.snapshot.scope;
     e.layout = checkpoint.snapshot.layout;
     e.bytes = bytes;
-    e.cost = cost > 0 ? cost : 1e-9;
+    e.cost = info.cost > 0 ? info.cost : 1e-9;
+    e.reason = info.reason;
+    e.path_key = info.path_key;
+    e.added = e.last_use = RetentionClock{++tick_, requests_};
+    const RetentionFacts facts = FactsLocked(e);
+    if (!retention_->Admit(facts, VictimsLocked(bytes, 0), NowLocked())) {
+      ++stats_.rejected;
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "checkpoint of ", bytes, " bytes not admitted: worth less than what it would push out"));
+    }
+    id = next_id_++;
+    e.id = id;
     e.tag = checkpoint.tag;
     e.ram = std::make_shared<Checkpoint>(std::move(checkpoint));
-    e.last_use = ++tick_;
     entries_.emplace(id, std::move(e));
     stats_.ram_bytes += bytes;
     stats_.peak_ram_bytes = std::max(stats_.peak_ram_bytes, stats_.ram_bytes);
     ++stats_.puts;
     EvictRamLocked(id, pending);
+    retention_->Observe(RetentionEvent::kAdded, FactsLocked(entries_.at(id)), NowLocked());
   }
   Settle(pending);
   return id;
+}
+
+bool CheckpointStore::WouldAdmit(size_t bytes, SnapshotScope scope, Pos pos, const PutInfo& info) {
+  if (bytes > options_.ram_budget_bytes) return false;
+  std::lock_guard<std::mutex> lock(mu_);
+  Entry e;
+  e.pos = pos;
+  e.scope = scope;
+  e.bytes = bytes;
+  e.cost = info.cost > 0 ? info.cost : 1e-9;
+  e.reason = info.reason;
+  e.path_key = info.path_key;
+  e.added = e.last_use = NowLocked();
+  if (retention_->Admit(FactsLocked(e), VictimsLocked(bytes, 0), NowLocked())) return true;
+  ++stats_.rejected;
+  return false;
+}
+
+void CheckpointStore::SetCost(CheckpointId id, double cost) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = entries_.find(id);
+  if (it != entries_.end()) it->second.cost = cost > 0 ? cost : 1e-9;
+}
+
+void CheckpointStore::Credit(CheckpointId id, double positions) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = entries_.find(id);
+  if (it == entries_.end()) return;
+  RetentionFacts f = FactsLocked(it->second);
+  f.saved = positions;
+  retention_->Observe(RetentionEvent::kCredited, f, NowLocked());
+}
+
+void CheckpointStore::Reclassify(CheckpointId id, CaptureReason reason) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = entries_.find(id);
+  if (it != entries_.end()) it->second.reason = reason;
+}
+
+void CheckpointStore::MarkStale(CheckpointId id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = entries_.find(id);
+  if (it != entries_.end()) it->second.stale = true;
+}
+
+void CheckpointStore::BeginRequest() {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++requests_;
 }
 
 absl::StatusOr<std::shared_ptr<const Checkpoint>> CheckpointStore::Get(CheckpointId id) {
@@ -497,7 +595,10 @@ absl::StatusOr<std::shared_ptr<const Checkpoint>> CheckpointStore::Get(Checkpoin
       return absl::NotFoundError(absl::StrCat("checkpoint ", id, " is not stored"));
     }
     Entry& e = it->second;
-    e.last_use = ++tick_;
+    ++tick_;
+    retention_->Observe(RetentionEvent::kUsed, FactsLocked(e), NowLocked());
+    e.last_use = NowLocked();
+    ++e.uses;
     if (e.ram) {
       ++stats_.hits;
       return std::shared_ptr<const Checkpoint>(e.ram);
@@ -530,6 +631,7 @@ absl::StatusOr<std::shared_ptr<const Checkpoint>> CheckpointStore::Get(Checkpoin
       if (e.ram) stats_.ram_bytes -= e.bytes;
       pending.delete_files.push_back(id);
       pending.dropped.push_back(id);
+      RemovedLocked(e);
       entries_.erase(it);
       error = read.status();
     } else {
@@ -573,6 +675,7 @@ void CheckpointStore::Erase(CheckpointId id) {
       stats_.disk_bytes -= e.bytes;
       delete_file = true;
     }
+    RemovedLocked(e);
     entries_.erase(it);
   }
   if (delete_file) ::unlink(FilePath(id).c_str());
@@ -610,6 +713,18 @@ int CheckpointStore::AddDropListener(DropListener listener) {
 void CheckpointStore::RemoveDropListener(int handle) {
   std::lock_guard<std::mutex> lock(listeners_mu_);
   listeners_.erase(handle);
+}
+
+int CheckpointStore::AddBranchCounter(BranchCounter counter) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const int h = next_counter_++;
+  branch_counters_.emplace(h, std::move(counter));
+  return h;
+}
+
+void CheckpointStore::RemoveBranchCounter(int handle) {
+  std::lock_guard<std::mutex> lock(mu_);
+  branch_counters_.erase(handle);
 }
 
 }  // namespace cairn::checkpoint

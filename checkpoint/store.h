@@ -1,6 +1,8 @@
-// CheckpointStore: owns checkpoint snapshots under a byte budget, evicts by
-// value (recompute cost saved per byte, discounted by age), and optionally
-// spills evicted checkpoints to a disk tier from which they are read back.
+// CheckpointStore: owns checkpoint snapshots under a byte budget; which ones
+// stay when they do not all fit (admission of new ones, eviction of stored
+// ones) is its RetentionPolicy's decision (retention.h; by default value per
+// byte with a learned reuse forecast and recency). Optionally spills evicted
+// checkpoints to a disk tier from which they are read back.
 //
 // Disk files are written atomically (temp file, fsync, rename, fsync of the
 // directory) and checksummed (a 64-bit hash of the header and another over
@@ -17,16 +19,16 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "backends/memory.h"
+#include "checkpoint/retention.h"
 
 namespace cairn::checkpoint {
-
-using CheckpointId = uint64_t;  // never 0
 
 // One stored checkpoint.
 struct Checkpoint {
@@ -57,9 +59,17 @@ struct StoreOptions {
   size_t ram_budget_bytes = size_t{1} << 30;
   std::string disk_dir;          // empty: no disk tier
   size_t disk_budget_bytes = 0;  // 0 with a disk_dir: the tier is off
-  // Recency: a checkpoint's value halves every this many store operations
-  // (puts and gets) in which it was not used.
-  double recency_half_life = 256;
+  // Which checkpoints stay when they do not all fit; null: ForecastRetention.
+  // Shared by nobody else (it learns from this store).
+  std::shared_ptr<RetentionPolicy> retention;
+};
+
+// What the caller knows of a checkpoint it stores, for the retention policy.
+struct PutInfo {
+  // The value of keeping it: the positions a restore saves recomputing (> 0).
+  double cost = 1;
+  CaptureReason reason = CaptureReason::kMessageBoundary;
+  uint64_t path_key = 0;  // PathKey(tenant, symbols); 0 when unknown
 };
 
 struct StoreStats {
@@ -77,25 +87,57 @@ struct StoreStats {
   uint64_t dropped = 0;       // gone from every tier by budget
   uint64_t corrupt = 0;       // files that failed verification (dropped)
   uint64_t recovered = 0;     // valid files adopted at Create
+  uint64_t rejected = 0;      // Puts (and WouldAdmit asks) the retention policy refused
 };
 
 class CheckpointStore final {
  public:
-  // Errors: INVALID_ARGUMENT for a zero RAM budget or a non-positive half
-  // life; the disk directory is created when missing (INTERNAL/PERMISSION
-  // errors from the OS are returned as such).
+  // Errors: INVALID_ARGUMENT for a zero RAM budget; the disk directory is
+  // created when missing (INTERNAL/PERMISSION errors from the OS are
+  // returned as such).
   static absl::StatusOr<std::unique_ptr<CheckpointStore>> Create(const StoreOptions& options);
   ~CheckpointStore();
 
   CheckpointStore(const CheckpointStore&) = delete;
   CheckpointStore& operator=(const CheckpointStore&) = delete;
 
-  // Takes ownership of `checkpoint`. `cost` is the value of keeping it: the
-  // positions a restore saves recomputing (> 0). Other checkpoints may be
-  // evicted (spilled or dropped, drop listeners run before Put returns); the
-  // new one is not evicted by its own Put. RESOURCE_EXHAUSTED when it alone
-  // exceeds the RAM budget. Thread-safe.
+  // Takes ownership of `checkpoint`. Other checkpoints may be evicted
+  // (spilled or dropped, drop listeners run before Put returns); the new one
+  // is not evicted by its own Put. RESOURCE_EXHAUSTED when it alone exceeds
+  // the RAM budget, or when the retention policy does not admit it (it is
+  // worth less than what it would push out; counted in stats().rejected).
+  // Thread-safe.
+  absl::StatusOr<CheckpointId> Put(Checkpoint checkpoint, const PutInfo& info);
+  // The same with only a cost (the positions a restore saves, > 0).
   absl::StatusOr<CheckpointId> Put(Checkpoint checkpoint, double cost);
+
+  // Whether a checkpoint of `bytes` (Checkpoint::bytes()) described by the
+  // rest would be admitted now: a caller can skip the copy otherwise. Put
+  // decides again. Thread-safe.
+  bool WouldAdmit(size_t bytes, SnapshotScope scope, Pos pos, const PutInfo& info);
+
+  // A new value for a checkpoint (the positions a restore saves, > 0): the
+  // shallower checkpoint it was measured from went away, or a closer one
+  // came. No-op for unknown ids. Thread-safe; a drop listener may call it.
+  void SetCost(CheckpointId id, double cost);
+
+  // A restore of the checkpoint saved `positions` beyond the best plan
+  // without it (its realized value; RetentionEvent::kCredited). No-op for
+  // unknown ids. Thread-safe.
+  void Credit(CheckpointId id, double positions);
+
+  // The checkpoint turned out to serve as `reason` (e.g. a point taken inside
+  // a reply that ended there). No-op for unknown ids. Thread-safe.
+  void Reclassify(CheckpointId id, CaptureReason reason);
+
+  // A turn checkpoint whose conversation moved on (RetentionFacts::stale):
+  // it stays, but its retention policy may value it less. No-op for unknown
+  // ids. Thread-safe.
+  void MarkStale(CheckpointId id);
+
+  // Counts a prompt: the retention clock in which recency is measured.
+  // Thread-safe.
+  void BeginRequest();
 
   // The checkpoint, read back from disk (and promoted to RAM) when spilled.
   // The returned pointer stays valid after eviction. NOT_FOUND for an
@@ -129,11 +171,19 @@ class CheckpointStore final {
 
   // Listeners run (outside the store's lock, on the thread that caused it)
   // for each checkpoint dropped from every tier by budget or corruption. A
-  // listener must not call the store. RemoveDropListener waits until no call
+  // listener may call SetCost, nothing else of the store. RemoveDropListener waits until no call
   // of that listener is running.
   using DropListener = std::function<void(CheckpointId)>;
   int AddDropListener(DropListener listener);
   void RemoveDropListener(int handle);
+
+  // Counters of RetentionFacts::branches: each answers for the checkpoints
+  // its engine indexed (-1 for others). Called under the store's lock, only
+  // when the retention policy wants_branches(); a counter must not call the
+  // store. RemoveBranchCounter waits for running calls.
+  using BranchCounter = std::function<int32_t(CheckpointId)>;
+  int AddBranchCounter(BranchCounter counter);
+  void RemoveBranchCounter(int handle);
 
  private:
   struct Entry {
@@ -147,17 +197,29 @@ class CheckpointStore final {
     std::shared_ptr<Checkpoint> ram;       // set while in RAM
     std::shared_ptr<Checkpoint> spilling;  // set while its file is being written
     bool on_disk = false;
-    uint64_t last_use = 0;
+    CaptureReason reason = CaptureReason::kMessageBoundary;
+    bool stale = false;
+    uint64_t path_key = 0;
+    RetentionClock added;
+    RetentionClock last_use;
+    uint32_t uses = 0;
   };
   struct Pending;
-  explicit CheckpointStore(const StoreOptions& options) : options_(options) {}
+  explicit CheckpointStore(const StoreOptions& options);
 
   bool disk_enabled() const { return !options_.disk_dir.empty() && options_.disk_budget_bytes > 0; }
   std::string FilePath(CheckpointId id) const;
   absl::Status Recover();
-  double PriorityLocked(const Entry& e) const;
+  RetentionClock NowLocked() const { return RetentionClock{tick_, requests_}; }
+  RetentionFacts FactsLocked(const Entry& e) const;
+  double ScoreLocked(const Entry& e) const { return retention_->Score(FactsLocked(e), NowLocked()); }
+  // RAM checkpoints the policy would evict, in order, to free `bytes` more
+  // than the RAM budget leaves; never `keep`.
+  std::vector<RetentionFacts> VictimsLocked(size_t bytes, CheckpointId keep) const;
   // Evicts from RAM until within budget, never `keep`; fills `pending`.
   void EvictRamLocked(CheckpointId keep, Pending& pending);
+  // Tells the policy that an entry leaves the store (before erasing it).
+  void RemovedLocked(const Entry& e);
   void EvictDiskLocked(Pending& pending);
   // Writes spills and deletes files outside the lock, then runs listeners.
   void Settle(Pending& pending);
@@ -165,10 +227,14 @@ class CheckpointStore final {
   absl::StatusOr<std::shared_ptr<Checkpoint>> ReadFile(CheckpointId id, const Entry& meta) const;
 
   const StoreOptions options_;
+  const std::shared_ptr<RetentionPolicy> retention_;
   mutable std::mutex mu_;
   std::map<CheckpointId, Entry> entries_;
   CheckpointId next_id_ = 1;
   uint64_t tick_ = 0;
+  uint64_t requests_ = 0;
+  std::map<int, BranchCounter> branch_counters_;  // guarded by mu_
+  int next_counter_ = 1;
   StoreStats stats_;
   // Held while listeners run, so RemoveDropListener waits for running calls.
   std::mutex listeners_mu_;

@@ -1,0 +1,234 @@
+#include "checkpoint/retention.h"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+
+namespace cairn::checkpoint {
+
+size_t RetentionPolicy::ChooseVictim(std::span<const RetentionFacts> candidates,
+                                     const RetentionClock& now) const {
+  size_t best = 0;
+  double worst = Score(candidates[0], now);
+  for (size_t i = 1; i < candidates.size(); ++i) {
+    const double s = Score(candidates[i], now);
+    if (s < worst || (s == worst && candidates[i].last_use.tick < candidates[best].last_use.tick)) {
+      best = i;
+      worst = s;
+    }
+  }
+  return best;
+}
+
+bool RetentionPolicy::Admit(const RetentionFacts& incoming, std::span<const RetentionFacts> victims,
+                            const RetentionClock& now) const {
+  (void)incoming;
+  (void)victims;
+  (void)now;
+  return true;
+}
+
+bool OutscoresVictims(const RetentionPolicy& policy, const RetentionFacts& incoming,
+                      std::span<const RetentionFacts> victims, const RetentionClock& now) {
+  const double mine = policy.Score(incoming, now);
+  for (const RetentionFacts& v : victims) {
+    if (policy.Score(v, now) > mine) return false;
+  }
+  return true;
+}
+
+// ---- ForecastRetention ----
+
+namespace {
+// Each new outcome of a kind weighs this much more than the one before: the
+// forecast follows the last thousand or so checkpoints of a kind.
+constexpr double kForget = 0.999;
+// Checkpoints at risk in an age bucket before a kind's own hazard there
+// counts as much as the one of all kinds together.
+constexpr double kKindPrior = 2;
+// The reuse chance assumed where nothing is known at all.
+constexpr double kBlindChance = 0.5;
+// Restores a kind needs before its measured saving counts as much as a
+// checkpoint's own cost.
+constexpr double kSavingPrior = 2;
+
+void Decay(std::array<double, 24>& a) {
+  for (double& x : a) x *= kForget;
+}
+// Prompts from the start of idle-age bucket 0 to the middle of bucket b
+// (bucket b > 0 holds ages 2^(b-1) .. 2^b - 1).
+double BucketMiddle(int b) { return b == 0 ? 0 : 0.75 * std::ldexp(1.0, b) - 0.5; }
+}  // namespace
+
+size_t ForecastRetention::Kind(const RetentionFacts& e) {
+  const size_t reason = std::min<size_t>(static_cast<size_t>(e.reason), kCaptureReasons - 1);
+  const size_t place = e.branches <= 0 ? 0 : (e.branches == 1 ? 1 : 2);
+  return ((reason * 2 + (e.stale ? 1 : 0)) * 2 + (e.uses > 0 ? 1 : 0)) * 3 + place;
+}
+
+int ForecastRetention::AgeBucket(uint64_t idle) {
+  if (idle == 0) return 0;
+  return std::min(kAges - 1, 1 + static_cast<int>(std::log2(static_cast<double>(idle))));
+}
+
+ForecastRetention::Forecast ForecastRetention::Predict(const RetentionFacts& e, const RetentionClock& now) const {
+  const uint64_t idle = now.request - std::min(now.request, e.last_use.request);
+  const int from = AgeBucket(idle);
+  const Tally& t = tally_[Kind(e)];
+  // Hazards from the oldest bucket down (at-risk counts are suffix sums);
+  // none where no checkpoint of any kind was ever at risk (nothing is known
+  // to be reused that late).
+  std::array<double, kAges> hazard{};
+  double risk = 0, risk_all = 0;
+  for (int b = kAges - 1; b >= from; --b) {
+    risk += t.used[b] + t.left[b];
+    risk_all += all_.used[b] + all_.left[b];
+    const double prior = risk_all > 0 ? all_.used[b] / risk_all : 0;
+    hazard[b] = std::min((t.used[b] + kKindPrior * prior) / (risk + kKindPrior), 1.0);
+  }
+  Forecast f;
+  double unused = 1, wait = 0;
+  for (int b = from; b < kAges; ++b) {
+    const double p = unused * hazard[b];
+    f.chance += p;
+    wait += p * std::max(BucketMiddle(b) - static_cast<double>(idle), 0.5);
+    unused *= 1 - hazard[b];
+  }
+  if (f.chance <= 0) {
+    // Nothing learned yet (a fresh store): the least recently used goes first.
+    f.chance = kBlindChance;
+    f.wait = 1 + static_cast<double>(idle);
+  } else {
+    f.wait = wait / f.chance;
+  }
+  return f;
+}
+
+double ForecastRetention::Saving(const RetentionFacts& e) const {
+  const Tally& t = tally_[Kind(e)];
+  const double measured = t.at > 0 ? t.saved / t.at * e.pos : 0;
+  return (t.credits * measured + kSavingPrior * e.cost) / (t.credits + kSavingPrior);
+}
+
+double ForecastRetention::Score(const RetentionFacts& e, const RetentionClock& now) const {
+  const Forecast f = Predict(e, now);
+  const double rate = std::max(f.chance, 1e-9) * std::max(Saving(e), 1e-9) /
+                      (static_cast<double>(std::max<size_t>(e.bytes, 1)) * std::max(f.wait, 0.5));
+  return std::log2(rate);
+}
+
+bool ForecastRetention::Admit(const RetentionFacts& incoming, std::span<const RetentionFacts> victims,
+                              const RetentionClock& now) const {
+  return OutscoresVictims(*this, incoming, victims, now);
+}
+
+void ForecastRetention::Count(size_t kind, bool used, uint64_t idle) {
+  const int b = AgeBucket(idle);
+  for (Tally* x : {&tally_[kind], &all_}) {
+    Decay(x->used);
+    Decay(x->left);
+    (used ? x->used : x->left)[b] += 1;
+  }
+}
+
+void ForecastRetention::Credit(size_t kind, double saved, Pos pos) {
+  Tally& t = tally_[kind];
+  t.credits = t.credits * kForget + 1;
+  t.saved = t.saved * kForget + saved;
+  t.at = t.at * kForget + pos;
+}
+
+void ForecastRetention::Observe(RetentionEvent event, const RetentionFacts& e, const RetentionClock& now) {
+  const uint64_t idle = now.request - std::min(now.request, e.last_use.request);
+  switch (event) {
+    case RetentionEvent::kCredited:
+      Credit(Kind(e), e.saved, e.pos);
+      break;
+    case RetentionEvent::kUsed:
+      Count(Kind(e), true, idle);
+      break;
+    case RetentionEvent::kAdded:
+      break;
+    case RetentionEvent::kRemoved:
+      Count(Kind(e), false, idle);
+      break;
+    case RetentionEvent::kEvicted:
+      break;
+  }
+}
+
+// ---- LruRetention ----
+
+double LruRetention::Score(const RetentionFacts& e, const RetentionClock& now) const {
+  (void)now;
+  return static_cast<double>(e.last_use.tick);
+}
+
+// ---- MarconiRetention ----
+
+namespace {
+double MarconiRecency(const RetentionFacts& e, const RetentionClock& now) {
+  return 1.0 / static_cast<double>(now.tick - std::min(now.tick, e.last_use.tick) + 1);
+}
+double FlopEfficiency(const RetentionFacts& e) {
+  return e.cost / static_cast<double>(std::max<size_t>(e.bytes, 1));
+}
+// Min-max normalization to [0, 1]; all ones when the values are equal (as
+// Marconi's artifact does).
+std::vector<double> Normalized(std::vector<double> v) {
+  const auto [lo, hi] = std::minmax_element(v.begin(), v.end());
+  const double a = *lo, b = *hi;
+  for (double& x : v) x = b > a ? (x - a) / (b - a) : 1.0;
+  return v;
+}
+}  // namespace
+
+std::string MarconiRetention::name() const { return absl::StrCat("marconi:", alpha_); }
+
+double MarconiRetention::Score(const RetentionFacts& e, const RetentionClock& now) const {
+  return MarconiRecency(e, now) + alpha_ * FlopEfficiency(e);
+}
+
+size_t MarconiRetention::ChooseVictim(std::span<const RetentionFacts> candidates,
+                                      const RetentionClock& now) const {
+  std::vector<size_t> eligible;
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    if (candidates[i].branches <= 1) eligible.push_back(i);
+  }
+  if (eligible.empty()) {  // every candidate is a branch point: the budget still binds
+    for (size_t i = 0; i < candidates.size(); ++i) eligible.push_back(i);
+  }
+  std::vector<double> recency, efficiency;
+  for (size_t i : eligible) {
+    recency.push_back(MarconiRecency(candidates[i], now));
+    efficiency.push_back(FlopEfficiency(candidates[i]));
+  }
+  recency = Normalized(std::move(recency));
+  efficiency = Normalized(std::move(efficiency));
+  size_t best = 0;
+  for (size_t k = 1; k < eligible.size(); ++k) {
+    const double u = recency[k] + alpha_ * efficiency[k];
+    const double b = recency[best] + alpha_ * efficiency[best];
+    if (u < b) best = k;
+  }
+  return eligible[best];
+}
+
+absl::StatusOr<std::shared_ptr<RetentionPolicy>> MakeRetention(const std::string& name) {
+  if (name == "cairn") return std::make_shared<ForecastRetention>();
+  if (name == "lru") return std::make_shared<LruRetention>();
+  if (name == "marconi") return std::make_shared<MarconiRetention>();
+  if (name.starts_with("marconi:")) {
+    double alpha = 0;
+    if (absl::SimpleAtod(name.substr(8), &alpha) && alpha >= 0) {
+      return std::make_shared<MarconiRetention>(alpha);
+    }
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown checkpoint retention policy '", name, "' (cairn, lru, marconi, marconi:ALPHA)"));
+}
+
+}  // namespace cairn::checkpoint
