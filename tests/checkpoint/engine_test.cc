@@ -277,6 +277,68 @@ TEST_P(EngineTest, SharedSystemPromptServesOtherSessionsOfTheSameTenant) {
   EXPECT_EQ(Run(*c, pb).stats.recomputed, 93);
 }
 
+// Without message boundaries (plain token prompts) a shared system prompt is
+// found where the second conversation leaves the first one's path, and kept
+// there for any later one.
+TEST_P(EngineTest, SharedPrefixWithoutBoundariesIsLearnedWhereConversationsDiverge) {
+  auto sys = RandomTokens(rng_, 80, vocab_);
+  auto plain = [&](int user_len) {
+    Prompt p;
+    p.AddTokens(sys);
+    p.AddTokens(RandomTokens(rng_, user_len, vocab_));
+    return p;
+  };
+  auto a = NewSeq();
+  Run(*a, plain(30));
+  a.reset();  // gone: only the store can serve the next ones
+  auto b = NewSeq();
+  Run(*b, plain(20));
+  b.reset();
+  auto c = NewSeq();
+  EXPECT_EQ(Run(*c, plain(13)).stats.recomputed, 13);
+}
+
+// A session that expires is parked: the conversation resumes on a new
+// sequence (hybrids included, whose other checkpoints need the attention
+// KV of a live sequence).
+TEST_P(EngineTest, DroppedSessionResumesFromItsParkedState) {
+  Prompt p;
+  Add(p, RandomTokens(rng_, 60, vocab_));
+  Add(p, RandomTokens(rng_, 20, vocab_));
+  auto seq = NewSeq();
+  auto r = Run(*seq, p);
+  Add(p, Reply(*seq, r.logits, 12));
+  seq.reset();
+  Add(p, RandomTokens(rng_, 9, vocab_));
+  auto fresh = NewSeq();
+  EXPECT_EQ(Run(*fresh, p).stats.recomputed, 9);
+}
+
+// An early turn edited in a plain-prompt conversation (no boundaries), two
+// turns later: the tail points of that turn's prompt were kept (stale), so
+// the prompt resumes at most one spacing before the change.
+TEST_P(EngineTest, EarlyEditWithoutBoundariesResumesNearTheChange) {
+  auto seq = NewSeq();
+  std::vector<std::vector<TokenId>> msgs = {RandomTokens(rng_, 40, vocab_), RandomTokens(rng_, 30, vocab_)};
+  auto build = [&] {
+    Prompt p;
+    for (const auto& m : msgs) p.AddTokens(m);
+    return p;
+  };
+  for (int t = 0; t < 2; ++t) {
+    auto r = Run(*seq, build());
+    msgs.push_back(Reply(*seq, r.logits, 10));
+    msgs.push_back(RandomTokens(rng_, 20, vocab_));
+  }
+  // Edit the first turn's user message (symbols 40..69) at 60.
+  msgs[1][20] = 3 + (msgs[1][20] + 1) % (vocab_ - 3);
+  const Prompt edited = build();
+  const int64_t after_edit = edited.positions() - 60;
+  const int64_t recomputed = Run(*seq, edited).stats.recomputed;
+  EXPECT_GE(recomputed, after_edit);
+  EXPECT_LE(recomputed, after_edit + (recurrent_ ? options_.tail_every : 0));
+}
+
 TEST_P(EngineTest, CancelledLongPromptResumesWhereItStopped) {
   testing::CancellingBackend cancelling(backend_.get());
   options_.tail_every = 0;  // chunks of exactly 64: the cancel point is known

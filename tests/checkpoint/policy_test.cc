@@ -139,6 +139,67 @@ TEST(CheckpointPolicyTest, TailPointsOfOnePromptFitTheirShareOfTheBudget) {
   EXPECT_EQ(at, (std::vector<size_t>{40, 75}));
 }
 
+TEST(CheckpointPolicyTest, ManyLiveSequencesShareTheBudgetForTailAndReplyPoints) {
+  PolicyOptions o;
+  o.tail_every = 8;
+  o.generation_every = 16;
+  o.tail_span = 128;
+  o.tail_budget_fraction = 1.0 / 16;
+  CheckpointPolicy policy(Recurrent(), o);
+  const size_t budget = size_t{64} << 20;
+  EXPECT_EQ(policy.TailSpacing(1 << 20, budget, 1), 32);     // 4 of 1 MiB fit in budget / 16
+  EXPECT_EQ(policy.TailSpacing(1 << 20, budget, 32), 64);    // budget / 32: 2 fit
+  EXPECT_EQ(policy.TailSpacing(1 << 20, budget, 128), 0);    // not one in budget / 128
+  EXPECT_EQ(policy.GenerationSpacing(1 << 20, budget, 1), 32);
+  EXPECT_EQ(policy.GenerationSpacing(64 << 10, budget, 1), 16);  // 64 fit: as configured
+  EXPECT_TRUE(policy.CaptureDuringGeneration(16, 16));
+  EXPECT_FALSE(policy.CaptureDuringGeneration(16, 32));
+  EXPECT_FALSE(policy.CaptureDuringGeneration(16, 0));
+  o.budget_spacing = false;  // the same points at every budget
+  EXPECT_EQ(CheckpointPolicy(Recurrent(), o).TailSpacing(1 << 20, budget, 128), 8);
+}
+
+TEST(CheckpointPolicyTest, DivergencePointsMarkWhereAPromptLeavesAKnownPath) {
+  PolicyOptions o;
+  o.every_n = 0;
+  o.tail_every = 0;
+  CheckpointPolicy policy(Recurrent(), o);
+  Prompt p = Tokens(300);  // plain tokens: no boundary marks where another prompt diverged
+  auto plan = policy.PlanPrefill(p, 0, nullptr, 0, -1, 120);
+  ASSERT_EQ(plan.size(), 2u);
+  EXPECT_EQ(plan[0].symbols, 120u);
+  EXPECT_EQ(plan[0].reason, CaptureReason::kDivergence);
+  EXPECT_EQ(plan[1].reason, CaptureReason::kPromptEnd);
+  // Not where the reuse already reaches, nor where a snapshot exists.
+  EXPECT_EQ(policy.PlanPrefill(p, 120, nullptr, 0, -1, 120).size(), 1u);
+  EXPECT_EQ(policy.PlanPrefill(p, 0, [](size_t d) { return d == 120; }, 0, -1, 120).size(), 1u);
+  // A prompt that is all a known path's prefix (a regenerate): its end is
+  // the divergence point, with logits.
+  plan = policy.PlanPrefill(p, 0, nullptr, 0, -1, 300);
+  ASSERT_EQ(plan.size(), 1u);
+  EXPECT_EQ(plan[0].reason, CaptureReason::kDivergence);
+  EXPECT_TRUE(plan[0].keep_logits);
+  o.divergence_points = false;
+  EXPECT_EQ(CheckpointPolicy(Recurrent(), o).PlanPrefill(p, 0, nullptr, 0, -1, 120).size(), 1u);
+}
+
+TEST(CheckpointPolicyTest, MarconiPlacementKeepsOnlyDivergencePoints) {
+  PolicyOptions o;
+  o.placement = Placement::kMarconi;
+  o.every_n = 64;
+  CheckpointPolicy policy(Recurrent(), o);
+  Prompt p = Tokens(200);
+  p.EndMessage();
+  for (int i = 0; i < 50; ++i) p.AddToken(i);
+  p.EndMessage();
+  EXPECT_TRUE(policy.PlanPrefill(p, 0, nullptr).empty());  // no boundary, interval, tail or end
+  auto plan = policy.PlanPrefill(p, 0, nullptr, 0, -1, 200);
+  ASSERT_EQ(plan.size(), 1u);
+  EXPECT_EQ(plan[0].symbols, 200u);
+  EXPECT_FALSE(policy.CaptureDuringGeneration(64, 16));  // no points inside replies
+  EXPECT_TRUE(policy.CaptureAfterGeneration(1));         // the end of each request
+}
+
 TEST(CheckpointPolicyTest, NeverCapturesInsideAMultimodalChunk) {
   PolicyOptions o;
   o.every_n = 8;

@@ -1,0 +1,149 @@
+// Retention policies alone (pure decisions over facts) and through the store.
+#include "checkpoint/retention.h"
+
+#include <vector>
+
+#include "checkpoint/store.h"
+#include "gtest/gtest.h"
+
+namespace cairn::checkpoint {
+namespace {
+
+RetentionFacts Facts(CheckpointId id, size_t bytes, double cost, uint64_t last_use_tick,
+                     uint64_t last_use_request = 0) {
+  RetentionFacts f;
+  f.id = id;
+  f.bytes = bytes;
+  f.cost = cost;
+  f.pos = static_cast<Pos>(cost);
+  f.last_use = RetentionClock{last_use_tick, last_use_request};
+  f.added = f.last_use;
+  f.path_key = id;
+  return f;
+}
+
+TEST(RetentionTest, LruEvictsTheLeastRecentlyUsedAndAdmitsEverything) {
+  LruRetention lru;
+  const RetentionClock now{100, 10};
+  std::vector<RetentionFacts> c = {Facts(1, 10, 1000, 50), Facts(2, 10, 1, 20), Facts(3, 1000, 1, 90)};
+  EXPECT_EQ(lru.ChooseVictim(c, now), 1u);
+  EXPECT_TRUE(lru.Admit(Facts(4, 1 << 20, 1, 100), c, now));
+}
+
+TEST(RetentionTest, MarconiNeverEvictsABranchPointWhileOthersCanGo) {
+  MarconiRetention marconi(1.0);
+  const RetentionClock now{100, 10};
+  std::vector<RetentionFacts> c = {Facts(1, 100, 100, 10), Facts(2, 100, 100, 90), Facts(3, 100, 100, 80)};
+  c[0].branches = 3;  // the oldest is a shared prefix
+  c[1].branches = 0;
+  c[2].branches = 1;
+  EXPECT_EQ(marconi.ChooseVictim(c, now), 2u);  // the least recent of the rest
+  // Only branch points left: the budget still binds.
+  std::vector<RetentionFacts> shared = {c[0], c[0]};
+  shared[1].id = 9;
+  shared[1].last_use.tick = 5;
+  EXPECT_EQ(marconi.ChooseVictim(shared, now), 1u);
+}
+
+TEST(RetentionTest, MarconiWeighsFlopEfficiencyAgainstRecencyByAlpha) {
+  const RetentionClock now{100, 10};
+  // Recent but inefficient (few positions per byte) vs old but efficient.
+  std::vector<RetentionFacts> c = {Facts(1, 1000, 10, 99), Facts(2, 1000, 1000, 1)};
+  EXPECT_EQ(MarconiRetention(0.0).ChooseVictim(c, now), 1u);   // recency alone: the old one
+  EXPECT_EQ(MarconiRetention(10.0).ChooseVictim(c, now), 0u);  // efficiency dominates
+}
+
+TEST(RetentionTest, ForecastLearnsWhichKindsAreUsedAgain) {
+  ForecastRetention f;
+  RetentionClock now{0, 0};
+  // Prompt ends are regenerated two prompts later; tail points leave unused.
+  for (int i = 0; i < 50; ++i) {
+    now.request += 3;
+    RetentionFacts pe = Facts(1000 + i, 100, 50, now.tick, now.request - 2);
+    pe.reason = CaptureReason::kPromptEnd;
+    f.Observe(RetentionEvent::kUsed, pe, now);
+    RetentionFacts tail = Facts(2000 + i, 100, 50, now.tick, now.request - 2);
+    tail.reason = CaptureReason::kTail;
+    f.Observe(RetentionEvent::kRemoved, tail, now);
+  }
+  RetentionFacts pe = Facts(1, 100, 50, now.tick, now.request);
+  pe.reason = CaptureReason::kPromptEnd;
+  RetentionFacts tail = Facts(2, 100, 50, now.tick, now.request);
+  tail.reason = CaptureReason::kTail;
+  EXPECT_GT(f.Predict(pe, now).chance, 0.9);
+  EXPECT_LT(f.Predict(tail, now).chance, 0.1);
+  EXPECT_GT(f.Score(pe, now), f.Score(tail, now));
+  std::vector<RetentionFacts> both = {pe, tail};
+  EXPECT_EQ(f.ChooseVictim(both, now), 1u);
+  // A tail point may not push a prompt end out; the other way round it may.
+  EXPECT_FALSE(f.Admit(tail, std::vector<RetentionFacts>{pe}, now));
+  EXPECT_TRUE(f.Admit(pe, std::vector<RetentionFacts>{tail}, now));
+}
+
+TEST(RetentionTest, ForecastValuesAKindByWhatItsRestoresSaved) {
+  ForecastRetention f;
+  RetentionClock now{0, 10};
+  RetentionFacts end = Facts(1, 100, 16, 0, 9);  // 16 positions past its parent...
+  end.reason = CaptureReason::kAfterGeneration;
+  end.pos = 800;
+  EXPECT_DOUBLE_EQ(f.Saving(end), 16);  // nothing measured yet: its cost
+  for (int i = 0; i < 20; ++i) {
+    RetentionFacts used = end;
+    used.saved = 600;  // ...but restores of its kind saved most of their position
+    f.Observe(RetentionEvent::kCredited, used, now);
+  }
+  EXPECT_GT(f.Saving(end), 500);
+}
+
+TEST(RetentionTest, MakeRetentionByName) {
+  EXPECT_EQ((*MakeRetention("cairn"))->name(), "cairn");
+  EXPECT_EQ((*MakeRetention("lru"))->name(), "lru");
+  EXPECT_EQ((*MakeRetention("marconi"))->name(), "marconi:1");
+  EXPECT_EQ((*MakeRetention("marconi:0.5"))->name(), "marconi:0.5");
+  EXPECT_FALSE(MakeRetention("belady").ok());
+  EXPECT_FALSE(MakeRetention("marconi:x").ok());
+}
+
+Checkpoint Sized(size_t bytes) {
+  Checkpoint cp;
+  cp.snapshot.pos = 10;
+  cp.snapshot.data.assign(bytes, 1);
+  return cp;
+}
+
+TEST(RetentionTest, StoreAsksItsPolicyToAdmitAndCountsRefusals) {
+  StoreOptions o;
+  o.ram_budget_bytes = 3 * (1000 + 256);
+  o.retention = std::make_shared<ForecastRetention>();
+  auto store = *CheckpointStore::Create(o);
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(store->Put(Sized(1000), 1000).ok());
+  // Worth far less per byte than anything it would push out.
+  PutInfo cheap;
+  cheap.cost = 1;
+  EXPECT_FALSE(store->WouldAdmit(1000, SnapshotScope::kCheckpoint, 10, cheap));
+  EXPECT_EQ(store->Put(Sized(1000), cheap).status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(store->stats().rejected, 2u);
+  EXPECT_EQ(store->stats().ram_entries, 3u);
+  // Worth more: admitted, one goes.
+  PutInfo dear;
+  dear.cost = 1e6;
+  EXPECT_TRUE(store->WouldAdmit(1000, SnapshotScope::kCheckpoint, 10, dear));
+  EXPECT_TRUE(store->Put(Sized(1000), dear).ok());
+  EXPECT_EQ(store->stats().ram_entries, 3u);
+  EXPECT_EQ(store->stats().evictions, 1u);
+}
+
+TEST(RetentionTest, StoreTellsItsPolicyTheCurrentCost) {
+  StoreOptions o;
+  o.ram_budget_bytes = 2 * (1000 + 256);
+  o.retention = std::make_shared<LruRetention>();
+  auto store = *CheckpointStore::Create(o);
+  const CheckpointId a = *store->Put(Sized(1000), 10);
+  store->SetCost(a, 500);
+  EXPECT_EQ(store->Info(a)->cost, 500);
+  store->SetCost(a, 0);  // a value is never zero
+  EXPECT_GT(store->Info(a)->cost, 0);
+}
+
+}  // namespace
+}  // namespace cairn::checkpoint
