@@ -39,6 +39,14 @@ MemcpySeconds MeasureMemcpy(size_t bytes, int reps) {
   return m;
 }
 
+std::string FlagValue(const std::vector<std::string>& args, size_t* i) {
+  if (*i + 1 >= args.size()) {
+    std::fprintf(stderr, "%s needs a value\n", args[*i].c_str());
+    std::exit(2);
+  }
+  return args[++*i];
+}
+
 std::shared_ptr<const ModelFile> ModelOrDie(const std::vector<uint8_t>& bytes, const std::string& name) {
   auto m = ModelFile::FromBuffer(bytes, name);
   if (!m.ok()) {

@@ -58,6 +58,10 @@ MemcpySeconds MeasureMemcpy(size_t bytes, int reps);
 
 // ModelFile over serialized GGUF bytes; on failure prints
 // "synthetic <name>: <message>" and exits 1.
+// The value after the flag args[*i], advancing *i past it; exits with status
+// 2 and a message naming the flag when there is none.
+std::string FlagValue(const std::vector<std::string>& args, size_t* i);
+
 std::shared_ptr<const ModelFile> ModelOrDie(const std::vector<uint8_t>& bytes, const std::string& name);
 
 }  // namespace cairn::bench

@@ -692,13 +692,7 @@ int Main(int argc, char** argv) {
   std::vector<std::pair<std::string, std::string>> files;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= args.size()) {
-        std::fprintf(stderr, "%s needs a value\n", a.c_str());
-        std::exit(2);
-      }
-      return args[++i];
-    };
+    auto value = [&] { return bench::FlagValue(args, &i); };
     if (a == "--synthetic") synthetic = true;
     else if (a == "--only-synthetic") synthetic = true, golden = false;
     else if (a == "--in-process") in_process = true;

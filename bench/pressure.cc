@@ -470,13 +470,7 @@ int Main(int argc, char** argv) {
   std::vector<std::pair<std::string, std::string>> files;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= args.size()) {
-        std::fprintf(stderr, "%s needs a value\n", a.c_str());
-        std::exit(2);
-      }
-      return args[++i];
-    };
+    auto value = [&] { return bench::FlagValue(args, &i); };
     if (a == "--users") wo.users = std::atoi(value().c_str());
     else if (a == "--seed") wo.seed = static_cast<uint32_t>(std::atoi(value().c_str()));
     else if (a == "--budgets") so.budgets = ParseList(value(), 0.01);
