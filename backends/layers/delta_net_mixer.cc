@@ -73,16 +73,14 @@ absl::StatusOr<DeltaNetWeights> LoadDeltaNet(const ModelLoader& ld, const DeltaN
   return w;
 }
 
-void DeltaNetForward(const DeltaNetGeometry& g, const DeltaNetWeights& w, float eps, std::span<const RecurrentRun> runs,
-                     const float* in, int64_t n_rows, float* out, ThreadPool& pool) {
-  if (n_rows == 0) return;
-  const int64_t C = g.conv_channels(), V = g.value_dim(), H = g.n_head_v;
-  std::vector<float> qkv(static_cast<size_t>(n_rows * C)), z(static_cast<size_t>(n_rows * V));
-  std::vector<float> beta(static_cast<size_t>(n_rows * H)), gdecay(static_cast<size_t>(n_rows * H));
-  MatMul(w.qkv, in, n_rows, qkv.data(), pool);
-  MatMul(w.z, in, n_rows, z.data(), pool);
+namespace {
+
+// beta = sigmoid(b) and the decay softplus(alpha + dt_bias) * a, per row and value head. qwen3next
+// packs both in one projection, per key head: [beta of its value heads | alpha of the same].
+void ComputeGates(const DeltaNetGeometry& g, const DeltaNetWeights& w, const float* in, int64_t n_rows,
+                  float* beta, float* gdecay, ThreadPool& pool) {
+  const int64_t H = g.n_head_v;
   if (g.variant == DeltaNetVariant::kQwen3Next) {
-    // Per key head kh: [beta of its r value heads | alpha of the same].
     std::vector<float> ba(static_cast<size_t>(n_rows * 2 * H));
     MatMul(w.ba, in, n_rows, ba.data(), pool);
     const int64_t r = H / g.n_head_k;
@@ -94,8 +92,8 @@ void DeltaNetForward(const DeltaNetGeometry& g, const DeltaNetWeights& w, float 
       }
     }
   } else {
-    MatMul(w.beta, in, n_rows, beta.data(), pool);
-    MatMul(w.alpha, in, n_rows, gdecay.data(), pool);
+    MatMul(w.beta, in, n_rows, beta, pool);
+    MatMul(w.alpha, in, n_rows, gdecay, pool);
   }
   for (int64_t t = 0; t < n_rows; ++t) {
     for (int64_t h = 0; h < H; ++h) {
@@ -105,32 +103,14 @@ void DeltaNetForward(const DeltaNetGeometry& g, const DeltaNetWeights& w, float 
       a = Softplus(a + w.dt_bias[h]) * w.a[h];
     }
   }
+}
 
-  // Convolution with carried state. A decode step's (a few thousand
-  // multiply-adds) is cheaper than waking the pool: below ~64k taps it runs
-  // on the calling thread.
-  std::vector<float> xc(static_cast<size_t>(n_rows * C));
-  ConvOverRuns conv;
-  conv.x = qkv.data();
-  conv.x_stride = C;
-  conv.y = xc.data();
-  conv.channels = C;
-  conv.d_conv = static_cast<int>(g.d_conv);
-  conv.weight = w.conv_weight.data();
-  conv.min_parallel_work = int64_t{1} << 16;
-  CausalConvOverRuns(conv, runs, pool);
-
-  // L2-normalized queries and keys, per head.
-  const int64_t n_qk_heads = 2 * g.n_head_k;
-  pool.ParallelFor(n_rows, 4, [&](int64_t begin, int64_t end) {
-    for (int64_t t = begin; t < end; ++t) {
-      float* row = xc.data() + t * C;
-      for (int64_t h = 0; h < n_qk_heads; ++h) L2Normalize(row + h * g.d_k, g.d_k, eps, row + h * g.d_k);
-    }
-  });
-
-  // The delta rule over (run, value head) items.
-  std::vector<float> o(static_cast<size_t>(n_rows * V));
+// The gated delta rule over (run, value head) items: xc holds the convolved, L2-normalised
+// [q | k | v] rows; o receives the per-head outputs; each run's state advances in place and its
+// snapshot taps receive copies at their rows.
+void ApplyDeltaRule(const DeltaNetGeometry& g, std::span<const RecurrentRun> runs, const float* xc,
+                    const float* beta, const float* gdecay, float* o, ThreadPool& pool) {
+  const int64_t C = g.conv_channels(), V = g.value_dim(), H = g.n_head_v;
   const float scale = 1.0f / std::sqrt(static_cast<float>(g.d_k));
   pool.ParallelFor(static_cast<int64_t>(runs.size()) * H, 1, [&](int64_t begin, int64_t end) {
     for (int64_t item = begin; item < end;) {
@@ -157,14 +137,14 @@ void DeltaNetForward(const DeltaNetGeometry& g, const DeltaNetWeights& w, float 
           r.n_rows, r.taps,
           [&](int64_t begin, int64_t n) {
             const int64_t row = r.row_begin + begin;
-            const float* xr = xc.data() + row * C;
+            const float* xr = xc + row * C;
             a.n_tokens = n;
             a.q = xr;
             a.k = xr + g.key_dim();
             a.v = xr + 2 * g.key_dim();
-            a.g = gdecay.data() + row * H;
-            a.beta = beta.data() + row * H;
-            a.out = o.data() + row * V;
+            a.g = gdecay + row * H;
+            a.beta = beta + row * H;
+            a.out = o + row * V;
             GatedDeltaRule(a);
           },
           [&](size_t k) {
@@ -174,6 +154,45 @@ void DeltaNetForward(const DeltaNetGeometry& g, const DeltaNetWeights& w, float 
       item += h1 - h0;
     }
   });
+}
+
+}  // namespace
+
+void DeltaNetForward(const DeltaNetGeometry& g, const DeltaNetWeights& w, float eps, std::span<const RecurrentRun> runs,
+                     const float* in, int64_t n_rows, float* out, ThreadPool& pool) {
+  if (n_rows == 0) return;
+  const int64_t C = g.conv_channels(), V = g.value_dim(), H = g.n_head_v;
+  std::vector<float> qkv(static_cast<size_t>(n_rows * C)), z(static_cast<size_t>(n_rows * V));
+  std::vector<float> beta(static_cast<size_t>(n_rows * H)), gdecay(static_cast<size_t>(n_rows * H));
+  MatMul(w.qkv, in, n_rows, qkv.data(), pool);
+  MatMul(w.z, in, n_rows, z.data(), pool);
+  ComputeGates(g, w, in, n_rows, beta.data(), gdecay.data(), pool);
+
+  // Convolution with carried state. A decode step's (a few thousand
+  // multiply-adds) is cheaper than waking the pool: below ~64k taps it runs
+  // on the calling thread.
+  std::vector<float> xc(static_cast<size_t>(n_rows * C));
+  ConvOverRuns conv;
+  conv.x = qkv.data();
+  conv.x_stride = C;
+  conv.y = xc.data();
+  conv.channels = C;
+  conv.d_conv = static_cast<int>(g.d_conv);
+  conv.weight = w.conv_weight.data();
+  conv.min_parallel_work = int64_t{1} << 16;
+  CausalConvOverRuns(conv, runs, pool);
+
+  // L2-normalized queries and keys, per head.
+  const int64_t n_qk_heads = 2 * g.n_head_k;
+  pool.ParallelFor(n_rows, 4, [&](int64_t begin, int64_t end) {
+    for (int64_t t = begin; t < end; ++t) {
+      float* row = xc.data() + t * C;
+      for (int64_t h = 0; h < n_qk_heads; ++h) L2Normalize(row + h * g.d_k, g.d_k, eps, row + h * g.d_k);
+    }
+  });
+
+  std::vector<float> o(static_cast<size_t>(n_rows * V));
+  ApplyDeltaRule(g, runs, xc.data(), beta.data(), gdecay.data(), o.data(), pool);
 
   // Gated RMSNorm per value head: norm(o) * silu(z).
   pool.ParallelFor(n_rows, 4, [&](int64_t begin, int64_t end) {
