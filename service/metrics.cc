@@ -1,10 +1,9 @@
 #include "service/metrics.h"
 
-#include <exception>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
-#include "absl/strings/str_cat.h"
 #include "prometheus/text_serializer.h"
 
 namespace cairn::service {
@@ -50,23 +49,18 @@ absl::StatusOr<std::unique_ptr<Metrics>> Metrics::Create(const std::string& list
   m->batch_rows = Histogram(r, "cairn_decode_batch_rows", "Sequences per decode step",
                             {1, 2, 4, 8, 16, 32, 64, 128});
   if (!listen.empty()) {
-    try {
-      m->exposer_ = std::make_unique<prometheus::Exposer>(listen);
-    } catch (const std::exception& e) {
-      return absl::UnavailableError(absl::StrCat("--metrics-listen ", listen, ": ", e.what()));
-    }
-    m->exposer_->RegisterCollectable(m->registry_);
+    auto http = MetricsHttpServer::Create(listen, [registry = m->registry_] {
+      return prometheus::TextSerializer().Serialize(registry->Collect());
+    });
+    if (!http.ok()) return http.status();
+    m->http_ = std::move(*http);
   }
   return m;
 }
 
 Metrics::~Metrics() = default;
 
-int Metrics::port() const {
-  if (exposer_ == nullptr) return 0;
-  std::vector<int> ports = exposer_->GetListeningPorts();
-  return ports.empty() ? 0 : ports.front();
-}
+int Metrics::port() const { return http_ == nullptr ? 0 : http_->port(); }
 
 std::string Metrics::Render() const {
   prometheus::TextSerializer s;

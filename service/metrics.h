@@ -1,5 +1,6 @@
 // Prometheus metrics of the service. The registry always exists (tests read
-// it in process); an HTTP exposer is started only with --metrics-listen.
+// it in process); the HTTP endpoint (metrics_http.h) is started only with
+// --metrics-listen.
 #ifndef CAIRN_SERVICE_METRICS_H_
 #define CAIRN_SERVICE_METRICS_H_
 
@@ -8,22 +9,23 @@
 
 #include "absl/status/statusor.h"
 #include "prometheus/counter.h"
-#include "prometheus/exposer.h"
 #include "prometheus/gauge.h"
 #include "prometheus/histogram.h"
 #include "prometheus/registry.h"
+#include "service/metrics_http.h"
 
 namespace cairn::service {
 
 // Thread-safe (prometheus-cpp metrics are).
 class Metrics final {
  public:
-  // `listen` "host:port" starts an exposer serving /metrics; empty: none.
-  // UNAVAILABLE when the address cannot be bound.
+  // `listen` "host:port" starts an HTTP endpoint serving /metrics; empty:
+  // none. UNAVAILABLE when the address cannot be bound (port in use),
+  // INVALID_ARGUMENT when it is malformed.
   static absl::StatusOr<std::unique_ptr<Metrics>> Create(const std::string& listen);
   ~Metrics();
 
-  // Bound port of the exposer (0 without one).
+  // Bound port of the HTTP endpoint (0 without one).
   int port() const;
   std::string Render() const;  // text exposition format, for tests
   std::shared_ptr<prometheus::Registry> registry() const { return registry_; }
@@ -50,7 +52,7 @@ class Metrics final {
  private:
   Metrics() = default;
   std::shared_ptr<prometheus::Registry> registry_;
-  std::unique_ptr<prometheus::Exposer> exposer_;
+  std::unique_ptr<MetricsHttpServer> http_;  // declared last: stopped first
 };
 
 }  // namespace cairn::service

@@ -51,7 +51,7 @@ const char kUsage[] = R"(cairn-server: a gRPC inference service (cairn.v1.Infere
                             session create, fork or import that would exceed it gets
                             RESOURCE_EXHAUSTED and changes nothing.
   --session-idle-seconds=N  delete sessions idle this long (default 3600)
-  --metrics-listen=HOST:PORT  Prometheus /metrics over HTTP (default: off)
+  --metrics-listen=HOST:PORT  Prometheus /metrics over HTTP (GET/HEAD /metrics; default: off)
   --tls-cert=PEM --tls-key=PEM  serve TLS with this certificate chain and key
   --tls-client-ca=PEM       require client certificates signed by this CA (mutual TLS)
   --auth-token-file=PATH    require 'authorization: Bearer <token>' with a token from
