@@ -1,7 +1,5 @@
 #include "service/metrics_http.h"
 
-#include <netdb.h>
-#include <netinet/in.h>
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
@@ -16,9 +14,9 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "service/listen_socket.h"
 
 namespace cairn::service {
 namespace {
@@ -111,10 +109,6 @@ std::string Assess(absl::string_view in, size_t max_bytes, const std::function<s
   return HttpReplyFor(in.substr(0, end), body);
 }
 
-absl::Status Errno(absl::string_view what, const std::string& listen) {
-  return absl::UnavailableError(absl::StrCat("--metrics-listen ", listen, ": ", what, ": ", std::strerror(errno)));
-}
-
 struct Connection {
   int fd = -1;
   enum class State { kReading, kWriting, kDraining } state = State::kReading;
@@ -147,60 +141,17 @@ std::string HttpReplyFor(absl::string_view head, const std::function<std::string
 absl::StatusOr<std::unique_ptr<MetricsHttpServer>> MetricsHttpServer::Create(const std::string& listen,
                                                                               std::function<std::string()> render,
                                                                               MetricsHttpOptions options) {
-  // Split HOST:PORT; the host may be [v6], empty or absent (every interface).
-  std::string host, port_text = listen;
-  if (const size_t colon = listen.rfind(':'); colon != std::string::npos) {
-    host = listen.substr(0, colon);
-    port_text = listen.substr(colon + 1);
-  }
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
-  int port_number = 0;
-  if (!absl::SimpleAtoi(port_text, &port_number) || port_number < 0 || port_number > 65535 ||
-      host.find_first_of("[]") != std::string::npos) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--metrics-listen '", listen, "': expected HOST:PORT, [IPV6]:PORT or PORT"));
-  }
-  addrinfo hints = {};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
-  addrinfo* addrs = nullptr;
-  if (int rc = getaddrinfo(host.empty() ? nullptr : host.c_str(), port_text.c_str(), &hints, &addrs); rc != 0) {
-    return absl::InvalidArgumentError(absl::StrCat("--metrics-listen ", listen, ": ", gai_strerror(rc)));
-  }
+  auto fd = ListenTcp(listen, "--metrics-listen");
+  if (!fd.ok()) return fd.status();
   std::unique_ptr<MetricsHttpServer> s(new MetricsHttpServer());
   s->options_ = options;
   s->render_ = std::move(render);
-  absl::Status last = absl::UnavailableError(absl::StrCat("--metrics-listen ", listen, ": no address"));
-  for (addrinfo* a = addrs; a != nullptr && s->listen_fd_ < 0; a = a->ai_next) {
-    const int fd = socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, a->ai_protocol);
-    if (fd < 0) {
-      last = Errno("socket", listen);
-      continue;
-    }
-    // SO_REUSEADDR lets a restart bind over TIME_WAIT; on Linux it does not
-    // let two servers listen on one port (no SO_REUSEPORT here).
-    const int one = 1;
-    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-    if (bind(fd, a->ai_addr, a->ai_addrlen) != 0) {
-      last = Errno("cannot bind", listen);
-      close(fd);
-    } else if (::listen(fd, 64) != 0) {
-      last = Errno("cannot listen", listen);
-      close(fd);
-    } else {
-      s->listen_fd_ = fd;
-    }
-  }
-  freeaddrinfo(addrs);
-  if (s->listen_fd_ < 0) return last;
-  sockaddr_storage bound = {};
-  socklen_t len = sizeof(bound);
-  getsockname(s->listen_fd_, reinterpret_cast<sockaddr*>(&bound), &len);
-  s->port_ = ntohs(bound.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port
-                                                : reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
+  s->listen_fd_ = *fd;
+  s->port_ = BoundPort(*fd);
   s->wake_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-  if (s->wake_fd_ < 0) return Errno("eventfd", listen);
+  if (s->wake_fd_ < 0) {
+    return absl::UnavailableError(absl::StrCat("--metrics-listen ", listen, ": eventfd: ", std::strerror(errno)));
+  }
   s->thread_ = std::thread([p = s.get()] { p->Serve(); });
   return s;
 }
