@@ -136,14 +136,14 @@ void Server::Housekeeping() {
       restored += static_cast<double>(st.restores);
       queued += m->scheduler->queue_depth();
     }
-    metrics_->checkpoints_captured->Set(captured);
-    metrics_->checkpoints_restored->Set(restored);
+    Metrics::AdvanceTo(metrics_->checkpoints_captured, captured);
+    Metrics::AdvanceTo(metrics_->checkpoints_restored, restored);
     metrics_->queue_depth->Set(static_cast<double>(queued));
     metrics_->sessions->Set(static_cast<double>(sessions_->size()));
     metrics_->sequence_memory_bytes->Set(static_cast<double>(memory_budget_->in_use()));
     if (checkpoint::CheckpointStore* store = models_->store()) {
       const checkpoint::StoreStats st = store->stats();
-      metrics_->checkpoints_evicted->Set(static_cast<double>(st.evictions));
+      Metrics::AdvanceTo(metrics_->checkpoints_evicted, static_cast<double>(st.evictions));
       metrics_->store_ram_bytes->Set(static_cast<double>(st.ram_bytes));
       metrics_->store_disk_bytes->Set(static_cast<double>(st.disk_bytes));
     }

@@ -11,13 +11,16 @@ import threading
 import unittest
 
 
-def start(server_binary, *args):
-    """Returns (process, port, metrics_port or None)."""
+def start(server_binary, *args, lines=None):
+    """Returns (process, port, metrics_port or None). With `lines` (a list),
+    every stderr line is appended to it as it arrives; the thread reading
+    them is process.stderr_reader (it ends after the process has exited)."""
     args = list(args)
     want_metrics = any(a.startswith("--metrics-listen") for a in args)
     proc = subprocess.Popen([server_binary, "--listen=127.0.0.1:0"] + args, stderr=subprocess.PIPE, text=True)
     port = metrics = None
-    lines = []
+    if lines is None:
+        lines = []
     for line in proc.stderr:
         lines.append(line)
         m = re.search(r"listening on port (\d+)", line)
@@ -32,7 +35,8 @@ def start(server_binary, *args):
         proc.kill()
         raise RuntimeError("server did not start:\n" + "".join(lines))
     # Keep draining stderr so the server never blocks on a full pipe.
-    threading.Thread(target=lambda: [None for _ in proc.stderr], daemon=True).start()
+    proc.stderr_reader = threading.Thread(target=lambda: [lines.append(line) for line in proc.stderr], daemon=True)
+    proc.stderr_reader.start()
     return proc, port, metrics
 
 
