@@ -31,6 +31,7 @@
 #include "checkpoint/options.h"
 #include "cairn/v1/inference.grpc.pb.h"
 #include "service/client_channel.h"
+#include "service/log.h"
 #include "service/server.h"
 
 namespace {
@@ -281,6 +282,8 @@ int main(int argc, char** argv) {
     so.models_options.threads = o.threads;
     so.models_options.checkpoint = o.checkpoint;
     for (const auto& s : o.serve) so.models.push_back(*cairn::service::ParseModelSpec(s));
+    // Its own figures are the output: no access-log line per request.
+    cairn::service::SetLogLevel(cairn::service::LogLevel::kWarning);
     auto s = cairn::service::Server::Create(so);
     if (!s.ok()) {
       std::fprintf(stderr, "cairn-load: %s\n", s.status().ToString().c_str());
