@@ -107,9 +107,19 @@ class Client {
     Prepare(ctx);
     return stub_->SessionControl(&ctx, req, resp);
   }
+  // Create and Fork return the new session's id ("" after a failure, which
+  // the test sees).
   std::string Create(const std::string& model) {
     v1::SessionRequest req;
     req.mutable_create()->set_model(model);
+    return NewSession(req);
+  }
+  std::string Fork(const std::string& id) {
+    v1::SessionRequest req;
+    req.mutable_fork()->set_session_id(id);
+    return NewSession(req);
+  }
+  std::string NewSession(const v1::SessionRequest& req) {
     v1::SessionResponse resp;
     grpc::Status st = Session(req, &resp);
     EXPECT_TRUE(st.ok()) << st.error_message();
@@ -673,15 +683,12 @@ TEST_F(ServiceTest, NonFiniteEmbeddingValuesAreRefusedAndChangeNothing) {
     r.add_parts()->mutable_tokens()->add_ids(360);
     return r;
   };
-  const std::string sid = client_->Create(model);
   GenerateRequest t1 = Req(model, Ids(12), 3);
-  t1.set_session_id(sid);
+  t1.set_session_id(client_->Create(model));
   t1.set_append(true);
   ASSERT_TRUE(client_->Generate(t1).status.ok());
-  v1::SessionRequest fork;
-  fork.mutable_fork()->set_session_id(sid);
-  v1::SessionResponse forked;
-  ASSERT_TRUE(client_->Session(fork, &forked).ok());
+  const std::string sid = t1.session_id();
+  const std::string forked = client_->Fork(sid);
   const auto before = client_->Get(sid);
   ASSERT_TRUE(before.ok());
 
@@ -712,7 +719,7 @@ TEST_F(ServiceTest, NonFiniteEmbeddingValuesAreRefusedAndChangeNothing) {
   good.set_append(true);
   good.set_session_id(sid);
   Result on_session = client_->Generate(good);
-  good.set_session_id(forked.session().session_id());
+  good.set_session_id(forked);
   Result on_fork = client_->Generate(good);
   ASSERT_TRUE(on_session.status.ok()) << on_session.status.error_message();
   ASSERT_TRUE(on_fork.status.ok()) << on_fork.status.error_message();

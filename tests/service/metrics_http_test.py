@@ -10,7 +10,6 @@ mutated, truncated and random byte requests, concurrent bursts, and slow and
 half-open connections. Afterwards the process is still running and answers
 GET /metrics and a gRPC Generate (through cairn-cli). Needs only python3.
 """
-import argparse
 import os
 import random
 import socket
@@ -224,13 +223,9 @@ class MetricsHttpTest(unittest.TestCase):
 
 def main():
     global ARGS, PROC, PORT, METRICS
-    p = argparse.ArgumentParser()
-    p.add_argument("--server", required=True)
-    p.add_argument("--cli", required=True)
-    ARGS, rest = p.parse_known_args()
     print("fuzz seed %d (set CAIRN_FUZZ_SEED to change)" % SEED)
-    PROC, PORT, METRICS = server_process.start(ARGS.server, "--model=demo-chat", "--threads=1",
-                                               "--metrics-listen=127.0.0.1:0")
+    ARGS, rest, (PROC, PORT, METRICS) = server_process.parse_and_start(
+        "--model=demo-chat", "--threads=1", "--metrics-listen=127.0.0.1:0")
     return server_process.run_tests(PROC, [sys.argv[0]] + rest)
 
 

@@ -10,7 +10,6 @@ latency histograms have observations, the checkpoint counters are counters,
 and each call has one access-log line; --log-level=warning silences them.
 Needs only python3.
 """
-import argparse
 import os
 import re
 import subprocess
@@ -133,12 +132,8 @@ class ObservabilityTest(unittest.TestCase):
 
 def main():
     global ARGS, PROC, PORT, METRICS
-    p = argparse.ArgumentParser()
-    p.add_argument("--server", required=True)
-    p.add_argument("--cli", required=True)
-    ARGS, rest = p.parse_known_args()
-    PROC, PORT, METRICS = server_process.start(ARGS.server, "--model=demo-chat", "--threads=1",
-                                               "--metrics-listen=127.0.0.1:0", lines=LINES)
+    ARGS, rest, (PROC, PORT, METRICS) = server_process.parse_and_start(
+        "--model=demo-chat", "--threads=1", "--metrics-listen=127.0.0.1:0", lines=LINES)
     return server_process.run_tests(PROC, [sys.argv[0]] + rest)
 
 

@@ -7,7 +7,6 @@ cairn-server, then a second one on its gRPC port, and one on its metrics
 port, and one on a port a plain socket holds: each exits non-zero at start-up
 with a message naming the port, and the first server keeps serving.
 """
-import argparse
 import os
 import socket
 import subprocess
@@ -66,12 +65,8 @@ class PortInUseTest(unittest.TestCase):
 
 def main():
     global ARGS, PROC, PORT, METRICS
-    p = argparse.ArgumentParser()
-    p.add_argument("--server", required=True)
-    p.add_argument("--cli", required=True)
-    ARGS, rest = p.parse_known_args()
-    PROC, PORT, METRICS = server_process.start(ARGS.server, "--model=demo-chat", "--threads=1",
-                                               "--metrics-listen=127.0.0.1:0")
+    ARGS, rest, (PROC, PORT, METRICS) = server_process.parse_and_start(
+        "--model=demo-chat", "--threads=1", "--metrics-listen=127.0.0.1:0")
     return server_process.run_tests(PROC, [sys.argv[0]] + rest)
 
 

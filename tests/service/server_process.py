@@ -4,6 +4,7 @@ start() launches the binary on 127.0.0.1 port 0 and reads the ports it
 reports; run_tests() runs a unittest suite against a started server and stops
 it with SIGTERM, failing when the server does not exit cleanly.
 """
+import argparse
 import re
 import signal
 import subprocess
@@ -52,3 +53,14 @@ def run_tests(proc, argv):
         print("cairn-server exited with %d after SIGTERM" % rc)
         return 1
     return 0 if result.wasSuccessful() else 1
+
+
+def parse_and_start(*server_args, lines=None):
+    """For a test script taking --server and --cli (the binaries): parses
+    them, starts the server with `server_args` (see start()); returns
+    (args, the rest of argv for unittest, (process, port, metrics_port))."""
+    p = argparse.ArgumentParser()
+    p.add_argument("--server", required=True)
+    p.add_argument("--cli", required=True)
+    args, rest = p.parse_known_args()
+    return args, rest, start(args.server, *server_args, lines=lines)
