@@ -90,37 +90,7 @@ size_t HeadEnd(absl::string_view in) {
   return lf + 2;
 }
 
-// The reply once `in` holds enough to decide, or "" while more is needed.
-std::string Assess(absl::string_view in, size_t max_bytes, const std::function<std::string()>& body) {
-  const size_t line_end = in.find('\n');
-  if (line_end != absl::string_view::npos) {
-    RequestLine rl;
-    if (!ParseRequestLine(in.substr(0, line_end), &rl)) return PlainResponse(400, "Bad Request");
-  } else if (std::any_of(in.begin(), in.end(), [](char c) {
-               const auto u = static_cast<unsigned char>(c);
-               return (u < 0x20 && c != '\r') || u >= 0x7f;
-             })) {
-    return PlainResponse(400, "Bad Request");  // binary before the first line ends
-  }
-  const size_t end = HeadEnd(in);
-  if (end == absl::string_view::npos || end > max_bytes) {
-    return in.size() >= max_bytes ? PlainResponse(431, "Request Header Fields Too Large") : "";
-  }
-  return HttpReplyFor(in.substr(0, end), body);
-}
-
-struct Connection {
-  int fd = -1;
-  enum class State { kReading, kWriting, kDraining } state = State::kReading;
-  std::string in;
-  std::string out;
-  size_t sent = 0;
-  size_t drained = 0;
-  Clock::time_point deadline;
-};
-
-}  // namespace
-
+// The reply to a complete request head (request line, headers, blank line).
 std::string HttpReplyFor(absl::string_view head, const std::function<std::string()>& body) {
   const size_t line_end = head.find('\n');
   RequestLine rl;
@@ -136,6 +106,36 @@ std::string HttpReplyFor(absl::string_view head, const std::function<std::string
   }
   return Response(200, "OK", body(), rl.method == "GET",
                   "Content-Type: text/plain; version=0.0.4; charset=utf-8\r\n");
+}
+
+struct Connection {
+  int fd = -1;
+  enum class State { kReading, kWriting, kDraining } state = State::kReading;
+  std::string in;
+  std::string out;
+  size_t sent = 0;
+  size_t drained = 0;
+  Clock::time_point deadline;
+};
+
+}  // namespace
+
+std::string HttpReplyWhenDecided(absl::string_view in, size_t max_bytes, const std::function<std::string()>& body) {
+  const size_t line_end = in.find('\n');
+  if (line_end != absl::string_view::npos) {
+    RequestLine rl;
+    if (!ParseRequestLine(in.substr(0, line_end), &rl)) return PlainResponse(400, "Bad Request");
+  } else if (std::any_of(in.begin(), in.end(), [](char c) {
+               const auto u = static_cast<unsigned char>(c);
+               return (u < 0x20 && c != '\r') || u >= 0x7f;
+             })) {
+    return PlainResponse(400, "Bad Request");  // binary before the first line ends
+  }
+  const size_t end = HeadEnd(in);
+  if (end == absl::string_view::npos || end > max_bytes) {
+    return in.size() >= max_bytes ? PlainResponse(431, "Request Header Fields Too Large") : "";
+  }
+  return HttpReplyFor(in.substr(0, end), body);
 }
 
 absl::StatusOr<std::unique_ptr<MetricsHttpServer>> MetricsHttpServer::Create(const std::string& listen,
@@ -198,7 +198,7 @@ void MetricsHttpServer::Serve() {
           return close_conn(c);
         }
       }
-      c.out = Assess(c.in, options_.max_request_bytes, render_);
+      c.out = HttpReplyWhenDecided(c.in, options_.max_request_bytes, render_);
       if (c.out.empty()) {
         if (eof) close_conn(c);  // the request can no longer complete
         return;

@@ -10,10 +10,10 @@
 #include <functional>
 #include <memory>
 #include <string>
-#include "absl/strings/string_view.h"
 #include <thread>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 
 namespace cairn::service {
 
@@ -28,12 +28,16 @@ struct MetricsHttpOptions {
   std::chrono::milliseconds request_timeout{5000};
 };
 
-// The reply to one request head (request line and headers, as received, up to
-// and including the blank line). GET and HEAD /metrics (any query) -> 200 with
-// `body` (HEAD without it); another method on /metrics -> 405; another path ->
-// 404; anything that is not an HTTP/1.0 or 1.1 request -> 400. Always a
-// complete response with "Connection: close". Pure; exposed for tests.
-std::string HttpReplyFor(absl::string_view head, const std::function<std::string()>& body);
+// The reply to a request whose first `received` bytes have arrived, or ""
+// while more are needed to decide. GET and HEAD /metrics (any query) -> 200
+// with `body()` (HEAD without it); another method on /metrics -> 405; another
+// path -> 404; anything that is not an HTTP/1.0 or 1.1 request line and
+// headers -> 400, as soon as it is clear (binary garbage: at once); no end of
+// headers within `max_request_bytes` -> 431. Always a complete response with
+// "Connection: close"; bytes after the headers (a body) are ignored. Pure;
+// public for the fuzz target.
+std::string HttpReplyWhenDecided(absl::string_view received, size_t max_request_bytes,
+                                 const std::function<std::string()>& body);
 
 // One thread that accepts, reads, answers and closes; it never reads a request
 // body and never keeps a connection alive. Thread-safe to destroy from any
