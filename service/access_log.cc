@@ -34,7 +34,8 @@ void RecordGenerate(Metrics* metrics, const v1::GenerateRequest& req, const Gene
   }
   if (!LogEnabled(LogLevel::kInfo)) return;
   // The model as named by a served model, else as the client sent it.
-  std::string line = absl::StrCat("access method=Generate model=", LogValue(trace.model.empty() ? req.model() : trace.model),
+  const std::string& model = trace.model.empty() ? req.model() : trace.model;
+  std::string line = absl::StrCat("access method=Generate model=", LogValue(model),
                                   " session=", req.session_id().empty() ? "-" : LogValue(req.session_id()));
   if (trace.prefilled) {
     absl::StrAppend(&line, " prompt=", trace.stats.prompt_symbols, " reused=", trace.stats.reused,

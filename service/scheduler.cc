@@ -400,7 +400,9 @@ bool Scheduler::Step(Running& r, std::span<const float> logits) {
   }
   const Clock::time_point now = Clock::now();
   if (r.generated == 0) r.first_token = now;
-  if (Metrics* m = options_.metrics; m != nullptr && r.generated > 0) m->inter_token->Observe(Seconds(r.last_token, now));
+  if (Metrics* m = options_.metrics; m != nullptr && r.generated > 0) {
+    m->inter_token->Observe(Seconds(r.last_token, now));
+  }
   r.last_token = now;
   ++r.generated;
 
