@@ -115,11 +115,11 @@ void Client(const std::string& addr, const Options& o, int index, Clock::time_po
     if (backoff > 0) {
       // Jittered, so that clients failing together do not retry together.
       const double wait = backoff * std::uniform_real_distribution<double>(0.5, 1.0)(rng);
-      const auto until = std::min(end, Clock::now() + std::chrono::microseconds(static_cast<int64_t>(wait * 1e6)));
-      std::this_thread::sleep_until(until);
+      const auto from = Clock::now();
+      std::this_thread::sleep_until(std::min(end, from + std::chrono::microseconds(static_cast<int64_t>(wait * 1e6))));
       {
         std::lock_guard<std::mutex> lock(stats->mu);
-        stats->backoff_seconds += wait;
+        stats->backoff_seconds += std::chrono::duration<double>(Clock::now() - from).count();
       }
       if (Clock::now() >= end) break;
     }
