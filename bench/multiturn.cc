@@ -79,6 +79,7 @@
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
 #include "service/demo_models.h"
+#include "service/log.h"
 #include "service/server.h"
 
 namespace cairn {
@@ -556,6 +557,7 @@ std::unique_ptr<service::Server> StartServer(const service::ModelSpec& spec, con
   opt.models = {spec};
   opt.models_options.threads = threads;
   opt.models_options.checkpoint = options;
+  service::SetLogLevel(service::LogLevel::kWarning);  // no access-log line per request
   auto s = service::Server::Create(opt);
   if (!s.ok()) Die("starting a server for " + spec.name, s.status());
   return std::move(*s);

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets with clang (ASan + UBSan) and fuzzes, each for
 # a fixed time: the GGUF reader (seeded with the golden files when ../shared
-# exists) and the tokenizers (with ../shared's vocabularies; skipped without
-# them, an error under CI=true).
+# exists), the metrics HTTP endpoint (seeded with a few requests), and the
+# tokenizers (with ../shared's vocabularies; skipped without them, an error
+# under CI=true).
 #   FUZZ_SECONDS=60 bash scripts/fuzz.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,7 +14,7 @@ CC=clang CXX=clang++ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithD
   -DCAIRN_FUZZ=ON -DCAIRN_NATIVE=OFF \
   -DCMAKE_CXX_FLAGS="-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined" \
   -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" >/dev/null
-ninja -C "$build" gguf_fuzz tokenizer_fuzz >/dev/null
+ninja -C "$build" gguf_fuzz tokenizer_fuzz metrics_http_fuzz >/dev/null
 
 # Runs one target on a seed corpus, showing libFuzzer's own summary lines
 # only. libFuzzer exits non-zero when it finds a crash, leak, timeout or OOM
@@ -30,8 +31,9 @@ run_fuzzer() {
 
 corpus=$(mktemp -d)
 text_corpus=$(mktemp -d)
+http_corpus=$(mktemp -d)
 log=$(mktemp)
-trap 'rm -rf "$corpus" "$text_corpus" "$log"' EXIT
+trap 'rm -rf "$corpus" "$text_corpus" "$http_corpus" "$log"' EXIT
 seeds=0
 if [ -d ../shared/golden ]; then
   # Small files only: the vocabulary files (several MB) would slow every run;
@@ -41,6 +43,12 @@ if [ -d ../shared/golden ]; then
 fi
 echo "fuzz: gguf reader for ${seconds}s with $seeds seed files"
 run_fuzzer gguf_fuzz "$corpus" 65536
+
+printf 'GET /metrics HTTP/1.1\r\nHost: a\r\n\r\n' > "$http_corpus/get"
+printf 'HEAD /metrics?x=1 HTTP/1.0\n\n' > "$http_corpus/head"
+printf 'POST / HTTP/1.1\r\nContent-Length: 3\r\n\r\nabc' > "$http_corpus/post"
+echo "fuzz: metrics HTTP endpoint for ${seconds}s"
+run_fuzzer metrics_http_fuzz "$http_corpus" 1024
 
 if [ -d ../shared/golden/tokenizer ] && [ -f ../shared/models/stories260K.gguf ]; then
   # Seeds: every golden tokenizer text, once per vocabulary (first byte) with

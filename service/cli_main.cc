@@ -6,7 +6,9 @@
 //   cairn-cli --health                                                 grpc.health.v1 check
 //   cairn-cli --server=REPLICA --drain-to=PROXY                        move sessions away
 //
-// Interactive commands: /fork, /rewind N, /stats, /sessions, /models, /quit.
+// Interactive commands: /help, /fork, /rewind N, /stats, /sessions, /models,
+// /quit; any other /word is refused here (a line starting with // sends the
+// rest, from its second slash, as text).
 //
 // Every call about a session carries the affinity header x-cairn-session (see
 // "Routing across replicas" in the proto): the interactive chat chooses its
@@ -15,8 +17,6 @@
 #include <unistd.h>
 
 #include <cstdio>
-#include <fstream>
-#include <sstream>
 #include <iostream>
 #include <memory>
 #include <random>
@@ -26,8 +26,7 @@
 #include "absl/strings/numbers.h"
 #include "cairn/v1/inference.grpc.pb.h"
 #include "grpc/health/v1/health.grpc.pb.h"
-#include "grpcpp/create_channel.h"
-#include "grpcpp/security/credentials.h"
+#include "service/client_channel.h"
 
 namespace {
 
@@ -40,7 +39,8 @@ const char kUsage[] = R"(cairn-cli: talk to a cairn server
                                 one chat turn: PROMPT as a user message, rendered with
                                 the model's chat template; the reply to stdout
   cairn-cli [flags]             interactive chat (a session; each line a user message;
-                                /fork /rewind N /stats /sessions /models /quit). A turn
+                                /help lists the commands; a line starting with // is
+                                sent as text from its second slash). A turn
                                 that fails because the session's replica went away is
                                 sent once more as the whole conversation (not after
                                 /rewind, nor for a --session this run did not start)
@@ -67,8 +67,26 @@ const char kUsage[] = R"(cairn-cli: talk to a cairn server
   --stats              print prompt statistics and timings to stderr (one shot)
   --timeout=SECONDS    deadline of each request (default: none)
   --token=TOKEN        bearer token for a server started with --auth-token-file
-  --tls-ca=PEM         connect with TLS, trusting this CA (or self-signed certificate)
+  --tls-ca=PEM         connect with TLS, trusting this CA (or self-signed certificate;
+                       default with --tls-cert: the system's CAs)
+  --tls-cert=PEM --tls-key=PEM
+                       connect with TLS presenting this client certificate chain and
+                       key (a server started with --tls-client-ca)
   --tls-server-name=N  expected name in the server's certificate (default: the host)
+
+Errors are printed as the status code's name and the server's message, e.g.
+'cairn-cli: FAILED_PRECONDITION: cannot rewind ...'.
+)";
+
+const char kCommands[] = R"(commands:
+  /fork        branch the conversation into a new session (it becomes current)
+  /rewind N    cut the session back to its first N tokens
+  /stats       what the last request reused and recomputed, and its timings
+  /sessions    list the sessions (of this token)
+  /models      list the models
+  /help        this list
+  /quit        leave (also /exit, or end of input)
+A line starting with // is sent as text from its second slash ("//x" sends "/x").
 )";
 
 struct Options {
@@ -88,8 +106,7 @@ struct Options {
   std::string system;
   double timeout = 0;
   std::string token;
-  std::string tls_ca;
-  std::string tls_server_name;
+  cairn::service::ClientTls tls;
   std::vector<std::string> prompt;
 };
 
@@ -113,6 +130,21 @@ std::string NewSessionId() {
   char buf[33];
   std::snprintf(buf, sizeof(buf), "%08x%08x%08x%08x", rd(), rd(), rd(), rd());
   return buf;
+}
+
+// Whether stdout ends a line, so that output (also cut short by an error)
+// always ends with a newline and never gets a spare blank line.
+bool g_stdout_at_line_start = true;
+
+void Out(const std::string& text) {
+  if (text.empty()) return;
+  std::fwrite(text.data(), 1, text.size(), stdout);
+  std::fflush(stdout);
+  g_stdout_at_line_start = text.back() == '\n';
+}
+
+void EndLine() {
+  if (!g_stdout_at_line_start) Out("\n");
 }
 
 struct LastStats {
@@ -152,30 +184,32 @@ grpc::Status Run(Inference::Stub& stub, const Options& o, const cairn::v1::Gener
   auto reader = stub.Generate(&ctx, req);
   cairn::v1::GenerateResponse ev;
   stats->text.clear();
+  bool first_id = true;
   while (reader->Read(&ev)) {
     if (ev.has_prompt()) {
       stats->prompt = ev.prompt();
     } else if (ev.has_token()) {
       if (o.ids) {
-        std::printf("%d ", ev.token().id());
+        Out((first_id ? "" : " ") + std::to_string(ev.token().id()));
+        first_id = false;
       } else {
-        std::fwrite(ev.token().text().data(), 1, ev.token().text().size(), stdout);
+        Out(ev.token().text());
       }
       stats->text += ev.token().text();
-      std::fflush(stdout);
     } else if (ev.has_finished()) {
       stats->finished = ev.finished();
       stats->valid = true;
       stats->text += ev.finished().text();
-      if (!o.ids) std::fwrite(ev.finished().text().data(), 1, ev.finished().text().size(), stdout);
+      if (!o.ids) Out(ev.finished().text());
     }
   }
-  std::printf("\n");
+  EndLine();
   return reader->Finish();
 }
 
 int Fail(const grpc::Status& st) {
-  std::fprintf(stderr, "cairn-cli: %d %s\n", static_cast<int>(st.error_code()), st.error_message().c_str());
+  EndLine();
+  std::fprintf(stderr, "cairn-cli: %s\n", cairn::service::StatusText(st).c_str());
   return 1;
 }
 
@@ -219,20 +253,28 @@ int Interactive(Inference::Stub& stub, Options o) {
     o.session = resp.session().session_id();
   }
   if (g_affinity_key.empty()) g_affinity_key = o.session;
-  std::fprintf(stderr, "cairn-cli: model %s, session %s. /fork /rewind N /stats /sessions /quit\n",
-               o.model.c_str(), o.session.c_str());
+  std::fprintf(stderr, "cairn-cli: model %s, session %s. /help lists the commands\n", o.model.c_str(),
+               o.session.c_str());
   LastStats stats;
   std::string line;
   while (true) {
     std::fprintf(stderr, "> ");
-    if (!std::getline(std::cin, line)) break;
+    if (!std::getline(std::cin, line)) {
+      std::fprintf(stderr, "\n");  // end the prompt's line
+      break;
+    }
     if (line.empty()) continue;
     if (line == "/quit" || line == "/exit") break;
+    if (line == "/help") {
+      std::fprintf(stderr, "%s", kCommands);
+      continue;
+    }
     if (line == "/stats") {
       PrintStats(stats);
       continue;
     }
-    if (line == "/sessions" || line == "/fork" || line.rfind("/rewind", 0) == 0) {
+    const bool rewind = line == "/rewind" || line.rfind("/rewind ", 0) == 0;
+    if (line == "/sessions" || line == "/fork" || rewind) {
       cairn::v1::SessionRequest req;
       if (line == "/sessions") {
         req.mutable_list();
@@ -276,6 +318,14 @@ int Interactive(Inference::Stub& stub, Options o) {
       for (const auto& m : resp.models()) std::fprintf(stderr, "%s (%s)\n", m.name().c_str(), m.arch().c_str());
       continue;
     }
+    if (line.rfind("//", 0) == 0) {
+      line.erase(0, 1);  // an escaped slash: text for the model
+    } else if (line[0] == '/') {
+      // A mistyped command must not reach the model as a message.
+      std::fprintf(stderr, "cairn-cli: unknown command '%s' (/help lists them; start a line with // to send "
+                   "it as text)\n", line.substr(0, line.find(' ')).c_str());
+      continue;
+    }
     cairn::v1::GenerateRequest req;
     req.set_model(o.model);
     req.set_session_id(o.session);
@@ -294,8 +344,8 @@ int Interactive(Inference::Stub& stub, Options o) {
     if (!st.ok() && can_resend && Retriable(st)) {
       // The replica went away: once more with the whole conversation, which
       // any replica continues (from the session directory, or re-created).
-      std::fprintf(stderr, "cairn-cli: %d %s; sending the whole conversation again\n",
-                   static_cast<int>(st.error_code()), st.error_message().c_str());
+      std::fprintf(stderr, "cairn-cli: %s; sending the whole conversation again\n",
+                   cairn::service::StatusText(st).c_str());
       cairn::v1::GenerateRequest whole = req;
       whole.set_append(false);
       whole.set_create_session(true);
@@ -372,8 +422,8 @@ int Drain(Inference::Stub& source, Inference::Stub& target) {
       std::fprintf(stderr, "moved %s (%d tokens)\n", id.c_str(), imported.session().tokens());
     } else {
       ++failed;
-      std::fprintf(stderr, "cairn-cli: session %s not moved: %d %s\n", id.c_str(),
-                   static_cast<int>(st.error_code()), st.error_message().c_str());
+      std::fprintf(stderr, "cairn-cli: session %s not moved: %s\n", id.c_str(),
+                   cairn::service::StatusText(st).c_str());
     }
   }
   std::printf("drained %d of %d sessions\n", moved, moved + failed);
@@ -447,9 +497,13 @@ int main(int argc, char** argv) {
     } else if (value("token", &v)) {
       o.token = v;
     } else if (value("tls-ca", &v)) {
-      o.tls_ca = v;
+      o.tls.ca = v;
+    } else if (value("tls-cert", &v)) {
+      o.tls.cert = v;
+    } else if (value("tls-key", &v)) {
+      o.tls.key = v;
     } else if (value("tls-server-name", &v)) {
-      o.tls_server_name = v;
+      o.tls.server_name = v;
     } else if (value("timeout", &v) && absl::SimpleAtod(v, &d)) {
       o.timeout = d;
     } else if (a.rfind("--", 0) == 0) {
@@ -460,28 +514,21 @@ int main(int argc, char** argv) {
     }
   }
   g_options = &o;
-  std::shared_ptr<grpc::ChannelCredentials> creds = grpc::InsecureChannelCredentials();
-  grpc::ChannelArguments args;
-  if (!o.tls_ca.empty()) {
-    std::ifstream in(o.tls_ca);
-    std::stringstream pem;
-    pem << in.rdbuf();
-    if (!in) {
-      std::fprintf(stderr, "cairn-cli: cannot read %s\n", o.tls_ca.c_str());
+  auto channel = cairn::service::ClientChannel(o.server, o.tls);
+  if (!channel.ok()) {
+    std::fprintf(stderr, "cairn-cli: %s\n", channel.status().ToString().c_str());
+    return 2;
+  }
+  auto stub = Inference::NewStub(*channel);
+  g_affinity_key = !o.affinity_key.empty() ? o.affinity_key : o.session;
+  if (o.health) return Health(*channel, o);
+  if (!o.drain_to.empty()) {
+    auto target = cairn::service::ClientChannel(o.drain_to, o.tls);
+    if (!target.ok()) {
+      std::fprintf(stderr, "cairn-cli: %s\n", target.status().ToString().c_str());
       return 2;
     }
-    grpc::SslCredentialsOptions ssl;
-    ssl.pem_root_certs = pem.str();
-    creds = grpc::SslCredentials(ssl);
-    if (!o.tls_server_name.empty()) args.SetSslTargetNameOverride(o.tls_server_name);
-  }
-  auto channel = grpc::CreateCustomChannel(o.server, creds, args);
-  auto stub = Inference::NewStub(channel);
-  g_affinity_key = !o.affinity_key.empty() ? o.affinity_key : o.session;
-  if (o.health) return Health(channel, o);
-  if (!o.drain_to.empty()) {
-    auto target = Inference::NewStub(grpc::CreateCustomChannel(o.drain_to, creds, args));
-    return Drain(*stub, *target);
+    return Drain(*stub, *Inference::NewStub(*target));
   }
   if (o.model.empty() || o.list_models) {
     cairn::v1::ListModelsResponse resp;
@@ -529,7 +576,7 @@ int main(int argc, char** argv) {
   req.set_stream_text(!o.ids);
   // A completion continues the prompt, so it is printed first; a chat
   // reply stands alone.
-  if (!o.ids && !o.chat) std::printf("%s", text.c_str());
+  if (!o.ids && !o.chat) Out(text);
   LastStats stats;
   grpc::Status st = Run(*stub, o, req, &stats);
   if (!st.ok()) return Fail(st);

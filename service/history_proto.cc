@@ -1,5 +1,6 @@
 #include "service/history_proto.h"
 
+#include <cmath>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -32,6 +33,14 @@ absl::StatusOr<std::shared_ptr<const ChunkData>> ToChunk(const ServedModel& mode
   if (want != c.values_size()) {
     return absl::InvalidArgumentError(absl::StrCat("embedding chunk has ", c.values_size(),
                                                    " values, grid and width need ", want));
+  }
+  // A NaN or infinity would flow through every layer into the sequence's
+  // memory and make every later logit NaN: refuse it before it gets there.
+  for (int i = 0; i < c.values_size(); ++i) {
+    if (!std::isfinite(c.values(i))) {
+      return absl::InvalidArgumentError(absl::StrCat("embedding value ", c.values(i), " at row ", i / c.width(),
+                                                     ", column ", i % c.width(), " is not finite"));
+    }
   }
   auto d = std::make_shared<ChunkData>();
   d->rows.assign(c.values().begin(), c.values().end());

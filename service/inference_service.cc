@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "service/access_log.h"
 #include "service/history_proto.h"
 #include "service/scheduler.h"
 #include "service/session_snapshot.h"
@@ -111,25 +112,30 @@ absl::StatusOr<History> InferenceService::BuildPrompt(const ServedModel& model,
 
 grpc::Status InferenceService::Generate(grpc::ServerContext* ctx, const v1::GenerateRequest* req,
                                         grpc::ServerWriter<v1::GenerateResponse>* writer) {
+  const Clock::time_point start = Clock::now();
   AddReplicaMetadata(ctx);
+  GenerateTrace trace;
+  absl::Status st;
   if (active_generate_.fetch_add(1) >= limits_.max_concurrent_generate) {
-    active_generate_.fetch_sub(1);
-    return ToGrpcStatus(absl::ResourceExhaustedError(absl::StrCat(
-        "more than ", limits_.max_concurrent_generate, " concurrent Generate calls")));
+    st = absl::ResourceExhaustedError(
+        absl::StrCat("more than ", limits_.max_concurrent_generate, " concurrent Generate calls"));
+  } else {
+    absl::StatusOr<Caller> caller = auth_->Authenticate(*ctx);
+    st = caller.ok() ? DoGenerate(ctx, *caller, *req, writer, &trace) : caller.status();
   }
-  absl::StatusOr<Caller> caller = auth_->Authenticate(*ctx);
-  absl::Status st = caller.ok() ? DoGenerate(ctx, *caller, *req, writer) : caller.status();
   active_generate_.fetch_sub(1);
+  RecordGenerate(metrics_, *req, trace, st, std::chrono::duration<double>(Clock::now() - start).count());
   return ToGrpcStatus(st);
 }
 
 absl::Status InferenceService::DoGenerate(grpc::ServerContext* ctx, const Caller& caller,
                                           const v1::GenerateRequest& req,
-                                          grpc::ServerWriter<v1::GenerateResponse>* writer) {
+                                          grpc::ServerWriter<v1::GenerateResponse>* writer, GenerateTrace* trace) {
   const Clock::time_point received = Clock::now();
   auto model_or = models_->Find(req.model());
   if (!model_or.ok()) return model_or.status();
   ServedModel& model = **model_or;
+  trace->model = model.name;
 
   // Parameters.
   SamplingConfig sc;
@@ -276,6 +282,10 @@ absl::Status InferenceService::DoGenerate(grpc::ServerContext* ctx, const Caller
     if (ctx->IsCancelled()) job->RequestStop(StopReason::kCancelled);
   }
   absl::Status status = job->status();
+  trace->prefilled = job->prefilled;
+  trace->stats = job->stats;
+  trace->tokens = static_cast<int64_t>(written_tokens);
+  if (finished.has_value()) trace->timings = finished->finished().timings();
 
   // Session bookkeeping: see GenerateRequest.session_id in the proto.
   const bool keep_output = status.ok() || (job->prefilled && (absl::IsCancelled(status) ||
@@ -341,10 +351,12 @@ void InferenceService::Describe(const Session& s, bool include_tokens, v1::Sessi
 
 grpc::Status InferenceService::SessionControl(grpc::ServerContext* ctx, const v1::SessionRequest* req,
                                               v1::SessionResponse* resp) {
+  const Clock::time_point start = Clock::now();
   AddReplicaMetadata(ctx);
   absl::StatusOr<Caller> caller = auth_->Authenticate(*ctx);
-  if (!caller.ok()) return ToGrpcStatus(caller.status());
-  return ToGrpcStatus(DoSession(*caller, *req, resp));
+  const absl::Status st = caller.ok() ? DoSession(*caller, *req, resp) : caller.status();
+  RecordSessionControl(metrics_, *req, st, std::chrono::duration<double>(Clock::now() - start).count());
+  return ToGrpcStatus(st);
 }
 
 absl::Status InferenceService::DoSession(const Caller& caller, const v1::SessionRequest& req,

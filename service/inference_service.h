@@ -20,6 +20,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "cairn/v1/inference.grpc.pb.h"
+#include "service/access_log.h"
 #include "service/auth.h"
 #include "service/history.h"
 #include "service/memory_budget.h"
@@ -68,8 +69,9 @@ class InferenceService final : public v1::Inference::Service {
                           v1::ListModelsResponse* resp) override;
 
  private:
+  // Fills `trace` (for the access log and metrics) as far as the call gets.
   absl::Status DoGenerate(grpc::ServerContext* ctx, const Caller& caller, const v1::GenerateRequest& req,
-                          grpc::ServerWriter<v1::GenerateResponse>* writer);
+                          grpc::ServerWriter<v1::GenerateResponse>* writer, GenerateTrace* trace);
   absl::Status DoSession(const Caller& caller, const v1::SessionRequest& req,
                          v1::SessionResponse* resp);
   // The request's new prompt parts (or rendered messages) as history items.

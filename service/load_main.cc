@@ -12,7 +12,9 @@
 //
 // Prints requests, errors, time to first token p50/p99 and tokens/s. Times
 // are what a client sees (over a real socket), on whatever else the machine
-// is doing: compare figures from the same run only.
+// is doing: compare figures from the same run only. A client whose request
+// failed waits before its next one, doubling the wait on each failure in a
+// row up to --max-backoff, so a server that went away is not hammered.
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -28,12 +30,41 @@
 #include "backends/memory.h"
 #include "checkpoint/options.h"
 #include "cairn/v1/inference.grpc.pb.h"
-#include "grpcpp/create_channel.h"
+#include "service/client_channel.h"
+#include "service/log.h"
 #include "service/server.h"
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+const char kUsage[] = R"(cairn-load: a load generator for a cairn server
+
+  cairn-load [--server=HOST:PORT] [flags]
+
+  --server=HOST:PORT   the server to load (default: an in-process server on the
+                       built-in models, or on the --serve models)
+  --serve=NAME=PATH    a model of the in-process server (repeatable)
+  --model=NAME         model to request (default demo-hybrid)
+  --clients=N          concurrent clients, each one request at a time (default 16)
+  --seconds=S          duration (default 60)
+  --prompt-tokens=N    random token ids per prompt (default 64)
+  --max-tokens=N       tokens per reply (default 64)
+  --batching-gain      1 vs 8 concurrent decode-heavy streams, alternating --rounds=N
+                       times (default 3); prints the aggregate tokens/s ratio
+  --threads=N          compute threads of the in-process server (default: all cores)
+  --max-backoff=S      a client waits after a failed request: 0.05 s, doubling on
+                       each failure in a row, at most S seconds (default 2)
+  --token=TOKEN        bearer token for a server started with --auth-token-file
+  --tls-ca=PEM         connect with TLS, trusting this CA (default: the system's)
+  --tls-cert=PEM --tls-key=PEM
+                       client certificate and key (mutual TLS)
+  --tls-server-name=N  expected name in the server's certificate
+  checkpoint flags (--checkpoint-ram=..., see cairn-server --help) configure the
+  in-process server.
+
+Exit status: 0 when no request failed, 1 otherwise, 2 for a bad argument.
+)";
 
 struct Options {
   std::string server;
@@ -47,6 +78,9 @@ struct Options {
   int rounds = 3;  // --batching-gain: alternations of the 1- and 8-stream phases
   cairn::checkpoint::CheckpointOptions checkpoint;  // of the in-process server (checkpoint flags)
   int threads = 0;
+  double max_backoff = 2;  // seconds
+  std::string token;
+  cairn::service::ClientTls tls;
 };
 
 struct Stats {
@@ -57,6 +91,7 @@ struct Stats {
   int64_t requests = 0;
   int64_t errors = 0;
   std::string first_error;
+  double backoff_seconds = 0;  // slept after failures, all clients
 };
 
 // A key per run, so two runs' clients do not share keys.
@@ -71,10 +106,23 @@ const std::string& RunKey() {
 }
 
 void Client(const std::string& addr, const Options& o, int index, Clock::time_point end, Stats* stats) {
-  auto stub = cairn::v1::Inference::NewStub(grpc::CreateChannel(addr, grpc::InsecureChannelCredentials()));
+  // main checked the TLS flags with the same call.
+  auto stub = cairn::v1::Inference::NewStub(*cairn::service::ClientChannel(addr, o.tls));
   const std::string affinity_key = "load-" + RunKey() + "-" + std::to_string(index);
   std::mt19937 rng(1234 + index);
+  double backoff = 0;  // seconds to wait before the next request (0 after a success)
   while (Clock::now() < end) {
+    if (backoff > 0) {
+      // Jittered, so that clients failing together do not retry together.
+      const double wait = backoff * std::uniform_real_distribution<double>(0.5, 1.0)(rng);
+      const auto from = Clock::now();
+      std::this_thread::sleep_until(std::min(end, from + std::chrono::microseconds(static_cast<int64_t>(wait * 1e6))));
+      {
+        std::lock_guard<std::mutex> lock(stats->mu);
+        stats->backoff_seconds += std::chrono::duration<double>(Clock::now() - from).count();
+      }
+      if (Clock::now() >= end) break;
+    }
     cairn::v1::GenerateRequest req;
     req.set_model(o.model);
     auto* ids = req.add_parts()->mutable_tokens();
@@ -85,6 +133,7 @@ void Client(const std::string& addr, const Options& o, int index, Clock::time_po
     req.set_stream_text(false);
     grpc::ClientContext ctx;
     ctx.AddMetadata("x-cairn-session", affinity_key);
+    if (!o.token.empty()) ctx.AddMetadata("authorization", "Bearer " + o.token);
     const auto t0 = Clock::now();
     auto reader = stub->Generate(&ctx, req);
     cairn::v1::GenerateResponse ev;
@@ -96,12 +145,13 @@ void Client(const std::string& addr, const Options& o, int index, Clock::time_po
       if (n++ == 0) ttft = std::chrono::duration<double>(Clock::now() - t0).count();
     }
     grpc::Status st = reader->Finish();
+    backoff = st.ok() ? 0 : std::min(o.max_backoff, backoff == 0 ? 0.05 : 2 * backoff);
     std::lock_guard<std::mutex> lock(stats->mu);
     ++stats->requests;
     stats->tokens += n;
     if (!st.ok()) {
       ++stats->errors;
-      if (stats->first_error.empty()) stats->first_error = st.error_message();
+      if (stats->first_error.empty()) stats->first_error = cairn::service::StatusText(st);
     } else if (ttft >= 0) {
       stats->ttft.push_back(ttft);
       if (decode_rate > 0) stats->decode_rates.push_back(decode_rate);
@@ -138,7 +188,10 @@ RunResult Run(const std::string& addr, const Options& o, int clients, double sec
   r.p50 = Percentile(stats.ttft, 0.5);
   r.p99 = Percentile(stats.ttft, 0.99);
   for (double d : stats.decode_rates) r.decode_rate += d / static_cast<double>(stats.decode_rates.size());
-  if (!stats.first_error.empty()) std::fprintf(stderr, "first error: %s\n", stats.first_error.c_str());
+  if (!stats.first_error.empty()) {
+    std::fprintf(stderr, "first error: %s (clients waited %.1f s in all after failures)\n",
+                 stats.first_error.c_str(), stats.backoff_seconds);
+  }
   return r;
 }
 
@@ -169,6 +222,9 @@ int main(int argc, char** argv) {
     }
     if (*checkpoint_flag) {
       // a checkpoint flag for the in-process server
+    } else if (a == "--help" || a == "-h") {
+      std::printf("%s", kUsage);
+      return 0;
     } else if (a == "--batching-gain") {
       o.batching_gain = true;
     } else if ((x = v("server"))) {
@@ -189,13 +245,34 @@ int main(int argc, char** argv) {
       ok = absl::SimpleAtoi(x, &o.rounds) && o.rounds > 0;
     } else if ((x = v("threads"))) {
       ok = absl::SimpleAtoi(x, &o.threads);
+    } else if ((x = v("max-backoff"))) {
+      ok = absl::SimpleAtod(x, &o.max_backoff) && o.max_backoff >= 0;
+    } else if ((x = v("token"))) {
+      o.token = x;
+    } else if ((x = v("tls-ca"))) {
+      o.tls.ca = x;
+    } else if ((x = v("tls-cert"))) {
+      o.tls.cert = x;
+    } else if ((x = v("tls-key"))) {
+      o.tls.key = x;
+    } else if ((x = v("tls-server-name"))) {
+      o.tls.server_name = x;
     } else {
       ok = false;
     }
     if (!ok) {
-      std::fprintf(stderr, "cairn-load: bad argument '%s'\n", a.c_str());
+      std::fprintf(stderr, "cairn-load: bad argument '%s' (see --help)\n", a.c_str());
       return 2;
     }
+  }
+  if (o.server.empty() && (o.tls.enabled() || !o.token.empty())) {
+    std::fprintf(stderr, "cairn-load: --token and --tls-* are for --server (the in-process server has neither)\n");
+    return 2;
+  }
+  if (auto channel = cairn::service::ClientChannel(o.server.empty() ? "127.0.0.1:1" : o.server, o.tls);
+      !channel.ok()) {
+    std::fprintf(stderr, "cairn-load: %s\n", channel.status().ToString().c_str());
+    return 2;
   }
   std::unique_ptr<cairn::service::Server> server;
   std::string addr = o.server;
@@ -205,6 +282,8 @@ int main(int argc, char** argv) {
     so.models_options.threads = o.threads;
     so.models_options.checkpoint = o.checkpoint;
     for (const auto& s : o.serve) so.models.push_back(*cairn::service::ParseModelSpec(s));
+    // Its own figures are the output: no access-log line per request.
+    cairn::service::SetLogLevel(cairn::service::LogLevel::kWarning);
     auto s = cairn::service::Server::Create(so);
     if (!s.ok()) {
       std::fprintf(stderr, "cairn-load: %s\n", s.status().ToString().c_str());

@@ -400,6 +400,9 @@ bool Scheduler::Step(Running& r, std::span<const float> logits) {
   }
   const Clock::time_point now = Clock::now();
   if (r.generated == 0) r.first_token = now;
+  if (Metrics* m = options_.metrics; m != nullptr && r.generated > 0) {
+    m->inter_token->Observe(Seconds(r.last_token, now));
+  }
   r.last_token = now;
   ++r.generated;
 
@@ -491,13 +494,10 @@ void Scheduler::Complete(Running& r, absl::Status status) {
       if (r.generated > 1 && dec > 0) t->set_decode_tokens_per_second((r.generated - 1) / dec);
     }
     if (Metrics* m = options_.metrics) {
-      m->requests_ok->Increment();
       if (r.generated > 0) m->time_to_first_token->Observe(t->time_to_first_token_seconds());
       if (t->decode_tokens_per_second() > 0) m->decode_tokens_per_second->Observe(t->decode_tokens_per_second());
     }
     job.Emit(std::move(fin));
-  } else if (Metrics* m = options_.metrics) {
-    m->requests_failed->Increment();
   }
   job.Finish(std::move(status));
 }

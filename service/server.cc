@@ -1,5 +1,7 @@
 #include "service/server.h"
 
+#include <unistd.h>
+
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -11,6 +13,7 @@
 #include "grpcpp/resource_quota.h"
 #include "grpcpp/security/server_credentials.h"
 #include "grpcpp/server_builder.h"
+#include "service/listen_socket.h"
 
 namespace cairn::service {
 namespace {
@@ -28,6 +31,14 @@ absl::StatusOr<std::string> ReadFile(const std::string& path) {
 absl::StatusOr<std::unique_ptr<Server>> Server::Create(const ServerOptions& options) {
   std::unique_ptr<Server> s(new Server());
   s->options_ = options;
+  // A taken port is a start-up error, found before the models load and with
+  // the reason; gRPC binds the port itself later. (An address that is not
+  // HOST:PORT, such as unix:PATH, is left to gRPC.)
+  if (absl::StatusOr<int> probe = ListenTcp(options.listen, "--listen"); probe.ok()) {
+    close(*probe);
+  } else if (!absl::IsInvalidArgument(probe.status())) {
+    return probe.status();
+  }
   auto metrics = Metrics::Create(options.metrics_listen);
   if (!metrics.ok()) return metrics.status();
   s->metrics_ = std::move(*metrics);
@@ -80,6 +91,9 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Create(const ServerOptions& opti
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
+  // gRPC sets SO_REUSEPORT by default: a second server on a taken port would
+  // then start and split the calls with the first. Off, the bind fails.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.AddListeningPort(options.listen, creds, &s->port_);
   builder.RegisterService(s->service_.get());
   builder.SetMaxReceiveMessageSize(options.max_message_bytes);
@@ -91,7 +105,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Create(const ServerOptions& opti
   builder.SetResourceQuota(quota);
   s->server_ = builder.BuildAndStart();
   if (s->server_ == nullptr || s->port_ == 0) {
-    return absl::UnavailableError(absl::StrCat("cannot listen on ", options.listen));
+    return absl::UnavailableError(absl::StrCat("--listen ", options.listen, ": cannot listen (see gRPC's log above)"));
   }
   if (auto* health = s->server_->GetHealthCheckService()) {
     health->SetServingStatus(true);
@@ -122,14 +136,14 @@ void Server::Housekeeping() {
       restored += static_cast<double>(st.restores);
       queued += m->scheduler->queue_depth();
     }
-    metrics_->checkpoints_captured->Set(captured);
-    metrics_->checkpoints_restored->Set(restored);
+    Metrics::AdvanceTo(metrics_->checkpoints_captured, captured);
+    Metrics::AdvanceTo(metrics_->checkpoints_restored, restored);
     metrics_->queue_depth->Set(static_cast<double>(queued));
     metrics_->sessions->Set(static_cast<double>(sessions_->size()));
     metrics_->sequence_memory_bytes->Set(static_cast<double>(memory_budget_->in_use()));
     if (checkpoint::CheckpointStore* store = models_->store()) {
       const checkpoint::StoreStats st = store->stats();
-      metrics_->checkpoints_evicted->Set(static_cast<double>(st.evictions));
+      Metrics::AdvanceTo(metrics_->checkpoints_evicted, static_cast<double>(st.evictions));
       metrics_->store_ram_bytes->Set(static_cast<double>(st.ram_bytes));
       metrics_->store_disk_bytes->Set(static_cast<double>(st.disk_bytes));
     }

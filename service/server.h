@@ -32,7 +32,7 @@ struct ServerOptions {
   SchedulerOptions scheduler;
   SessionOptions sessions;
   ServiceLimits limits;
-  std::string metrics_listen;  // empty: no HTTP exposer
+  std::string metrics_listen;  // empty: no HTTP endpoint (metrics_http.h)
   // TLS: PEM files of the server's certificate chain and key (both or
   // neither); with a client CA, clients must present a certificate it signed
   // (mutual TLS).

@@ -14,6 +14,7 @@
 #include "backends/memory.h"
 #include "checkpoint/options.h"
 #include "service/demo_models.h"
+#include "service/log.h"
 #include "service/memory_budget.h"
 #include "service/server.h"
 
@@ -51,7 +52,9 @@ const char kUsage[] = R"(cairn-server: a gRPC inference service (cairn.v1.Infere
                             session create, fork or import that would exceed it gets
                             RESOURCE_EXHAUSTED and changes nothing.
   --session-idle-seconds=N  delete sessions idle this long (default 3600)
-  --metrics-listen=HOST:PORT  Prometheus /metrics over HTTP (default: off)
+  --metrics-listen=HOST:PORT  Prometheus /metrics over HTTP (GET/HEAD /metrics; default: off)
+  --log-level=LEVEL         error, warning, info (default: also one access-log line per
+                            request on stderr) or debug
   --tls-cert=PEM --tls-key=PEM  serve TLS with this certificate chain and key
   --tls-client-ca=PEM       require client certificates signed by this CA (mutual TLS)
   --auth-token-file=PATH    require 'authorization: Bearer <token>' with a token from
@@ -142,6 +145,13 @@ int main(int argc, char** argv) {
       opt.sessions.idle_timeout = std::chrono::seconds(s);
     } else if (Flag(a, "metrics-listen", &v)) {
       opt.metrics_listen = v;
+    } else if (Flag(a, "log-level", &v)) {
+      auto level = service::ParseLogLevel(v);
+      if (!level.ok()) {
+        std::fprintf(stderr, "cairn-server: --log-level: %s\n", level.status().ToString().c_str());
+        return 2;
+      }
+      service::SetLogLevel(*level);
     } else if (Flag(a, "tls-cert", &v)) {
       opt.tls_cert = v;
     } else if (Flag(a, "tls-key", &v)) {

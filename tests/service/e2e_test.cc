@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <limits>
 #include <map>
 #include <set>
 #include <sstream>
@@ -106,9 +107,19 @@ class Client {
     Prepare(ctx);
     return stub_->SessionControl(&ctx, req, resp);
   }
+  // Create and Fork return the new session's id ("" after a failure, which
+  // the test sees).
   std::string Create(const std::string& model) {
     v1::SessionRequest req;
     req.mutable_create()->set_model(model);
+    return NewSession(req);
+  }
+  std::string Fork(const std::string& id) {
+    v1::SessionRequest req;
+    req.mutable_fork()->set_session_id(id);
+    return NewSession(req);
+  }
+  std::string NewSession(const v1::SessionRequest& req) {
     v1::SessionResponse resp;
     grpc::Status st = Session(req, &resp);
     EXPECT_TRUE(st.ok()) << st.error_message();
@@ -645,6 +656,75 @@ TEST_F(ServiceTest, InvalidRequestsGetPreciseCodes) {
   v1::SessionRequest ex;
   ex.mutable_export_()->set_session_id("ffff");
   EXPECT_EQ(client_->Session(ex, &resp).error_code(), grpc::StatusCode::NOT_FOUND);
+}
+
+// A NaN or infinite embedding value used to be accepted and make every later
+// logit of the session NaN (issue 16, item 5): now INVALID_ARGUMENT, and the
+// session continues exactly as a fork taken before the refused requests.
+TEST_F(ServiceTest, NonFiniteEmbeddingValuesAreRefusedAndChangeNothing) {
+  v1::ListModelsResponse models;
+  ASSERT_TRUE(client_->ListModels(&models).ok());
+  std::string model;
+  int32_t width = 0;
+  for (const auto& m : models.models()) {
+    if (m.accepts_embeddings()) {
+      model = m.name();
+      width = m.n_embd();
+    }
+  }
+  ASSERT_FALSE(model.empty()) << "no built-in model takes embedding chunks";
+  auto with_chunk = [&](float bad, int bad_index) {
+    GenerateRequest r = Req(model, Ids(3, 350), 4);
+    auto* emb = r.add_parts()->mutable_embeddings();
+    emb->set_width(width);
+    emb->set_nx(2);
+    emb->set_ny(1);
+    for (int i = 0; i < 2 * width; ++i) emb->add_values(i == bad_index ? bad : 0.01f * static_cast<float>(i % 7));
+    r.add_parts()->mutable_tokens()->add_ids(360);
+    return r;
+  };
+  GenerateRequest t1 = Req(model, Ids(12), 3);
+  t1.set_session_id(client_->Create(model));
+  t1.set_append(true);
+  ASSERT_TRUE(client_->Generate(t1).status.ok());
+  const std::string sid = t1.session_id();
+  const std::string forked = client_->Fork(sid);
+  const auto before = client_->Get(sid);
+  ASSERT_TRUE(before.ok());
+
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float inf = std::numeric_limits<float>::infinity();
+  for (auto [bad, index] : {std::pair{nan, 0}, std::pair{inf, width + 3}, std::pair{-inf, 2 * width - 1}}) {
+    SCOPED_TRACE(bad);
+    GenerateRequest r = with_chunk(bad, index);
+    r.set_session_id(sid);
+    r.set_append(true);
+    Result res = client_->Generate(r);
+    EXPECT_EQ(res.status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    EXPECT_NE(res.status.error_message().find(absl::StrCat("row ", index / width, ", column ", index % width,
+                                                           " is not finite")),
+              std::string::npos)
+        << res.status.error_message();
+    EXPECT_TRUE(res.ids.empty());
+    // Sessionless too.
+    EXPECT_EQ(client_->Generate(with_chunk(bad, index)).status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  }
+  const auto after = client_->Get(sid);
+  ASSERT_TRUE(after.ok());
+  EXPECT_EQ(after->tokens(), before->tokens());
+  EXPECT_TRUE(std::equal(after->token_ids().begin(), after->token_ids().end(), before->token_ids().begin(),
+                         before->token_ids().end()));
+  // The same finite chunk on the session and on the fork: same reply.
+  GenerateRequest good = with_chunk(0.5f, 0);
+  good.set_append(true);
+  good.set_session_id(sid);
+  Result on_session = client_->Generate(good);
+  good.set_session_id(forked);
+  Result on_fork = client_->Generate(good);
+  ASSERT_TRUE(on_session.status.ok()) << on_session.status.error_message();
+  ASSERT_TRUE(on_fork.status.ok()) << on_fork.status.error_message();
+  EXPECT_EQ(on_session.ids.size(), 4u);
+  EXPECT_EQ(on_session.ids, on_fork.ids);
 }
 
 TEST_F(ServiceTest, FailedRequestLeavesSessionUnchanged) {

@@ -4,6 +4,7 @@ start() launches the binary on 127.0.0.1 port 0 and reads the ports it
 reports; run_tests() runs a unittest suite against a started server and stops
 it with SIGTERM, failing when the server does not exit cleanly.
 """
+import argparse
 import re
 import signal
 import subprocess
@@ -11,13 +12,16 @@ import threading
 import unittest
 
 
-def start(server_binary, *args):
-    """Returns (process, port, metrics_port or None)."""
+def start(server_binary, *args, lines=None):
+    """Returns (process, port, metrics_port or None). With `lines` (a list),
+    every stderr line is appended to it as it arrives; the thread reading
+    them is process.stderr_reader (it ends after the process has exited)."""
     args = list(args)
     want_metrics = any(a.startswith("--metrics-listen") for a in args)
     proc = subprocess.Popen([server_binary, "--listen=127.0.0.1:0"] + args, stderr=subprocess.PIPE, text=True)
     port = metrics = None
-    lines = []
+    if lines is None:
+        lines = []
     for line in proc.stderr:
         lines.append(line)
         m = re.search(r"listening on port (\d+)", line)
@@ -32,7 +36,8 @@ def start(server_binary, *args):
         proc.kill()
         raise RuntimeError("server did not start:\n" + "".join(lines))
     # Keep draining stderr so the server never blocks on a full pipe.
-    threading.Thread(target=lambda: [None for _ in proc.stderr], daemon=True).start()
+    proc.stderr_reader = threading.Thread(target=lambda: [lines.append(line) for line in proc.stderr], daemon=True)
+    proc.stderr_reader.start()
     return proc, port, metrics
 
 
@@ -48,3 +53,14 @@ def run_tests(proc, argv):
         print("cairn-server exited with %d after SIGTERM" % rc)
         return 1
     return 0 if result.wasSuccessful() else 1
+
+
+def parse_and_start(*server_args, lines=None):
+    """For a test script taking --server and --cli (the binaries): parses
+    them, starts the server with `server_args` (see start()); returns
+    (args, the rest of argv for unittest, (process, port, metrics_port))."""
+    p = argparse.ArgumentParser()
+    p.add_argument("--server", required=True)
+    p.add_argument("--cli", required=True)
+    args, rest = p.parse_known_args()
+    return args, rest, start(args.server, *server_args, lines=lines)
