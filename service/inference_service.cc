@@ -431,7 +431,7 @@ absl::Status InferenceService::DoSession(const Caller& caller, const v1::Session
     case v1::SessionRequest::kExport: {
       auto s = AcquireSession(req.export_().session_id(), caller);
       if (!s.ok()) return s.status();
-      auto snap = CaptureSession(**s, CaptureMode::kWholeHistory, budget_);
+      auto snap = CaptureSession(**s, CaptureMode::kWholeHistory, budget_, replica_.snapshot_key);
       if (!snap.ok()) return snap.status();
       if (!snap->SerializeToString(resp->mutable_snapshot())) {
         return absl::InternalError("snapshot serialization failed");
@@ -457,7 +457,8 @@ absl::Status InferenceService::Import(const Caller& caller, const v1::ImportSess
     if (absl::Status st = SessionManager::ValidateId(req.session_id()); !st.ok()) return st;
     if (absl::Status st = CheckIdIsFree(req.session_id()); !st.ok()) return st;
   }
-  auto lease = RestoreSession(snap, req.model(), req.session_id(), caller, *models_, *sessions_, budget_);
+  auto lease = RestoreSession(snap, req.model(), req.session_id(), caller, *models_, *sessions_, budget_,
+                              replica_.snapshot_key);
   if (!lease.ok()) return lease.status();
   Persist(**lease);
   Describe(**lease, false, resp->mutable_session());
@@ -496,7 +497,8 @@ absl::StatusOr<SessionLease> InferenceService::AcquireSession(const std::string&
         if (persisted->owner != caller.owner) {
           return absl::PermissionDeniedError(absl::StrCat("session '", id, "' belongs to another client"));
         }
-        auto restored = RestoreSession(persisted->snapshot, "", id, caller, *models_, *sessions_, budget_);
+        auto restored = RestoreSession(persisted->snapshot, "", id, caller, *models_, *sessions_, budget_,
+                              replica_.snapshot_key);
         // Another request restored it meanwhile: acquire that one.
         if (absl::IsAlreadyExists(restored.status()) && attempt == 0) continue;
         if (restored.ok() && metrics_ != nullptr) {
@@ -518,7 +520,7 @@ absl::StatusOr<SessionLease> InferenceService::AcquireSession(const std::string&
 
 void InferenceService::Persist(Session& s) {
   if (replica_.session_dir == nullptr) return;
-  auto snap = CaptureSession(s, CaptureMode::kAsHeld, budget_);
+  auto snap = CaptureSession(s, CaptureMode::kAsHeld, budget_, replica_.snapshot_key);
   absl::Status st = snap.status();
   if (st.ok()) st = replica_.session_dir->Save(s.id, PersistedSession{s.tenant, s.seq->tenant(), std::move(*snap)});
   if (!st.ok()) {

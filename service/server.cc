@@ -48,6 +48,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Create(const ServerOptions& opti
   s->auth_ = std::move(*auth);
   ReplicaOptions replica;
   replica.name = options.replica_name;
+  replica.snapshot_key = options.snapshot_key;
   if (!options.session_dir.empty()) {
     auto dir = SessionDirectory::Create(options.session_dir, options.sessions.idle_timeout);
     if (!dir.ok()) return dir.status();

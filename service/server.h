@@ -51,6 +51,8 @@ struct ServerOptions {
   // directory that replicas share for their sessions ("": none).
   std::string replica_name;
   std::string session_dir;
+  // The snapshot key's bytes (ReadSnapshotKey; "": none), see ReplicaOptions.
+  std::string snapshot_key;
 };
 
 class Server final {

@@ -16,6 +16,7 @@
 #include "service/demo_models.h"
 #include "service/memory_budget.h"
 #include "service/server.h"
+#include "service/snapshot_seal.h"
 
 namespace {
 
@@ -65,6 +66,11 @@ const char kUsage[] = R"(cairn-server: a gRPC inference service (cairn.v1.Infere
                             session this replica does not hold is read from there, so
                             it continues here when its replica went away (files older
                             than --session-idle-seconds are deleted)
+  --snapshot-key=FILE       a secret (>= 16 bytes) the replicas share: session exports
+                            and session-directory files are signed with it, and only
+                            state signed with it may serve other sessions through the
+                            shared prefix cache (without it, imported and restored
+                            state serves only its own session and its forks)
 %s)";
 
 bool Flag(const std::string& arg, const std::string& name, std::string* value) {
@@ -164,6 +170,13 @@ int main(int argc, char** argv) {
         return 2;
       }
       opt.session_dir = v;
+    } else if (Flag(a, "snapshot-key", &v)) {
+      auto key = service::ReadSnapshotKey(v);
+      if (!key.ok()) {
+        std::fprintf(stderr, "cairn-server: --snapshot-key: %s\n", key.status().ToString().c_str());
+        return 2;
+      }
+      opt.snapshot_key = *key;
     } else if (a == "--share-prefix-cache") {
       opt.share_prefix_cache = true;
     } else {
