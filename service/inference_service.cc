@@ -246,11 +246,13 @@ absl::Status InferenceService::DoGenerate(grpc::ServerContext* ctx, const Caller
   job->stream_text = !req.has_stream_text() || req.stream_text();
   job->session_id = req.session_id();
   job->received = received;
+  job->abort_stream = [ctx] { ctx->TryCancel(); };
   if (absl::Status st = model.scheduler->Submit(job); !st.ok()) return st;
 
   // Relay events until the job is done. Writes block while the client is
-  // slow (flow control), which stalls only this request's relay, not the
-  // scheduler (events queue up in the job).
+  // slow (flow control); each completed token write is acknowledged to the
+  // scheduler, which pauses the request while too many are pending and ends
+  // it when the client stays stalled (backpressure, see scheduler.h).
   const auto deadline = ctx->deadline();
   std::optional<v1::GenerateResponse> finished;
   bool client_gone = false;
@@ -267,6 +269,7 @@ absl::Status InferenceService::DoGenerate(grpc::ServerContext* ctx, const Caller
         job->RequestStop(StopReason::kCancelled);
       } else if (!client_gone && ev.has_token()) {
         ++written_tokens;
+        job->Acknowledge();
       }
     }
     if (job->done()) break;

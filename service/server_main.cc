@@ -43,6 +43,9 @@ const char kUsage[] = R"(cairn-server: a gRPC inference service (cairn.v1.Infere
   --threads=N               compute threads per model (default: all cores)
   --max-context=N           cap the context length (default: the model's)
   --max-batch=N             sequences decoding together per model (default 64)
+  --stalled-stream-seconds=N  a Generate whose client stopped reading pauses once 32
+                            tokens are unwritten, and ends (CANCELLED) after N seconds
+                            without a completed write (default 30)
   --max-queue=N             requests waiting per model (default 256)
   --max-concurrent=N        concurrent Generate calls (default 256)
   --max-sessions=N          live sessions (default 1024)
@@ -132,6 +135,14 @@ int main(int argc, char** argv) {
       ok = ParseInt("threads", v, &opt.models_options.threads);
     } else if (Flag(a, "max-context", &v)) {
       ok = ParseInt("max-context", v, &opt.models_options.max_context);
+    } else if (Flag(a, "stalled-stream-seconds", &v)) {
+      int32_t seconds = 0;
+      ok = ParseInt("stalled-stream-seconds", v, &seconds);
+      if (ok && seconds <= 0) {
+        std::fprintf(stderr, "cairn-server: --stalled-stream-seconds must be > 0\n");
+        ok = false;
+      }
+      opt.scheduler.stalled_stream = std::chrono::seconds(seconds);
     } else if (Flag(a, "max-batch", &v)) {
       ok = ParseInt("max-batch", v, &opt.scheduler.max_batch);
     } else if (Flag(a, "max-queue", &v)) {
