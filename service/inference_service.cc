@@ -15,6 +15,12 @@
 #include "service/status.h"
 
 namespace cairn::service {
+namespace {
+
+// See the deadline in DoGenerate.
+constexpr std::chrono::milliseconds kDeadlineMargin{100};
+
+}  // namespace
 
 absl::StatusOr<History> InferenceService::BuildPrompt(const ServedModel& model,
                                                       const v1::GenerateRequest& req,
@@ -253,15 +259,25 @@ absl::Status InferenceService::DoGenerate(grpc::ServerContext* ctx, const Caller
   // slow (flow control); each completed token write is acknowledged to the
   // scheduler, which pauses the request while too many are pending and ends
   // it when the client stays stalled (backpressure, see scheduler.h).
-  const auto deadline = ctx->deadline();
+  // The server acts on a deadline kDeadlineMargin early, so that the tokens
+  // it wrote and its status reach the client before the client gives up
+  // (which drops what it has not read): the session then holds exactly the
+  // tokens the client received.
+  const auto deadline = ctx->deadline() - kDeadlineMargin;
   std::optional<v1::GenerateResponse> finished;
   bool client_gone = false;
   size_t written_tokens = 0;  // token deltas the transport accepted
+  bool held_back = false;     // tokens not sent because the request was stopped
   for (;;) {
     std::vector<v1::GenerateResponse> events = job->WaitEvents(std::chrono::milliseconds(10));
     for (v1::GenerateResponse& ev : events) {
       if (ev.has_finished()) {
         finished = std::move(ev);
+        continue;
+      }
+      // Once stopped, no more tokens go out: the history keeps those written.
+      if (ev.has_token() && job->stop_reason() != StopReason::kNone) {
+        held_back = true;
         continue;
       }
       if (!client_gone && !writer->Write(ev)) {
@@ -279,6 +295,11 @@ absl::Status InferenceService::DoGenerate(grpc::ServerContext* ctx, const Caller
     if (ctx->IsCancelled()) job->RequestStop(StopReason::kCancelled);
   }
   absl::Status status = job->status();
+  if (status.ok() && held_back) {
+    // Stopped as it completed: without its last tokens it did not complete.
+    status = job->stop_reason() == StopReason::kDeadline ? absl::DeadlineExceededError("deadline exceeded")
+                                                         : absl::CancelledError("request cancelled");
+  }
 
   // Session bookkeeping: see GenerateRequest.session_id in the proto.
   const bool keep_output = status.ok() || (job->prefilled && (absl::IsCancelled(status) ||

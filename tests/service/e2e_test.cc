@@ -744,6 +744,25 @@ TEST_F(ServiceTest, DeadlineExceededStopsTheRequest) {
   EXPECT_TRUE(client_->Generate(next).status.ok());
 }
 
+TEST_F(ServiceTest, AfterADeadlineTheSessionHoldsExactlyWhatTheClientReceived) {
+  // The server stops a request shortly before its deadline, so that every
+  // token it wrote, and its status, reach the client in time.
+  for (int round = 0; round < 3; ++round) {
+    SCOPED_TRACE(round);
+    const std::string sid = client_->Create(kRec);
+    GenerateRequest req = Req(kRec, Ids(8), 1 << 20);
+    req.set_session_id(sid);
+    req.set_append(true);
+    const Result r = client_->Generate(req, 0.5);
+    EXPECT_EQ(r.status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
+    ASSERT_GT(r.ids.size(), 0u);
+    const v1::SessionInfo info = client_->GetIdle(sid);
+    EXPECT_EQ(info.tokens(), 8 + static_cast<int>(r.ids.size()));
+    ASSERT_GE(info.token_ids_size(), 8 + static_cast<int>(r.ids.size()));
+    EXPECT_TRUE(std::equal(r.ids.begin(), r.ids.end(), info.token_ids().begin() + 8));
+  }
+}
+
 TEST_F(ServiceTest, StopDuringALongPromptLeavesAConsistentPrefix) {
   for (const char* model : {kTf, kRec, kHyb}) {
     SCOPED_TRACE(model);
