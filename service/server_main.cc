@@ -43,6 +43,10 @@ const char kUsage[] = R"(cairn-server: a gRPC inference service (cairn.v1.Infere
   --threads=N               compute threads per model (default: all cores)
   --max-context=N           cap the context length (default: the model's)
   --max-batch=N             sequences decoding together per model (default 64)
+  --shutdown-grace=N        on SIGTERM/SIGINT: stop accepting, give running calls N
+                            seconds to finish, then cancel them (default 5)
+  --shutdown-persist-seconds=N  then write checkpoints to the disk tier for at most N
+                            seconds, the most valuable first (default 5)
   --stalled-stream-seconds=N  a Generate whose client stopped reading pauses once 32
                             tokens are unwritten, and ends (CANCELLED) after N seconds
                             without a completed write (default 30)
@@ -135,6 +139,14 @@ int main(int argc, char** argv) {
       ok = ParseInt("threads", v, &opt.models_options.threads);
     } else if (Flag(a, "max-context", &v)) {
       ok = ParseInt("max-context", v, &opt.models_options.max_context);
+    } else if (Flag(a, "shutdown-grace", &v)) {
+      int32_t seconds = 0;
+      ok = ParseInt("shutdown-grace", v, &seconds);
+      opt.shutdown_grace = std::chrono::seconds(seconds);
+    } else if (Flag(a, "shutdown-persist-seconds", &v)) {
+      int32_t seconds = 0;
+      ok = ParseInt("shutdown-persist-seconds", v, &seconds);
+      opt.shutdown_persist = std::chrono::seconds(seconds);
     } else if (Flag(a, "stalled-stream-seconds", &v)) {
       int32_t seconds = 0;
       ok = ParseInt("stalled-stream-seconds", v, &seconds);
