@@ -1577,6 +1577,11 @@ class SnapshotIntegrityTest : public ::testing::Test {
     EXPECT_TRUE(snap.ParseFromString(resp.snapshot()));
     return snap;
   }
+  static std::vector<int32_t> TokensOf(const v1::SessionSnapshot& snap) {
+    std::vector<int32_t> ids;
+    for (const auto& item : snap.history()) ids.push_back(item.token());
+    return ids;
+  }
   static grpc::Status Import(Client& c, const v1::SessionSnapshot& snap, std::string* id) {
     v1::SessionRequest im;
     im.mutable_import()->set_snapshot(snap.SerializeAsString());
@@ -1658,8 +1663,7 @@ TEST_F(SnapshotIntegrityTest, ForgedExportServesOnlyItsOwnSession) {
     std::string fid;
     grpc::Status st = Import(c, forged, &fid);
     ASSERT_TRUE(st.ok()) << st.error_message();
-    std::vector<int32_t> history;
-    for (const auto& item : forged.history()) history.push_back(item.token());
+    const std::vector<int32_t> history = TokensOf(forged);
 
     // Its own session continues from the imported state.
     GenerateRequest own = WithLogprobs(Req(model, suffix_, 6));
@@ -1721,8 +1725,7 @@ TEST_F(SnapshotIntegrityTest, SignedExportsAreTrustedOnlyWithTheSameKey) {
     SCOPED_TRACE(model);
     const v1::SessionSnapshot signed_snap = ExportAfter(ex, model, prefix_);
     ASSERT_FALSE(signed_snap.signature().empty());
-    std::vector<int32_t> history;
-    for (const auto& item : signed_snap.history()) history.push_back(item.token());
+    const std::vector<int32_t> history = TokensOf(signed_snap);
     const GenerateRequest same = WithLogprobs(Req(model, Concat(history, suffix_), 6));
     const Result expected = ex.Generate(same);
     ASSERT_TRUE(expected.status.ok());

@@ -10,7 +10,6 @@ import argparse
 import os
 import re
 import signal
-import subprocess
 import sys
 import tempfile
 import time
@@ -22,15 +21,6 @@ import server_process  # noqa: E402
 
 ARGS = None
 SERVER = None  # (process, port, metrics_port)
-
-
-def generate_stubs(out_dir):
-    subprocess.check_call([
-        ARGS.protoc, "-I", ARGS.proto_dir, "--python_out=" + out_dir,
-        "--grpc_python_out=" + out_dir,
-        "--plugin=protoc-gen-grpc_python=" + ARGS.plugin,
-        os.path.join(ARGS.proto_dir, "cairn/v1/inference.proto")])
-    sys.path.insert(0, out_dir)
 
 
 def start_server(*extra):
@@ -254,13 +244,10 @@ class MemoryBudgetTest(unittest.TestCase):
 def main():
     global ARGS, SERVER
     p = argparse.ArgumentParser()
-    p.add_argument("--server", required=True)
-    p.add_argument("--proto-dir", required=True)
-    p.add_argument("--protoc", required=True)
-    p.add_argument("--plugin", required=True)
+    server_process.add_stub_arguments(p)
     ARGS, rest = p.parse_known_args()
     with tempfile.TemporaryDirectory() as tmp:
-        generate_stubs(tmp)
+        server_process.generate_stubs(ARGS, tmp)
         SERVER = start_server()
         return server_process.run_tests(SERVER[0], [sys.argv[0]] + rest)
 

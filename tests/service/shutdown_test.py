@@ -10,7 +10,6 @@ protoc and grpc_python_plugin at test time).
 import argparse
 import os
 import signal
-import subprocess
 import sys
 import tempfile
 import threading
@@ -21,15 +20,6 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import server_process  # noqa: E402
 
 ARGS = None
-
-
-def generate_stubs(out_dir):
-    subprocess.check_call([
-        ARGS.protoc, "-I", ARGS.proto_dir, "--python_out=" + out_dir,
-        "--grpc_python_out=" + out_dir,
-        "--plugin=protoc-gen-grpc_python=" + ARGS.plugin,
-        os.path.join(ARGS.proto_dir, "cairn/v1/inference.proto")])
-    sys.path.insert(0, out_dir)
 
 
 class ShutdownTest(unittest.TestCase):
@@ -140,13 +130,10 @@ class ShutdownTest(unittest.TestCase):
 def main():
     global ARGS
     p = argparse.ArgumentParser()
-    p.add_argument("--server", required=True)
-    p.add_argument("--proto-dir", required=True)
-    p.add_argument("--protoc", required=True)
-    p.add_argument("--plugin", required=True)
+    server_process.add_stub_arguments(p)
     ARGS, rest = p.parse_known_args()
     with tempfile.TemporaryDirectory() as stubs:
-        generate_stubs(stubs)
+        server_process.generate_stubs(ARGS, stubs)
         result = unittest.main(argv=[sys.argv[0]] + rest, exit=False, verbosity=2).result
     return 0 if result.wasSuccessful() else 1
 
