@@ -209,6 +209,12 @@ bool Scheduler::Stalled(Running& r, Clock::time_point now) {
   return true;
 }
 
+size_t Scheduler::CountPaused() const {
+  return static_cast<size_t>(std::count_if(decoding_.begin(), decoding_.end(), [&](const auto& r) {
+    return WaitsForWrites(*r->job, r->generated, options_.max_unacknowledged_tokens);
+  }));
+}
+
 bool Scheduler::HasWork() const {
   if (stopping_ || !queue_.empty() || !prefilling_.empty()) return true;
   for (const auto& r : decoding_) {
@@ -308,8 +314,11 @@ void Scheduler::Loop() {
         cv_.wait_for(lock, std::chrono::milliseconds(50), [&] { return HasWork(); });
       }
       if (stopping_) break;
-      while (!queue_.empty() &&
-             decoding_.size() + prefilling_.size() + admitted.size() < static_cast<size_t>(options_.max_batch)) {
+      // Paused streams take no place in the batch: stalled clients must not
+      // keep the others waiting.
+      const size_t paused = CountPaused();
+      while (!queue_.empty() && decoding_.size() - paused + prefilling_.size() + admitted.size() <
+                                    static_cast<size_t>(options_.max_batch)) {
         admitted.push_back(std::move(queue_.front()));
         queue_.pop_front();
       }
@@ -445,9 +454,7 @@ void Scheduler::Loop() {
     {
       std::lock_guard<std::mutex> lock(mu_);
       n_decoding_ = decoding_.size();
-      n_paused_ = static_cast<size_t>(std::count_if(decoding_.begin(), decoding_.end(), [&](const auto& r) {
-        return WaitsForWrites(*r->job, r->generated, options_.max_unacknowledged_tokens);
-      }));
+      n_paused_ = CountPaused();
       if (options_.metrics) options_.metrics->running_sequences->Set(static_cast<double>(n_decoding_));
     }
   }

@@ -114,7 +114,7 @@ struct GenerateJob {
 };
 
 struct SchedulerOptions {
-  int32_t max_batch = 64;    // sequences prefilling or decoding at once; others wait
+  int32_t max_batch = 64;    // sequences prefilling or decoding at once (paused ones aside); others wait
   // Tokens per step (one Forward): every decoding sequence's next token
   // plus prompt runs up to this budget (at least one prompt run per step).
   int32_t step_tokens = 512;
@@ -162,6 +162,8 @@ class Scheduler final {
   bool Stalled(Running& r, Clock::time_point now);
   // Whether the loop has something to run now (under mu_).
   bool HasWork() const;
+  // Decoding requests waiting for their writes (loop thread).
+  size_t CountPaused() const;
   void Complete(Running& r, absl::Status status);
   absl::Status StopStatus(const GenerateJob& job) const;
 

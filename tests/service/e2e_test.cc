@@ -1431,6 +1431,7 @@ class BackpressureTest : public ::testing::Test {
     opt.listen = "127.0.0.1:0";
     opt.models_options.threads = 2;
     opt.scheduler.stalled_stream = stall;
+    opt.scheduler.max_batch = 1;  // a paused stream must not hold the only place
     auto s = Server::Create(opt);
     ASSERT_TRUE(s.ok()) << s.status();
     server_ = std::move(*s);
@@ -1490,10 +1491,11 @@ TEST_F(BackpressureTest, AStalledReaderPausesItsRequestAndOthersAreServed) {
   // At most 32 beyond what the client's flow-control window took.
   EXPECT_LE(at_pause, 32 + kWindowBytes / 8);
 
-  // Another client on the same model is served meanwhile; the paused
-  // request does not advance.
+  // Another client on the same model is served meanwhile (the paused
+  // request does not hold the batch's only place), and the paused request
+  // does not advance. (The deadline only keeps a failure from hanging.)
   Client other(server_->port());
-  const Result r = other.Generate(Req(kRec, Ids(5, 400), 20));
+  const Result r = other.Generate(Req(kRec, Ids(5, 400), 20), 60);
   ASSERT_TRUE(r.status.ok()) << r.status.error_message();
   EXPECT_EQ(r.ids.size(), 20u);
   EXPECT_EQ(Generated(), at_pause + 20);
