@@ -17,8 +17,11 @@
 namespace cairn::service {
 namespace {
 
-// See the deadline in DoGenerate.
-constexpr std::chrono::milliseconds kDeadlineMargin{100};
+// See the deadline in DoGenerate: 100 ms, or a tenth of a shorter time left.
+std::chrono::system_clock::time_point EarlyDeadline(std::chrono::system_clock::time_point deadline) {
+  const auto left = deadline - std::chrono::system_clock::now();
+  return deadline - std::min<std::chrono::system_clock::duration>(std::chrono::milliseconds(100), left / 10);
+}
 
 }  // namespace
 
@@ -259,11 +262,11 @@ absl::Status InferenceService::DoGenerate(grpc::ServerContext* ctx, const Caller
   // slow (flow control); each completed token write is acknowledged to the
   // scheduler, which pauses the request while too many are pending and ends
   // it when the client stays stalled (backpressure, see scheduler.h).
-  // The server acts on a deadline kDeadlineMargin early, so that the tokens
-  // it wrote and its status reach the client before the client gives up
-  // (which drops what it has not read): the session then holds exactly the
-  // tokens the client received.
-  const auto deadline = ctx->deadline() - kDeadlineMargin;
+  // The server acts on a deadline a little early (EarlyDeadline), so that
+  // the tokens it wrote and its status reach the client before the client
+  // gives up (which drops what it has not read): the session then holds
+  // exactly the tokens the client received.
+  const auto deadline = EarlyDeadline(ctx->deadline());
   std::optional<v1::GenerateResponse> finished;
   bool client_gone = false;
   size_t written_tokens = 0;  // token deltas the transport accepted

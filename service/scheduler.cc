@@ -215,6 +215,14 @@ size_t Scheduler::CountPaused() const {
   }));
 }
 
+size_t Scheduler::CountIdle(Clock::time_point now) const {
+  constexpr std::chrono::seconds kIdleAfter{1};
+  return static_cast<size_t>(std::count_if(decoding_.begin(), decoding_.end(), [&](const auto& r) {
+    return WaitsForWrites(*r->job, r->generated, options_.max_unacknowledged_tokens) &&
+           r->progress_acked == r->job->acknowledged() && now - r->progress_at >= kIdleAfter;
+  }));
+}
+
 bool Scheduler::HasWork() const {
   if (stopping_ || !queue_.empty() || !prefilling_.empty()) return true;
   for (const auto& r : decoding_) {
@@ -314,10 +322,11 @@ void Scheduler::Loop() {
         cv_.wait_for(lock, std::chrono::milliseconds(50), [&] { return HasWork(); });
       }
       if (stopping_) break;
-      // Paused streams take no place in the batch: stalled clients must not
-      // keep the others waiting.
-      const size_t paused = CountPaused();
-      while (!queue_.empty() && decoding_.size() - paused + prefilling_.size() + admitted.size() <
+      // Streams paused for a while take no place in the batch: stalled
+      // clients must not keep the others waiting. (A stream briefly paused
+      // while its handler catches up keeps its place.)
+      const size_t idle = CountIdle(Clock::now());
+      while (!queue_.empty() && decoding_.size() - idle + prefilling_.size() + admitted.size() <
                                     static_cast<size_t>(options_.max_batch)) {
         admitted.push_back(std::move(queue_.front()));
         queue_.pop_front();

@@ -114,7 +114,9 @@ struct GenerateJob {
 };
 
 struct SchedulerOptions {
-  int32_t max_batch = 64;    // sequences prefilling or decoding at once (paused ones aside); others wait
+  // Sequences prefilling or decoding at once (streams paused for a second
+  // or more aside); others wait.
+  int32_t max_batch = 64;
   // Tokens per step (one Forward): every decoding sequence's next token
   // plus prompt runs up to this budget (at least one prompt run per step).
   int32_t step_tokens = 512;
@@ -162,8 +164,10 @@ class Scheduler final {
   bool Stalled(Running& r, Clock::time_point now);
   // Whether the loop has something to run now (under mu_).
   bool HasWork() const;
-  // Decoding requests waiting for their writes (loop thread).
+  // Decoding requests waiting for their writes (loop thread); of them, the
+  // ones waiting for a second or more without progress.
   size_t CountPaused() const;
+  size_t CountIdle(Clock::time_point now) const;
   void Complete(Running& r, absl::Status status);
   absl::Status StopStatus(const GenerateJob& job) const;
 
