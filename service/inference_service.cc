@@ -19,7 +19,7 @@ namespace {
 
 // See the deadline in DoGenerate: 100 ms, or a tenth of a shorter time left.
 std::chrono::system_clock::time_point EarlyDeadline(std::chrono::system_clock::time_point deadline) {
-  const auto left = deadline - std::chrono::system_clock::now();
+  const auto left = std::max<std::chrono::system_clock::duration>(deadline - std::chrono::system_clock::now(), {});
   return deadline - std::min<std::chrono::system_clock::duration>(std::chrono::milliseconds(100), left / 10);
 }
 
@@ -525,7 +525,7 @@ absl::StatusOr<SessionLease> InferenceService::AcquireSession(const std::string&
           return absl::PermissionDeniedError(absl::StrCat("session '", id, "' belongs to another client"));
         }
         auto restored = RestoreSession(persisted->snapshot, "", id, caller, *models_, *sessions_, budget_,
-                              replica_.snapshot_key);
+                                       replica_.snapshot_key);
         // Another request restored it meanwhile: acquire that one.
         if (absl::IsAlreadyExists(restored.status()) && attempt == 0) continue;
         if (restored.ok() && metrics_ != nullptr) {
