@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <random>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -25,6 +26,7 @@ struct Sequence::State {
   std::mutex mu;  // held by engine calls on this sequence; others try_lock to copy it
   uint64_t live_id = 0;
   std::string tenant;
+  bool isolated = false;  // see CheckpointEngine::Isolate
   std::unique_ptr<SequenceMemory> memory;
   SymbolPath history;
   // Logits of the row before history position `logits_depth` (the end of
@@ -61,6 +63,7 @@ Sequence::Sequence(CheckpointEngine* engine, std::shared_ptr<State> state)
 Sequence::~Sequence() { engine_->Unregister(*state_); }
 
 const std::string& Sequence::tenant() const { return state_->tenant; }
+bool Sequence::isolated() const { return state_->isolated; }
 const SymbolPath& Sequence::history() const { return state_->history; }
 Pos Sequence::next_pos() const { return state_->memory->next_pos(); }
 SequenceMemory* Sequence::memory() { return state_->memory.get(); }
@@ -175,6 +178,7 @@ absl::StatusOr<std::unique_ptr<Sequence>> CheckpointEngine::Fork(Sequence& sourc
     if (!snap.ok()) return snap.status();
     if (absl::Status s = dst.memory->Restore(*snap); !s.ok()) return s;
   }
+  dst.isolated = src.isolated;
   dst.history = src.history;
   dst.logits = src.logits;
   dst.logits_depth = src.logits_depth;
@@ -202,6 +206,19 @@ absl::StatusOr<std::unique_ptr<Sequence>> CheckpointEngine::Import(const Exporte
   if (absl::Status st = s.memory->Restore(exported.snapshot); !st.ok()) return st;
   s.history = exported.history;
   return seq;
+}
+
+void CheckpointEngine::Isolate(Sequence& seq) {
+  Sequence::State& s = *seq.state_;
+  std::lock_guard<std::mutex> lock(s.mu);
+  index_->Remove(s.live_id);
+  if (s.isolated) return;
+  // 128 random bits after a byte no tenant derived from a caller holds: no
+  // other sequence can share this partition except by forking this one.
+  std::random_device rd;
+  s.tenant = absl::StrCat(s.tenant, std::string("\0isolated:", 10), absl::Hex(rd()), absl::Hex(rd()),
+                          absl::Hex(rd()), absl::Hex(rd()));
+  s.isolated = true;
 }
 
 void CheckpointEngine::Unregister(Sequence::State& s) {

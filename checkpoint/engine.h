@@ -105,6 +105,8 @@ class Sequence {
   Sequence& operator=(const Sequence&) = delete;
 
   const std::string& tenant() const;
+  // Whether CheckpointEngine::Isolate made its state private.
+  bool isolated() const;
   // Symbols absorbed; valid while no engine call runs on this sequence.
   const SymbolPath& history() const;
   Pos next_pos() const;
@@ -271,6 +273,15 @@ class CheckpointEngine final {
   // position; the sequence is not created then.
   absl::StatusOr<std::unique_ptr<Sequence>> Import(const Exported& exported,
                                                    const std::string& tenant = "");
+
+  // Makes the sequence's state private to it and its future forks: they
+  // move to a partition of the prefix index of their own (a fresh tenant
+  // nobody else can name), so nothing derived from this state (the live
+  // sequence, its checkpoints, a park) ever serves another sequence. For
+  // state the caller cannot vouch for, e.g. an unauthenticated import: call
+  // it before that state enters the memory. Irreversible (a later prompt
+  // may still build on the state). Checkpoints captured before stay shared.
+  void Isolate(Sequence& seq);
 
   // Keeps a full snapshot of the sequence's state in the store and index
   // (e.g. before a sessionless request's sequence is dropped), unless one

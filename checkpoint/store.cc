@@ -273,7 +273,7 @@ void CheckpointStore::EvictRamLocked(CheckpointId keep, Pending& pending) {
     ++stats_.evictions;
     if (victim->on_disk) {
       victim->ram.reset();  // its file is still valid
-    } else if (disk_enabled() && victim->bytes <= options_.disk_budget_bytes) {
+    } else if (disk_enabled() && victim->bytes <= options_.disk_budget_bytes && WorthSpilling(*victim)) {
       victim->spilling = std::move(victim->ram);
       pending.spills.push_back({victim->id, victim->spilling, victim->cost});
     } else {
@@ -446,7 +446,7 @@ absl::StatusOr<std::shared_ptr<Checkpoint>> CheckpointStore::ReadFile(Checkpoint
   return cp;
 }
 
-absl::StatusOr<size_t> CheckpointStore::Persist() {
+absl::StatusOr<size_t> CheckpointStore::Persist(std::chrono::steady_clock::time_point deadline) {
   if (!disk_enabled()) return absl::FailedPreconditionError("the checkpoint store has no disk tier");
   struct Candidate {
     double priority;
@@ -460,7 +460,7 @@ absl::StatusOr<size_t> CheckpointStore::Persist() {
     std::lock_guard<std::mutex> lock(mu_);
     std::vector<Candidate> all;
     for (auto& [id, e] : entries_) {
-      if (e.ram && !e.on_disk && !e.spilling) all.push_back({ScoreLocked(e), id, e.ram, e.cost, e.bytes});
+      if (e.ram && !e.on_disk && !e.spilling && WorthSpilling(e)) all.push_back({ScoreLocked(e), id, e.ram, e.cost, e.bytes});
     }
     std::sort(all.begin(), all.end(), [](const Candidate& a, const Candidate& b) { return a.priority > b.priority; });
     // Disk bytes are reserved now so concurrent spills account for them.
@@ -474,6 +474,10 @@ absl::StatusOr<size_t> CheckpointStore::Persist() {
   absl::Status error;
   for (size_t i = 0; i < chosen.size(); ++i) {
     const Candidate& c = chosen[i];
+    if (error.ok() && std::chrono::steady_clock::now() >= deadline) {
+      error = absl::DeadlineExceededError(absl::StrCat("persisting checkpoints: out of time after ", written, " of ",
+                                                       chosen.size()));
+    }
     if (error.ok()) error = WriteFile(c.id, *c.cp, c.cost);
     std::lock_guard<std::mutex> lock(mu_);
     auto it = entries_.find(c.id);

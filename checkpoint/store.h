@@ -2,7 +2,8 @@
 // stay when they do not all fit (admission of new ones, eviction of stored
 // ones) is its RetentionPolicy's decision (retention.h; by default value per
 // byte with a learned reuse forecast and recency). Optionally spills evicted
-// checkpoints to a disk tier from which they are read back.
+// checkpoints (not those taken inside a reply: WorthSpilling) to a disk tier
+// from which they are read back.
 //
 // Disk files are written atomically (temp file, fsync, rename, fsync of the
 // directory) and checksummed (a 64-bit hash of the header and another over
@@ -12,6 +13,7 @@
 #ifndef CAIRN_CHECKPOINT_STORE_H_
 #define CAIRN_CHECKPOINT_STORE_H_
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -158,9 +160,12 @@ class CheckpointStore final {
   // first, as far as the disk budget allows without pushing out files
   // already there; they stay in RAM too. For a clean shutdown: a restart
   // adopts them (Create). Returns how many were written; FAILED_PRECONDITION
-  // without a disk tier; a write error stops it (those written stay valid).
+  // without a disk tier; a write error stops it (those written stay valid),
+  // and so does `deadline` (DEADLINE_EXCEEDED: a shutdown must end). Like a
+  // spill, it skips checkpoints taken inside a reply (see WorthSpilling).
   // Thread-safe.
-  absl::StatusOr<size_t> Persist();
+  absl::StatusOr<size_t> Persist(
+      std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max());
 
   // Every checkpoint (RAM and disk), ascending id; e.g. the ones adopted
   // from the disk tier at Create.
@@ -218,6 +223,11 @@ class CheckpointStore final {
   std::vector<RetentionFacts> VictimsLocked(size_t bytes, CheckpointId keep) const;
   // Evicts from RAM until within budget, never `keep`; fills `pending`.
   void EvictRamLocked(CheckpointId keep, Pending& pending);
+  // Whether an entry leaving RAM goes to the disk tier. Not a checkpoint
+  // taken inside a reply: it serves at most the next turn (a reply that ends
+  // on one reclassifies it), so under a small RAM budget a long reply would
+  // otherwise write a file every PolicyOptions::generation_every positions.
+  static bool WorthSpilling(const Entry& e) { return e.reason != CaptureReason::kDuringGeneration; }
   // Tells the policy that an entry leaves the store (before erasing it).
   void RemovedLocked(const Entry& e);
   void EvictDiskLocked(Pending& pending);

@@ -16,6 +16,15 @@
 #include "service/status.h"
 
 namespace cairn::service {
+namespace {
+
+// See the deadline in DoGenerate: 100 ms, or a tenth of a shorter time left.
+std::chrono::system_clock::time_point EarlyDeadline(std::chrono::system_clock::time_point deadline) {
+  const auto left = std::max<std::chrono::system_clock::duration>(deadline - std::chrono::system_clock::now(), {});
+  return deadline - std::min<std::chrono::system_clock::duration>(std::chrono::milliseconds(100), left / 10);
+}
+
+}  // namespace
 
 absl::StatusOr<History> InferenceService::BuildPrompt(const ServedModel& model,
                                                       const v1::GenerateRequest& req,
@@ -252,15 +261,22 @@ absl::Status InferenceService::DoGenerate(grpc::ServerContext* ctx, const Caller
   job->stream_text = !req.has_stream_text() || req.stream_text();
   job->session_id = req.session_id();
   job->received = received;
+  job->abort_stream = [ctx] { ctx->TryCancel(); };
   if (absl::Status st = model.scheduler->Submit(job); !st.ok()) return st;
 
   // Relay events until the job is done. Writes block while the client is
-  // slow (flow control), which stalls only this request's relay, not the
-  // scheduler (events queue up in the job).
-  const auto deadline = ctx->deadline();
+  // slow (flow control); each completed token write is acknowledged to the
+  // scheduler, which pauses the request while too many are pending and ends
+  // it when the client stays stalled (backpressure, see scheduler.h).
+  // The server acts on a deadline a little early (EarlyDeadline), so that
+  // the tokens it wrote and its status reach the client before the client
+  // gives up (which drops what it has not read): the session then holds
+  // exactly the tokens the client received.
+  const auto deadline = EarlyDeadline(ctx->deadline());
   std::optional<v1::GenerateResponse> finished;
   bool client_gone = false;
   size_t written_tokens = 0;  // token deltas the transport accepted
+  bool held_back = false;     // tokens not sent because the request was stopped
   for (;;) {
     std::vector<v1::GenerateResponse> events = job->WaitEvents(std::chrono::milliseconds(10));
     for (v1::GenerateResponse& ev : events) {
@@ -268,11 +284,17 @@ absl::Status InferenceService::DoGenerate(grpc::ServerContext* ctx, const Caller
         finished = std::move(ev);
         continue;
       }
+      // Once stopped, no more tokens go out: the history keeps those written.
+      if (ev.has_token() && job->stop_reason() != StopReason::kNone) {
+        held_back = true;
+        continue;
+      }
       if (!client_gone && !writer->Write(ev)) {
         client_gone = true;
         job->RequestStop(StopReason::kCancelled);
       } else if (!client_gone && ev.has_token()) {
         ++written_tokens;
+        job->Acknowledge();
       }
     }
     if (job->done()) break;
@@ -282,6 +304,11 @@ absl::Status InferenceService::DoGenerate(grpc::ServerContext* ctx, const Caller
     if (ctx->IsCancelled()) job->RequestStop(StopReason::kCancelled);
   }
   absl::Status status = job->status();
+  if (status.ok() && held_back) {
+    // Stopped as it completed: without its last tokens it did not complete.
+    status = job->stop_reason() == StopReason::kDeadline ? absl::DeadlineExceededError("deadline exceeded")
+                                                         : absl::CancelledError("request cancelled");
+  }
   trace->prefilled = job->prefilled;
   trace->stats = job->stats;
   trace->tokens = static_cast<int64_t>(written_tokens);
@@ -443,7 +470,7 @@ absl::Status InferenceService::DoSession(const Caller& caller, const v1::Session
     case v1::SessionRequest::kExport: {
       auto s = AcquireSession(req.export_().session_id(), caller);
       if (!s.ok()) return s.status();
-      auto snap = CaptureSession(**s, CaptureMode::kWholeHistory, budget_);
+      auto snap = CaptureSession(**s, CaptureMode::kWholeHistory, budget_, replica_.snapshot_key);
       if (!snap.ok()) return snap.status();
       if (!snap->SerializeToString(resp->mutable_snapshot())) {
         return absl::InternalError("snapshot serialization failed");
@@ -469,7 +496,8 @@ absl::Status InferenceService::Import(const Caller& caller, const v1::ImportSess
     if (absl::Status st = SessionManager::ValidateId(req.session_id()); !st.ok()) return st;
     if (absl::Status st = CheckIdIsFree(req.session_id()); !st.ok()) return st;
   }
-  auto lease = RestoreSession(snap, req.model(), req.session_id(), caller, *models_, *sessions_, budget_);
+  auto lease = RestoreSession(snap, req.model(), req.session_id(), caller, *models_, *sessions_, budget_,
+                              replica_.snapshot_key);
   if (!lease.ok()) return lease.status();
   Persist(**lease);
   Describe(**lease, false, resp->mutable_session());
@@ -508,7 +536,8 @@ absl::StatusOr<SessionLease> InferenceService::AcquireSession(const std::string&
         if (persisted->owner != caller.owner) {
           return absl::PermissionDeniedError(absl::StrCat("session '", id, "' belongs to another client"));
         }
-        auto restored = RestoreSession(persisted->snapshot, "", id, caller, *models_, *sessions_, budget_);
+        auto restored = RestoreSession(persisted->snapshot, "", id, caller, *models_, *sessions_, budget_,
+                                       replica_.snapshot_key);
         // Another request restored it meanwhile: acquire that one.
         if (absl::IsAlreadyExists(restored.status()) && attempt == 0) continue;
         if (restored.ok() && metrics_ != nullptr) {
@@ -530,7 +559,7 @@ absl::StatusOr<SessionLease> InferenceService::AcquireSession(const std::string&
 
 void InferenceService::Persist(Session& s) {
   if (replica_.session_dir == nullptr) return;
-  auto snap = CaptureSession(s, CaptureMode::kAsHeld, budget_);
+  auto snap = CaptureSession(s, CaptureMode::kAsHeld, budget_, replica_.snapshot_key);
   absl::Status st = snap.status();
   if (st.ok()) st = replica_.session_dir->Save(s.id, PersistedSession{s.tenant, s.seq->tenant(), std::move(*snap)});
   if (!st.ok()) {

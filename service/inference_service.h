@@ -49,6 +49,10 @@ struct ReplicaOptions {
   // session is written there after each request that changes it, and a
   // session this replica does not hold (or holds stale) is read from it.
   SessionDirectory* session_dir = nullptr;
+  // The secret replicas share to sign the snapshots they export or persist
+  // and to trust each other's (see snapshot_seal.h); empty: none, so no
+  // imported or persisted state is trusted beyond its own session.
+  std::string snapshot_key;
 };
 
 class InferenceService final : public v1::Inference::Service {

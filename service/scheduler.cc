@@ -53,6 +53,11 @@ std::unique_ptr<Backend> MakeFairBackend(std::unique_ptr<Backend> inner) {
 // ---------------------------------------------------------------------------
 // GenerateJob
 
+void GenerateJob::Acknowledge() {
+  acknowledged_.fetch_add(1);
+  if (wake_scheduler) wake_scheduler();
+}
+
 void GenerateJob::RequestStop(StopReason reason) {
   int expected = 0;
   stop_.compare_exchange_strong(expected, static_cast<int>(reason));
@@ -103,6 +108,10 @@ struct Scheduler::Running {
   TokenId pending = 0;  // sampled and streamed, not yet absorbed
   Clock::time_point prefill_start, prefill_end, first_token, last_token;
   int32_t generated = 0;
+  // Backpressure: acknowledged() when last seen moving, and when.
+  int64_t progress_acked = -1;
+  Clock::time_point progress_at;
+  bool over = false;  // finished in this step
   v1::Finished fin;  // reason, matched stop and trailing text; Complete adds the rest
 
   Running(std::shared_ptr<GenerateJob> j, const Tokenizer* tok)
@@ -151,6 +160,10 @@ absl::Status Scheduler::Submit(std::shared_ptr<GenerateJob> job) {
           "model '", model_->name, "' has ", queue_.size(), " requests waiting (limit ",
           options_.max_queue, ")"));
     }
+    job->wake_scheduler = [this] {
+      { std::lock_guard<std::mutex> l(mu_); }  // no wake-up lost between the loop's check and wait
+      cv_.notify_all();
+    };
     queue_.push_back(std::move(job));
     if (options_.metrics) options_.metrics->queue_depth->Set(static_cast<double>(queue_.size()));
   }
@@ -168,10 +181,67 @@ size_t Scheduler::running() const {
   return n_decoding_;
 }
 
+size_t Scheduler::paused() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return n_paused_;
+}
+
+namespace {
+bool WaitsForWrites(const GenerateJob& job, int32_t generated, int32_t limit) {
+  return generated - job.acknowledged() >= limit;
+}
+}  // namespace
+
+bool Scheduler::Paused(Running& r, Clock::time_point now) const {
+  const int64_t acked = r.job->acknowledged();
+  const bool paused = WaitsForWrites(*r.job, r.generated, options_.max_unacknowledged_tokens);
+  if (!paused || acked != r.progress_acked) {
+    r.progress_acked = acked;
+    r.progress_at = now;
+  }
+  return paused;
+}
+
+bool Scheduler::Stalled(Running& r, Clock::time_point now) {
+  if (!Paused(r, now) || now - r.progress_at < options_.stalled_stream) return false;
+  if (r.job->abort_stream) r.job->abort_stream();
+  r.job->RequestStop(StopReason::kStalled);
+  return true;
+}
+
+size_t Scheduler::CountPaused() const {
+  return static_cast<size_t>(std::count_if(decoding_.begin(), decoding_.end(), [&](const auto& r) {
+    return WaitsForWrites(*r->job, r->generated, options_.max_unacknowledged_tokens);
+  }));
+}
+
+size_t Scheduler::CountIdle(Clock::time_point now) const {
+  constexpr std::chrono::seconds kIdleAfter{1};
+  return static_cast<size_t>(std::count_if(decoding_.begin(), decoding_.end(), [&](const auto& r) {
+    return WaitsForWrites(*r->job, r->generated, options_.max_unacknowledged_tokens) &&
+           r->progress_acked == r->job->acknowledged() && now - r->progress_at >= kIdleAfter;
+  }));
+}
+
+bool Scheduler::HasWork() const {
+  if (stopping_ || !queue_.empty() || !prefilling_.empty()) return true;
+  for (const auto& r : decoding_) {
+    if (r->job->stop_reason() != StopReason::kNone ||
+        !WaitsForWrites(*r->job, r->generated, options_.max_unacknowledged_tokens)) {
+      return true;
+    }
+  }
+  return false;
+}
+
 absl::Status Scheduler::StopStatus(const GenerateJob& job) const {
   switch (job.stop_reason()) {
     case StopReason::kDeadline: return absl::DeadlineExceededError("deadline exceeded");
     case StopReason::kShutdown: return absl::UnavailableError("server shutting down");
+    case StopReason::kStalled:
+      return absl::CancelledError(absl::StrCat(
+          "the client stopped reading: ", options_.max_unacknowledged_tokens, " tokens unwritten for ",
+          std::chrono::duration<double>(options_.stalled_stream).count(), " s (--stalled-stream-seconds)"));
     default: return absl::CancelledError("request cancelled");
   }
 }
@@ -244,10 +314,20 @@ void Scheduler::Loop() {
     std::vector<std::shared_ptr<GenerateJob>> admitted;
     {
       std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [&] { return stopping_ || !queue_.empty() || !decoding_.empty() || !prefilling_.empty(); });
+      // Only paused streams left: look again now and then for their stalls
+      // and stops (a completed write wakes the loop at once).
+      if (decoding_.empty()) {
+        cv_.wait(lock, [&] { return HasWork(); });
+      } else {
+        cv_.wait_for(lock, std::chrono::milliseconds(50), [&] { return HasWork(); });
+      }
       if (stopping_) break;
-      while (!queue_.empty() &&
-             decoding_.size() + prefilling_.size() + admitted.size() < static_cast<size_t>(options_.max_batch)) {
+      // Streams paused for a while take no place in the batch: stalled
+      // clients must not keep the others waiting. (A stream briefly paused
+      // while its handler catches up keeps its place.)
+      const size_t idle = CountIdle(Clock::now());
+      while (!queue_.empty() && decoding_.size() - idle + prefilling_.size() + admitted.size() <
+                                    static_cast<size_t>(options_.max_batch)) {
         admitted.push_back(std::move(queue_.front()));
         queue_.pop_front();
       }
@@ -269,8 +349,9 @@ void Scheduler::Loop() {
         ++it;
       }
     }
+    const Clock::time_point now = Clock::now();
     for (auto it = decoding_.begin(); it != decoding_.end();) {
-      if ((*it)->job->stop_reason() != StopReason::kNone) {
+      if ((*it)->job->stop_reason() != StopReason::kNone || Stalled(**it, now)) {
         Complete(**it, StopStatus(*(*it)->job));
         it = decoding_.erase(it);
       } else {
@@ -291,11 +372,15 @@ void Scheduler::Loop() {
     // Forward writes. The prompt runs' sequences are held by their
     // PrefillJobs. Deadlock-free: other threads only try_lock a sequence
     // while holding another (engine.h, "Locks").
+    // Paused streams sit this step out.
     std::vector<SequenceRun> runs;
     std::vector<checkpoint::SequenceHold> holds;
+    std::vector<Running*> stepping;
     holds.reserve(decoding_.size());
     static const int32_t kRow0 = 0;
     for (auto& r : decoding_) {
+      if (Paused(*r, now)) continue;
+      stepping.push_back(r.get());
       holds.emplace_back(*r->job->seq);
       SequenceMemory* mem = r->job->seq->memory();
       SequenceRun run;
@@ -339,19 +424,20 @@ void Scheduler::Loop() {
       }
     }
     // Decode rows.
-    std::vector<std::unique_ptr<Running>> keep;
     for (size_t i = 0; i < n_decode; ++i) {
-      Running& r = *decoding_[i];
+      Running& r = *stepping[i];
       absl::Status st = out[i].status();
       if (st.ok()) st = holds[i].Append(std::span<const TokenId>(&r.pending, 1));
       holds[i].Release();  // before Complete: the RPC thread then ends the generation
       if (!st.ok()) {
         Complete(r, st);
+        r.over = true;
         continue;
       }
-      if (!Step(r, out[i]->row(0))) keep.push_back(std::move(decoding_[i]));
+      r.over = Step(r, out[i]->row(0));
     }
-    decoding_ = std::move(keep);
+    decoding_.erase(std::remove_if(decoding_.begin(), decoding_.end(), [](const auto& r) { return r->over; }),
+                    decoding_.end());
     // Prompt runs; a finished prompt samples its first token and joins the
     // decoding set for the next step.
     std::vector<Prefilling*> finished;
@@ -377,6 +463,7 @@ void Scheduler::Loop() {
     {
       std::lock_guard<std::mutex> lock(mu_);
       n_decoding_ = decoding_.size();
+      n_paused_ = CountPaused();
       if (options_.metrics) options_.metrics->running_sequences->Set(static_cast<double>(n_decoding_));
     }
   }

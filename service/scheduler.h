@@ -14,6 +14,14 @@
 // every step, so a request stops within one step. What the session holds
 // afterwards is documented in inference.proto (GenerateRequest.session_id).
 //
+// Backpressure: a request whose stream has max_unacknowledged_tokens token
+// deltas generated but not yet written (GenerateJob::Acknowledge counts the
+// writes gRPC completed) is paused: it leaves the step's batch (the others
+// go on) until a write completes. Paused without a completed write for
+// stalled_stream, it is stopped (StopReason::kStalled, CANCELLED) and its
+// stream aborted. So a client that stops reading holds at most that many
+// tokens here, beyond what gRPC's flow-control window took.
+//
 // The backend is wrapped in a FIFO turnstile (FairBackend) because other
 // threads (a session export) may also run Forward on the model.
 #ifndef CAIRN_SERVICE_SCHEDULER_H_
@@ -24,6 +32,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -45,7 +54,7 @@ struct ServedModel;
 
 using Clock = std::chrono::steady_clock;
 
-enum class StopReason : int { kNone = 0, kCancelled = 1, kDeadline = 2, kShutdown = 3 };
+enum class StopReason : int { kNone = 0, kCancelled = 1, kDeadline = 2, kShutdown = 3, kStalled = 4 };
 
 // One Generate request as the scheduler runs it. Fields under "input" are
 // set before Submit and read-only afterwards; "output" is written by the
@@ -64,11 +73,18 @@ struct GenerateJob {
   bool stream_text = true;
   std::string session_id;
   Clock::time_point received = Clock::now();
+  // Called on the scheduler's thread before a stalled request is stopped,
+  // to end its stream (ServerContext::TryCancel), whose handler may be
+  // blocked in a write the client never reads. May be empty.
+  std::function<void()> abort_stream;
 
   // --- control (any thread)
   // Asks the request to stop; the first reason wins.
   void RequestStop(StopReason reason);
   StopReason stop_reason() const { return static_cast<StopReason>(stop_.load()); }
+  // The handler completed the write of one token delta (backpressure).
+  void Acknowledge();
+  int64_t acknowledged() const { return acknowledged_.load(); }
 
   // --- output (handler thread)
   // Waits up to `timeout` for events; returns them (possibly none).
@@ -86,6 +102,7 @@ struct GenerateJob {
   void Finish(absl::Status status);
   std::atomic<bool> cancel_flag{false};  // PrefillControl::cancel
   std::atomic<int> stop_{0};
+  std::function<void()> wake_scheduler;  // set by Submit
 
  private:
   mutable std::mutex mu_;
@@ -93,14 +110,21 @@ struct GenerateJob {
   std::deque<v1::GenerateResponse> events_;
   bool done_ = false;
   absl::Status status_;
+  std::atomic<int64_t> acknowledged_{0};
 };
 
 struct SchedulerOptions {
-  int32_t max_batch = 64;    // sequences prefilling or decoding at once; others wait
+  // Sequences prefilling or decoding at once (streams paused for a second
+  // or more aside); others wait.
+  int32_t max_batch = 64;
   // Tokens per step (one Forward): every decoding sequence's next token
   // plus prompt runs up to this budget (at least one prompt run per step).
   int32_t step_tokens = 512;
   int32_t max_queue = 256;   // admitted requests waiting; beyond: RESOURCE_EXHAUSTED
+  // Backpressure (see above): a stream with this many token deltas not yet
+  // written pauses; paused this long without a completed write, it ends.
+  int32_t max_unacknowledged_tokens = 32;
+  std::chrono::milliseconds stalled_stream{30000};
   Metrics* metrics = nullptr;
 };
 
@@ -118,6 +142,8 @@ class Scheduler final {
 
   size_t queue_depth() const;
   size_t running() const;
+  // Decoding requests paused by backpressure (as of the last step).
+  size_t paused() const;
 
  private:
   struct Running;
@@ -132,6 +158,16 @@ class Scheduler final {
   // Samples from `logits` and streams the token; true when the job is over
   // (then it has been finished).
   bool Step(Running& r, std::span<const float> logits);
+  // Backpressure: whether `r` waits for its stream's writes; stops it (and
+  // returns true) once it has waited stalled_stream without progress.
+  bool Paused(Running& r, Clock::time_point now) const;
+  bool Stalled(Running& r, Clock::time_point now);
+  // Whether the loop has something to run now (under mu_).
+  bool HasWork() const;
+  // Decoding requests waiting for their writes (loop thread); of them, the
+  // ones waiting for a second or more without progress.
+  size_t CountPaused() const;
+  size_t CountIdle(Clock::time_point now) const;
   void Complete(Running& r, absl::Status status);
   absl::Status StopStatus(const GenerateJob& job) const;
 
@@ -143,6 +179,7 @@ class Scheduler final {
   bool stopping_ = false;
   std::deque<std::shared_ptr<GenerateJob>> queue_;
   size_t n_decoding_ = 0;  // decoding_.size() for other threads
+  size_t n_paused_ = 0;
 
   // Owned by the loop thread.
   struct Prefilling {

@@ -59,6 +59,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Create(const ServerOptions& opti
   s->auth_ = std::move(*auth);
   ReplicaOptions replica;
   replica.name = options.replica_name;
+  replica.snapshot_key = options.snapshot_key;
   if (!options.session_dir.empty()) {
     auto dir = SessionDirectory::Create(options.session_dir, options.sessions.idle_timeout);
     if (!dir.ok()) return dir.status();
@@ -163,9 +164,11 @@ void Server::Shutdown() {
     shutdown_ = true;
   }
   cv_.notify_all();
-  // Running calls get a moment to finish, then are cancelled (their
+  // Running calls get the grace to finish, then are cancelled (their
   // handlers see IsCancelled and stop their requests within a step).
-  if (server_ != nullptr) server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  if (server_ == nullptr) return;
+  if (auto* health = server_->GetHealthCheckService()) health->Shutdown();
+  server_->Shutdown(std::chrono::system_clock::now() + options_.shutdown_grace);
 }
 
 Server::~Server() {
@@ -179,7 +182,7 @@ Server::~Server() {
   checkpoint::CheckpointStore* store = models_ != nullptr ? models_->store() : nullptr;
   if (store != nullptr && !store->options().disk_dir.empty() && store->options().disk_budget_bytes > 0) {
     const size_t parked = sessions_->ParkAll();
-    absl::StatusOr<size_t> written = store->Persist();
+    absl::StatusOr<size_t> written = store->Persist(std::chrono::steady_clock::now() + options_.shutdown_persist);
     if (written.ok()) {
       std::fprintf(stderr, "cairn: kept %zu session states; wrote %zu checkpoints to %s\n", parked, *written,
                    store->options().disk_dir.c_str());

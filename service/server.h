@@ -51,6 +51,13 @@ struct ServerOptions {
   // directory that replicas share for their sessions ("": none).
   std::string replica_name;
   std::string session_dir;
+  // The snapshot key's bytes (ReadSnapshotKey; "": none), see ReplicaOptions.
+  std::string snapshot_key;
+  // Shutdown: in-flight calls get this long to finish before they are
+  // cancelled; writing checkpoints to the disk tier then gets at most
+  // shutdown_persist (the most valuable first).
+  std::chrono::milliseconds shutdown_grace{5000};
+  std::chrono::milliseconds shutdown_persist{5000};
 };
 
 class Server final {
@@ -69,7 +76,9 @@ class Server final {
 
   // Blocks until Shutdown.
   void Wait();
-  // Stops accepting calls and ends running ones (idempotent, thread-safe).
+  // Stops accepting calls (health NOT_SERVING), lets running ones finish
+  // within ServerOptions::shutdown_grace, then cancels them. Blocks until
+  // then. Idempotent, thread-safe.
   void Shutdown();
 
  private:

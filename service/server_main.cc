@@ -17,6 +17,7 @@
 #include "service/log.h"
 #include "service/memory_budget.h"
 #include "service/server.h"
+#include "service/snapshot_seal.h"
 
 namespace {
 
@@ -43,6 +44,13 @@ const char kUsage[] = R"(cairn-server: a gRPC inference service (cairn.v1.Infere
   --threads=N               compute threads per model (default: all cores)
   --max-context=N           cap the context length (default: the model's)
   --max-batch=N             sequences decoding together per model (default 64)
+  --shutdown-grace=N        on SIGTERM/SIGINT: stop accepting, give running calls N
+                            seconds to finish, then cancel them (default 5)
+  --shutdown-persist-seconds=N  then write checkpoints to the disk tier for at most N
+                            seconds, the most valuable first (default 5)
+  --stalled-stream-seconds=N  a Generate whose client stopped reading pauses once 32
+                            tokens are unwritten, and ends (CANCELLED) after N seconds
+                            without a completed write (default 30)
   --max-queue=N             requests waiting per model (default 256)
   --max-concurrent=N        concurrent Generate calls (default 256)
   --max-sessions=N          live sessions (default 1024)
@@ -68,6 +76,11 @@ const char kUsage[] = R"(cairn-server: a gRPC inference service (cairn.v1.Infere
                             session this replica does not hold is read from there, so
                             it continues here when its replica went away (files older
                             than --session-idle-seconds are deleted)
+  --snapshot-key=FILE       a secret (>= 16 bytes) the replicas share: session exports
+                            and session-directory files are signed with it, and only
+                            state signed with it may serve other sessions through the
+                            shared prefix cache (without it, imported and restored
+                            state serves only its own session and its forks)
 %s)";
 
 bool Flag(const std::string& arg, const std::string& name, std::string* value) {
@@ -129,6 +142,22 @@ int main(int argc, char** argv) {
       ok = ParseInt("threads", v, &opt.models_options.threads);
     } else if (Flag(a, "max-context", &v)) {
       ok = ParseInt("max-context", v, &opt.models_options.max_context);
+    } else if (Flag(a, "shutdown-grace", &v)) {
+      int32_t seconds = 0;
+      ok = ParseInt("shutdown-grace", v, &seconds);
+      opt.shutdown_grace = std::chrono::seconds(seconds);
+    } else if (Flag(a, "shutdown-persist-seconds", &v)) {
+      int32_t seconds = 0;
+      ok = ParseInt("shutdown-persist-seconds", v, &seconds);
+      opt.shutdown_persist = std::chrono::seconds(seconds);
+    } else if (Flag(a, "stalled-stream-seconds", &v)) {
+      int32_t seconds = 0;
+      ok = ParseInt("stalled-stream-seconds", v, &seconds);
+      if (ok && seconds <= 0) {
+        std::fprintf(stderr, "cairn-server: --stalled-stream-seconds must be > 0\n");
+        ok = false;
+      }
+      opt.scheduler.stalled_stream = std::chrono::seconds(seconds);
     } else if (Flag(a, "max-batch", &v)) {
       ok = ParseInt("max-batch", v, &opt.scheduler.max_batch);
     } else if (Flag(a, "max-queue", &v)) {
@@ -174,6 +203,13 @@ int main(int argc, char** argv) {
         return 2;
       }
       opt.session_dir = v;
+    } else if (Flag(a, "snapshot-key", &v)) {
+      auto key = service::ReadSnapshotKey(v);
+      if (!key.ok()) {
+        std::fprintf(stderr, "cairn-server: --snapshot-key: %s\n", key.status().ToString().c_str());
+        return 2;
+      }
+      opt.snapshot_key = *key;
     } else if (a == "--share-prefix-cache") {
       opt.share_prefix_cache = true;
     } else {

@@ -6,13 +6,18 @@
 #include "absl/strings/str_cat.h"
 #include "checkpoint/prompt.h"
 #include "service/history_proto.h"
+#include "service/snapshot_seal.h"
 
 namespace cairn::service {
 
-absl::StatusOr<v1::SessionSnapshot> CaptureSession(Session& s, CaptureMode mode, MemoryBudget* budget) {
+namespace {
+
+constexpr int32_t kSnapshotVersion = 2;
+
+absl::StatusOr<v1::SessionSnapshot> CaptureUnsealed(Session& s, CaptureMode mode, MemoryBudget* budget) {
   ServedModel& model = *s.model;
   v1::SessionSnapshot snap;
-  snap.set_version(1);
+  snap.set_version(kSnapshotVersion);
   snap.set_model(model.name);
   snap.set_arch(model.info().arch);
   snap.set_n_vocab(model.info().n_vocab);
@@ -46,13 +51,26 @@ absl::StatusOr<v1::SessionSnapshot> CaptureSession(Session& s, CaptureMode mode,
   return snap;
 }
 
+}  // namespace
+
+absl::StatusOr<v1::SessionSnapshot> CaptureSession(Session& s, CaptureMode mode, MemoryBudget* budget,
+                                                   const std::string& key) {
+  auto snap = CaptureUnsealed(s, mode, budget);
+  if (!snap.ok()) return snap;
+  SealSnapshot(s.seq->isolated() ? std::string() : key, &*snap);
+  return snap;
+}
+
 absl::StatusOr<SessionLease> RestoreSession(const v1::SessionSnapshot& snap, const std::string& model_name,
                                             const std::string& id, const Caller& caller,
                                             const ModelRegistry& models, SessionManager& sessions,
-                                            MemoryBudget* budget) {
-  if (snap.version() != 1) {
-    return absl::InvalidArgumentError(absl::StrCat("unsupported snapshot version ", snap.version()));
+                                            MemoryBudget* budget, const std::string& key) {
+  if (snap.version() != kSnapshotVersion) {
+    return absl::InvalidArgumentError(absl::StrCat("unsupported snapshot version ", snap.version(),
+                                                   " (this server reads version ", kSnapshotVersion, ")"));
   }
+  auto provenance = VerifySnapshot(key, snap);
+  if (!provenance.ok()) return provenance.status();
   const std::string name = model_name.empty() ? snap.model() : model_name;
   auto model_or = models.Find(name);
   if (!model_or.ok()) return model_or.status();
@@ -96,6 +114,7 @@ absl::StatusOr<SessionLease> RestoreSession(const v1::SessionSnapshot& snap, con
   if (!lease.ok()) return lease.status();
   Session& s = **lease;
   if (!state.data.empty()) {
+    if (*provenance != SnapshotProvenance::kAuthenticated) model.engine->Isolate(*s.seq);
     if (absl::Status st = s.seq->memory()->Restore(state); !st.ok()) {
       const std::string new_id = s.id;
       lease->Reset();  // releases the session so that it can be deleted

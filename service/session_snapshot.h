@@ -28,20 +28,26 @@ enum class CaptureMode {
 
 // The caller leases `s`. `budget` (may be null) must hold the sequence's
 // growth in kWholeHistory mode (RESOURCE_EXHAUSTED otherwise); errors from
-// the engine and from Capture.
-absl::StatusOr<v1::SessionSnapshot> CaptureSession(Session& s, CaptureMode mode, MemoryBudget* budget);
+// the engine and from Capture. The snapshot is sealed (snapshot_seal.h):
+// signed with `key` unless the key is empty or the session's state is
+// isolated (it came from an unauthenticated import, so this server cannot
+// vouch for it).
+absl::StatusOr<v1::SessionSnapshot> CaptureSession(Session& s, CaptureMode mode, MemoryBudget* budget,
+                                                   const std::string& key);
 
 // A new session from `snap`, leased to the caller, owned by `caller`.
 // `model_name` empty: the snapshot's model. `id` empty: a new id (else the
-// rules of SessionManager::Create). INVALID_ARGUMENT for an unknown version
-// or malformed content, NOT_FOUND for an unserved model,
+// rules of SessionManager::Create). A state not signed with `key` (or any
+// state when `key` is empty) is isolated (CheckpointEngine::Isolate): it
+// serves this session and its forks only. INVALID_ARGUMENT for an unknown
+// version, a missing or wrong checksum or malformed content, NOT_FOUND for an unserved model,
 // FAILED_PRECONDITION for a snapshot of another model or a state that does
 // not fit it, RESOURCE_EXHAUSTED for the context, session count or budget,
 // ALREADY_EXISTS for an id in use. Nothing is left behind on error.
 absl::StatusOr<SessionLease> RestoreSession(const v1::SessionSnapshot& snap, const std::string& model_name,
                                             const std::string& id, const Caller& caller,
                                             const ModelRegistry& models, SessionManager& sessions,
-                                            MemoryBudget* budget);
+                                            MemoryBudget* budget, const std::string& key);
 
 }  // namespace cairn::service
 

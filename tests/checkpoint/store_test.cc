@@ -262,6 +262,38 @@ TEST(CheckpointStoreTest, PersistWritesRamCheckpointsForTheNextStart) {
   EXPECT_EQ(no_disk->Persist().status().code(), absl::StatusCode::kFailedPrecondition);
 }
 
+// Checkpoints taken inside a reply serve at most the next turn: evicted from
+// RAM they are dropped, not written to the disk tier, and Persist skips them;
+// Persist stops at its deadline.
+TEST(CheckpointStoreTest, ReplyCheckpointsAreNotSpilledAndPersistIsBounded) {
+  TempDir dir;
+  auto store = MustCreate(Opts(10000, dir.path(), 1 << 20));
+  PutInfo reply;
+  reply.reason = CaptureReason::kDuringGeneration;
+  for (int i = 0; i < 12; ++i) {
+    reply.cost = 50 + i;
+    ASSERT_TRUE(store->Put(Make(i + 1, 3000, i), reply).ok());
+  }
+  StoreStats s = store->stats();
+  EXPECT_LE(s.ram_bytes, 10000u);
+  EXPECT_GT(s.evictions, 0u);
+  EXPECT_EQ(s.spills, 0u);
+  EXPECT_EQ(s.dropped, s.evictions);
+  EXPECT_TRUE(dir.Files(".bin").empty());
+  auto skipped = store->Persist();
+  ASSERT_TRUE(skipped.ok());
+  EXPECT_EQ(*skipped, 0u);
+
+  ASSERT_TRUE(store->Put(Make(40, 3000, 1), 100).ok());
+  auto late = store->Persist(std::chrono::steady_clock::now() - std::chrono::seconds(1));
+  EXPECT_EQ(late.status().code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_TRUE(dir.Files(".bin").empty());
+  auto in_time = store->Persist();
+  ASSERT_TRUE(in_time.ok()) << in_time.status();
+  EXPECT_EQ(*in_time, 1u);
+  EXPECT_EQ(dir.Files(".bin").size(), 1u);
+}
+
 // The writer is killed in the middle of writing a file: the torn write is
 // never adopted nor restored, and the complete files still are.
 TEST(CheckpointStoreTest, WriterKilledMidwayIsNeverRestored) {

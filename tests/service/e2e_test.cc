@@ -1,8 +1,10 @@
 // End-to-end tests: a real cairn server (built-in synthetic models) on a
 // real socket (127.0.0.1, port 0), driven through the generated C++ client.
 #include <algorithm>
+#include <cmath>
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -27,7 +29,9 @@
 #include "grpcpp/security/credentials.h"
 #include "gtest/gtest.h"
 #include "service/demo_models.h"
+#include "service/scheduler.h"
 #include "service/server.h"
+#include "service/snapshot_seal.h"
 #include "tests/testing/shared_data.h"
 
 namespace cairn::service {
@@ -46,6 +50,7 @@ struct Result {
   bool prompt_first = false;
   v1::PromptInfo prompt;
   std::vector<int32_t> ids;
+  std::vector<float> logprobs;  // when requested
   std::string text;
   bool has_finished = false;
   v1::Finished finished;
@@ -90,6 +95,7 @@ class Client {
         r.prompt = ev.prompt();
       } else if (ev.has_token()) {
         r.ids.push_back(ev.token().id());
+        if (ev.token().has_logprob()) r.logprobs.push_back(ev.token().logprob());
         r.text += ev.token().text();
         if (on_token) on_token(ctx, static_cast<int>(r.ids.size()));
       } else if (ev.has_finished()) {
@@ -817,6 +823,25 @@ TEST_F(ServiceTest, DeadlineExceededStopsTheRequest) {
   EXPECT_TRUE(client_->Generate(next).status.ok());
 }
 
+TEST_F(ServiceTest, AfterADeadlineTheSessionHoldsExactlyWhatTheClientReceived) {
+  // The server stops a request shortly before its deadline, so that every
+  // token it wrote, and its status, reach the client in time.
+  for (int round = 0; round < 3; ++round) {
+    SCOPED_TRACE(round);
+    const std::string sid = client_->Create(kRec);
+    GenerateRequest req = Req(kRec, Ids(8), 1 << 20);
+    req.set_session_id(sid);
+    req.set_append(true);
+    const Result r = client_->Generate(req, 0.5);
+    EXPECT_EQ(r.status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
+    ASSERT_GT(r.ids.size(), 0u);
+    const v1::SessionInfo info = client_->GetIdle(sid);
+    EXPECT_EQ(info.tokens(), 8 + static_cast<int>(r.ids.size()));
+    ASSERT_GE(info.token_ids_size(), 8 + static_cast<int>(r.ids.size()));
+    EXPECT_TRUE(std::equal(r.ids.begin(), r.ids.end(), info.token_ids().begin() + 8));
+  }
+}
+
 TEST_F(ServiceTest, StopDuringALongPromptLeavesAConsistentPrefix) {
   for (const char* model : {kTf, kRec, kHyb}) {
     SCOPED_TRACE(model);
@@ -1473,6 +1498,341 @@ TEST_F(ServiceMemoryBudgetTest, CreateForkImportAndSessionlessShareOneBudgetAcro
   // And a session can be created again.
   EXPECT_TRUE(client_->Session(create, &resp).ok());
   EXPECT_EQ(SettledInUse(2 * rec.SequenceBytes(0)), 2 * rec.SequenceBytes(0));
+}
+
+// Backpressure (scheduler.h): a client that stops reading pauses its request
+// once max_unacknowledged_tokens are unwritten, the others go on, and a stall
+// beyond stalled_stream (--stalled-stream-seconds) ends it.
+class BackpressureTest : public ::testing::Test {
+ protected:
+  void Start(std::chrono::milliseconds stall) {
+    ServerOptions opt;
+    opt.listen = "127.0.0.1:0";
+    opt.models_options.threads = 2;
+    opt.scheduler.stalled_stream = stall;
+    opt.scheduler.max_batch = 1;  // a paused stream must not hold the only place
+    auto s = Server::Create(opt);
+    ASSERT_TRUE(s.ok()) << s.status();
+    server_ = std::move(*s);
+    client_ = std::make_unique<Client>(server_->port());
+  }
+  // A client whose HTTP/2 receive window stays small (no BDP growth), so
+  // that what the transport takes before the server's writes block is a
+  // known bound: kWindowBytes, at least 8 bytes per token message.
+  static constexpr int kWindowBytes = 4096;
+  std::unique_ptr<Client> SmallWindowClient() {
+    grpc::ChannelArguments args;
+    args.SetInt(GRPC_ARG_HTTP2_BDP_PROBE, 0);
+    args.SetInt(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, kWindowBytes);
+    return std::make_unique<Client>(
+        grpc::CreateCustomChannel("127.0.0.1:" + std::to_string(server_->port()),
+                                  grpc::InsecureChannelCredentials(), args),
+        "");
+  }
+  Scheduler& SchedulerOf(const char* model) { return *(*server_->models().Find(model))->scheduler; }
+  double Generated() { return server_->metrics().generated_tokens->Value(); }
+  // Polls `cond` for up to a minute (a condition to wait for, not a timing).
+  static bool Eventually(const std::function<bool()>& cond) {
+    for (int i = 0; i < 6000; ++i) {
+      if (cond()) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return false;
+  }
+  // Waits until the request is paused and its handler blocked in a write
+  // the client does not read (no token generated for a second).
+  bool WaitForStall(const char* model) {
+    double last = -1;
+    int quiet = 0;
+    return Eventually([&] {
+      const double now = Generated();
+      quiet = (now == last && SchedulerOf(model).paused() == 1) ? quiet + 1 : 0;
+      last = now;
+      return quiet >= 100;
+    });
+  }
+  std::unique_ptr<Server> server_;
+  std::unique_ptr<Client> client_;
+};
+
+TEST_F(BackpressureTest, AStalledReaderPausesItsRequestAndOthersAreServed) {
+  Start(std::chrono::minutes(10));
+  const std::string sid = client_->Create(kRec);
+  GenerateRequest endless = Req(kRec, Ids(8), 1 << 20);  // the context is 1M positions
+  endless.set_session_id(sid);
+  endless.set_append(true);
+  grpc::ClientContext ctx;
+  std::unique_ptr<Client> small = SmallWindowClient();
+  std::unique_ptr<grpc::ClientReader<v1::GenerateResponse>> stalled = small->stub().Generate(&ctx, endless);
+  ASSERT_TRUE(WaitForStall(kRec));
+  const double at_pause = Generated();
+  std::printf("generated while the client read nothing: %.0f tokens (max_tokens %d)\n", at_pause, 1 << 20);
+  // At most 32 beyond what the client's flow-control window took.
+  EXPECT_LE(at_pause, 32 + kWindowBytes / 8);
+
+  // Another client on the same model is served meanwhile (the paused
+  // request does not hold the batch's only place), and the paused request
+  // does not advance. (The deadline only keeps a failure from hanging.)
+  Client other(server_->port());
+  const Result r = other.Generate(Req(kRec, Ids(5, 400), 20), 60);
+  ASSERT_TRUE(r.status.ok()) << r.status.error_message();
+  EXPECT_EQ(r.ids.size(), 20u);
+  EXPECT_EQ(Generated(), at_pause + 20);
+  EXPECT_EQ(SchedulerOf(kRec).paused(), 1u);
+
+  // Reading resumes it.
+  v1::GenerateResponse ev;
+  int read = 0;
+  while (read < static_cast<int>(at_pause) + 100 && stalled->Read(&ev)) read += ev.has_token() ? 1 : 0;
+  EXPECT_EQ(read, static_cast<int>(at_pause) + 100);
+  ctx.TryCancel();
+  EXPECT_EQ(stalled->Finish().error_code(), grpc::StatusCode::CANCELLED);
+  const v1::SessionInfo info = client_->GetIdle(sid);
+  EXPECT_GE(info.tokens(), 8 + read);
+}
+
+TEST_F(BackpressureTest, AStalledReaderIsEndedAfterTheLimitAndKeepsWhatWasWritten) {
+  Start(std::chrono::seconds(1));
+  const std::string sid = client_->Create(kRec);
+  GenerateRequest endless = Req(kRec, Ids(8), 1 << 20);
+  endless.set_session_id(sid);
+  endless.set_append(true);
+  grpc::ClientContext ctx;
+  std::unique_ptr<Client> small = SmallWindowClient();
+  std::unique_ptr<grpc::ClientReader<v1::GenerateResponse>> stalled = small->stub().Generate(&ctx, endless);
+  // Others are served while it stalls.
+  Client other(server_->port());
+  EXPECT_TRUE(other.Generate(Req(kRec, Ids(5, 400), 20)).status.ok());
+  // The server ends it by itself: the session is released.
+  ASSERT_TRUE(Eventually([&] {
+    auto s = client_->Get(sid, false);
+    return s.ok() && !s->busy();
+  }));
+  EXPECT_EQ(SchedulerOf(kRec).running(), 0u);
+  const double generated = Generated() - 20;
+  std::vector<int32_t> received;
+  v1::GenerateResponse ev;
+  while (stalled->Read(&ev)) {
+    if (ev.has_token()) received.push_back(ev.token().id());
+  }
+  EXPECT_EQ(stalled->Finish().error_code(), grpc::StatusCode::CANCELLED);
+  // The session keeps the tokens whose write completed: never one the
+  // server did not send, and every one the client read.
+  const v1::SessionInfo info = client_->GetIdle(sid);
+  std::printf("generated %.0f, kept %d, the client read %zu\n", generated, info.tokens() - 8, received.size());
+  EXPECT_LE(info.tokens(), 8 + generated);
+  EXPECT_LE(generated, 32 + kWindowBytes / 8);
+  ASSERT_GE(info.tokens(), 8 + static_cast<int>(received.size()));
+  EXPECT_TRUE(std::equal(received.begin(), received.end(), info.token_ids().begin() + 8));
+}
+
+// Session snapshots carry a checksum and, with --snapshot-key, a signature
+// (service/snapshot_seal.h). Imported state the server cannot authenticate
+// serves its own session and forks only, never the shared prefix cache.
+class SnapshotIntegrityTest : public ::testing::Test {
+ protected:
+  // A server with the built-in models and `key` as its snapshot key.
+  static std::unique_ptr<Server> Start(const std::string& key) {
+    ServerOptions opt;
+    opt.listen = "127.0.0.1:0";
+    opt.models_options.threads = 2;
+    opt.snapshot_key = key;
+    auto s = Server::Create(opt);
+    EXPECT_TRUE(s.ok()) << s.status();
+    return s.ok() ? std::move(*s) : nullptr;
+  }
+  // A session on `c` that absorbed `prompt` (then a message boundary and a
+  // 4-token reply), exported.
+  static v1::SessionSnapshot ExportAfter(Client& c, const std::string& model, const std::vector<int32_t>& prompt) {
+    const std::string sid = c.Create(model);
+    GenerateRequest t = Req(model, prompt, 4);
+    t.add_parts()->set_message_boundary(true);
+    t.set_session_id(sid);
+    t.set_append(true);
+    EXPECT_TRUE(c.Generate(t).status.ok());
+    v1::SessionRequest ex;
+    ex.mutable_export_()->set_session_id(sid);
+    v1::SessionResponse resp;
+    EXPECT_TRUE(c.Session(ex, &resp).ok());
+    v1::SessionSnapshot snap;
+    EXPECT_TRUE(snap.ParseFromString(resp.snapshot()));
+    return snap;
+  }
+  static std::vector<int32_t> TokensOf(const v1::SessionSnapshot& snap) {
+    std::vector<int32_t> ids;
+    for (const auto& item : snap.history()) ids.push_back(item.token());
+    return ids;
+  }
+  static grpc::Status Import(Client& c, const v1::SessionSnapshot& snap, std::string* id) {
+    v1::SessionRequest im;
+    im.mutable_import()->set_snapshot(snap.SerializeAsString());
+    v1::SessionResponse resp;
+    grpc::Status st = c.Session(im, &resp);
+    *id = resp.session().session_id();
+    return st;
+  }
+  // Largest difference between two runs' logprobs (infinite when their
+  // lengths differ): cached and recomputed logits agree within float
+  // rounding (batch shapes change the summation order), not bit for bit.
+  static float MaxDiff(const std::vector<float>& a, const std::vector<float>& b) {
+    if (a.size() != b.size()) return std::numeric_limits<float>::infinity();
+    float d = 0;
+    for (size_t i = 0; i < a.size(); ++i) d = std::max(d, std::abs(a[i] - b[i]));
+    return d;
+  }
+  static constexpr float kTolerance = 1e-4f;
+  static GenerateRequest WithLogprobs(GenerateRequest r) {
+    r.set_logprobs(true);
+    return r;
+  }
+  const std::vector<int32_t> prefix_ = Ids(40, 311);
+  const std::vector<int32_t> suffix_ = Ids(6, 470);
+};
+
+TEST_F(SnapshotIntegrityTest, TamperedExportIsRefusedAndCreatesNothing) {
+  std::unique_ptr<Server> server = Start("");
+  ASSERT_NE(server, nullptr);
+  Client c(server->port());
+  for (const char* model : {kTf, kRec, kHyb}) {
+    SCOPED_TRACE(model);
+    const v1::SessionSnapshot good = ExportAfter(c, model, prefix_);
+    ASSERT_FALSE(good.state().empty());
+    ASSERT_FALSE(good.checksum().empty());
+    EXPECT_TRUE(good.signature().empty());  // no key
+    const size_t sessions = server->sessions().size();
+    const size_t in_use = server->memory_budget().in_use();
+    const uint64_t captures = (*server->models().Find(model))->engine->stats().captures;
+
+    std::vector<v1::SessionSnapshot> bad(4, good);
+    std::string& state = *bad[0].mutable_state();
+    for (size_t i = state.size() / 2; i < state.size() / 2 + 16; ++i) state[i] = static_cast<char>(state[i] ^ 0x5a);
+    bad[1].mutable_history(3)->set_token(bad[1].history(3).token() + 1);  // history edited, state kept
+    bad[2].set_pos(bad[2].pos() - 1);
+    bad[3].clear_checksum();
+    for (size_t i = 0; i < bad.size(); ++i) {
+      SCOPED_TRACE(i);
+      std::string id;
+      grpc::Status st = Import(c, bad[i], &id);
+      EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << st.error_message();
+      EXPECT_NE(st.error_message().find("checksum"), std::string::npos) << st.error_message();
+    }
+    EXPECT_EQ(server->sessions().size(), sessions);
+    EXPECT_EQ(server->memory_budget().in_use(), in_use);
+    EXPECT_EQ((*server->models().Find(model))->engine->stats().captures, captures);
+    std::string id;
+    EXPECT_TRUE(Import(c, good, &id).ok());  // the untouched export still imports
+  }
+}
+
+TEST_F(SnapshotIntegrityTest, ForgedExportServesOnlyItsOwnSession) {
+  // The exporter doubles as the reference: it never sees the forged import.
+  std::unique_ptr<Server> reference = Start("");
+  std::unique_ptr<Server> server = Start("");
+  ASSERT_NE(reference, nullptr);
+  ASSERT_NE(server, nullptr);
+  Client ref(reference->port());
+  Client c(server->port());
+  for (const char* model : {kTf, kRec, kHyb}) {
+    SCOPED_TRACE(model);
+    // The history of one conversation with the state of another of the same
+    // length, checksum recomputed (anyone can): valid, but wrong.
+    v1::SessionSnapshot forged = ExportAfter(ref, model, prefix_);
+    const v1::SessionSnapshot other = ExportAfter(ref, model, Ids(40, 512));
+    ASSERT_EQ(forged.pos(), other.pos());
+    forged.set_state(other.state());
+    SealSnapshot("", &forged);
+    std::string fid;
+    grpc::Status st = Import(c, forged, &fid);
+    ASSERT_TRUE(st.ok()) << st.error_message();
+    const std::vector<int32_t> history = TokensOf(forged);
+
+    // Its own session continues from the imported state.
+    GenerateRequest own = WithLogprobs(Req(model, suffix_, 6));
+    own.set_session_id(fid);
+    own.set_append(true);
+    const Result r_own = c.Generate(own);
+    ASSERT_TRUE(r_own.status.ok()) << r_own.status.error_message();
+    EXPECT_GE(r_own.prompt.reused_tokens(), static_cast<int32_t>(history.size()));
+    const GenerateRequest same = WithLogprobs(Req(model, Concat(history, suffix_), 6));
+    const Result expected = ref.Generate(same);
+    ASSERT_TRUE(expected.status.ok());
+    ASSERT_GT(MaxDiff(r_own.logprobs, expected.logprobs), 0.01f);  // the forgery matters
+
+    // A sessionless request and a new session with the same prefix are
+    // exact, as on a server that never saw the import.
+    const Result sessionless = c.Generate(same);
+    ASSERT_TRUE(sessionless.status.ok());
+    EXPECT_EQ(sessionless.ids, expected.ids);
+    EXPECT_LE(MaxDiff(sessionless.logprobs, expected.logprobs), kTolerance);
+    GenerateRequest fresh = same;
+    fresh.set_session_id(c.Create(model));
+    const Result in_session = c.Generate(fresh);
+    ASSERT_TRUE(in_session.status.ok());
+    EXPECT_EQ(in_session.ids, expected.ids);
+    EXPECT_LE(MaxDiff(in_session.logprobs, expected.logprobs), kTolerance);
+
+    // A fork of the imported session shares its (private) state.
+    v1::SessionRequest fork;
+    fork.mutable_fork()->set_session_id(fid);
+    v1::SessionResponse resp;
+    ASSERT_TRUE(c.Session(fork, &resp).ok());
+    GenerateRequest on_fork = WithLogprobs(Req(model, Ids(3, 520), 2));
+    on_fork.set_session_id(resp.session().session_id());
+    on_fork.set_append(true);
+    const Result r_fork = c.Generate(on_fork);
+    ASSERT_TRUE(r_fork.status.ok());
+    EXPECT_GT(r_fork.prompt.reused_tokens(), static_cast<int32_t>(history.size()));
+
+    // Re-exported, the state is not signed even by a server with a key.
+    v1::SessionRequest ex;
+    ex.mutable_export_()->set_session_id(fid);
+    ASSERT_TRUE(c.Session(ex, &resp).ok());
+    v1::SessionSnapshot again;
+    ASSERT_TRUE(again.ParseFromString(resp.snapshot()));
+    EXPECT_TRUE(again.signature().empty());
+  }
+}
+
+TEST_F(SnapshotIntegrityTest, SignedExportsAreTrustedOnlyWithTheSameKey) {
+  const std::string key = "replica-secret-0123456789abcdef";
+  std::unique_ptr<Server> exporter = Start(key);
+  std::unique_ptr<Server> same_key = Start(key);
+  std::unique_ptr<Server> other_key = Start("another-secret-0123456789abcdef");
+  ASSERT_NE(exporter, nullptr);
+  ASSERT_NE(same_key, nullptr);
+  ASSERT_NE(other_key, nullptr);
+  Client ex(exporter->port());
+  for (const char* model : {kTf, kRec, kHyb}) {
+    SCOPED_TRACE(model);
+    const v1::SessionSnapshot signed_snap = ExportAfter(ex, model, prefix_);
+    ASSERT_FALSE(signed_snap.signature().empty());
+    const std::vector<int32_t> history = TokensOf(signed_snap);
+    const GenerateRequest same = WithLogprobs(Req(model, Concat(history, suffix_), 6));
+    const Result expected = ex.Generate(same);
+    ASSERT_TRUE(expected.status.ok());
+    for (Server* importer : {same_key.get(), other_key.get()}) {
+      const bool trusted = importer == same_key.get();
+      SCOPED_TRACE(trusted ? "same key" : "other key");
+      Client c(importer->port());
+      std::string id;
+      ASSERT_TRUE(Import(c, signed_snap, &id).ok());
+      GenerateRequest own = WithLogprobs(Req(model, suffix_, 6));
+      own.set_session_id(id);
+      own.set_append(true);
+      const Result r_own = c.Generate(own);
+      ASSERT_TRUE(r_own.status.ok());
+      EXPECT_LE(MaxDiff(r_own.logprobs, expected.logprobs), kTolerance);
+      // Only trusted state serves another request's prefix.
+      const Result sessionless = c.Generate(same);
+      ASSERT_TRUE(sessionless.status.ok());
+      EXPECT_LE(MaxDiff(sessionless.logprobs, expected.logprobs), kTolerance);
+      if (trusted) {
+        EXPECT_GE(sessionless.prompt.reused_tokens(), static_cast<int32_t>(history.size()));
+      } else {
+        EXPECT_EQ(sessionless.prompt.reused_tokens(), 0);
+      }
+    }
+  }
 }
 
 TEST(ServiceAuthTest, TokensAuthenticateAndPartitionSessionsAndCache) {

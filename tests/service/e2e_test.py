@@ -10,7 +10,6 @@ import argparse
 import os
 import re
 import signal
-import subprocess
 import sys
 import tempfile
 import time
@@ -24,13 +23,14 @@ ARGS = None
 SERVER = None  # (process, port, metrics_port)
 
 
-def generate_stubs(out_dir):
-    subprocess.check_call([
-        ARGS.protoc, "-I", ARGS.proto_dir, "--python_out=" + out_dir,
-        "--grpc_python_out=" + out_dir,
-        "--plugin=protoc-gen-grpc_python=" + ARGS.plugin,
-        os.path.join(ARGS.proto_dir, "cairn/v1/inference.proto")])
-    sys.path.insert(0, out_dir)
+def pbg_stub(channel):
+    from cairn.v1 import inference_pb2_grpc as pbg
+    return pbg.InferenceStub(channel)
+
+
+def server_rss_kib():
+    with open("/proc/%d/status" % SERVER[0].pid) as f:
+        return int(re.search(r"^VmRSS:\s+(\d+) kB", f.read(), re.M).group(1))
 
 
 def start_server(*extra):
@@ -191,6 +191,46 @@ class InferenceTest(unittest.TestCase):
         self.assertGreater(float(m.group(1)), 0)
         self.assertIn("cairn_time_to_first_token_seconds_bucket", body)
 
+    def generated_tokens(self):
+        body = urllib.request.urlopen("http://127.0.0.1:%d/metrics" % SERVER[2], timeout=10).read().decode()
+        found = re.findall(r"^cairn_generated_tokens_total(?:\{[^}]*\})? (\S+)$", body, re.M)
+        self.assertTrue(found, body[:500])
+        return sum(float(v) for v in found)
+
+    def test_stalled_readers_keep_generation_and_memory_bounded(self):
+        # Four clients that read nothing (small HTTP/2 windows, so that the
+        # transport fills quickly): their requests pause, the server stops
+        # generating for them and its memory stays put while others are served.
+        options = [("grpc.http2.bdp_probe", 0), ("grpc.http2.lookahead_bytes", 4096)]
+        channels = [self.grpc.insecure_channel("127.0.0.1:%d" % SERVER[1], options=options) for _ in range(4)]
+        calls = [pbg_stub(c).Generate(self.req("demo-recurrent", [300 + i, 301], 1 << 20)) for i, c in
+                 enumerate(channels)]
+        try:
+            last, quiet = -1, 0
+            for _ in range(600):  # until nothing was generated for a second (at most a minute)
+                now = self.generated_tokens()
+                quiet = quiet + 1 if now == last else 0
+                last = now
+                if quiet >= 10:
+                    break
+                time.sleep(0.1)
+            self.assertGreaterEqual(quiet, 10)
+            rss = server_rss_kib()
+            for i in range(16):
+                ids = [e.token.id for e in self.stub.Generate(self.req("demo-recurrent", [310 + i], 20))
+                       if e.HasField("token")]
+                self.assertEqual(len(ids), 20)
+            self.assertEqual(self.generated_tokens(), last + 16 * 20)
+            grown = server_rss_kib() - rss
+            print("stalled: generation stopped at %d tokens; RSS %d KiB, %+d KiB after 16 more requests"
+                  % (last, rss, grown))
+            self.assertLess(grown, 64 * 1024)
+        finally:
+            for c in calls:
+                c.cancel()
+            for c in channels:
+                c.close()
+
 
 class MemoryBudgetTest(unittest.TestCase):
     """A second server with --memory-budget=64KiB: demo-transformer's KV
@@ -254,13 +294,10 @@ class MemoryBudgetTest(unittest.TestCase):
 def main():
     global ARGS, SERVER
     p = argparse.ArgumentParser()
-    p.add_argument("--server", required=True)
-    p.add_argument("--proto-dir", required=True)
-    p.add_argument("--protoc", required=True)
-    p.add_argument("--plugin", required=True)
+    server_process.add_stub_arguments(p)
     ARGS, rest = p.parse_known_args()
     with tempfile.TemporaryDirectory() as tmp:
-        generate_stubs(tmp)
+        server_process.generate_stubs(ARGS, tmp)
         SERVER = start_server()
         return server_process.run_tests(SERVER[0], [sys.argv[0]] + rest)
 

@@ -1,7 +1,8 @@
 // Scale-out over real sockets: in-process servers on 127.0.0.1 (port 0)
 // standing for replicas: client-chosen session ids, GenerateRequest
 // create_session, the x-cairn-replica metadata, a session directory two
-// replicas share, and import under the exported id (a drain).
+// replicas share (signed with a shared --snapshot-key or isolated), and
+// import under the exported id (a drain).
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -30,13 +31,14 @@ struct Reply {
 class Replica {
  public:
   explicit Replica(const std::string& name, const std::string& session_dir = "",
-                   std::vector<std::string> tokens = {}) {
+                   std::vector<std::string> tokens = {}, const std::string& snapshot_key = "") {
     ServerOptions opt;
     opt.listen = "127.0.0.1:0";
     opt.models_options.threads = 1;
     opt.replica_name = name;
     opt.session_dir = session_dir;
     opt.auth_tokens = std::move(tokens);
+    opt.snapshot_key = snapshot_key;
     auto s = Server::Create(opt);
     EXPECT_TRUE(s.ok()) << s.status();
     if (!s.ok()) return;
@@ -215,6 +217,35 @@ TEST(ReplicaTest, ReplicasSharingASessionDirectoryContinueEachOthersSessions) {
   grpc::StatusCode code;
   a.History("shared-1", &code);
   EXPECT_EQ(code, grpc::StatusCode::NOT_FOUND);
+}
+
+// A session restored from the directory continues from its state either
+// way; the state serves other requests' prefixes only when the replicas
+// share a --snapshot-key (the file's signature authenticates it).
+TEST(ReplicaTest, RestoredStateSharesItsPrefixOnlyWithASnapshotKey) {
+  for (const std::string key : {"", "replicas-shared-secret-0123"}) {
+    SCOPED_TRACE(key.empty() ? "no key" : "shared key");
+    TempDir dir;
+    Replica a("a", dir.path(), {}, key), b("b", dir.path(), {}, key), fresh("fresh");
+    ASSERT_TRUE(a.ok() && b.ok() && fresh.ok());
+    ASSERT_EQ(a.Create("keyed"), grpc::StatusCode::OK);
+    std::vector<int32_t> all = Ids(30, 300);
+    Reply t1 = a.Generate(Turn("keyed", all, true));
+    ASSERT_TRUE(t1.status.ok());
+    all = Concat(Concat(all, t1.ids), Ids(6, 500));
+    Reply t2 = b.Generate(Turn("keyed", Ids(6, 500), true));
+    ASSERT_TRUE(t2.status.ok()) << t2.status.error_message();
+    EXPECT_GE(t2.prompt.reused_tokens(), static_cast<int>(all.size()) - 7);  // from the persisted state
+    // A sessionless request on "b" with the same conversation.
+    Reply other = b.Generate(Turn("", all, false));
+    ASSERT_TRUE(other.status.ok());
+    EXPECT_EQ(other.ids, fresh.Generate(Turn("", all, false)).ids);
+    if (key.empty()) {
+      EXPECT_EQ(other.prompt.reused_tokens(), 0);
+    } else {
+      EXPECT_GT(other.prompt.reused_tokens(), 0);
+    }
+  }
 }
 
 TEST(ReplicaTest, PersistedSessionsKeepTheirOwner) {

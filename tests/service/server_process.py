@@ -5,11 +5,32 @@ reports; run_tests() runs a unittest suite against a started server and stops
 it with SIGTERM, failing when the server does not exit cleanly.
 """
 import argparse
+import os
 import re
 import signal
 import subprocess
+import sys
 import threading
 import unittest
+
+
+def add_stub_arguments(parser):
+    """The flags of a test that starts cairn-server and talks to it through
+    generated Python stubs."""
+    for name in ("server", "proto-dir", "protoc", "plugin"):
+        parser.add_argument("--" + name, required=True)
+
+
+def generate_stubs(args, out_dir):
+    """Generates the stubs of cairn/v1/inference.proto into out_dir (with
+    protoc and grpc_python_plugin, as add_stub_arguments named them) and makes
+    them importable."""
+    subprocess.check_call([
+        args.protoc, "-I", args.proto_dir, "--python_out=" + out_dir,
+        "--grpc_python_out=" + out_dir,
+        "--plugin=protoc-gen-grpc_python=" + args.plugin,
+        os.path.join(args.proto_dir, "cairn/v1/inference.proto")])
+    sys.path.insert(0, out_dir)
 
 
 def start(server_binary, *args, lines=None):
