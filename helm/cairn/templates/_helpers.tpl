@@ -30,6 +30,10 @@ app.kubernetes.io/component: server
 {{- default (printf "%s-auth" (include "cairn.fullname" .)) .Values.auth.existingSecret -}}
 {{- end -}}
 
+{{- define "cairn.snapshotKeySecret" -}}
+{{- default (printf "%s-snapshot-key" (include "cairn.fullname" .)) .Values.snapshotKey.existingSecret -}}
+{{- end -}}
+
 {{- define "cairn.tlsSecret" -}}
 {{- default (printf "%s-tls" (include "cairn.fullname" .)) .Values.tls.existingSecret -}}
 {{- end -}}
