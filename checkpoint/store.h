@@ -8,7 +8,10 @@
 // directory) and checksummed (a 64-bit hash of the header and another over
 // header and payload), so a torn or corrupt file is detected and dropped,
 // never restored. The disk tier survives a restart: Create adopts the valid
-// files it finds and deletes torn and corrupt ones.
+// files it finds and deletes torn and corrupt ones. All file I/O goes through
+// StoreOptions::env; a failed write loses only that checkpoint, a failed read
+// is DATA_LOSS for that one (the caller recomputes), and every file dropped
+// or left unread is reported to StoreOptions::on_warning with the reason.
 #ifndef CAIRN_CHECKPOINT_STORE_H_
 #define CAIRN_CHECKPOINT_STORE_H_
 
@@ -26,6 +29,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "backends/memory.h"
+#include "checkpoint/env.h"
 #include "checkpoint/retention.h"
 
 namespace cairn::checkpoint {
@@ -62,6 +66,13 @@ struct StoreOptions {
   // Which checkpoints stay when they do not all fit; null: ForecastRetention.
   // Shared by nobody else (it learns from this store).
   std::shared_ptr<RetentionPolicy> retention;
+  // The disk tier's file system; null: Env::Default(). Must outlive the store.
+  Env* env = nullptr;
+  // Told, in one line naming the file and the reason, of each disk-tier file
+  // the store could not write or read, or deleted or ignored as damaged,
+  // torn or unreadable (an operator's only trace of them). Called outside
+  // the store's lock, possibly concurrently; null: nobody is told.
+  std::function<void(const std::string& message)> on_warning;
 };
 
 // What the caller knows of a checkpoint it stores, for the retention policy.
@@ -223,11 +234,13 @@ class CheckpointStore final {
   void EvictDiskLocked(Pending& pending);
   // Writes spills and deletes files outside the lock, then runs listeners.
   void Settle(Pending& pending);
+  void Warn(const std::string& message) const;
   absl::Status WriteFile(CheckpointId id, const Checkpoint& cp, double cost) const;
   absl::StatusOr<std::shared_ptr<Checkpoint>> ReadFile(CheckpointId id, const Entry& meta) const;
 
   const StoreOptions options_;
   const std::shared_ptr<RetentionPolicy> retention_;
+  Env* const env_;
   mutable std::mutex mu_;
   std::map<CheckpointId, Entry> entries_;
   CheckpointId next_id_ = 1;
