@@ -82,6 +82,29 @@ std::unique_ptr<CheckpointStore> MustCreate(const StoreOptions& o) {
   return s.ok() ? std::move(*s) : nullptr;
 }
 
+// Collects the store's warnings (StoreOptions::on_warning).
+struct Warnings {
+  std::mutex mu;
+  std::vector<std::string> lines;
+  void Attach(StoreOptions& o) {
+    o.on_warning = [this](const std::string& m) {
+      std::lock_guard<std::mutex> lock(mu);
+      lines.push_back(m);
+    };
+  }
+  // How many warnings name `file`.
+  int Naming(const std::string& file) {
+    std::lock_guard<std::mutex> lock(mu);
+    int n = 0;
+    for (const std::string& l : lines) n += l.find(file) != std::string::npos;
+    return n;
+  }
+};
+
+std::string FileOf(const TempDir& dir, CheckpointId id) {
+  return dir.path() + "/ckpt-" + std::to_string(id) + ".bin";
+}
+
 TEST(CheckpointStoreTest, PutGetRoundTripAndAccounting) {
   auto store = MustCreate(Opts(1 << 20, "", 0));
   Checkpoint a = Make(12, 1000, 1, true);
@@ -373,12 +396,24 @@ TEST(CheckpointStoreTest, CorruptFileIsDroppedAtRestart) {
     char c = 0x5a;
     f.write(&c, 1);
   }
+  // A leftover temporary file (a write that never completed).
+  const std::string torn = dir.path() + "/ckpt-999.tmp";
+  std::ofstream(torn) << "CAIRNCK1";
+  Warnings warnings;
+  warnings.Attach(o);
   auto store = MustCreate(o);
   EXPECT_FALSE(store->Contains(on_disk[0]));
   EXPECT_FALSE(fs::exists(p0));
+  EXPECT_FALSE(fs::exists(torn));
+  EXPECT_EQ(warnings.Naming(p0), 1);  // each dropped file is named, with the reason
+  EXPECT_EQ(warnings.Naming(p0 + " deleted at start-up: " + p0 + ": header is corrupt"), 1);
+  EXPECT_EQ(warnings.Naming(torn + " deleted: a write that never completed"), 1);
+  EXPECT_EQ(warnings.Naming(p1), 0);
   EXPECT_EQ(store->Get(on_disk[1]).status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_EQ(warnings.Naming(p1 + " dropped: checkpoint file checksum mismatch"), 1);
   EXPECT_FALSE(store->Contains(on_disk[1]));
   EXPECT_EQ(store->stats().corrupt, 2u);
+  EXPECT_EQ(warnings.lines.size(), 3u);
 }
 
 TEST(CheckpointStoreTest, ConcurrentUseKeepsInvariants) {
@@ -416,29 +451,6 @@ TEST(CheckpointStoreTest, ConcurrentUseKeepsInvariants) {
   EXPECT_LE(s.ram_bytes, 60000u);
   EXPECT_LE(s.disk_bytes, 120000u);
   EXPECT_EQ(dir.Files(".bin").size(), s.disk_entries);
-}
-
-// Collects the store's warnings (StoreOptions::on_warning).
-struct Warnings {
-  std::mutex mu;
-  std::vector<std::string> lines;
-  void Attach(StoreOptions& o) {
-    o.on_warning = [this](const std::string& m) {
-      std::lock_guard<std::mutex> lock(mu);
-      lines.push_back(m);
-    };
-  }
-  // How many warnings name `file`.
-  int Naming(const std::string& file) {
-    std::lock_guard<std::mutex> lock(mu);
-    int n = 0;
-    for (const std::string& l : lines) n += l.find(file) != std::string::npos;
-    return n;
-  }
-};
-
-std::string FileOf(const TempDir& dir, CheckpointId id) {
-  return dir.path() + "/ckpt-" + std::to_string(id) + ".bin";
 }
 
 // A spill that fails (disk full) loses that checkpoint only: it is dropped
