@@ -56,6 +56,7 @@ absl::StatusOr<SessionLease> SessionManager::Insert(std::shared_ptr<Session> s, 
     } while (sessions_.count(s->id));
   }
   s->busy = true;
+  s->busy_tokens.store(s->history.size());
   s->last_used = std::chrono::steady_clock::now();
   sessions_[s->id] = s;
   return SessionLease(this, std::move(s));
@@ -125,6 +126,7 @@ absl::StatusOr<SessionLease> SessionManager::Acquire(const std::string& id, cons
     return absl::FailedPreconditionError(absl::StrCat("session '", id, "' is busy with another request"));
   }
   s.busy = true;
+  s.busy_tokens.store(s.history.size());
   return SessionLease(this, it->second);
 }
 
@@ -162,7 +164,9 @@ std::vector<SessionManager::Summary> SessionManager::List(const std::string& ten
     x.id = id;
     x.model = s->model->name;
     x.busy = s->busy;
-    // A busy session's history is being changed by its request.
+    // A busy session's history is being changed by its request: its
+    // progress instead.
+    x.tokens = s->busy_tokens.load();
     if (!s->busy) {
       x.tokens = s->history.size();
       x.positions = s->history.PositionsOf(s->history.size());

@@ -3,6 +3,7 @@
 #ifndef CAIRN_SERVICE_SESSIONS_H_
 #define CAIRN_SERVICE_SESSIONS_H_
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <map>
@@ -30,6 +31,11 @@ struct Session {
   MemoryReservation memory;
   std::unique_ptr<checkpoint::Sequence> seq;
   History history;
+  // While busy, what GetSession and ListSessions report as its tokens: the
+  // history's size when it was checked out, then, once a Generate on it has
+  // streamed tokens, its prompt plus the tokens written to the stream (what
+  // the history will hold if the request stops now). Set by the lease holder.
+  std::atomic<size_t> busy_tokens{0};
   // Guarded by SessionManager's mutex:
   std::chrono::steady_clock::time_point last_used;
   bool busy = false;
