@@ -146,7 +146,10 @@ absl::Status CheckpointStore::Recover() {
     file->reset();
     if (!h.ok()) {
       env_->DeleteFile(path).IgnoreError();
-      ++stats_.corrupt;
+      {
+        absl::MutexLock lock(&mu_);  // nobody else has the store yet: for the analysis
+        ++stats_.corrupt;
+      }
       Warn(absl::StrCat("checkpoint file ", path, " deleted at start-up: ", h.status().message()));
       continue;
     }
@@ -160,6 +163,7 @@ absl::Status CheckpointStore::Recover() {
     e.cost = h->cost;
     e.tag = std::move(tag);
     e.on_disk = true;
+    absl::MutexLock lock(&mu_);
     stats_.disk_bytes += e.bytes;
     ++stats_.recovered;
     next_id_ = std::max(next_id_, id + 1);
@@ -167,7 +171,7 @@ absl::Status CheckpointStore::Recover() {
   }
   Pending pending;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     EvictDiskLocked(pending);
   }
   Settle(pending);
@@ -272,7 +276,7 @@ void CheckpointStore::Settle(Pending& pending) {
     if (!written.ok()) {
       Warn(absl::StrCat("checkpoint ", spill.id, " not spilled to ", FilePath(spill.id), ": ", written.message()));
     }
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     auto it = entries_.find(spill.id);
     if (it == entries_.end() || it->second.spilling != spill.cp) {
       // Erased while being written.
@@ -299,7 +303,7 @@ void CheckpointStore::Settle(Pending& pending) {
   pending.delete_files.clear();
   if (pending.dropped.empty()) return;
   {
-    std::lock_guard<std::mutex> lock(listeners_mu_);
+    absl::MutexLock lock(&listeners_mu_);
     for (CheckpointId id : pending.dropped) {
       for (auto& [h, l] : listeners_) l(id);
     }
@@ -385,7 +389,7 @@ absl::StatusOr<size_t> CheckpointStore::Persist() {
   };
   std::vector<Candidate> chosen;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     std::vector<Candidate> all;
     for (auto& [id, e] : entries_) {
       if (e.ram && !e.on_disk && !e.spilling) all.push_back({ScoreLocked(e), id, e.ram, e.cost, e.bytes});
@@ -403,7 +407,7 @@ absl::StatusOr<size_t> CheckpointStore::Persist() {
   for (size_t i = 0; i < chosen.size(); ++i) {
     const Candidate& c = chosen[i];
     if (error.ok()) error = WriteFile(c.id, *c.cp, c.cost);
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     auto it = entries_.find(c.id);
     const bool current = it != entries_.end() && !it->second.on_disk;
     if (error.ok() && current) {
@@ -434,7 +438,7 @@ absl::StatusOr<CheckpointId> CheckpointStore::Put(Checkpoint checkpoint, const P
   Pending pending;
   CheckpointId id;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     Entry e;
     e.pos = checkpoint.snapshot.pos;
     e.scope = checkpoint.snapshot.scope;
@@ -467,7 +471,7 @@ absl::StatusOr<CheckpointId> CheckpointStore::Put(Checkpoint checkpoint, const P
 
 bool CheckpointStore::WouldAdmit(size_t bytes, SnapshotScope scope, Pos pos, const PutInfo& info) {
   if (bytes > options_.ram_budget_bytes) return false;
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   Entry e;
   e.pos = pos;
   e.scope = scope;
@@ -482,13 +486,13 @@ bool CheckpointStore::WouldAdmit(size_t bytes, SnapshotScope scope, Pos pos, con
 }
 
 void CheckpointStore::SetCost(CheckpointId id, double cost) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   auto it = entries_.find(id);
   if (it != entries_.end()) it->second.cost = cost > 0 ? cost : 1e-9;
 }
 
 void CheckpointStore::Credit(CheckpointId id, double positions) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   auto it = entries_.find(id);
   if (it == entries_.end()) return;
   RetentionFacts f = FactsLocked(it->second);
@@ -497,26 +501,26 @@ void CheckpointStore::Credit(CheckpointId id, double positions) {
 }
 
 void CheckpointStore::Reclassify(CheckpointId id, CaptureReason reason) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   auto it = entries_.find(id);
   if (it != entries_.end()) it->second.reason = reason;
 }
 
 void CheckpointStore::MarkStale(CheckpointId id) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   auto it = entries_.find(id);
   if (it != entries_.end()) it->second.stale = true;
 }
 
 void CheckpointStore::BeginRequest() {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   ++requests_;
 }
 
 absl::StatusOr<std::shared_ptr<const Checkpoint>> CheckpointStore::Get(CheckpointId id) {
   Entry meta;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     auto it = entries_.find(id);
     if (it == entries_.end()) {
       ++stats_.misses;
@@ -544,7 +548,7 @@ absl::StatusOr<std::shared_ptr<const Checkpoint>> CheckpointStore::Get(Checkpoin
   std::shared_ptr<const Checkpoint> result;
   absl::Status error;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     auto it = entries_.find(id);
     if (it == entries_.end()) {
       ++stats_.misses;
@@ -584,7 +588,7 @@ absl::StatusOr<std::shared_ptr<const Checkpoint>> CheckpointStore::Get(Checkpoin
 }
 
 std::optional<CheckpointInfo> CheckpointStore::Info(CheckpointId id) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   auto it = entries_.find(id);
   if (it == entries_.end()) return std::nullopt;
   const Entry& e = it->second;
@@ -595,7 +599,7 @@ std::optional<CheckpointInfo> CheckpointStore::Info(CheckpointId id) const {
 void CheckpointStore::Erase(CheckpointId id) {
   bool delete_file = false;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     auto it = entries_.find(id);
     if (it == entries_.end()) return;
     Entry& e = it->second;
@@ -612,7 +616,7 @@ void CheckpointStore::Erase(CheckpointId id) {
 
 std::vector<CheckpointInfo> CheckpointStore::List() const {
   std::vector<CheckpointInfo> out;
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   for (const auto& [id, e] : entries_) {
     out.push_back(CheckpointInfo{e.id, e.pos, e.scope, e.layout, e.bytes, e.cost,
                                  e.ram != nullptr || e.spilling != nullptr, e.on_disk, e.tag});
@@ -621,7 +625,7 @@ std::vector<CheckpointInfo> CheckpointStore::List() const {
 }
 
 StoreStats CheckpointStore::stats() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   StoreStats s = stats_;
   s.ram_entries = 0;
   s.disk_entries = 0;
@@ -633,26 +637,26 @@ StoreStats CheckpointStore::stats() const {
 }
 
 int CheckpointStore::AddDropListener(DropListener listener) {
-  std::lock_guard<std::mutex> lock(listeners_mu_);
+  absl::MutexLock lock(&listeners_mu_);
   int h = next_listener_++;
   listeners_.emplace(h, std::move(listener));
   return h;
 }
 
 void CheckpointStore::RemoveDropListener(int handle) {
-  std::lock_guard<std::mutex> lock(listeners_mu_);
+  absl::MutexLock lock(&listeners_mu_);
   listeners_.erase(handle);
 }
 
 int CheckpointStore::AddBranchCounter(BranchCounter counter) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   const int h = next_counter_++;
   branch_counters_.emplace(h, std::move(counter));
   return h;
 }
 
 void CheckpointStore::RemoveBranchCounter(int handle) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   branch_counters_.erase(handle);
 }
 

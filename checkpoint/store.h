@@ -20,15 +20,16 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "backends/memory.h"
+#include "absl/synchronization/mutex.h"
 #include "checkpoint/env.h"
 #include "checkpoint/retention.h"
 
@@ -221,16 +222,23 @@ class CheckpointStore final {
   bool disk_enabled() const { return !options_.disk_dir.empty() && options_.disk_budget_bytes > 0; }
   std::string FilePath(CheckpointId id) const;
   absl::Status Recover();
+  ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_)
   RetentionClock NowLocked() const { return RetentionClock{tick_, requests_}; }
+  ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_)
   RetentionFacts FactsLocked(const Entry& e) const;
+  ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_)
   double ScoreLocked(const Entry& e) const { return retention_->Score(FactsLocked(e), NowLocked()); }
   // RAM checkpoints the policy would evict, in order, to free `bytes` more
   // than the RAM budget leaves; never `keep`.
+  ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_)
   std::vector<RetentionFacts> VictimsLocked(size_t bytes, CheckpointId keep) const;
   // Evicts from RAM until within budget, never `keep`; fills `pending`.
+  ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_)
   void EvictRamLocked(CheckpointId keep, Pending& pending);
   // Tells the policy that an entry leaves the store (before erasing it).
+  ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_)
   void RemovedLocked(const Entry& e);
+  ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_)
   void EvictDiskLocked(Pending& pending);
   // Writes spills and deletes files outside the lock, then runs listeners.
   void Settle(Pending& pending);
@@ -241,18 +249,18 @@ class CheckpointStore final {
   const StoreOptions options_;
   const std::shared_ptr<RetentionPolicy> retention_;
   Env* const env_;
-  mutable std::mutex mu_;
-  std::map<CheckpointId, Entry> entries_;
-  CheckpointId next_id_ = 1;
-  uint64_t tick_ = 0;
-  uint64_t requests_ = 0;
-  std::map<int, BranchCounter> branch_counters_;  // guarded by mu_
-  int next_counter_ = 1;
-  StoreStats stats_;
+  mutable absl::Mutex mu_;
+  std::map<CheckpointId, Entry> entries_ ABSL_GUARDED_BY(mu_);
+  CheckpointId next_id_ ABSL_GUARDED_BY(mu_) = 1;
+  uint64_t tick_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t requests_ ABSL_GUARDED_BY(mu_) = 0;
+  std::map<int, BranchCounter> branch_counters_ ABSL_GUARDED_BY(mu_);
+  int next_counter_ ABSL_GUARDED_BY(mu_) = 1;
+  StoreStats stats_ ABSL_GUARDED_BY(mu_);
   // Held while listeners run, so RemoveDropListener waits for running calls.
-  std::mutex listeners_mu_;
-  std::map<int, DropListener> listeners_;
-  int next_listener_ = 1;
+  absl::Mutex listeners_mu_ ABSL_ACQUIRED_AFTER(mu_);
+  std::map<int, DropListener> listeners_ ABSL_GUARDED_BY(listeners_mu_);
+  int next_listener_ ABSL_GUARDED_BY(listeners_mu_) = 1;
 };
 
 namespace store_testing {

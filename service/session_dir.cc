@@ -70,7 +70,7 @@ absl::Status SessionDirectory::Save(const std::string& id, const PersistedSessio
   const std::string path = FilePath(id);
   std::string tmp;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     tmp = absl::StrCat(path, ".tmp.", ::getpid(), ".", tmp_counter_++);
   }
   const std::span<const std::byte> parts[] = {
@@ -78,7 +78,7 @@ absl::Status SessionDirectory::Save(const std::string& id, const PersistedSessio
       {reinterpret_cast<const std::byte*>(payload.data()), payload.size()}};
   absl::StatusOr<checkpoint::FileInfo> written = env_->WriteFileAtomically(path, tmp, parts);
   if (!written.ok()) return written.status();
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   seen_[id] = *written;
   return absl::OkStatus();
 }
@@ -123,7 +123,7 @@ absl::StatusOr<PersistedSession> SessionDirectory::Load(const std::string& id) {
     Remove(id);
     return absl::DataLossError(absl::StrCat("session file ", path, " failed verification (deleted)"));
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   seen_[id] = info;
   return out;
 }
@@ -133,7 +133,7 @@ bool SessionDirectory::Exists(const std::string& id) const {
 }
 
 SessionDirectory::Change SessionDirectory::Check(const std::string& id) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   auto it = seen_.find(id);
   if (it == seen_.end()) return Change::kUnchanged;
   absl::StatusOr<checkpoint::FileInfo> now = env_->Stat(FilePath(id));
@@ -149,7 +149,7 @@ SessionDirectory::Change SessionDirectory::Check(const std::string& id) {
 void SessionDirectory::Remove(const std::string& id) {
   if (!SessionManager::ValidateId(id).ok()) return;
   env_->DeleteFile(FilePath(id)).IgnoreError();  // absent already: nothing to do
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   seen_.erase(id);
 }
 

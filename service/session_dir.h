@@ -24,11 +24,12 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "cairn/v1/inference.pb.h"
 #include "checkpoint/env.h"
 
@@ -88,9 +89,9 @@ class SessionDirectory final {
   const std::string dir_;
   const std::chrono::seconds expiry_;
   checkpoint::Env* const env_;
-  std::mutex mu_;
-  std::map<std::string, checkpoint::FileInfo> seen_;  // files this replica wrote or read
-  uint64_t tmp_counter_ = 0;
+  absl::Mutex mu_;
+  std::map<std::string, checkpoint::FileInfo> seen_ ABSL_GUARDED_BY(mu_);  // files this replica wrote or read
+  uint64_t tmp_counter_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace cairn::service

@@ -12,8 +12,10 @@
 #include <string>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "checkpoint/engine.h"
 #include "service/history.h"
 #include "service/memory_budget.h"
@@ -138,8 +140,8 @@ class SessionManager final {
 
   const SessionOptions options_;
   MemoryBudget* const budget_;
-  mutable std::mutex mu_;
-  std::map<std::string, std::shared_ptr<Session>> sessions_;
+  mutable absl::Mutex mu_;  // also guards each Session's busy and last_used
+  std::map<std::string, std::shared_ptr<Session>> sessions_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace cairn::service
