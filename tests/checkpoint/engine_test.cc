@@ -124,6 +124,25 @@ class EngineTest : public ::testing::TestWithParam<Row> {
     p.EndMessage();
   }
 
+  // A store with its disk tier in `dir`; `p` (two messages) is computed and
+  // parked, then valuable filler pushes every checkpoint out to disk.
+  void ParkThenSpill(const std::string& dir, Prompt& p) {
+    Rebuild(size_t{256} << 20, dir);
+    Add(p, RandomTokens(rng_, 70, vocab_));
+    Add(p, RandomTokens(rng_, 20, vocab_));
+    {
+      auto a = NewSeq();
+      Run(*a, p);
+      ASSERT_TRUE(engine_->Park(*a).ok());
+    }
+    const size_t ram = store_->options().ram_budget_bytes;
+    for (int i = 0; i < 4; ++i) {
+      Checkpoint filler;
+      filler.snapshot.data.resize(ram / 3);
+      ASSERT_TRUE(store_->Put(std::move(filler), 1e12).ok());
+    }
+  }
+
   std::unique_ptr<Backend> backend_;
   int vocab_ = 0;
   bool recurrent_ = false;
@@ -386,22 +405,9 @@ TEST_P(EngineTest, CancelledLongPromptResumesWhereItStopped) {
 TEST_P(EngineTest, CorruptSpilledCheckpointIsNeverRestored) {
   char tmpl[] = "/tmp/cairn-engine-test-XXXXXX";
   const std::string dir = ::mkdtemp(tmpl);
-  Rebuild(size_t{256} << 20, dir);
   Prompt p;
-  Add(p, RandomTokens(rng_, 70, vocab_));
-  Add(p, RandomTokens(rng_, 20, vocab_));
-  {
-    auto a = NewSeq();
-    Run(*a, p);
-    ASSERT_TRUE(engine_->Park(*a).ok());
-  }
-  // Push every checkpoint out to disk with valuable filler, then damage the files.
-  const size_t ram = store_->options().ram_budget_bytes;
-  for (int i = 0; i < 4; ++i) {
-    Checkpoint filler;
-    filler.snapshot.data.resize(ram / 3);
-    ASSERT_TRUE(store_->Put(std::move(filler), 1e12).ok());
-  }
+  ASSERT_NO_FATAL_FAILURE(ParkThenSpill(dir, p));
+  // Then damage the files.
   int damaged = 0;
   for (auto& f : std::filesystem::directory_iterator(dir)) {
     std::fstream s(f.path(), std::ios::in | std::ios::out | std::ios::binary);
@@ -422,23 +428,9 @@ TEST_P(EngineTest, UnreadableSpilledCheckpointIsRecomputed) {
   const std::string dir = ::mkdtemp(tmpl);
   cairn::testing::FaultEnv& env = fault_env_;
   env_ = &env;
-  Rebuild(size_t{256} << 20, dir);
   Prompt p;
-  Add(p, RandomTokens(rng_, 70, vocab_));
-  Add(p, RandomTokens(rng_, 20, vocab_));
-  {
-    auto a = NewSeq();
-    Run(*a, p);
-    ASSERT_TRUE(engine_->Park(*a).ok());
-  }
-  // Push every checkpoint out to disk with valuable filler; then every
-  // read of a file fails as a failing disk's would (EIO).
-  const size_t ram = store_->options().ram_budget_bytes;
-  for (int i = 0; i < 4; ++i) {
-    Checkpoint filler;
-    filler.snapshot.data.resize(ram / 3);
-    ASSERT_TRUE(store_->Put(std::move(filler), 1e12).ok());
-  }
+  ASSERT_NO_FATAL_FAILURE(ParkThenSpill(dir, p));
+  // Then every read of a file fails as a failing disk's would (EIO).
   ASSERT_GT(store_->stats().disk_entries, 0u);
   env.Fail(cairn::testing::FaultEnv::Op::kRead, dir, EIO, 1000);
   auto b = NewSeq();

@@ -453,18 +453,28 @@ TEST(CheckpointStoreTest, ConcurrentUseKeepsInvariants) {
   EXPECT_EQ(dir.Files(".bin").size(), s.disk_entries);
 }
 
+// A store over a disk tier whose file system is a FaultEnv, its warnings
+// collected.
+struct FaultyStore {
+  TempDir dir;
+  testing::FaultEnv env;
+  Warnings warnings;
+  StoreOptions Options() {
+    StoreOptions o = Opts(5000, dir.path(), 1 << 20);
+    o.env = &env;
+    warnings.Attach(o);
+    return o;
+  }
+};
+
 // A spill that fails (disk full) loses that checkpoint only: it is dropped
 // with its listeners told and a warning naming its file; the store's
 // accounting matches the files and every other checkpoint reads back.
 TEST(CheckpointStoreTest, FailedSpillLosesOnlyThatCheckpoint) {
-  TempDir dir;
-  testing::FaultEnv env;
+  FaultyStore f;
+  auto& [dir, env, warnings] = f;
   env.Fail(testing::FaultEnv::Op::kWrite, "/ckpt-2.", ENOSPC);
-  StoreOptions o = Opts(5000, dir.path(), 1 << 20);
-  o.env = &env;
-  Warnings warnings;
-  warnings.Attach(o);
-  auto store = MustCreate(o);
+  auto store = MustCreate(f.Options());
   std::set<CheckpointId> dropped;
   store->AddDropListener([&](CheckpointId id) { dropped.insert(id); });
   std::vector<CheckpointId> ids;
@@ -494,13 +504,9 @@ TEST(CheckpointStoreTest, FailedSpillLosesOnlyThatCheckpoint) {
 // caller recomputes), never a wrong checkpoint; a warning names the file and
 // the others still read back.
 TEST(CheckpointStoreTest, FailedReadOfSpilledCheckpointIsDataLoss) {
-  TempDir dir;
-  testing::FaultEnv env;
-  StoreOptions o = Opts(5000, dir.path(), 1 << 20);
-  o.env = &env;
-  Warnings warnings;
-  warnings.Attach(o);
-  auto store = MustCreate(o);
+  FaultyStore f;
+  auto& [dir, env, warnings] = f;
+  auto store = MustCreate(f.Options());
   std::vector<CheckpointId> on_disk;
   for (int i = 0; i < 6; ++i) store->Put(Make(i + 1, 2000, i), 10).IgnoreError();
   for (const CheckpointInfo& info : store->List()) {
@@ -524,14 +530,11 @@ TEST(CheckpointStoreTest, FailedReadOfSpilledCheckpointIsDataLoss) {
 // A disk directory that cannot be listed at start-up is an error of Create
 // (the store does not start over a tier it cannot see).
 TEST(CheckpointStoreTest, UnlistableDiskDirectoryFailsCreate) {
-  TempDir dir;
-  testing::FaultEnv env;
-  env.Fail(testing::FaultEnv::Op::kList, dir.path(), EIO);
-  StoreOptions o = Opts(5000, dir.path(), 1 << 20);
-  o.env = &env;
-  auto store = CheckpointStore::Create(o);
+  FaultyStore f;
+  f.env.Fail(testing::FaultEnv::Op::kList, f.dir.path(), EIO);
+  auto store = CheckpointStore::Create(f.Options());
   EXPECT_EQ(store.status().code(), absl::StatusCode::kInternal) << store.status();
-  EXPECT_NE(store.status().message().find(dir.path()), std::string::npos);
+  EXPECT_NE(store.status().message().find(f.dir.path()), std::string::npos);
 }
 
 }  // namespace
