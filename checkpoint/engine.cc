@@ -160,7 +160,7 @@ absl::StatusOr<std::unique_ptr<Sequence>> CheckpointEngine::NewSequence(const st
   state->tenant = tenant;
   state->memory = std::move(*memory);
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     state->live_id = kLiveIdBase + next_live_++;
     live_[state->live_id] = state;
   }
@@ -229,7 +229,7 @@ void CheckpointEngine::Unregister(Sequence::State& s) {
     if (lock.owns_lock()) ParkLocked(s, CaptureReason::kDropped).IgnoreError();
   }
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     live_.erase(s.live_id);
   }
   index_->Remove(s.live_id);
@@ -248,12 +248,12 @@ void CheckpointEngine::Publish(Sequence::State& s) {
 }
 
 size_t CheckpointEngine::LiveSequences() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return live_.size();
 }
 
 EngineStats CheckpointEngine::stats() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return stats_;
 }
 
@@ -417,7 +417,7 @@ absl::StatusOr<Snapshot> CheckpointEngine::CaptureOther(uint64_t live_id, const 
                                                         size_t depth) {
   std::shared_ptr<Sequence::State> other;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     auto it = live_.find(live_id);
     if (it != live_.end()) other = it->second.lock();
   }
@@ -575,7 +575,7 @@ absl::Status CheckpointEngine::Keep(Sequence::State& s, CaptureReason reason, Sn
     stats->captured_bytes += bytes;
     stats->capture_seconds += secs;
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   ++stats_.captures;
   stats_.capture_bytes += bytes;
   stats_.capture_seconds += secs;
@@ -607,7 +607,7 @@ void CheckpointEngine::CaptureDuringGeneration(Sequence::State& s) {
                                              store_->options().ram_budget_bytes, LiveSequences());
   if (!policy_.CaptureDuringGeneration(since, every)) return;
   if (!CaptureAt(s, CaptureReason::kDuringGeneration, false, nullptr, static_cast<double>(since), nullptr).ok()) {
-    std::lock_guard<std::mutex> l(mu_);
+    absl::MutexLock l(&mu_);
     ++stats_.capture_failures;
   }
 }
@@ -682,7 +682,7 @@ absl::StatusOr<std::unique_ptr<PrefillJob>> CheckpointEngine::StartPrefill(Seque
     absl::Status st = Apply(s, prompt, chosen, &logits, &failed_id);
     if (st.ok()) break;
     {
-      std::lock_guard<std::mutex> l(mu_);
+      absl::MutexLock l(&mu_);
       ++stats_.restore_failures;
     }
     if (failed_id != 0) {
@@ -724,7 +724,7 @@ absl::StatusOr<std::unique_ptr<PrefillJob>> CheckpointEngine::StartPrefill(Seque
   if (chosen.c.kind != ReuseKind::kLive) {
     stats.restored_pos = chosen.restored_pos;
     stats.restore_seconds = SecondsSince(t_restore);
-    std::lock_guard<std::mutex> l(mu_);
+    absl::MutexLock l(&mu_);
     ++stats_.restores;
     stats_.restore_seconds += stats.restore_seconds;
   }
@@ -805,7 +805,7 @@ void PrefillJob::CaptureDue() {
     if (!engine_->CaptureAt(s, pt.reason, pt.full, pt.keep_logits ? &result_.logits : nullptr, cost,
                             &result_.stats)
              .ok()) {
-      std::lock_guard<std::mutex> l(engine_->mu_);
+      absl::MutexLock l(&engine_->mu_);
       ++engine_->stats_.capture_failures;
     }
   }
@@ -889,7 +889,7 @@ absl::Status PrefillJob::Absorbed(RunLogits& logits) {
           !engine_->Keep(s, snapshot_reasons_[snap], std::move(logits.snapshots[snap]), nullptr, cost,
                          &result_.stats, t0)
                .ok()) {
-        std::lock_guard<std::mutex> l(engine_->mu_);
+        absl::MutexLock l(&engine_->mu_);
         ++engine_->stats_.capture_failures;
       }
       ++snap;
@@ -919,7 +919,7 @@ absl::StatusOr<PrefillResult> PrefillJob::Finish(absl::Status error) {
   engine_->Publish(s);
   {
     const PrefillStats& stats = result_.stats;
-    std::lock_guard<std::mutex> l(engine_->mu_);
+    absl::MutexLock l(&engine_->mu_);
     ++engine_->stats_.prompts;
     engine_->stats_.prompt_positions += stats.prompt_positions;
     engine_->stats_.reused += stats.reused;
@@ -966,7 +966,7 @@ absl::StatusOr<std::vector<float>> CheckpointEngine::Decode(Sequence& seq, Token
   if (!out.ok()) return out.status();
   s.history.Push(static_cast<SymbolKey>(static_cast<uint32_t>(token)), 1);
   {
-    std::lock_guard<std::mutex> l(mu_);
+    absl::MutexLock l(&mu_);
     stats_.forward_seconds += SecondsSince(t0);
   }
   CaptureDuringGeneration(s);
@@ -1020,7 +1020,7 @@ absl::Status CheckpointEngine::EndGeneration(Sequence& seq) {
       const double cost = static_cast<double>(s.history.positions() - s.history.pos_after(s.newest_depth));
       // A capture that does not fit only costs reuse later: not an error.
       if (!CaptureAt(s, CaptureReason::kAfterGeneration, false, nullptr, cost, nullptr).ok()) {
-        std::lock_guard<std::mutex> l(mu_);
+        absl::MutexLock l(&mu_);
         ++stats_.capture_failures;
       }
     }

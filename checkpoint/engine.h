@@ -36,8 +36,10 @@
 #include <string>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "backends/backend.h"
 #include "backends/memory.h"
 #include "checkpoint/options.h"
@@ -360,10 +362,10 @@ class CheckpointEngine final {
   int listener_ = 0;
   int branch_counter_ = 0;
 
-  mutable std::mutex mu_;  // guards live_, next_live_, stats_
-  std::map<uint64_t, std::weak_ptr<Sequence::State>> live_;
-  uint64_t next_live_ = 1;
-  EngineStats stats_;
+  mutable absl::Mutex mu_;
+  std::map<uint64_t, std::weak_ptr<Sequence::State>> live_ ABSL_GUARDED_BY(mu_);
+  uint64_t next_live_ ABSL_GUARDED_BY(mu_) = 1;
+  EngineStats stats_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace cairn::checkpoint

@@ -26,7 +26,7 @@ absl::StatusOr<std::unique_ptr<PrefixIndex>> PrefixIndex::Create() {
 absl::Status PrefixIndex::Insert(std::string_view tenant, std::span<const SymbolKey> path,
                                  const IndexEntry& entry) {
   if (entry.id == 0) return absl::InvalidArgumentError("index entry id 0");
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (where_.count(entry.id)) {
     return absl::AlreadyExistsError(absl::StrCat("index entry ", entry.id, " exists"));
   }
@@ -114,7 +114,7 @@ Pos CheckpointPos(const std::vector<IndexEntry>& entries) {
 }  // namespace
 
 bool PrefixIndex::Remove(uint64_t id, std::vector<Reparented>* reparented) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   auto w = where_.find(id);
   if (w == where_.end()) return false;
   Node* node = w->second.node;
@@ -161,7 +161,7 @@ bool PrefixIndex::Remove(uint64_t id, std::vector<Reparented>* reparented) {
 IndexMatch PrefixIndex::Lookup(std::string_view tenant, std::span<const SymbolKey> query,
                                size_t max_below) const {
   IndexMatch match;
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   auto root_it = roots_.find(tenant);
   if (root_it == roots_.end()) return match;
   const Node* node = root_it->second.get();
@@ -201,19 +201,19 @@ IndexMatch PrefixIndex::Lookup(std::string_view tenant, std::span<const SymbolKe
 }
 
 int32_t PrefixIndex::Branches(uint64_t id) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   auto w = where_.find(id);
   if (w == where_.end()) return -1;
   return static_cast<int32_t>(w->second.node->children.size());
 }
 
 size_t PrefixIndex::entries() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return where_.size();
 }
 
 size_t PrefixIndex::nodes() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return nodes_;
 }
 

@@ -12,14 +12,15 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "backends/memory.h"
 #include "checkpoint/prompt.h"
 
@@ -90,16 +91,16 @@ class PrefixIndex final {
  private:
   struct Node;
   PrefixIndex();
-  void PruneLocked(Node* node);
+  void PruneLocked(Node* node) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  mutable std::mutex mu_;
-  std::map<std::string, std::unique_ptr<Node>, std::less<>> roots_;
+  mutable absl::Mutex mu_;
+  std::map<std::string, std::unique_ptr<Node>, std::less<>> roots_ ABSL_GUARDED_BY(mu_);
   struct Where {
     std::string tenant;
     Node* node;
   };
-  std::map<uint64_t, Where> where_;
-  size_t nodes_ = 0;
+  std::map<uint64_t, Where> where_ ABSL_GUARDED_BY(mu_);
+  size_t nodes_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace cairn::checkpoint

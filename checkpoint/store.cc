@@ -1,12 +1,6 @@
 #include "checkpoint/store.h"
 
-#include <dirent.h>
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
 #include <cstring>
 #include <utility>
@@ -22,7 +16,6 @@ namespace {
 constexpr char kMagic[8] = {'C', 'A', 'I', 'R', 'N', 'C', 'K', '1'};
 constexpr uint32_t kVersion = 1;
 constexpr size_t kEntryOverhead = 128;  // bookkeeping counted per checkpoint
-constexpr size_t kWriteChunk = size_t{1} << 20;
 
 // Fixed-size little-endian header (the build targets little-endian hosts).
 struct FileHeader {
@@ -47,74 +40,29 @@ size_t PayloadBytes(const FileHeader& h) {
   return h.data_len + h.logits_count * sizeof(float) + h.tag_len;
 }
 
-std::function<void(size_t, size_t)>& WriteHook() {
-  static std::function<void(size_t, size_t)> hook;
-  return hook;
+template <typename T>
+std::span<const std::byte> BytesOf(const T* p, size_t count) {
+  return {reinterpret_cast<const std::byte*>(p), count * sizeof(T)};
 }
-
-absl::Status ErrnoStatus(const std::string& what, int err) {
-  std::string msg = absl::StrCat(what, ": ", std::strerror(err));
-  switch (err) {
-    case ENOENT: return absl::NotFoundError(msg);
-    case EACCES:
-    case EPERM: return absl::PermissionDeniedError(msg);
-    case ENOSPC:
-    case EDQUOT: return absl::ResourceExhaustedError(msg);
-    default: return absl::InternalError(msg);
-  }
-}
-
-absl::Status WriteAll(int fd, const void* data, size_t n, size_t& written, size_t total) {
-  const auto* p = static_cast<const uint8_t*>(data);
-  while (n > 0) {
-    size_t step = std::min(n, kWriteChunk);
-    ssize_t w = ::write(fd, p, step);
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      return ErrnoStatus("write checkpoint file", errno);
-    }
-    p += w;
-    n -= static_cast<size_t>(w);
-    written += static_cast<size_t>(w);
-    if (WriteHook()) WriteHook()(written, total);
-  }
-  return absl::OkStatus();
-}
-
-absl::Status ReadAll(int fd, void* data, size_t n, off_t offset) {
-  auto* p = static_cast<uint8_t*>(data);
-  while (n > 0) {
-    ssize_t r = ::pread(fd, p, n, offset);
-    if (r < 0) {
-      if (errno == EINTR) continue;
-      return ErrnoStatus("read checkpoint file", errno);
-    }
-    if (r == 0) return absl::DataLossError("checkpoint file is shorter than its header says");
-    p += r;
-    n -= static_cast<size_t>(r);
-    offset += r;
-  }
-  return absl::OkStatus();
+template <typename T>
+std::span<std::byte> MutableBytesOf(T* p, size_t count) {
+  return {reinterpret_cast<std::byte*>(p), count * sizeof(T)};
 }
 
 // Reads and verifies the header of an open file (size included).
-absl::StatusOr<FileHeader> ReadHeader(int fd) {
-  struct stat st;
-  if (::fstat(fd, &st) != 0) return ErrnoStatus("stat checkpoint file", errno);
-  if (static_cast<size_t>(st.st_size) < sizeof(FileHeader) + 8) {
-    return absl::DataLossError("checkpoint file truncated");
-  }
+absl::StatusOr<FileHeader> ReadHeader(RandomAccessFile& file, const std::string& path) {
+  const uint64_t size = file.info().size;
+  if (size < sizeof(FileHeader) + 8) return absl::DataLossError(absl::StrCat(path, " is truncated"));
   FileHeader h;
-  if (auto s = ReadAll(fd, &h, sizeof(h), 0); !s.ok()) return s;
+  if (auto s = file.Read(0, MutableBytesOf(&h, 1)); !s.ok()) return s;
   if (std::memcmp(h.magic, kMagic, sizeof(kMagic)) != 0 || h.version != kVersion ||
       HeaderHash(h) != h.header_hash) {
-    return absl::DataLossError("checkpoint file header is corrupt");
+    return absl::DataLossError(absl::StrCat(path, ": header is corrupt"));
   }
   // Lengths are covered by the header hash, but guard the arithmetic anyway.
   if (h.data_len > (uint64_t{1} << 48) || h.logits_count > (uint64_t{1} << 40) ||
-      h.tag_len > (uint64_t{1} << 32) ||
-      static_cast<uint64_t>(st.st_size) != sizeof(FileHeader) + PayloadBytes(h) + 8) {
-    return absl::DataLossError("checkpoint file size does not match its header");
+      h.tag_len > (uint64_t{1} << 32) || size != sizeof(FileHeader) + PayloadBytes(h) + 8) {
+    return absl::DataLossError(absl::StrCat(path, ": size does not match its header"));
   }
   return h;
 }
@@ -122,7 +70,7 @@ absl::StatusOr<FileHeader> ReadHeader(int fd) {
 }  // namespace
 
 namespace store_testing {
-void SetWriteHook(std::function<void(size_t, size_t)> hook) { WriteHook() = std::move(hook); }
+void SetWriteHook(std::function<void(size_t, size_t)> hook) { env_testing::SetWriteHook(std::move(hook)); }
 }  // namespace store_testing
 
 size_t Checkpoint::bytes() const {
@@ -144,9 +92,7 @@ absl::StatusOr<std::unique_ptr<CheckpointStore>> CheckpointStore::Create(const S
   if (options.ram_budget_bytes == 0) return absl::InvalidArgumentError("checkpoint RAM budget is 0");
   std::unique_ptr<CheckpointStore> store(new CheckpointStore(options));
   if (store->disk_enabled()) {
-    if (::mkdir(options.disk_dir.c_str(), 0700) != 0 && errno != EEXIST) {
-      return ErrnoStatus("create checkpoint directory " + options.disk_dir, errno);
-    }
+    if (auto s = store->env_->CreateDir(options.disk_dir); !s.ok()) return s;
     if (auto s = store->Recover(); !s.ok()) return s;
   }
   return store;
@@ -156,45 +102,55 @@ CheckpointStore::CheckpointStore(const StoreOptions& options)
     : options_(options),
       retention_(options.retention != nullptr
                      ? options.retention
-                     : std::make_shared<ForecastRetention>()) {}
+                     : std::make_shared<ForecastRetention>()),
+      env_(options.env != nullptr ? options.env : Env::Default()) {}
 
 CheckpointStore::~CheckpointStore() = default;
+
+void CheckpointStore::Warn(const std::string& message) const {
+  if (options_.on_warning) options_.on_warning(message);
+}
 
 std::string CheckpointStore::FilePath(CheckpointId id) const {
   return absl::StrCat(options_.disk_dir, "/ckpt-", id, ".bin");
 }
 
 absl::Status CheckpointStore::Recover() {
-  DIR* dir = ::opendir(options_.disk_dir.c_str());
-  if (dir == nullptr) return ErrnoStatus("open checkpoint directory " + options_.disk_dir, errno);
-  std::vector<std::string> names;
-  while (dirent* d = ::readdir(dir)) names.emplace_back(d->d_name);
-  ::closedir(dir);
-  for (const std::string& name : names) {
+  absl::StatusOr<std::vector<std::string>> names = env_->ListDir(options_.disk_dir);
+  if (!names.ok()) return names.status();
+  for (const std::string& name : *names) {
     if (!absl::StartsWith(name, "ckpt-")) continue;  // not ours: leave it alone
     const std::string path = options_.disk_dir + "/" + name;
-    if (absl::EndsWith(name, ".tmp")) {  // a write that never completed
-      ::unlink(path.c_str());
+    if (absl::EndsWith(name, ".tmp")) {
+      env_->DeleteFile(path).IgnoreError();
+      Warn(absl::StrCat("checkpoint file ", path, " deleted: a write that never completed"));
       continue;
     }
     if (!absl::EndsWith(name, ".bin")) continue;
     uint64_t id = 0;
     if (!absl::SimpleAtoi(name.substr(5, name.size() - 9), &id) || id == 0) continue;
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) continue;
-    absl::StatusOr<FileHeader> h = ReadHeader(fd);
+    absl::StatusOr<std::unique_ptr<RandomAccessFile>> file = env_->OpenForRead(path);
+    if (!file.ok()) {
+      Warn(absl::StrCat("checkpoint file ", path, " ignored (left in place): ", file.status().message()));
+      continue;
+    }
+    absl::StatusOr<FileHeader> h = ReadHeader(**file, path);
     std::string tag;
     if (h.ok() && h->id == id) {
       tag.resize(h->tag_len);
-      off_t off = static_cast<off_t>(sizeof(FileHeader) + h->data_len + h->logits_count * sizeof(float));
-      if (!ReadAll(fd, tag.data(), tag.size(), off).ok()) h = absl::DataLossError("tag");
+      const uint64_t off = sizeof(FileHeader) + h->data_len + h->logits_count * sizeof(float);
+      if (absl::Status s = (*file)->Read(off, MutableBytesOf(tag.data(), tag.size())); !s.ok()) h = s;
     } else if (h.ok()) {
-      h = absl::DataLossError("checkpoint file name does not match its id");
+      h = absl::DataLossError("its name does not match its id");
     }
-    ::close(fd);
+    file->reset();
     if (!h.ok()) {
-      ::unlink(path.c_str());
-      ++stats_.corrupt;
+      env_->DeleteFile(path).IgnoreError();
+      {
+        absl::MutexLock lock(&mu_);  // nobody else has the store yet: for the analysis
+        ++stats_.corrupt;
+      }
+      Warn(absl::StrCat("checkpoint file ", path, " deleted at start-up: ", h.status().message()));
       continue;
     }
     // The payload checksum is verified when the checkpoint is read back.
@@ -207,6 +163,7 @@ absl::Status CheckpointStore::Recover() {
     e.cost = h->cost;
     e.tag = std::move(tag);
     e.on_disk = true;
+    absl::MutexLock lock(&mu_);
     stats_.disk_bytes += e.bytes;
     ++stats_.recovered;
     next_id_ = std::max(next_id_, id + 1);
@@ -214,7 +171,7 @@ absl::Status CheckpointStore::Recover() {
   }
   Pending pending;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     EvictDiskLocked(pending);
   }
   Settle(pending);
@@ -316,7 +273,10 @@ void CheckpointStore::Settle(Pending& pending) {
     Pending::Spill spill = std::move(pending.spills.back());
     pending.spills.pop_back();
     absl::Status written = WriteFile(spill.id, *spill.cp, spill.cost);
-    std::lock_guard<std::mutex> lock(mu_);
+    if (!written.ok()) {
+      Warn(absl::StrCat("checkpoint ", spill.id, " not spilled to ", FilePath(spill.id), ": ", written.message()));
+    }
+    absl::MutexLock lock(&mu_);
     auto it = entries_.find(spill.id);
     if (it == entries_.end() || it->second.spilling != spill.cp) {
       // Erased while being written.
@@ -339,11 +299,11 @@ void CheckpointStore::Settle(Pending& pending) {
     ++stats_.spills;
     EvictDiskLocked(pending);
   }
-  for (CheckpointId id : pending.delete_files) ::unlink(FilePath(id).c_str());
+  for (CheckpointId id : pending.delete_files) env_->DeleteFile(FilePath(id)).IgnoreError();
   pending.delete_files.clear();
   if (pending.dropped.empty()) return;
   {
-    std::lock_guard<std::mutex> lock(listeners_mu_);
+    absl::MutexLock lock(&listeners_mu_);
     for (CheckpointId id : pending.dropped) {
       for (auto& [h, l] : listeners_) l(id);
     }
@@ -370,53 +330,25 @@ absl::Status CheckpointStore::WriteFile(CheckpointId id, const Checkpoint& cp, d
   sum.Update(cp.logits.data(), cp.logits.size() * sizeof(float));
   sum.Update(cp.tag.data(), cp.tag.size());
   const uint64_t trailer = sum.Finish();
-  const size_t total = sizeof(h) + PayloadBytes(h) + sizeof(trailer);
 
   const std::string final_path = FilePath(id);
   const std::string tmp_path = final_path.substr(0, final_path.size() - 4) + ".tmp";
-  int fd = ::open(tmp_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0) return ErrnoStatus("create " + tmp_path, errno);
-  size_t written = 0;
-  absl::Status s = WriteAll(fd, &h, sizeof(h), written, total);
-  if (s.ok()) s = WriteAll(fd, cp.snapshot.data.data(), cp.snapshot.data.size(), written, total);
-  if (s.ok()) s = WriteAll(fd, cp.logits.data(), cp.logits.size() * sizeof(float), written, total);
-  if (s.ok()) s = WriteAll(fd, cp.tag.data(), cp.tag.size(), written, total);
-  if (s.ok()) s = WriteAll(fd, &trailer, sizeof(trailer), written, total);
-  // Data must be durable before the rename makes the file visible.
-  if (s.ok() && ::fsync(fd) != 0) s = ErrnoStatus("fsync " + tmp_path, errno);
-  ::close(fd);
-  if (s.ok() && ::rename(tmp_path.c_str(), final_path.c_str()) != 0) {
-    s = ErrnoStatus("rename " + tmp_path, errno);
-  }
-  if (!s.ok()) {
-    ::unlink(tmp_path.c_str());
-    return s;
-  }
-  // Make the rename itself durable.
-  int dfd = ::open(options_.disk_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd >= 0) {
-    ::fsync(dfd);
-    ::close(dfd);
-  }
-  return absl::OkStatus();
+  const std::span<const std::byte> parts[] = {
+      BytesOf(&h, 1), BytesOf(cp.snapshot.data.data(), cp.snapshot.data.size()),
+      BytesOf(cp.logits.data(), cp.logits.size()), BytesOf(cp.tag.data(), cp.tag.size()), BytesOf(&trailer, 1)};
+  return env_->WriteFileAtomically(final_path, tmp_path, parts).status();
 }
 
 absl::StatusOr<std::shared_ptr<Checkpoint>> CheckpointStore::ReadFile(CheckpointId id,
                                                                      const Entry& meta) const {
   const std::string path = FilePath(id);
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    return errno == ENOENT ? absl::DataLossError("checkpoint file vanished: " + path)
-                           : ErrnoStatus("open " + path, errno);
+  absl::StatusOr<std::unique_ptr<RandomAccessFile>> file = env_->OpenForRead(path);
+  if (!file.ok()) {
+    return absl::IsNotFound(file.status()) ? absl::DataLossError("checkpoint file vanished: " + path) : file.status();
   }
-  auto close_fd = [fd] { ::close(fd); };
-  absl::StatusOr<FileHeader> h = ReadHeader(fd);
-  if (!h.ok()) {
-    close_fd();
-    return h.status();
-  }
+  absl::StatusOr<FileHeader> h = ReadHeader(**file, path);
+  if (!h.ok()) return h.status();
   if (h->id != id || h->pos != meta.pos || h->layout != meta.layout) {
-    close_fd();
     return absl::DataLossError("checkpoint file does not match its entry: " + path);
   }
   auto cp = std::make_shared<Checkpoint>();
@@ -427,15 +359,15 @@ absl::StatusOr<std::shared_ptr<Checkpoint>> CheckpointStore::ReadFile(Checkpoint
   cp->logits.resize(h->logits_count);
   cp->tag.resize(h->tag_len);
   uint64_t trailer = 0;
-  off_t off = sizeof(FileHeader);
-  absl::Status s = ReadAll(fd, cp->snapshot.data.data(), cp->snapshot.data.size(), off);
-  off += static_cast<off_t>(cp->snapshot.data.size());
-  if (s.ok()) s = ReadAll(fd, cp->logits.data(), cp->logits.size() * sizeof(float), off);
-  off += static_cast<off_t>(cp->logits.size() * sizeof(float));
-  if (s.ok()) s = ReadAll(fd, cp->tag.data(), cp->tag.size(), off);
-  off += static_cast<off_t>(cp->tag.size());
-  if (s.ok()) s = ReadAll(fd, &trailer, sizeof(trailer), off);
-  close_fd();
+  uint64_t off = sizeof(FileHeader);
+  absl::Status s;
+  for (std::span<std::byte> part :
+       {MutableBytesOf(cp->snapshot.data.data(), cp->snapshot.data.size()),
+        MutableBytesOf(cp->logits.data(), cp->logits.size()), MutableBytesOf(cp->tag.data(), cp->tag.size()),
+        MutableBytesOf(&trailer, 1)}) {
+    if (s.ok()) s = (*file)->Read(off, part);
+    off += part.size();
+  }
   if (!s.ok()) return s;
   Hash64 sum(2);
   sum.Update(&*h, sizeof(FileHeader));
@@ -457,7 +389,7 @@ absl::StatusOr<size_t> CheckpointStore::Persist(std::chrono::steady_clock::time_
   };
   std::vector<Candidate> chosen;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     std::vector<Candidate> all;
     for (auto& [id, e] : entries_) {
       if (e.ram && !e.on_disk && !e.spilling && WorthSpilling(e)) all.push_back({ScoreLocked(e), id, e.ram, e.cost, e.bytes});
@@ -479,7 +411,7 @@ absl::StatusOr<size_t> CheckpointStore::Persist(std::chrono::steady_clock::time_
                                                        chosen.size()));
     }
     if (error.ok()) error = WriteFile(c.id, *c.cp, c.cost);
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     auto it = entries_.find(c.id);
     const bool current = it != entries_.end() && !it->second.on_disk;
     if (error.ok() && current) {
@@ -488,7 +420,7 @@ absl::StatusOr<size_t> CheckpointStore::Persist(std::chrono::steady_clock::time_
       continue;
     }
     stats_.disk_bytes -= c.bytes;  // not written, or erased meanwhile
-    if (error.ok()) ::unlink(FilePath(c.id).c_str());
+    if (error.ok()) env_->DeleteFile(FilePath(c.id)).IgnoreError();
   }
   if (!error.ok()) return error;
   return written;
@@ -510,7 +442,7 @@ absl::StatusOr<CheckpointId> CheckpointStore::Put(Checkpoint checkpoint, const P
   Pending pending;
   CheckpointId id;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     Entry e;
     e.pos = checkpoint.snapshot.pos;
     e.scope = checkpoint.snapshot.scope;
@@ -543,7 +475,7 @@ absl::StatusOr<CheckpointId> CheckpointStore::Put(Checkpoint checkpoint, const P
 
 bool CheckpointStore::WouldAdmit(size_t bytes, SnapshotScope scope, Pos pos, const PutInfo& info) {
   if (bytes > options_.ram_budget_bytes) return false;
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   Entry e;
   e.pos = pos;
   e.scope = scope;
@@ -558,13 +490,13 @@ bool CheckpointStore::WouldAdmit(size_t bytes, SnapshotScope scope, Pos pos, con
 }
 
 void CheckpointStore::SetCost(CheckpointId id, double cost) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   auto it = entries_.find(id);
   if (it != entries_.end()) it->second.cost = cost > 0 ? cost : 1e-9;
 }
 
 void CheckpointStore::Credit(CheckpointId id, double positions) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   auto it = entries_.find(id);
   if (it == entries_.end()) return;
   RetentionFacts f = FactsLocked(it->second);
@@ -573,26 +505,26 @@ void CheckpointStore::Credit(CheckpointId id, double positions) {
 }
 
 void CheckpointStore::Reclassify(CheckpointId id, CaptureReason reason) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   auto it = entries_.find(id);
   if (it != entries_.end()) it->second.reason = reason;
 }
 
 void CheckpointStore::MarkStale(CheckpointId id) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   auto it = entries_.find(id);
   if (it != entries_.end()) it->second.stale = true;
 }
 
 void CheckpointStore::BeginRequest() {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   ++requests_;
 }
 
 absl::StatusOr<std::shared_ptr<const Checkpoint>> CheckpointStore::Get(CheckpointId id) {
   Entry meta;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     auto it = entries_.find(id);
     if (it == entries_.end()) {
       ++stats_.misses;
@@ -620,7 +552,7 @@ absl::StatusOr<std::shared_ptr<const Checkpoint>> CheckpointStore::Get(Checkpoin
   std::shared_ptr<const Checkpoint> result;
   absl::Status error;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     auto it = entries_.find(id);
     if (it == entries_.end()) {
       ++stats_.misses;
@@ -638,6 +570,7 @@ absl::StatusOr<std::shared_ptr<const Checkpoint>> CheckpointStore::Get(Checkpoin
       RemovedLocked(e);
       entries_.erase(it);
       error = read.status();
+      Warn(absl::StrCat("checkpoint file ", FilePath(id), " dropped: ", error.message()));
     } else {
       ++stats_.hits;
       ++stats_.disk_reads;
@@ -659,7 +592,7 @@ absl::StatusOr<std::shared_ptr<const Checkpoint>> CheckpointStore::Get(Checkpoin
 }
 
 std::optional<CheckpointInfo> CheckpointStore::Info(CheckpointId id) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   auto it = entries_.find(id);
   if (it == entries_.end()) return std::nullopt;
   const Entry& e = it->second;
@@ -670,7 +603,7 @@ std::optional<CheckpointInfo> CheckpointStore::Info(CheckpointId id) const {
 void CheckpointStore::Erase(CheckpointId id) {
   bool delete_file = false;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     auto it = entries_.find(id);
     if (it == entries_.end()) return;
     Entry& e = it->second;
@@ -682,12 +615,12 @@ void CheckpointStore::Erase(CheckpointId id) {
     RemovedLocked(e);
     entries_.erase(it);
   }
-  if (delete_file) ::unlink(FilePath(id).c_str());
+  if (delete_file) env_->DeleteFile(FilePath(id)).IgnoreError();
 }
 
 std::vector<CheckpointInfo> CheckpointStore::List() const {
   std::vector<CheckpointInfo> out;
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   for (const auto& [id, e] : entries_) {
     out.push_back(CheckpointInfo{e.id, e.pos, e.scope, e.layout, e.bytes, e.cost,
                                  e.ram != nullptr || e.spilling != nullptr, e.on_disk, e.tag});
@@ -696,7 +629,7 @@ std::vector<CheckpointInfo> CheckpointStore::List() const {
 }
 
 StoreStats CheckpointStore::stats() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   StoreStats s = stats_;
   s.ram_entries = 0;
   s.disk_entries = 0;
@@ -708,26 +641,26 @@ StoreStats CheckpointStore::stats() const {
 }
 
 int CheckpointStore::AddDropListener(DropListener listener) {
-  std::lock_guard<std::mutex> lock(listeners_mu_);
+  absl::MutexLock lock(&listeners_mu_);
   int h = next_listener_++;
   listeners_.emplace(h, std::move(listener));
   return h;
 }
 
 void CheckpointStore::RemoveDropListener(int handle) {
-  std::lock_guard<std::mutex> lock(listeners_mu_);
+  absl::MutexLock lock(&listeners_mu_);
   listeners_.erase(handle);
 }
 
 int CheckpointStore::AddBranchCounter(BranchCounter counter) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   const int h = next_counter_++;
   branch_counters_.emplace(h, std::move(counter));
   return h;
 }
 
 void CheckpointStore::RemoveBranchCounter(int handle) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   branch_counters_.erase(handle);
 }
 

@@ -9,7 +9,10 @@
 // directory) and checksummed (a 64-bit hash of the header and another over
 // header and payload), so a torn or corrupt file is detected and dropped,
 // never restored. The disk tier survives a restart: Create adopts the valid
-// files it finds and deletes torn and corrupt ones.
+// files it finds and deletes torn and corrupt ones. All file I/O goes through
+// StoreOptions::env; a failed write loses only that checkpoint, a failed read
+// is DATA_LOSS for that one (the caller recomputes), and every file dropped
+// or left unread is reported to StoreOptions::on_warning with the reason.
 #ifndef CAIRN_CHECKPOINT_STORE_H_
 #define CAIRN_CHECKPOINT_STORE_H_
 
@@ -19,15 +22,17 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "backends/memory.h"
+#include "absl/synchronization/mutex.h"
+#include "checkpoint/env.h"
 #include "checkpoint/retention.h"
 
 namespace cairn::checkpoint {
@@ -64,6 +69,13 @@ struct StoreOptions {
   // Which checkpoints stay when they do not all fit; null: ForecastRetention.
   // Shared by nobody else (it learns from this store).
   std::shared_ptr<RetentionPolicy> retention;
+  // The disk tier's file system; null: Env::Default(). Must outlive the store.
+  Env* env = nullptr;
+  // Told, in one line naming the file and the reason, of each disk-tier file
+  // the store could not write or read, or deleted or ignored as damaged,
+  // torn or unreadable (an operator's only trace of them). Called outside
+  // the store's lock, possibly concurrently; null: nobody is told.
+  std::function<void(const std::string& message)> on_warning;
 };
 
 // What the caller knows of a checkpoint it stores, for the retention policy.
@@ -215,13 +227,18 @@ class CheckpointStore final {
   bool disk_enabled() const { return !options_.disk_dir.empty() && options_.disk_budget_bytes > 0; }
   std::string FilePath(CheckpointId id) const;
   absl::Status Recover();
+  ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_)
   RetentionClock NowLocked() const { return RetentionClock{tick_, requests_}; }
+  ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_)
   RetentionFacts FactsLocked(const Entry& e) const;
+  ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_)
   double ScoreLocked(const Entry& e) const { return retention_->Score(FactsLocked(e), NowLocked()); }
   // RAM checkpoints the policy would evict, in order, to free `bytes` more
   // than the RAM budget leaves; never `keep`.
+  ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_)
   std::vector<RetentionFacts> VictimsLocked(size_t bytes, CheckpointId keep) const;
   // Evicts from RAM until within budget, never `keep`; fills `pending`.
+  ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_)
   void EvictRamLocked(CheckpointId keep, Pending& pending);
   // Whether an entry leaving RAM goes to the disk tier. Not a checkpoint
   // taken inside a reply: it serves at most the next turn (a reply that ends
@@ -229,27 +246,31 @@ class CheckpointStore final {
   // otherwise write a file every PolicyOptions::generation_every positions.
   static bool WorthSpilling(const Entry& e) { return e.reason != CaptureReason::kDuringGeneration; }
   // Tells the policy that an entry leaves the store (before erasing it).
+  ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_)
   void RemovedLocked(const Entry& e);
+  ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_)
   void EvictDiskLocked(Pending& pending);
   // Writes spills and deletes files outside the lock, then runs listeners.
   void Settle(Pending& pending);
+  void Warn(const std::string& message) const;
   absl::Status WriteFile(CheckpointId id, const Checkpoint& cp, double cost) const;
   absl::StatusOr<std::shared_ptr<Checkpoint>> ReadFile(CheckpointId id, const Entry& meta) const;
 
   const StoreOptions options_;
   const std::shared_ptr<RetentionPolicy> retention_;
-  mutable std::mutex mu_;
-  std::map<CheckpointId, Entry> entries_;
-  CheckpointId next_id_ = 1;
-  uint64_t tick_ = 0;
-  uint64_t requests_ = 0;
-  std::map<int, BranchCounter> branch_counters_;  // guarded by mu_
-  int next_counter_ = 1;
-  StoreStats stats_;
+  Env* const env_;
+  mutable absl::Mutex mu_;
+  std::map<CheckpointId, Entry> entries_ ABSL_GUARDED_BY(mu_);
+  CheckpointId next_id_ ABSL_GUARDED_BY(mu_) = 1;
+  uint64_t tick_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t requests_ ABSL_GUARDED_BY(mu_) = 0;
+  std::map<int, BranchCounter> branch_counters_ ABSL_GUARDED_BY(mu_);
+  int next_counter_ ABSL_GUARDED_BY(mu_) = 1;
+  StoreStats stats_ ABSL_GUARDED_BY(mu_);
   // Held while listeners run, so RemoveDropListener waits for running calls.
-  std::mutex listeners_mu_;
-  std::map<int, DropListener> listeners_;
-  int next_listener_ = 1;
+  absl::Mutex listeners_mu_ ABSL_ACQUIRED_AFTER(mu_);
+  std::map<int, DropListener> listeners_ ABSL_GUARDED_BY(listeners_mu_);
+  int next_listener_ ABSL_GUARDED_BY(listeners_mu_) = 1;
 };
 
 namespace store_testing {

@@ -12,6 +12,8 @@ werror=OFF
 [ "${CI:-}" = "true" ] && werror=ON
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCAIRN_WERROR=$werror >/dev/null
 ninja -C build -j"$(nproc)"
+# The lock annotations (ABSL_GUARDED_BY), checked by clang.
+sh scripts/thread-safety.sh build
 
 if [ "${FUZZ_SECONDS:-60}" != "0" ]; then
   bash scripts/fuzz.sh

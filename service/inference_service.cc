@@ -297,6 +297,8 @@ absl::Status InferenceService::DoGenerate(grpc::ServerContext* ctx, const Caller
         job->Acknowledge();
       }
     }
+    // A busy session's progress, for GetSession (Session::busy_tokens).
+    if (lease.get() != nullptr && written_tokens > 0) lease->busy_tokens.store(job->prompt.size() + written_tokens);
     if (job->done()) break;
     // The deadline first: gRPC also cancels a call whose deadline passed,
     // and the first reason recorded wins.
@@ -443,12 +445,13 @@ absl::Status InferenceService::DoSession(const Caller& caller, const v1::Session
         break;
       }
       if (!absl::IsFailedPrecondition(s.status())) return s.status();
-      // Busy: describe it without its (changing) history.
+      // Busy: its progress, without its (changing) history.
       for (const auto& x : sessions_->List(caller.owner)) {
         if (x.id != req.get().session_id()) continue;
         v1::SessionInfo* out = resp->mutable_session();
         out->set_session_id(x.id);
         out->set_model(x.model);
+        out->set_tokens(static_cast<int32_t>(x.tokens));
         out->set_busy(true);
         return absl::OkStatus();
       }

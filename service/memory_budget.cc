@@ -49,12 +49,12 @@ absl::StatusOr<MemoryReservation> MemoryBudget::Reserve(size_t bytes, std::strin
 }
 
 size_t MemoryBudget::in_use() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return in_use_;
 }
 
 absl::Status MemoryBudget::Change(size_t from, size_t to, bool check, std::string_view what) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   // in_use_ >= from always: it is the sum of the reservations.
   const size_t others = in_use_ - std::min(in_use_, from);
   if (check && budget_ > 0 && to > from && (to > budget_ || others > budget_ - to)) {

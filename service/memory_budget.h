@@ -16,12 +16,13 @@
 #define CAIRN_SERVICE_MEMORY_BUDGET_H_
 
 #include <cstddef>
-#include <mutex>
 #include <string>
 #include <string_view>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 
 namespace cairn::service {
 
@@ -76,8 +77,8 @@ class MemoryBudget final {
   absl::Status Change(size_t from, size_t to, bool check, std::string_view what);
 
   const size_t budget_;
-  mutable std::mutex mu_;
-  size_t in_use_ = 0;
+  mutable absl::Mutex mu_;
+  size_t in_use_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 // The value of --memory-budget: a byte size as checkpoint::ParseByteSize

@@ -11,6 +11,7 @@
 #include "backends/plugin.h"
 #include "backends/register_builtin.h"
 #include "service/demo_models.h"
+#include "service/log.h"
 #include "service/scheduler.h"
 
 namespace cairn::service {
@@ -132,7 +133,13 @@ absl::StatusOr<std::unique_ptr<ModelRegistry>> ModelRegistry::Load(
     }
   }
   if (options.checkpoint.enabled) {
-    auto store = checkpoint::CheckpointStore::Create(options.checkpoint.store());
+    checkpoint::StoreOptions store_options = options.checkpoint.store();
+    // A disk-tier file the store drops or cannot use is the operator's only
+    // sign of a failing disk: one warning line each.
+    store_options.on_warning = [](const std::string& message) {
+      LogLine(LogLevel::kWarning, "warning checkpoint_store msg=" + LogValue(message));
+    };
+    auto store = checkpoint::CheckpointStore::Create(store_options);
     if (!store.ok()) return store.status();
     reg->store_ = std::move(*store);
   }

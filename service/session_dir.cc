@@ -1,11 +1,7 @@
 #include "service/session_dir.h"
 
-#include <dirent.h>
-#include <fcntl.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <cstring>
 #include <string_view>
 #include <vector>
@@ -31,14 +27,6 @@ struct Header {
   uint64_t checksum;  // over the header (checksum 0) and the payload
 };
 
-absl::Status OsError(const std::string& what, int err) {
-  const std::string msg = absl::StrCat(what, ": ", std::strerror(err));
-  if (err == ENOSPC || err == EDQUOT) return absl::ResourceExhaustedError(msg);
-  if (err == EACCES || err == EPERM || err == EROFS) return absl::PermissionDeniedError(msg);
-  if (err == ENOENT) return absl::NotFoundError(msg);
-  return absl::InternalError(msg);
-}
-
 uint64_t Checksum(Header h, std::string_view payload) {
   h.checksum = 0;
   checkpoint::Hash64 sum(0x5e55);
@@ -47,19 +35,16 @@ uint64_t Checksum(Header h, std::string_view payload) {
   return sum.Finish();
 }
 
-int64_t MtimeNs(const struct stat& st) {
-  return int64_t{st.st_mtim.tv_sec} * 1000000000 + st.st_mtim.tv_nsec;
-}
-
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<SessionDirectory>> SessionDirectory::Create(const std::string& dir,
-                                                                           std::chrono::seconds expiry) {
+                                                                           std::chrono::seconds expiry,
+                                                                           checkpoint::Env* env) {
   if (dir.empty()) return absl::InvalidArgumentError("session directory path is empty");
   if (expiry.count() <= 0) return absl::InvalidArgumentError("session directory expiry must be positive");
-  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) return OsError("create " + dir, errno);
-  if (::access(dir.c_str(), W_OK | X_OK) != 0) return OsError("write to " + dir, errno);
-  return std::unique_ptr<SessionDirectory>(new SessionDirectory(dir, expiry));
+  if (env == nullptr) env = checkpoint::Env::Default();
+  if (absl::Status st = env->CreateDir(dir); !st.ok()) return st;
+  return std::unique_ptr<SessionDirectory>(new SessionDirectory(dir, expiry, env));
 }
 
 bool SessionDirectory::Expired(int64_t mtime_ns) const {
@@ -85,68 +70,36 @@ absl::Status SessionDirectory::Save(const std::string& id, const PersistedSessio
   const std::string path = FilePath(id);
   std::string tmp;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     tmp = absl::StrCat(path, ".tmp.", ::getpid(), ".", tmp_counter_++);
   }
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0) return OsError("create " + tmp, errno);
-  absl::Status st;
-  for (std::string_view part : {std::string_view(reinterpret_cast<const char*>(&h), sizeof(h)),
-                                std::string_view(payload)}) {
-    while (st.ok() && !part.empty()) {
-      const ssize_t n = ::write(fd, part.data(), part.size());
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0) st = OsError("write " + tmp, errno);
-      if (n > 0) part.remove_prefix(static_cast<size_t>(n));
-    }
-  }
-  // Durable before the rename makes it visible: a reader never sees a torn file.
-  if (st.ok() && ::fsync(fd) != 0) st = OsError("fsync " + tmp, errno);
-  struct stat sb {};
-  if (st.ok() && ::fstat(fd, &sb) != 0) st = OsError("stat " + tmp, errno);
-  ::close(fd);
-  if (st.ok() && ::rename(tmp.c_str(), path.c_str()) != 0) st = OsError("rename " + tmp, errno);
-  if (!st.ok()) {
-    ::unlink(tmp.c_str());
-    return st;
-  }
-  if (const int dfd = ::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); dfd >= 0) {
-    ::fsync(dfd);
-    ::close(dfd);
-  }
-  std::lock_guard<std::mutex> lock(mu_);
-  seen_[id] = Identity{sb.st_dev, sb.st_ino, MtimeNs(sb), sb.st_size};
+  const std::span<const std::byte> parts[] = {
+      {reinterpret_cast<const std::byte*>(&h), sizeof(h)},
+      {reinterpret_cast<const std::byte*>(payload.data()), payload.size()}};
+  absl::StatusOr<checkpoint::FileInfo> written = env_->WriteFileAtomically(path, tmp, parts);
+  if (!written.ok()) return written.status();
+  absl::MutexLock lock(&mu_);
+  seen_[id] = *written;
   return absl::OkStatus();
 }
 
 absl::StatusOr<PersistedSession> SessionDirectory::Load(const std::string& id) {
   if (absl::Status st = SessionManager::ValidateId(id); !st.ok()) return st;
   const std::string path = FilePath(id);
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    if (errno == ENOENT) return absl::NotFoundError(absl::StrCat("session '", id, "' not found (deleted or expired)"));
-    return OsError("open " + path, errno);
-  }
-  struct stat sb {};
-  std::string bytes;
-  absl::Status st;
-  if (::fstat(fd, &sb) != 0) {
-    st = OsError("stat " + path, errno);
-  } else {
-    bytes.resize(static_cast<size_t>(sb.st_size));
-    size_t got = 0;
-    while (st.ok() && got < bytes.size()) {
-      const ssize_t n = ::read(fd, bytes.data() + got, bytes.size() - got);
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0) st = OsError("read " + path, errno);
-      if (n == 0) break;
-      if (n > 0) got += static_cast<size_t>(n);
+  absl::StatusOr<std::unique_ptr<checkpoint::RandomAccessFile>> file = env_->OpenForRead(path);
+  if (!file.ok()) {
+    if (absl::IsNotFound(file.status())) {
+      return absl::NotFoundError(absl::StrCat("session '", id, "' not found (deleted or expired)"));
     }
-    bytes.resize(got);
+    return file.status();
   }
-  ::close(fd);
-  if (!st.ok()) return st;
-  if (Expired(MtimeNs(sb))) {
+  const checkpoint::FileInfo info = (*file)->info();
+  std::string bytes(info.size, '\0');
+  if (absl::Status st = (*file)->Read(0, {reinterpret_cast<std::byte*>(bytes.data()), bytes.size()}); !st.ok()) {
+    return st;
+  }
+  file->reset();
+  if (Expired(info.mtime_ns)) {
     Remove(id);
     return absl::NotFoundError(absl::StrCat("session '", id, "' not found (expired)"));
   }
@@ -170,59 +123,52 @@ absl::StatusOr<PersistedSession> SessionDirectory::Load(const std::string& id) {
     Remove(id);
     return absl::DataLossError(absl::StrCat("session file ", path, " failed verification (deleted)"));
   }
-  std::lock_guard<std::mutex> lock(mu_);
-  seen_[id] = Identity{sb.st_dev, sb.st_ino, MtimeNs(sb), sb.st_size};
+  absl::MutexLock lock(&mu_);
+  seen_[id] = info;
   return out;
 }
 
 bool SessionDirectory::Exists(const std::string& id) const {
-  struct stat sb {};
-  return SessionManager::ValidateId(id).ok() && ::stat(FilePath(id).c_str(), &sb) == 0;
+  return SessionManager::ValidateId(id).ok() && env_->Stat(FilePath(id)).ok();
 }
 
 SessionDirectory::Change SessionDirectory::Check(const std::string& id) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   auto it = seen_.find(id);
   if (it == seen_.end()) return Change::kUnchanged;
-  struct stat sb {};
-  if (::stat(FilePath(id).c_str(), &sb) != 0) {
+  absl::StatusOr<checkpoint::FileInfo> now = env_->Stat(FilePath(id));
+  if (!now.ok()) {
     seen_.erase(it);
     return Change::kDeleted;
   }
-  if (Identity{sb.st_dev, sb.st_ino, MtimeNs(sb), sb.st_size} == it->second) return Change::kUnchanged;
+  if (*now == it->second) return Change::kUnchanged;
   seen_.erase(it);
   return Change::kChanged;
 }
 
 void SessionDirectory::Remove(const std::string& id) {
   if (!SessionManager::ValidateId(id).ok()) return;
-  ::unlink(FilePath(id).c_str());
-  std::lock_guard<std::mutex> lock(mu_);
+  env_->DeleteFile(FilePath(id)).IgnoreError();  // absent already: nothing to do
+  absl::MutexLock lock(&mu_);
   seen_.erase(id);
 }
 
 size_t SessionDirectory::RemoveExpired() {
   std::vector<std::string> expired;
   std::vector<std::string> stale_tmp;
-  if (DIR* d = ::opendir(dir_.c_str())) {
-    while (const dirent* e = ::readdir(d)) {
-      const std::string name = e->d_name;
-      struct stat sb {};
-      if (name.find(kSuffix) == std::string::npos || ::stat((dir_ + "/" + name).c_str(), &sb) != 0 ||
-          !Expired(MtimeNs(sb))) {
-        continue;
-      }
-      const size_t suffix_at = name.size() - kSuffix.size();
-      if (name.size() > kSuffix.size() && name.compare(suffix_at, kSuffix.size(), kSuffix) == 0) {
-        expired.push_back(name.substr(0, suffix_at));
-      } else if (name.find(".session.tmp.") != std::string::npos) {
-        stale_tmp.push_back(name);  // a writer died before its rename
-      }
+  absl::StatusOr<std::vector<std::string>> names = env_->ListDir(dir_);
+  for (const std::string& name : names.ok() ? *names : std::vector<std::string>{}) {
+    absl::StatusOr<checkpoint::FileInfo> info = env_->Stat(dir_ + "/" + name);
+    if (name.find(kSuffix) == std::string::npos || !info.ok() || !Expired(info->mtime_ns)) continue;
+    const size_t suffix_at = name.size() - kSuffix.size();
+    if (name.size() > kSuffix.size() && name.compare(suffix_at, kSuffix.size(), kSuffix) == 0) {
+      expired.push_back(name.substr(0, suffix_at));
+    } else if (name.find(".session.tmp.") != std::string::npos) {
+      stale_tmp.push_back(name);  // a writer died before its rename
     }
-    ::closedir(d);
   }
   for (const std::string& id : expired) Remove(id);
-  for (const std::string& name : stale_tmp) ::unlink((dir_ + "/" + name).c_str());
+  for (const std::string& name : stale_tmp) env_->DeleteFile(dir_ + "/" + name).IgnoreError();
   return expired.size();
 }
 

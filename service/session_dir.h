@@ -20,18 +20,18 @@
 #ifndef CAIRN_SERVICE_SESSION_DIR_H_
 #define CAIRN_SERVICE_SESSION_DIR_H_
 
-#include <sys/types.h>
-
 #include <chrono>
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "cairn/v1/inference.pb.h"
+#include "checkpoint/env.h"
 
 namespace cairn::service {
 
@@ -45,9 +45,12 @@ class SessionDirectory final {
  public:
   // Creates `dir` when missing. INVALID_ARGUMENT for an empty path or a
   // non-positive expiry; the OS's error (as INTERNAL or PERMISSION_DENIED)
-  // when the directory cannot be created or written.
+  // when the directory cannot be created or written. Every file operation
+  // goes through `env` (null: checkpoint::Env::Default()), which must
+  // outlive the directory object.
   static absl::StatusOr<std::unique_ptr<SessionDirectory>> Create(const std::string& dir,
-                                                                  std::chrono::seconds expiry);
+                                                                  std::chrono::seconds expiry,
+                                                                  checkpoint::Env* env = nullptr);
 
   // Writes the session's file (replacing it atomically). `id` must satisfy
   // SessionManager::ValidateId (INVALID_ARGUMENT otherwise). I/O errors as
@@ -78,22 +81,17 @@ class SessionDirectory final {
   const std::string& path() const { return dir_; }
 
  private:
-  struct Identity {
-    dev_t dev = 0;
-    ino_t ino = 0;
-    int64_t mtime_ns = 0;
-    off_t size = 0;
-    bool operator==(const Identity&) const = default;
-  };
-  SessionDirectory(std::string dir, std::chrono::seconds expiry) : dir_(std::move(dir)), expiry_(expiry) {}
+  SessionDirectory(std::string dir, std::chrono::seconds expiry, checkpoint::Env* env)
+      : dir_(std::move(dir)), expiry_(expiry), env_(env) {}
   std::string FilePath(const std::string& id) const { return dir_ + "/" + id + ".session"; }
   bool Expired(int64_t mtime_ns) const;
 
   const std::string dir_;
   const std::chrono::seconds expiry_;
-  std::mutex mu_;
-  std::map<std::string, Identity> seen_;  // files this replica wrote or read
-  uint64_t tmp_counter_ = 0;
+  checkpoint::Env* const env_;
+  absl::Mutex mu_;
+  std::map<std::string, checkpoint::FileInfo> seen_ ABSL_GUARDED_BY(mu_);  // files this replica wrote or read
+  uint64_t tmp_counter_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace cairn::service

@@ -42,7 +42,7 @@ absl::Status SessionManager::ValidateId(const std::string& id) {
 }
 
 absl::StatusOr<SessionLease> SessionManager::Insert(std::shared_ptr<Session> s, const std::string& id) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (sessions_.size() >= static_cast<size_t>(options_.max_sessions)) {
     return absl::ResourceExhaustedError(absl::StrCat(
         "session limit reached (", options_.max_sessions, " sessions); delete some or wait for idle ones to expire"));
@@ -56,6 +56,7 @@ absl::StatusOr<SessionLease> SessionManager::Insert(std::shared_ptr<Session> s, 
     } while (sessions_.count(s->id));
   }
   s->busy = true;
+  s->busy_tokens.store(s->history.size());
   s->last_used = std::chrono::steady_clock::now();
   sessions_[s->id] = s;
   return SessionLease(this, std::move(s));
@@ -69,7 +70,7 @@ absl::StatusOr<SessionLease> SessionManager::Create(ServedModel* model, const st
   }
   Sweep();
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (sessions_.size() >= static_cast<size_t>(options_.max_sessions)) {
       return absl::ResourceExhaustedError(absl::StrCat(
           "session limit reached (", options_.max_sessions, " sessions)"));
@@ -112,7 +113,7 @@ absl::StatusOr<SessionLease> SessionManager::Fork(Session& source) {
 }
 
 absl::StatusOr<SessionLease> SessionManager::Acquire(const std::string& id, const std::string& tenant) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   auto it = sessions_.find(id);
   if (it == sessions_.end()) {
     return absl::NotFoundError(absl::StrCat("session '", id, "' not found (deleted or expired)"));
@@ -125,11 +126,12 @@ absl::StatusOr<SessionLease> SessionManager::Acquire(const std::string& id, cons
     return absl::FailedPreconditionError(absl::StrCat("session '", id, "' is busy with another request"));
   }
   s.busy = true;
+  s.busy_tokens.store(s.history.size());
   return SessionLease(this, it->second);
 }
 
 void SessionManager::Release(const std::shared_ptr<Session>& s) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   s->busy = false;
   s->last_used = std::chrono::steady_clock::now();
 }
@@ -137,7 +139,7 @@ void SessionManager::Release(const std::shared_ptr<Session>& s) {
 absl::Status SessionManager::Delete(const std::string& id, const std::string& tenant) {
   std::shared_ptr<Session> gone;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     auto it = sessions_.find(id);
     if (it == sessions_.end()) return absl::NotFoundError(absl::StrCat("session '", id, "' not found"));
     if (it->second->tenant != tenant) {
@@ -155,14 +157,16 @@ absl::Status SessionManager::Delete(const std::string& id, const std::string& te
 std::vector<SessionManager::Summary> SessionManager::List(const std::string& tenant) const {
   std::vector<Summary> out;
   const auto now = std::chrono::steady_clock::now();
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   for (const auto& [id, s] : sessions_) {
     if (s->tenant != tenant) continue;
     Summary x;
     x.id = id;
     x.model = s->model->name;
     x.busy = s->busy;
-    // A busy session's history is being changed by its request.
+    // A busy session's history is being changed by its request: its
+    // progress instead.
+    x.tokens = s->busy_tokens.load();
     if (!s->busy) {
       x.tokens = s->history.size();
       x.positions = s->history.PositionsOf(s->history.size());
@@ -177,7 +181,7 @@ size_t SessionManager::Sweep() {
   std::vector<std::shared_ptr<Session>> gone;
   const auto now = std::chrono::steady_clock::now();
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     for (auto it = sessions_.begin(); it != sessions_.end();) {
       if (!it->second->busy && now - it->second->last_used > options_.idle_timeout) {
         gone.push_back(std::move(it->second));
@@ -191,14 +195,14 @@ size_t SessionManager::Sweep() {
 }
 
 size_t SessionManager::size() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return sessions_.size();
 }
 
 size_t SessionManager::ParkAll() {
   std::vector<std::shared_ptr<Session>> idle;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     for (auto& [id, s] : sessions_) {
       if (!s->busy) idle.push_back(s);
     }
@@ -212,7 +216,7 @@ size_t SessionManager::ParkAll() {
 
 void SessionManager::Clear() {
   std::map<std::string, std::shared_ptr<Session>> gone;
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   gone.swap(sessions_);
 }
 

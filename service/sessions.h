@@ -3,6 +3,7 @@
 #ifndef CAIRN_SERVICE_SESSIONS_H_
 #define CAIRN_SERVICE_SESSIONS_H_
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <map>
@@ -11,8 +12,10 @@
 #include <string>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "checkpoint/engine.h"
 #include "service/history.h"
 #include "service/memory_budget.h"
@@ -30,6 +33,11 @@ struct Session {
   MemoryReservation memory;
   std::unique_ptr<checkpoint::Sequence> seq;
   History history;
+  // While busy, what GetSession and ListSessions report as its tokens: the
+  // history's size when it was checked out, then, once a Generate on it has
+  // streamed tokens, its prompt plus the tokens written to the stream (what
+  // the history will hold if the request stops now). Set by the lease holder.
+  std::atomic<size_t> busy_tokens{0};
   // Guarded by SessionManager's mutex:
   std::chrono::steady_clock::time_point last_used;
   bool busy = false;
@@ -132,8 +140,8 @@ class SessionManager final {
 
   const SessionOptions options_;
   MemoryBudget* const budget_;
-  mutable std::mutex mu_;
-  std::map<std::string, std::shared_ptr<Session>> sessions_;
+  mutable absl::Mutex mu_;  // also guards each Session's busy and last_used
+  std::map<std::string, std::shared_ptr<Session>> sessions_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace cairn::service

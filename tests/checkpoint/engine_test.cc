@@ -10,6 +10,7 @@
 
 #include "gtest/gtest.h"
 #include "tests/checkpoint/engine_testing.h"
+#include "tests/testing/fault_env.h"
 
 namespace cairn::checkpoint {
 namespace {
@@ -69,7 +70,9 @@ class EngineTest : public ::testing::TestWithParam<Row> {
     engine_.reset();
     store_.reset();
     if (options_.enabled) {
-      auto store = CheckpointStore::Create(options_.store());
+      StoreOptions store_options = options_.store();
+      store_options.env = env_;
+      auto store = CheckpointStore::Create(store_options);
       ASSERT_TRUE(store.ok()) << store.status();
       store_ = std::move(*store);
     }
@@ -121,10 +124,32 @@ class EngineTest : public ::testing::TestWithParam<Row> {
     p.EndMessage();
   }
 
+  // A store with its disk tier in `dir`; `p` (two messages) is computed and
+  // parked, then valuable filler pushes every checkpoint out to disk.
+  void ParkThenSpill(const std::string& dir, Prompt& p) {
+    Rebuild(size_t{256} << 20, dir);
+    Add(p, RandomTokens(rng_, 70, vocab_));
+    Add(p, RandomTokens(rng_, 20, vocab_));
+    {
+      auto a = NewSeq();
+      Run(*a, p);
+      ASSERT_TRUE(engine_->Park(*a).ok());
+    }
+    const size_t ram = store_->options().ram_budget_bytes;
+    for (int i = 0; i < 4; ++i) {
+      Checkpoint filler;
+      filler.snapshot.data.resize(ram / 3);
+      ASSERT_TRUE(store_->Put(std::move(filler), 1e12).ok());
+    }
+  }
+
   std::unique_ptr<Backend> backend_;
   int vocab_ = 0;
   bool recurrent_ = false;
   CheckpointOptions options_;
+  // Declared before the store: it must outlive it.
+  cairn::testing::FaultEnv fault_env_;
+  Env* env_ = nullptr;  // the store's; null: the default
   std::shared_ptr<CheckpointStore> store_;
   std::unique_ptr<CheckpointEngine> engine_;
   std::mt19937 rng_{42};
@@ -380,22 +405,9 @@ TEST_P(EngineTest, CancelledLongPromptResumesWhereItStopped) {
 TEST_P(EngineTest, CorruptSpilledCheckpointIsNeverRestored) {
   char tmpl[] = "/tmp/cairn-engine-test-XXXXXX";
   const std::string dir = ::mkdtemp(tmpl);
-  Rebuild(size_t{256} << 20, dir);
   Prompt p;
-  Add(p, RandomTokens(rng_, 70, vocab_));
-  Add(p, RandomTokens(rng_, 20, vocab_));
-  {
-    auto a = NewSeq();
-    Run(*a, p);
-    ASSERT_TRUE(engine_->Park(*a).ok());
-  }
-  // Push every checkpoint out to disk with valuable filler, then damage the files.
-  const size_t ram = store_->options().ram_budget_bytes;
-  for (int i = 0; i < 4; ++i) {
-    Checkpoint filler;
-    filler.snapshot.data.resize(ram / 3);
-    ASSERT_TRUE(store_->Put(std::move(filler), 1e12).ok());
-  }
+  ASSERT_NO_FATAL_FAILURE(ParkThenSpill(dir, p));
+  // Then damage the files.
   int damaged = 0;
   for (auto& f : std::filesystem::directory_iterator(dir)) {
     std::fstream s(f.path(), std::ios::in | std::ios::out | std::ios::binary);
@@ -408,6 +420,23 @@ TEST_P(EngineTest, CorruptSpilledCheckpointIsNeverRestored) {
   auto r = Run(*b, p);  // exact: the damaged snapshot is not restored
   EXPECT_EQ(r.stats.recomputed, p.positions());
   EXPECT_GT(store_->stats().corrupt, 0u);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_P(EngineTest, UnreadableSpilledCheckpointIsRecomputed) {
+  char tmpl[] = "/tmp/cairn-engine-test-XXXXXX";
+  const std::string dir = ::mkdtemp(tmpl);
+  cairn::testing::FaultEnv& env = fault_env_;
+  env_ = &env;
+  Prompt p;
+  ASSERT_NO_FATAL_FAILURE(ParkThenSpill(dir, p));
+  // Then every read of a file fails as a failing disk's would (EIO).
+  ASSERT_GT(store_->stats().disk_entries, 0u);
+  env.Fail(cairn::testing::FaultEnv::Op::kRead, dir, EIO, 1000);
+  auto b = NewSeq();
+  auto r = Run(*b, p);  // exact (Run compares with a fresh computation)
+  EXPECT_EQ(r.stats.recomputed, p.positions());
+  EXPECT_GT(env.failures(), 0);
   std::filesystem::remove_all(dir);
 }
 

@@ -7,11 +7,13 @@
 #include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <random>
 #include <set>
 #include <thread>
 
 #include "gtest/gtest.h"
+#include "tests/testing/fault_env.h"
 
 namespace cairn::checkpoint {
 namespace {
@@ -78,6 +80,29 @@ std::unique_ptr<CheckpointStore> MustCreate(const StoreOptions& o) {
   auto s = CheckpointStore::Create(o);
   EXPECT_TRUE(s.ok()) << s.status();
   return s.ok() ? std::move(*s) : nullptr;
+}
+
+// Collects the store's warnings (StoreOptions::on_warning).
+struct Warnings {
+  std::mutex mu;
+  std::vector<std::string> lines;
+  void Attach(StoreOptions& o) {
+    o.on_warning = [this](const std::string& m) {
+      std::lock_guard<std::mutex> lock(mu);
+      lines.push_back(m);
+    };
+  }
+  // How many warnings name `file`.
+  int Naming(const std::string& file) {
+    std::lock_guard<std::mutex> lock(mu);
+    int n = 0;
+    for (const std::string& l : lines) n += l.find(file) != std::string::npos;
+    return n;
+  }
+};
+
+std::string FileOf(const TempDir& dir, CheckpointId id) {
+  return dir.path() + "/ckpt-" + std::to_string(id) + ".bin";
 }
 
 TEST(CheckpointStoreTest, PutGetRoundTripAndAccounting) {
@@ -403,12 +428,24 @@ TEST(CheckpointStoreTest, CorruptFileIsDroppedAtRestart) {
     char c = 0x5a;
     f.write(&c, 1);
   }
+  // A leftover temporary file (a write that never completed).
+  const std::string torn = dir.path() + "/ckpt-999.tmp";
+  std::ofstream(torn) << "CAIRNCK1";
+  Warnings warnings;
+  warnings.Attach(o);
   auto store = MustCreate(o);
   EXPECT_FALSE(store->Contains(on_disk[0]));
   EXPECT_FALSE(fs::exists(p0));
+  EXPECT_FALSE(fs::exists(torn));
+  EXPECT_EQ(warnings.Naming(p0), 1);  // each dropped file is named, with the reason
+  EXPECT_EQ(warnings.Naming(p0 + " deleted at start-up: " + p0 + ": header is corrupt"), 1);
+  EXPECT_EQ(warnings.Naming(torn + " deleted: a write that never completed"), 1);
+  EXPECT_EQ(warnings.Naming(p1), 0);
   EXPECT_EQ(store->Get(on_disk[1]).status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_EQ(warnings.Naming(p1 + " dropped: checkpoint file checksum mismatch"), 1);
   EXPECT_FALSE(store->Contains(on_disk[1]));
   EXPECT_EQ(store->stats().corrupt, 2u);
+  EXPECT_EQ(warnings.lines.size(), 3u);
 }
 
 TEST(CheckpointStoreTest, ConcurrentUseKeepsInvariants) {
@@ -446,6 +483,90 @@ TEST(CheckpointStoreTest, ConcurrentUseKeepsInvariants) {
   EXPECT_LE(s.ram_bytes, 60000u);
   EXPECT_LE(s.disk_bytes, 120000u);
   EXPECT_EQ(dir.Files(".bin").size(), s.disk_entries);
+}
+
+// A store over a disk tier whose file system is a FaultEnv, its warnings
+// collected.
+struct FaultyStore {
+  TempDir dir;
+  testing::FaultEnv env;
+  Warnings warnings;
+  StoreOptions Options() {
+    StoreOptions o = Opts(5000, dir.path(), 1 << 20);
+    o.env = &env;
+    warnings.Attach(o);
+    return o;
+  }
+};
+
+// A spill that fails (disk full) loses that checkpoint only: it is dropped
+// with its listeners told and a warning naming its file; the store's
+// accounting matches the files and every other checkpoint reads back.
+TEST(CheckpointStoreTest, FailedSpillLosesOnlyThatCheckpoint) {
+  FaultyStore f;
+  auto& [dir, env, warnings] = f;
+  env.Fail(testing::FaultEnv::Op::kWrite, "/ckpt-2.", ENOSPC);
+  auto store = MustCreate(f.Options());
+  std::set<CheckpointId> dropped;
+  store->AddDropListener([&](CheckpointId id) { dropped.insert(id); });
+  std::vector<CheckpointId> ids;
+  for (int i = 0; i < 6; ++i) ids.push_back(*store->Put(Make(i + 1, 2000, i), 10));
+  ASSERT_EQ(ids[1], 2u);
+  ASSERT_EQ(env.failures(), 1);  // the oldest go first: checkpoint 2 was spilled
+  EXPECT_EQ(dropped, std::set<CheckpointId>{2});
+  EXPECT_FALSE(store->Contains(2));
+  EXPECT_EQ(store->Get(2).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(warnings.Naming(FileOf(dir, 2)), 1);
+  EXPECT_FALSE(fs::exists(FileOf(dir, 2)));
+  EXPECT_TRUE(dir.Files(".tmp").empty());
+  StoreStats s = store->stats();
+  EXPECT_EQ(dir.Files(".bin").size(), s.disk_entries);
+  EXPECT_EQ(s.dropped, 1u);
+  for (int i = 0; i < 6; ++i) {
+    if (ids[i] == 2) continue;
+    auto got = store->Get(ids[i]);
+    ASSERT_TRUE(got.ok()) << i << " " << got.status();
+    ExpectSame(**got, Make(i + 1, 2000, i));
+  }
+  EXPECT_GT(store->stats().spills, 0u);
+  EXPECT_LE(store->stats().ram_bytes, 5000u);
+}
+
+// A read error (EIO) on a spilled checkpoint is DATA_LOSS for that one (its
+// caller recomputes), never a wrong checkpoint; a warning names the file and
+// the others still read back.
+TEST(CheckpointStoreTest, FailedReadOfSpilledCheckpointIsDataLoss) {
+  FaultyStore f;
+  auto& [dir, env, warnings] = f;
+  auto store = MustCreate(f.Options());
+  std::vector<CheckpointId> on_disk;
+  for (int i = 0; i < 6; ++i) store->Put(Make(i + 1, 2000, i), 10).IgnoreError();
+  for (const CheckpointInfo& info : store->List()) {
+    if (!info.in_ram) on_disk.push_back(info.id);
+  }
+  ASSERT_GE(on_disk.size(), 2u);
+  env.Fail(testing::FaultEnv::Op::kRead, "/ckpt-" + std::to_string(on_disk[0]) + ".", EIO);
+  auto got = store->Get(on_disk[0]);
+  EXPECT_EQ(got.status().code(), absl::StatusCode::kDataLoss) << got.status();
+  EXPECT_EQ(env.failures(), 1);
+  EXPECT_EQ(warnings.Naming(FileOf(dir, on_disk[0])), 1);
+  EXPECT_FALSE(store->Contains(on_disk[0]));
+  for (size_t k = 1; k < on_disk.size(); ++k) {
+    auto other = store->Get(on_disk[k]);
+    ASSERT_TRUE(other.ok()) << other.status();
+    ExpectSame(**other, Make((*other)->snapshot.pos, 2000, (*other)->snapshot.pos - 1));
+  }
+  EXPECT_EQ(dir.Files(".bin").size(), store->stats().disk_entries);
+}
+
+// A disk directory that cannot be listed at start-up is an error of Create
+// (the store does not start over a tier it cannot see).
+TEST(CheckpointStoreTest, UnlistableDiskDirectoryFailsCreate) {
+  FaultyStore f;
+  f.env.Fail(testing::FaultEnv::Op::kList, f.dir.path(), EIO);
+  auto store = CheckpointStore::Create(f.Options());
+  EXPECT_EQ(store.status().code(), absl::StatusCode::kInternal) << store.status();
+  EXPECT_NE(store.status().message().find(f.dir.path()), std::string::npos);
 }
 
 }  // namespace

@@ -777,6 +777,46 @@ TEST_F(ServiceTest, ConcurrentRequestOnABusySessionIsRefused) {
   EXPECT_EQ(first.status.error_code(), grpc::StatusCode::CANCELLED);
 }
 
+// GetSession (and ListSessions) on a session whose Generate runs report its
+// progress: the prompt plus the tokens streamed so far (it used to be 0).
+TEST_F(ServiceTest, BusySessionReportsItsProgress) {
+  const std::string sid = client_->Create(kTf);
+  GenerateRequest longreq = Req(kTf, Ids(10), 3000);
+  longreq.set_session_id(sid);
+  longreq.set_append(true);
+  int32_t seen = 0, listed = 0, after = 0;
+  bool busy = true;
+  Result r = client_->Generate(longreq, 0, [&](grpc::ClientContext& ctx, int n) {
+    if (n != 20) return;
+    // This client has read 20 tokens, so the server wrote them; it
+    // publishes its progress right after each write: poll until it shows
+    // (bounded, to fail rather than hang if it never does).
+    Client other(server_->port());
+    for (int i = 0; i < 20000 && seen < 10 + 20; ++i) {
+      auto info = other.Get(sid, false);
+      ASSERT_TRUE(info.ok()) << info.status();
+      busy = busy && info->busy();
+      seen = info->tokens();
+      if (seen < 10 + 20) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    v1::SessionRequest list;
+    list.mutable_list();
+    v1::SessionResponse resp;
+    ASSERT_TRUE(other.Session(list, &resp).ok());
+    for (const v1::SessionInfo& s : resp.sessions().sessions()) {
+      if (s.session_id() == sid) listed = s.tokens();
+    }
+    ctx.TryCancel();
+  });
+  EXPECT_EQ(r.status.error_code(), grpc::StatusCode::CANCELLED);
+  EXPECT_TRUE(busy);
+  EXPECT_GE(seen, 10 + 20);
+  EXPECT_GE(listed, seen);
+  after = client_->GetIdle(sid).tokens();
+  EXPECT_GE(after, listed);  // never more than the history it ends with
+  EXPECT_LT(after, 10 + 3000);
+}
+
 TEST_F(ServiceTest, CancellationStopsTheRequestAndKeepsTheSessionConsistent) {
   for (const char* model : {kTf, kRec, kHyb}) {
     SCOPED_TRACE(model);

@@ -14,6 +14,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 import time
 import unittest
 import urllib.request
@@ -128,6 +129,30 @@ class ObservabilityTest(unittest.TestCase):
         r = subprocess.run([ARGS.server, "--log-level=loud"], capture_output=True, text=True, timeout=60)
         self.assertEqual(r.returncode, 2)
         self.assertIn("expected error, warning, info or debug", r.stderr)
+
+    def test_damaged_checkpoint_files_are_named_in_the_log(self):
+        """Issue 16 item 6: damaged checkpoint files were deleted silently."""
+        with tempfile.TemporaryDirectory() as disk:
+            damaged = os.path.join(disk, "ckpt-7.bin")
+            torn = os.path.join(disk, "ckpt-9.tmp")
+            with open(damaged, "wb") as f:
+                f.write(b"CAIRNCK1" + b"\x5a" * 200)
+            with open(torn, "wb") as f:
+                f.write(b"CAIRNCK1")
+            lines = []
+            proc, port, _ = server_process.start(ARGS.server, "--model=demo-chat", "--threads=1",
+                                                 "--checkpoint-disk-dir=" + disk, lines=lines)
+            try:
+                self.assertEqual(cli("--model=demo-chat", "--max-tokens=2", "hi", port=port).returncode, 0)
+            finally:
+                proc.terminate()
+                proc.wait(timeout=30)
+                proc.stderr_reader.join(timeout=30)
+            warnings = [l for l in lines if "warning checkpoint_store" in l]
+            self.assertTrue(any(damaged in l and "header is corrupt" in l for l in warnings), "".join(lines))
+            self.assertTrue(any(torn in l and "never completed" in l for l in warnings), "".join(lines))
+            self.assertFalse(os.path.exists(damaged))
+            self.assertFalse(os.path.exists(torn))
 
 
 def main():

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "tests/testing/fault_env.h"
 
 namespace cairn::service {
 namespace {
@@ -134,6 +135,31 @@ TEST_F(SessionDirTest, CreateRefusesBadArguments) {
   EXPECT_FALSE(SessionDirectory::Create(dir_ + "/file/sub", std::chrono::seconds(1)).ok());
   EXPECT_TRUE(SessionDirectory::Create(dir_ + "/new", std::chrono::seconds(1)).ok());
   EXPECT_TRUE(fs::is_directory(dir_ + "/new"));
+}
+
+// A failing disk: a write that fails (full disk) is RESOURCE_EXHAUSTED and
+// leaves the previous version readable and unchanged for Check; a read that
+// fails (EIO) is an error that deletes nothing, and the next read succeeds.
+TEST_F(SessionDirTest, DiskFaultsChangeNothing) {
+  testing::FaultEnv env;
+  auto d = SessionDirectory::Create(dir_, std::chrono::seconds(3600), &env);
+  ASSERT_TRUE(d.ok()) << d.status();
+  ASSERT_TRUE((*d)->Save("s1", Sample(5)).ok());
+  env.Fail(testing::FaultEnv::Op::kWrite, "/s1.session", ENOSPC);
+  absl::Status full = (*d)->Save("s1", Sample(9));
+  EXPECT_TRUE(absl::IsResourceExhausted(full)) << full;
+  EXPECT_EQ((*d)->Check("s1"), SessionDirectory::Change::kUnchanged);
+  env.Fail(testing::FaultEnv::Op::kRead, "/s1.session", EIO);
+  absl::StatusOr<PersistedSession> failed = (*d)->Load("s1");
+  EXPECT_TRUE(absl::IsInternal(failed.status())) << failed.status();
+  EXPECT_TRUE((*d)->Exists("s1"));
+  absl::StatusOr<PersistedSession> again = (*d)->Load("s1");
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->snapshot.history_size(), 5);
+  EXPECT_EQ(env.failures(), 2);
+  int files = 0;
+  for (const auto& e : fs::directory_iterator(dir_)) files += e.is_regular_file();
+  EXPECT_EQ(files, 1);  // no temporary file left behind
 }
 
 }  // namespace
