@@ -6,7 +6,7 @@
 # a non-zero exit of the server, any sanitizer report in its stderr, or RSS that grew
 # by more than PLATEAU_PCT % (default 10) over the last 30 s of the load.
 # Environment: BUILD_DIR (default build-asan; another directory builds without
-# sanitizers, to compare RSS), LOAD_SECONDS, CHECKPOINT_RAM (default 256MiB: the
+# sanitizers, to compare RSS), LOAD_SECONDS, CHECKPOINT_RAM (default 128MiB: the
 # checkpoint store fills up to its budget, so a small one lets RSS settle within the
 # run), MEMORY_BUDGET (default 512MiB), STALLED_SECONDS (default 10), PLATEAU_PCT.
 # Not part of scripts/test.sh: it takes minutes (an ASan build and the load).
@@ -28,29 +28,38 @@ export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 log=$(mktemp -d)
 : >"$log/server.err"
 "$build/service/cairn-server" --listen=127.0.0.1:0 --model=demo-hybrid=demo-hybrid --threads=2 \
-  --memory-budget="${MEMORY_BUDGET:-512MiB}" --checkpoint-ram="${CHECKPOINT_RAM:-256MiB}" \
-  --stalled-stream-seconds="${STALLED_SECONDS:-10}" --log-level=warning 2>"$log/server.err" &
+  --memory-budget="${MEMORY_BUDGET:-512MiB}" --checkpoint-ram="${CHECKPOINT_RAM:-128MiB}" \
+  --stalled-stream-seconds="${STALLED_SECONDS:-10}" --log-level=warning --metrics-listen=127.0.0.1:0 \
+  2>"$log/server.err" &
 pid=$!
 trap 'kill "$pid" 2>/dev/null || true' EXIT
 port=
 for _ in $(seq 600); do
   port=$(sed -n 's/^cairn-server: listening on port \([0-9]*\)$/\1/p' "$log/server.err")
-  [ -n "$port" ] && break
+  metrics_port=$(sed -n 's/^cairn-server: metrics on port \([0-9]*\)$/\1/p' "$log/server.err")
+  [ -n "$port" ] && [ -n "$metrics_port" ] && break
   kill -0 "$pid" 2>/dev/null || { cat "$log/server.err" >&2; echo "asan-load: server did not start" >&2; exit 1; }
   sleep 0.1
 done
 [ -n "$port" ] || { echo "asan-load: server did not report its port" >&2; exit 1; }
 
 rss_kib() { sed -n 's/^VmRSS:[[:space:]]*\([0-9]*\) kB$/\1/p' "/proc/$pid/status"; }
+# What the server's budgets account for, in MiB: the checkpoint store (--checkpoint-ram)
+# and the live sequences (--memory-budget).
+metric_mib() {
+  curl -s "http://127.0.0.1:$metrics_port/metrics" |
+    awk -v m="$1" '$1 == m { printf "%.1f", $2 / 1048576; found = 1 } END { if (!found) printf "?" }'
+}
 "$build/service/cairn-load" --server="127.0.0.1:$port" --model=demo-hybrid --clients=16 --stalled-clients=4 \
   --seconds="$seconds" >"$log/load.out" 2>&1 &
 load=$!
-echo "   s  server RSS (MiB)"
+echo "   s  RSS MiB  checkpoints MiB  sequences MiB"
 samples=()
 t=0
 while kill -0 "$load" 2>/dev/null; do
   samples+=("$(rss_kib)")
-  printf '%4d  %8.1f\n' "$t" "$(echo "${samples[-1]} / 1024" | bc -l)"
+  printf '%4d  %7.1f  %15s  %13s\n' "$t" "$(echo "${samples[-1]} / 1024" | bc -l)" \
+    "$(metric_mib cairn_checkpoint_store_ram_bytes)" "$(metric_mib cairn_sequence_memory_bytes)"
   sleep 5
   t=$((t + 5))
 done
