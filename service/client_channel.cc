@@ -21,8 +21,8 @@ absl::StatusOr<std::string> ReadPem(const std::string& flag, const std::string& 
 
 }  // namespace
 
-absl::StatusOr<std::shared_ptr<grpc::Channel>> ClientChannel(const std::string& target, const ClientTls& tls) {
-  grpc::ChannelArguments args;
+absl::StatusOr<std::shared_ptr<grpc::Channel>> ClientChannel(const std::string& target, const ClientTls& tls,
+                                                             grpc::ChannelArguments args) {
   if (!tls.enabled()) {
     if (!tls.server_name.empty()) {
       return absl::InvalidArgumentError("--tls-server-name needs TLS (--tls-ca, or --tls-cert and --tls-key)");

@@ -8,6 +8,7 @@
 
 #include "absl/status/statusor.h"
 #include "grpcpp/channel.h"
+#include "grpcpp/support/channel_arguments.h"
 #include "grpcpp/support/status.h"
 
 namespace cairn::service {
@@ -24,8 +25,10 @@ struct ClientTls {
 // A channel to `target` ("HOST:PORT"). INVALID_ARGUMENT when only one of
 // cert and key is given, or --tls-server-name without TLS; NOT_FOUND when a
 // file cannot be read. Connecting is lazy: an unreachable server shows as
-// UNAVAILABLE on the first call.
-absl::StatusOr<std::shared_ptr<grpc::Channel>> ClientChannel(const std::string& target, const ClientTls& tls);
+// UNAVAILABLE on the first call. `args` are further channel arguments (e.g.
+// cairn-load's small flow-control window for its stalling clients).
+absl::StatusOr<std::shared_ptr<grpc::Channel>> ClientChannel(const std::string& target, const ClientTls& tls,
+                                                             grpc::ChannelArguments args = {});
 
 // "FAILED_PRECONDITION: cannot rewind": the code by name, then the message.
 std::string StatusText(const grpc::Status& status);

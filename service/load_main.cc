@@ -15,9 +15,14 @@
 // is doing: compare figures from the same run only. A client whose request
 // failed waits before its next one, doubling the wait on each failure in a
 // row up to --max-backoff, so a server that went away is not hammered.
+//
+// --stalled-clients=N makes N of the clients stop reading (the backpressure
+// check): each opens a long Generate on a channel with a small HTTP/2 receive
+// window and reads nothing until the run ends; how those calls ended is printed.
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <map>
 #include <cstdio>
 #include <memory>
 #include <mutex>
@@ -30,6 +35,7 @@
 #include "backends/memory.h"
 #include "checkpoint/options.h"
 #include "cairn/v1/inference.grpc.pb.h"
+#include "grpcpp/completion_queue.h"
 #include "service/client_channel.h"
 #include "service/log.h"
 #include "service/server.h"
@@ -50,6 +56,13 @@ const char kUsage[] = R"(cairn-load: a load generator for a cairn server
   --seconds=S          duration (default 60)
   --prompt-tokens=N    random token ids per prompt (default 64)
   --max-tokens=N       tokens per reply (default 64)
+  --stalled-clients=N  N of the --clients stop reading (default 0): each opens one
+                       Generate of 100000 tokens with a 1 KiB HTTP/2 receive window (no
+                       BDP probing) and reads nothing until the run ends; then it reads
+                       for up to 2 s to learn whether the server ended the call (a
+                       status arrives after the buffered tokens) and cancels it if not.
+                       Prints how these calls ended; they count neither as requests nor
+                       as errors
   --batching-gain      1 vs 8 concurrent decode-heavy streams, alternating --rounds=N
                        times (default 3); prints the aggregate tokens/s ratio
   --threads=N          compute threads of the in-process server (default: all cores)
@@ -74,6 +87,7 @@ struct Options {
   double seconds = 60;
   int prompt_tokens = 64;
   int max_tokens = 64;
+  int stalled_clients = 0;
   bool batching_gain = false;
   int rounds = 3;  // --batching-gain: alternations of the 1- and 8-stream phases
   cairn::checkpoint::CheckpointOptions checkpoint;  // of the in-process server (checkpoint flags)
@@ -92,6 +106,8 @@ struct Stats {
   int64_t errors = 0;
   std::string first_error;
   double backoff_seconds = 0;  // slept after failures, all clients
+  std::map<std::string, int64_t> stalled_ends;  // a stalled client's call: how it ended, how often
+  int64_t stalled_tokens = 0;                   // tokens the stalled calls had received
 };
 
 // A key per run, so two runs' clients do not share keys.
@@ -105,10 +121,75 @@ const std::string& RunKey() {
   return key;
 }
 
+cairn::v1::GenerateRequest Request(const Options& o, int max_tokens, std::mt19937& rng) {
+  cairn::v1::GenerateRequest req;
+  req.set_model(o.model);
+  auto* ids = req.add_parts()->mutable_tokens();
+  for (int i = 0; i < o.prompt_tokens; ++i) ids->add_ids(300 + static_cast<int>(rng() % 200));
+  req.mutable_stop()->set_max_tokens(max_tokens);
+  req.mutable_stop()->set_ignore_eos(true);
+  req.mutable_sampling()->set_seed(rng());
+  req.set_stream_text(false);
+  return req;
+}
+
+void AddMetadata(const Options& o, int index, grpc::ClientContext* ctx) {
+  ctx->AddMetadata("x-cairn-session", "load-" + RunKey() + "-" + std::to_string(index));
+  if (!o.token.empty()) ctx->AddMetadata("authorization", "Bearer " + o.token);
+}
+
+// A stalled call: its status reaches the client only after the messages
+// before it (HTTP/2 delivers trailers in order), so whether the server ended
+// it shows only when reading. At the end of the run the call is read for up
+// to 2 s: a call the server ended yields what it had buffered and its status;
+// one still open keeps streaming and is cancelled.
+void StalledClient(const std::string& addr, const Options& o, int index, Clock::time_point end, Stats* stats) {
+  grpc::ChannelArguments args;
+  args.SetInt(GRPC_ARG_HTTP2_BDP_PROBE, 0);  // else the window grows with the measured bandwidth
+  args.SetInt(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, 1024);
+  auto stub = cairn::v1::Inference::NewStub(*cairn::service::ClientChannel(addr, o.tls, args));
+  std::mt19937 rng(4321 + index);
+  grpc::ClientContext ctx;
+  AddMetadata(o, index, &ctx);
+  grpc::CompletionQueue cq;
+  auto call = stub->PrepareAsyncGenerate(&ctx, Request(o, 100000, rng), &cq);
+  call->StartCall(&ctx);
+  std::this_thread::sleep_until(end);
+  // The completion queue's deadlines are system_clock's.
+  const auto drain_end = std::chrono::system_clock::now() + std::chrono::seconds(2);
+  cairn::v1::GenerateResponse ev;
+  grpc::Status st;
+  bool cancelled = false, ok;
+  int64_t tokens = 0;
+  call->Read(&ev, &ev);
+  for (void* tag = nullptr; tag != &st;) {
+    if (cancelled) {
+      cq.Next(&tag, &ok);
+    } else if (cq.AsyncNext(&tag, &ok, drain_end) == grpc::CompletionQueue::TIMEOUT) {
+      ctx.TryCancel();
+      cancelled = true;
+      continue;
+    }
+    if (tag != &ev) continue;
+    if (!ok) {
+      call->Finish(&st, &st);
+      continue;
+    }
+    tokens += ev.has_token() ? 1 : 0;
+    call->Read(&ev, &ev);
+  }
+  cq.Shutdown();
+  for (void* tag; cq.Next(&tag, &ok);) {
+  }
+  std::lock_guard<std::mutex> lock(stats->mu);
+  ++stats->stalled_ends[cancelled ? "still open at the end (cancelled by cairn-load)"
+                                  : "ended by the server, " + cairn::service::StatusText(st)];
+  stats->stalled_tokens += tokens;
+}
+
 void Client(const std::string& addr, const Options& o, int index, Clock::time_point end, Stats* stats) {
   // main checked the TLS flags with the same call.
   auto stub = cairn::v1::Inference::NewStub(*cairn::service::ClientChannel(addr, o.tls));
-  const std::string affinity_key = "load-" + RunKey() + "-" + std::to_string(index);
   std::mt19937 rng(1234 + index);
   double backoff = 0;  // seconds to wait before the next request (0 after a success)
   while (Clock::now() < end) {
@@ -123,19 +204,10 @@ void Client(const std::string& addr, const Options& o, int index, Clock::time_po
       }
       if (Clock::now() >= end) break;
     }
-    cairn::v1::GenerateRequest req;
-    req.set_model(o.model);
-    auto* ids = req.add_parts()->mutable_tokens();
-    for (int i = 0; i < o.prompt_tokens; ++i) ids->add_ids(300 + static_cast<int>(rng() % 200));
-    req.mutable_stop()->set_max_tokens(o.max_tokens);
-    req.mutable_stop()->set_ignore_eos(true);
-    req.mutable_sampling()->set_seed(rng());
-    req.set_stream_text(false);
     grpc::ClientContext ctx;
-    ctx.AddMetadata("x-cairn-session", affinity_key);
-    if (!o.token.empty()) ctx.AddMetadata("authorization", "Bearer " + o.token);
+    AddMetadata(o, index, &ctx);
     const auto t0 = Clock::now();
-    auto reader = stub->Generate(&ctx, req);
+    auto reader = stub->Generate(&ctx, Request(o, o.max_tokens, rng));
     cairn::v1::GenerateResponse ev;
     double ttft = -1, decode_rate = 0;
     int64_t n = 0;
@@ -178,7 +250,9 @@ RunResult Run(const std::string& addr, const Options& o, int clients, double sec
   const auto t0 = Clock::now();
   const auto end = t0 + std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
   std::vector<std::thread> threads;
-  for (int i = 0; i < clients; ++i) threads.emplace_back(Client, addr, std::cref(o), i, end, &stats);
+  for (int i = 0; i < clients; ++i) {
+    threads.emplace_back(i < o.stalled_clients ? StalledClient : Client, addr, std::cref(o), i, end, &stats);
+  }
   for (auto& t : threads) t.join();
   RunResult r;
   r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
@@ -191,6 +265,12 @@ RunResult Run(const std::string& addr, const Options& o, int clients, double sec
   if (!stats.first_error.empty()) {
     std::fprintf(stderr, "first error: %s (clients waited %.1f s in all after failures)\n",
                  stats.first_error.c_str(), stats.backoff_seconds);
+  }
+  for (const auto& [how, count] : stats.stalled_ends) {
+    std::printf("stalled calls: %lld %s\n", static_cast<long long>(count), how.c_str());
+  }
+  if (o.stalled_clients > 0) {
+    std::printf("stalled calls: %lld tokens received in all\n", static_cast<long long>(stats.stalled_tokens));
   }
   return r;
 }
@@ -241,6 +321,8 @@ int main(int argc, char** argv) {
       ok = absl::SimpleAtoi(x, &o.prompt_tokens);
     } else if ((x = v("max-tokens"))) {
       ok = absl::SimpleAtoi(x, &o.max_tokens);
+    } else if ((x = v("stalled-clients"))) {
+      ok = absl::SimpleAtoi(x, &o.stalled_clients) && o.stalled_clients >= 0;
     } else if ((x = v("rounds"))) {
       ok = absl::SimpleAtoi(x, &o.rounds) && o.rounds > 0;
     } else if ((x = v("threads"))) {
@@ -267,6 +349,10 @@ int main(int argc, char** argv) {
   }
   if (o.server.empty() && (o.tls.enabled() || !o.token.empty())) {
     std::fprintf(stderr, "cairn-load: --token and --tls-* are for --server (the in-process server has neither)\n");
+    return 2;
+  }
+  if (o.stalled_clients > (o.batching_gain ? 0 : o.clients)) {
+    std::fprintf(stderr, "cairn-load: --stalled-clients is at most --clients (and not for --batching-gain)\n");
     return 2;
   }
   if (auto channel = cairn::service::ClientChannel(o.server.empty() ? "127.0.0.1:1" : o.server, o.tls);

@@ -204,8 +204,10 @@ bool Scheduler::Paused(Running& r, Clock::time_point now) const {
 
 bool Scheduler::Stalled(Running& r, Clock::time_point now) {
   if (!Paused(r, now) || now - r.progress_at < options_.stalled_stream) return false;
-  if (r.job->abort_stream) r.job->abort_stream();
+  // The reason first: aborting fails the handler's blocked write, which
+  // would record kCancelled, and the first reason recorded wins.
   r.job->RequestStop(StopReason::kStalled);
+  if (r.job->abort_stream) r.job->abort_stream();
   return true;
 }
 
