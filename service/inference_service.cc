@@ -119,20 +119,45 @@ absl::StatusOr<History> InferenceService::BuildPrompt(const ServedModel& model,
   return h;
 }
 
+namespace {
+
+// Counts a handler as running for as long as it is in scope.
+class InFlight {
+ public:
+  explicit InFlight(std::atomic<int32_t>& n) : n_(n) { n_.fetch_add(1); }
+  ~InFlight() { n_.fetch_sub(1); }
+  InFlight(const InFlight&) = delete;
+  InFlight& operator=(const InFlight&) = delete;
+
+ private:
+  std::atomic<int32_t>& n_;
+};
+
+absl::Status ShuttingDown() {
+  return absl::UnavailableError("the server is shutting down: retry on another replica");
+}
+
+}  // namespace
+
 grpc::Status InferenceService::Generate(grpc::ServerContext* ctx, const v1::GenerateRequest* req,
                                         grpc::ServerWriter<v1::GenerateResponse>* writer) {
   const Clock::time_point start = Clock::now();
   AddReplicaMetadata(ctx);
   GenerateTrace trace;
   absl::Status st;
-  if (active_generate_.fetch_add(1) >= limits_.max_concurrent_generate) {
-    st = absl::ResourceExhaustedError(
-        absl::StrCat("more than ", limits_.max_concurrent_generate, " concurrent Generate calls"));
+  const InFlight in_flight(in_flight_);
+  if (stopping_.load()) {
+    st = ShuttingDown();
   } else {
-    absl::StatusOr<Caller> caller = auth_->Authenticate(*ctx);
-    st = caller.ok() ? DoGenerate(ctx, *caller, *req, writer, &trace) : caller.status();
+    if (active_generate_.fetch_add(1) >= limits_.max_concurrent_generate) {
+      st = absl::ResourceExhaustedError(
+          absl::StrCat("more than ", limits_.max_concurrent_generate, " concurrent Generate calls"));
+    } else {
+      absl::StatusOr<Caller> caller = auth_->Authenticate(*ctx);
+      st = caller.ok() ? DoGenerate(ctx, *caller, *req, writer, &trace) : caller.status();
+    }
+    active_generate_.fetch_sub(1);
   }
-  active_generate_.fetch_sub(1);
   RecordGenerate(metrics_, *req, trace, st, std::chrono::duration<double>(Clock::now() - start).count());
   return ToGrpcStatus(st);
 }
@@ -382,8 +407,14 @@ grpc::Status InferenceService::SessionControl(grpc::ServerContext* ctx, const v1
                                               v1::SessionResponse* resp) {
   const Clock::time_point start = Clock::now();
   AddReplicaMetadata(ctx);
+  const InFlight in_flight(in_flight_);
   absl::StatusOr<Caller> caller = auth_->Authenticate(*ctx);
-  const absl::Status st = caller.ok() ? DoSession(*caller, *req, resp) : caller.status();
+  absl::Status st = caller.status();
+  if (stopping_.load()) {
+    st = ShuttingDown();
+  } else if (caller.ok()) {
+    st = DoSession(*caller, *req, resp);
+  }
   RecordSessionControl(metrics_, *req, st, std::chrono::duration<double>(Clock::now() - start).count());
   return ToGrpcStatus(st);
 }

@@ -72,6 +72,14 @@ class InferenceService final : public v1::Inference::Service {
   grpc::Status ListModels(grpc::ServerContext* ctx, const v1::ListModelsRequest* req,
                           v1::ListModelsResponse* resp) override;
 
+  // Shutdown's first step: from now on Generate and SessionControl answer
+  // UNAVAILABLE (retryable elsewhere) while the calls already running go on;
+  // the server waits for calls_in_flight() to reach 0, or its grace to end,
+  // before it stops gRPC (whose own shutdown may cancel a call that arrives
+  // at that moment: CANCELLED is not retried by clients).
+  void StopAccepting() { stopping_.store(true); }
+  int32_t calls_in_flight() const { return in_flight_.load(); }
+
  private:
   // Fills `trace` (for the access log and metrics) as far as the call gets.
   absl::Status DoGenerate(grpc::ServerContext* ctx, const Caller& caller, const v1::GenerateRequest& req,
@@ -106,6 +114,8 @@ class InferenceService final : public v1::Inference::Service {
   MemoryBudget* const budget_;
   const ReplicaOptions replica_;
   std::atomic<int32_t> active_generate_{0};
+  std::atomic<int32_t> in_flight_{0};  // Generate and SessionControl calls inside their handlers
+  std::atomic<bool> stopping_{false};
 };
 
 }  // namespace cairn::service

@@ -2,9 +2,11 @@
 
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
+#include <thread>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -164,11 +166,19 @@ void Server::Shutdown() {
     shutdown_ = true;
   }
   cv_.notify_all();
-  // Running calls get the grace to finish, then are cancelled (their
-  // handlers see IsCancelled and stop their requests within a step).
+  // New calls are refused with UNAVAILABLE by the service itself while the
+  // running ones get the grace to finish; then gRPC stops and cancels what
+  // still runs (the handlers see IsCancelled and stop within a step).
   if (server_ == nullptr) return;
   if (auto* health = server_->GetHealthCheckService()) health->Shutdown();
-  server_->Shutdown(std::chrono::system_clock::now() + options_.shutdown_grace);
+  const auto deadline = std::chrono::system_clock::now() + options_.shutdown_grace;
+  if (service_ != nullptr) {
+    service_->StopAccepting();
+    while (service_->calls_in_flight() > 0 && std::chrono::system_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  }
+  server_->Shutdown(deadline);
 }
 
 Server::~Server() {
