@@ -309,165 +309,192 @@ void Scheduler::PromptDone(std::unique_ptr<Prefilling> p, absl::StatusOr<checkpo
   if (!Step(*r, res->logits)) decoding_.push_back(std::move(r));
 }
 
+// One step: wait for work, admit queued requests, drop the stopped ones,
+// then one Forward over the decode rows and prompt runs, and what follows
+// from its logits.
 void Scheduler::Loop() {
   for (;;) {
     std::vector<std::shared_ptr<GenerateJob>> admitted;
-    {
-      std::unique_lock<std::mutex> lock(mu_);
-      // Only paused streams left: look again now and then for their stalls
-      // and stops (a completed write wakes the loop at once).
-      if (decoding_.empty()) {
-        cv_.wait(lock, [&] { return HasWork(); });
-      } else {
-        cv_.wait_for(lock, std::chrono::milliseconds(50), [&] { return HasWork(); });
-      }
-      if (stopping_) break;
-      // Streams paused for a while take no place in the batch: stalled
-      // clients must not keep the others waiting. (A stream briefly paused
-      // while its handler catches up keeps its place.)
-      const size_t idle = CountIdle(Clock::now());
-      while (!queue_.empty() && decoding_.size() - idle + prefilling_.size() + admitted.size() <
-                                    static_cast<size_t>(options_.max_batch)) {
-        admitted.push_back(std::move(queue_.front()));
-        queue_.pop_front();
-      }
-      if (options_.metrics) options_.metrics->queue_depth->Set(static_cast<double>(queue_.size()));
-    }
+    if (!WaitAndAdmit(&admitted)) break;
     for (auto& job : admitted) StartPrompt(std::move(job));
-
     // Stopped requests leave before the step (so within one step of the stop).
-    for (auto it = prefilling_.begin(); it != prefilling_.end();) {
-      if ((*it)->r->job->stop_reason() != StopReason::kNone) {
-        std::unique_ptr<Prefilling> p = std::move(*it);
-        it = prefilling_.erase(it);
-        const absl::Status stop = StopStatus(*p->r->job);
-        // The sequence keeps the prompt prefix absorbed so far.
-        p->job->Finish(stop).IgnoreError();
-        p->job.reset();
-        PromptDone(std::move(p), stop);
-      } else {
-        ++it;
-      }
-    }
+    RetireStoppedPrompts();
     const Clock::time_point now = Clock::now();
-    for (auto it = decoding_.begin(); it != decoding_.end();) {
-      if ((*it)->job->stop_reason() != StopReason::kNone || Stalled(**it, now)) {
-        Complete(**it, StopStatus(*(*it)->job));
-        it = decoding_.erase(it);
-      } else {
-        ++it;
-      }
-    }
+    RetireStoppedDecodes(now);
+    StepBatch batch = BuildBatch(now);
+    RunBatch(batch);
+    FinishDecodeRows(batch);
+    FinishPromptRuns(batch);
+    PublishCounts();
+  }
+  EndInFlight();
+}
 
-    // One Forward: the next token of every decoding sequence, then prompt
-    // runs of the prefilling ones within the step's token budget (at least
-    // one run per step, so prompts progress however many sequences decode).
-    //
-    // Decode rows run on Sequence::memory() under a SequenceHold each, from
-    // before the run is built until Append: a prefill on another thread (an
-    // RPC thread's CheckpointEngine::Prefill, e.g. SessionControl export of
-    // another session) may pick one of these sequences as a copy source
-    // through the prefix index (CheckpointEngine::CaptureOther); it try_locks
-    // it and, while held here, skips it instead of copying a memory this
-    // Forward writes. The prompt runs' sequences are held by their
-    // PrefillJobs. Deadlock-free: other threads only try_lock a sequence
-    // while holding another (engine.h, "Locks").
-    // Paused streams sit this step out.
-    std::vector<SequenceRun> runs;
-    std::vector<checkpoint::SequenceHold> holds;
-    std::vector<Running*> stepping;
-    holds.reserve(decoding_.size());
-    static const int32_t kRow0 = 0;
-    for (auto& r : decoding_) {
-      if (Paused(*r, now)) continue;
-      stepping.push_back(r.get());
-      holds.emplace_back(*r->job->seq);
-      SequenceMemory* mem = r->job->seq->memory();
-      SequenceRun run;
-      run.memory = mem;
-      run.start_pos = mem->next_pos();
-      run.tokens = std::span<const TokenId>(&r->pending, 1);
-      run.logit_rows = std::span<const int32_t>(&kRow0, 1);
-      runs.push_back(run);
-    }
-    const size_t n_decode = runs.size();
-    int64_t budget = std::max<int64_t>(options_.step_tokens - static_cast<int64_t>(n_decode), 1);
-    std::vector<Prefilling*> prompt_runs;
-    for (auto& p : prefilling_) {
-      if (budget <= 0) break;
-      if (p->job->done()) continue;
-      SequenceRun run = p->job->NextRun(static_cast<int32_t>(budget));
-      budget -= run.chunk != nullptr ? run.chunk->n_rows() : static_cast<int64_t>(run.tokens.size());
-      runs.push_back(run);
-      prompt_runs.push_back(p.get());
-    }
-    std::vector<absl::StatusOr<RunLogits>> out(runs.size(), absl::UnknownError("not run"));
-    if (!runs.empty()) {
-      if (Metrics* m = options_.metrics) {
-        if (n_decode > 0) m->batch_rows->Observe(static_cast<double>(n_decode));
-      }
-      absl::StatusOr<std::vector<RunLogits>> all = model_->backend->Forward(runs);
-      if (all.ok()) {
-        for (size_t i = 0; i < runs.size(); ++i) out[i] = std::move((*all)[i]);
-      } else {
-        // Isolate the failing run(s): one request's error must not end the
-        // others.
-        for (size_t i = 0; i < runs.size(); ++i) {
-          absl::StatusOr<std::vector<RunLogits>> one =
-              model_->backend->Forward(std::span<const SequenceRun>(&runs[i], 1));
-          if (one.ok()) {
-            out[i] = std::move((*one)[0]);
-          } else {
-            out[i] = one.status();
-          }
-        }
-      }
-    }
-    // Decode rows.
-    for (size_t i = 0; i < n_decode; ++i) {
-      Running& r = *stepping[i];
-      absl::Status st = out[i].status();
-      if (st.ok()) st = holds[i].Append(std::span<const TokenId>(&r.pending, 1));
-      holds[i].Release();  // before Complete: the RPC thread then ends the generation
-      if (!st.ok()) {
-        Complete(r, st);
-        r.over = true;
-        continue;
-      }
-      r.over = Step(r, out[i]->row(0));
-    }
-    decoding_.erase(std::remove_if(decoding_.begin(), decoding_.end(), [](const auto& r) { return r->over; }),
-                    decoding_.end());
-    // Prompt runs; a finished prompt samples its first token and joins the
-    // decoding set for the next step.
-    std::vector<Prefilling*> finished;
-    std::vector<absl::Status> failed(prompt_runs.size());
-    for (size_t k = 0; k < prompt_runs.size(); ++k) {
-      Prefilling* p = prompt_runs[k];
-      const size_t i = n_decode + k;
-      absl::Status st = out[i].ok() ? p->job->Absorbed(*out[i]) : out[i].status();
-      if (!st.ok()) p->error = st;
-    }
-    for (auto it = prefilling_.begin(); it != prefilling_.end();) {
-      Prefilling& p = **it;
-      if (!p.error.ok() || p.job->done()) {
-        std::unique_ptr<Prefilling> own = std::move(*it);
-        it = prefilling_.erase(it);
-        absl::StatusOr<checkpoint::PrefillResult> res = own->job->Finish(own->error);
-        own->job.reset();
-        PromptDone(std::move(own), std::move(res));
-      } else {
-        ++it;
-      }
-    }
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      n_decoding_ = decoding_.size();
-      n_paused_ = CountPaused();
-      if (options_.metrics) options_.metrics->running_sequences->Set(static_cast<double>(n_decoding_));
+bool Scheduler::WaitAndAdmit(std::vector<std::shared_ptr<GenerateJob>>* admitted) {
+  std::unique_lock<std::mutex> lock(mu_);
+  // Only paused streams left: look again now and then for their stalls
+  // and stops (a completed write wakes the loop at once).
+  if (decoding_.empty()) {
+    cv_.wait(lock, [&] { return HasWork(); });
+  } else {
+    cv_.wait_for(lock, std::chrono::milliseconds(50), [&] { return HasWork(); });
+  }
+  if (stopping_) return false;
+  // Streams paused for a while take no place in the batch: stalled
+  // clients must not keep the others waiting. (A stream briefly paused
+  // while its handler catches up keeps its place.)
+  const size_t idle = CountIdle(Clock::now());
+  while (!queue_.empty() && decoding_.size() - idle + prefilling_.size() + admitted->size() <
+                                static_cast<size_t>(options_.max_batch)) {
+    admitted->push_back(std::move(queue_.front()));
+    queue_.pop_front();
+  }
+  if (options_.metrics) options_.metrics->queue_depth->Set(static_cast<double>(queue_.size()));
+  return true;
+}
+
+void Scheduler::RetireStoppedPrompts() {
+  for (auto it = prefilling_.begin(); it != prefilling_.end();) {
+    if ((*it)->r->job->stop_reason() != StopReason::kNone) {
+      std::unique_ptr<Prefilling> p = std::move(*it);
+      it = prefilling_.erase(it);
+      const absl::Status stop = StopStatus(*p->r->job);
+      // The sequence keeps the prompt prefix absorbed so far.
+      p->job->Finish(stop).IgnoreError();
+      p->job.reset();
+      PromptDone(std::move(p), stop);
+    } else {
+      ++it;
     }
   }
-  // Shutting down: end what is in flight.
+}
+
+void Scheduler::RetireStoppedDecodes(Clock::time_point now) {
+  for (auto it = decoding_.begin(); it != decoding_.end();) {
+    if ((*it)->job->stop_reason() != StopReason::kNone || Stalled(**it, now)) {
+      Complete(**it, StopStatus(*(*it)->job));
+      it = decoding_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+// The next token of every decoding sequence, then prompt runs of the
+// prefilling ones within the step's token budget (at least one run per
+// step, so prompts progress however many sequences decode).
+//
+// Decode rows run on Sequence::memory() under a SequenceHold each, from
+// before the run is built until Append: a prefill on another thread (an
+// RPC thread's CheckpointEngine::Prefill, e.g. SessionControl export of
+// another session) may pick one of these sequences as a copy source
+// through the prefix index (CheckpointEngine::CaptureOther); it try_locks
+// it and, while held here, skips it instead of copying a memory this
+// Forward writes. The prompt runs' sequences are held by their
+// PrefillJobs. Deadlock-free: other threads only try_lock a sequence
+// while holding another (engine.h, "Locks").
+// Paused streams sit this step out.
+Scheduler::StepBatch Scheduler::BuildBatch(Clock::time_point now) {
+  static const int32_t kRow0 = 0;
+  StepBatch b;
+  b.holds.reserve(decoding_.size());
+  for (auto& r : decoding_) {
+    if (Paused(*r, now)) continue;
+    b.stepping.push_back(r.get());
+    b.holds.emplace_back(*r->job->seq);
+    SequenceMemory* mem = r->job->seq->memory();
+    SequenceRun run;
+    run.memory = mem;
+    run.start_pos = mem->next_pos();
+    run.tokens = std::span<const TokenId>(&r->pending, 1);
+    run.logit_rows = std::span<const int32_t>(&kRow0, 1);
+    b.runs.push_back(run);
+  }
+  const size_t n_decode = b.runs.size();
+  int64_t budget = std::max<int64_t>(options_.step_tokens - static_cast<int64_t>(n_decode), 1);
+  for (auto& p : prefilling_) {
+    if (budget <= 0) break;
+    if (p->job->done()) continue;
+    SequenceRun run = p->job->NextRun(static_cast<int32_t>(budget));
+    budget -= run.chunk != nullptr ? run.chunk->n_rows() : static_cast<int64_t>(run.tokens.size());
+    b.runs.push_back(run);
+    b.prompt_runs.push_back(p.get());
+  }
+  return b;
+}
+
+void Scheduler::RunBatch(StepBatch& b) {
+  b.out.assign(b.runs.size(), absl::UnknownError("not run"));
+  if (b.runs.empty()) return;
+  if (Metrics* m = options_.metrics) {
+    if (!b.stepping.empty()) m->batch_rows->Observe(static_cast<double>(b.stepping.size()));
+  }
+  absl::StatusOr<std::vector<RunLogits>> all = model_->backend->Forward(b.runs);
+  if (all.ok()) {
+    for (size_t i = 0; i < b.runs.size(); ++i) b.out[i] = std::move((*all)[i]);
+    return;
+  }
+  // Isolate the failing run(s): one request's error must not end the others.
+  for (size_t i = 0; i < b.runs.size(); ++i) {
+    absl::StatusOr<std::vector<RunLogits>> one =
+        model_->backend->Forward(std::span<const SequenceRun>(&b.runs[i], 1));
+    if (one.ok()) {
+      b.out[i] = std::move((*one)[0]);
+    } else {
+      b.out[i] = one.status();
+    }
+  }
+}
+
+void Scheduler::FinishDecodeRows(StepBatch& b) {
+  for (size_t i = 0; i < b.stepping.size(); ++i) {
+    Running& r = *b.stepping[i];
+    absl::Status st = b.out[i].status();
+    if (st.ok()) st = b.holds[i].Append(std::span<const TokenId>(&r.pending, 1));
+    b.holds[i].Release();  // before Complete: the RPC thread then ends the generation
+    if (!st.ok()) {
+      Complete(r, st);
+      r.over = true;
+      continue;
+    }
+    r.over = Step(r, b.out[i]->row(0));
+  }
+  decoding_.erase(std::remove_if(decoding_.begin(), decoding_.end(), [](const auto& r) { return r->over; }),
+                  decoding_.end());
+}
+
+// A finished prompt samples its first token and joins the decoding set for
+// the next step.
+void Scheduler::FinishPromptRuns(StepBatch& b) {
+  const size_t n_decode = b.stepping.size();
+  for (size_t k = 0; k < b.prompt_runs.size(); ++k) {
+    Prefilling* p = b.prompt_runs[k];
+    const size_t i = n_decode + k;
+    absl::Status st = b.out[i].ok() ? p->job->Absorbed(*b.out[i]) : b.out[i].status();
+    if (!st.ok()) p->error = st;
+  }
+  for (auto it = prefilling_.begin(); it != prefilling_.end();) {
+    Prefilling& p = **it;
+    if (!p.error.ok() || p.job->done()) {
+      std::unique_ptr<Prefilling> own = std::move(*it);
+      it = prefilling_.erase(it);
+      absl::StatusOr<checkpoint::PrefillResult> res = own->job->Finish(own->error);
+      own->job.reset();
+      PromptDone(std::move(own), std::move(res));
+    } else {
+      ++it;
+    }
+  }
+}
+
+void Scheduler::PublishCounts() {
+  std::lock_guard<std::mutex> lock(mu_);
+  n_decoding_ = decoding_.size();
+  n_paused_ = CountPaused();
+  if (options_.metrics) options_.metrics->running_sequences->Set(static_cast<double>(n_decoding_));
+}
+
+void Scheduler::EndInFlight() {
   for (auto& p : prefilling_) {
     p->job->Finish(absl::UnavailableError("server shutting down")).IgnoreError();
     p->job.reset();

@@ -148,8 +148,29 @@ class Scheduler final {
  private:
   struct Running;
   struct Prefilling;
+  struct StepBatch;
   Scheduler(ServedModel* model, const SchedulerOptions& options);
+  // The loop thread, one step per turn (see the steps below).
   void Loop();
+  // Waits for work and moves queued jobs into the batch's free places
+  // (under mu_); false when the scheduler is stopping.
+  bool WaitAndAdmit(std::vector<std::shared_ptr<GenerateJob>>* admitted);
+  // Ends the requests asked to stop (and, decoding, the stalled ones).
+  void RetireStoppedPrompts();
+  void RetireStoppedDecodes(Clock::time_point now);
+  // The step's runs: a token per decoding stream not paused, then prompt
+  // runs within the token budget.
+  StepBatch BuildBatch(Clock::time_point now);
+  // One Forward over the batch; on failure, each run alone.
+  void RunBatch(StepBatch& batch);
+  // Absorb the results: decode rows sample their next token, prompt runs
+  // advance and a finished prompt joins the decoding set.
+  void FinishDecodeRows(StepBatch& batch);
+  void FinishPromptRuns(StepBatch& batch);
+  // Counts for other threads (running(), paused()) and the metrics.
+  void PublishCounts();
+  // Shutting down: ends what is in flight with UNAVAILABLE.
+  void EndInFlight();
   // Admits a job: the engine applies the best reuse; the rest of the prompt
   // joins the next steps.
   void StartPrompt(std::shared_ptr<GenerateJob> job);
@@ -189,6 +210,15 @@ class Scheduler final {
   };
   std::vector<std::unique_ptr<Prefilling>> prefilling_;
   std::vector<std::unique_ptr<Running>> decoding_;
+  // One step's Forward: decode rows first (each under a hold on its
+  // sequence), then prompt runs; out[i] is runs[i]'s result.
+  struct StepBatch {
+    std::vector<SequenceRun> runs;
+    std::vector<checkpoint::SequenceHold> holds;  // one per decode row
+    std::vector<Running*> stepping;               // the decode rows' requests
+    std::vector<Prefilling*> prompt_runs;
+    std::vector<absl::StatusOr<RunLogits>> out;
+  };
 
   std::thread thread_;
 };
