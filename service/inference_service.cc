@@ -335,7 +335,6 @@ absl::Status InferenceService::GenerateTurn::ReserveSequence(Pos positions) {
 absl::Status InferenceService::GenerateTurn::Submit() {
   const v1::StopParams& stop = req_.stop();
   job_ = std::make_shared<GenerateJob>();
-  job_->model = model_;
   job_->seq = seq_;
   job_->prompt = std::move(prompt_);
   job_->sampling = sampling_;

@@ -7,7 +7,6 @@
 #include "absl/strings/str_cat.h"
 #include "backends/model/detokenizer.h"
 #include "service/metrics.h"
-#include "service/models.h"
 #include "service/stop_matcher.h"
 
 namespace cairn::service {
@@ -124,12 +123,12 @@ struct Scheduler::Running {
   }
 };
 
-Scheduler::Scheduler(ServedModel* model, const SchedulerOptions& options)
+Scheduler::Scheduler(const SchedulerModel& model, const SchedulerOptions& options)
     : model_(model), options_(options) {}
 
-absl::StatusOr<std::unique_ptr<Scheduler>> Scheduler::Create(ServedModel* model,
+absl::StatusOr<std::unique_ptr<Scheduler>> Scheduler::Create(const SchedulerModel& model,
                                                              const SchedulerOptions& options) {
-  if (model == nullptr || model->engine == nullptr) {
+  if (model.backend == nullptr || model.engine == nullptr) {
     return absl::InvalidArgumentError("scheduler needs a loaded model");
   }
   if (options.max_batch <= 0 || options.max_queue <= 0) {
@@ -157,7 +156,7 @@ absl::Status Scheduler::Submit(std::shared_ptr<GenerateJob> job) {
     if (stopping_) return absl::UnavailableError("server shutting down");
     if (queue_.size() >= static_cast<size_t>(options_.max_queue)) {
       return absl::ResourceExhaustedError(absl::StrCat(
-          "model '", model_->name, "' has ", queue_.size(), " requests waiting (limit ",
+          "model '", model_.name, "' has ", queue_.size(), " requests waiting (limit ",
           options_.max_queue, ")"));
     }
     job->wake_scheduler = [this] {
@@ -252,15 +251,15 @@ void Scheduler::StartPrompt(std::shared_ptr<GenerateJob> job) {
     return;
   }
   auto p = std::make_unique<Prefilling>();
-  p->r = std::make_unique<Running>(job, model_->tokenizer.get());
+  p->r = std::make_unique<Running>(job, model_.tokenizer);
   p->r->prefill_start = Clock::now();
   checkpoint::Prompt prompt;
-  absl::Status st = job->prompt.ToPrompt(model_->info().n_embd, &prompt);
+  absl::Status st = job->prompt.ToPrompt(model_.backend->info().n_embd, &prompt);
   if (st.ok()) {
     // Chooses and applies the reuse (cut, restore, shared prefix) now; the
     // rest of the prompt is computed in this loop's batched steps.
     absl::StatusOr<std::unique_ptr<checkpoint::PrefillJob>> pj =
-        model_->engine->StartPrefill(*job->seq, prompt);
+        model_.engine->StartPrefill(*job->seq, prompt);
     if (pj.ok()) {
       p->job = std::move(*pj);
     } else {
@@ -429,7 +428,7 @@ void Scheduler::RunBatch(StepBatch& b) {
   if (Metrics* m = options_.metrics) {
     if (!b.stepping.empty()) m->batch_rows->Observe(static_cast<double>(b.stepping.size()));
   }
-  absl::StatusOr<std::vector<RunLogits>> all = model_->backend->Forward(b.runs);
+  absl::StatusOr<std::vector<RunLogits>> all = model_.backend->Forward(b.runs);
   if (all.ok()) {
     for (size_t i = 0; i < b.runs.size(); ++i) b.out[i] = std::move((*all)[i]);
     return;
@@ -437,7 +436,7 @@ void Scheduler::RunBatch(StepBatch& b) {
   // Isolate the failing run(s): one request's error must not end the others.
   for (size_t i = 0; i < b.runs.size(); ++i) {
     absl::StatusOr<std::vector<RunLogits>> one =
-        model_->backend->Forward(std::span<const SequenceRun>(&b.runs[i], 1));
+        model_.backend->Forward(std::span<const SequenceRun>(&b.runs[i], 1));
     if (one.ok()) {
       b.out[i] = std::move((*one)[0]);
     } else {
@@ -551,12 +550,12 @@ bool Scheduler::Step(Running& r, std::span<const float> logits) {
     if (std::find(job.stop_tokens.begin(), job.stop_tokens.end(), tok->id) != job.stop_tokens.end()) {
       reason = v1::FINISH_REASON_STOP_TOKEN;
       matched = absl::StrCat(tok->id);
-    } else if (!job.ignore_eos && model_->tokenizer != nullptr &&
-               model_->tokenizer->IsEndOfGeneration(tok->id)) {
+    } else if (!job.ignore_eos && model_.tokenizer != nullptr &&
+               model_.tokenizer->IsEndOfGeneration(tok->id)) {
       reason = v1::FINISH_REASON_END_OF_GENERATION;
     } else if (r.generated >= job.max_tokens) {
       reason = v1::FINISH_REASON_LENGTH;
-    } else if (job.seq->next_pos() + 1 >= model_->context_length()) {
+    } else if (job.seq->next_pos() + 1 >= model_.context_length) {
       // The pending token still needs a position, and the next one another.
       reason = v1::FINISH_REASON_CONTEXT_FULL;
     }

@@ -43,6 +43,7 @@
 #include "absl/status/statusor.h"
 #include "backends/backend.h"
 #include "cairn/v1/inference.pb.h"
+#include "backends/model/tokenizer.h"
 #include "checkpoint/engine.h"
 #include "service/history.h"
 #include "service/sampler.h"
@@ -50,7 +51,6 @@
 namespace cairn::service {
 
 class Metrics;
-struct ServedModel;
 
 using Clock = std::chrono::steady_clock;
 
@@ -62,7 +62,6 @@ enum class StopReason : int { kNone = 0, kCancelled = 1, kDeadline = 2, kShutdow
 // summary fields are valid once done() is true.
 struct GenerateJob {
   // --- input
-  ServedModel* model = nullptr;
   checkpoint::Sequence* seq = nullptr;  // exclusively the job's while it runs
   History prompt;                       // the whole prompt (owns chunk rows)
   SamplingConfig sampling;
@@ -128,10 +127,23 @@ struct SchedulerOptions {
   Metrics* metrics = nullptr;
 };
 
+// What the scheduler runs one model with. Borrowed: the owner (a served
+// model) keeps them alive and stops the scheduler before they go. The
+// scheduler knows nothing else of the model, so it does not depend on
+// models.h (which owns the scheduler).
+struct SchedulerModel {
+  std::string name;                          // for error messages
+  Backend* backend = nullptr;                // Forward of every step
+  checkpoint::CheckpointEngine* engine = nullptr;  // prefill with reuse
+  const Tokenizer* tokenizer = nullptr;      // null: token ids only
+  Pos context_length = 0;                    // most positions a sequence may hold
+};
+
 class Scheduler final {
  public:
-  // `model` (its backend, engine, tokenizer) must outlive the scheduler.
-  static absl::StatusOr<std::unique_ptr<Scheduler>> Create(ServedModel* model,
+  // INVALID_ARGUMENT without a backend and an engine, or with a
+  // non-positive max_batch or max_queue.
+  static absl::StatusOr<std::unique_ptr<Scheduler>> Create(const SchedulerModel& model,
                                                            const SchedulerOptions& options);
   // Stops both threads; jobs not finished end with UNAVAILABLE.
   ~Scheduler();
@@ -149,7 +161,7 @@ class Scheduler final {
   struct Running;
   struct Prefilling;
   struct StepBatch;
-  Scheduler(ServedModel* model, const SchedulerOptions& options);
+  Scheduler(const SchedulerModel& model, const SchedulerOptions& options);
   // The loop thread, one step per turn (see the steps below).
   void Loop();
   // Waits for work and moves queued jobs into the batch's free places
@@ -192,7 +204,7 @@ class Scheduler final {
   void Complete(Running& r, absl::Status status);
   absl::Status StopStatus(const GenerateJob& job) const;
 
-  ServedModel* const model_;
+  const SchedulerModel model_;
   const SchedulerOptions options_;
 
   mutable std::mutex mu_;
