@@ -82,9 +82,10 @@ absl::Status GenerateJob::status() const {
   return status_;
 }
 
-void GenerateJob::Emit(v1::GenerateResponse event) {
+void GenerateJob::Emit(const GenerateEvent& event) {
+  v1::GenerateResponse response = ToResponse(event);
   std::lock_guard<std::mutex> lock(mu_);
-  events_.push_back(std::move(event));
+  events_.push_back(std::move(response));
   cv_.notify_all();
 }
 
@@ -111,7 +112,7 @@ struct Scheduler::Running {
   int64_t progress_acked = -1;
   Clock::time_point progress_at;
   bool over = false;  // finished in this step
-  v1::Finished fin;  // reason, matched stop and trailing text; Complete adds the rest
+  GenerationFinished fin;  // reason, matched stop and trailing text; Complete adds the rest
 
   Running(std::shared_ptr<GenerateJob> j, const Tokenizer* tok)
       : job(std::move(j)), sampler(job->sampling), stops(job->stop_strings) {
@@ -288,18 +289,7 @@ void Scheduler::PromptDone(std::unique_ptr<Prefilling> p, absl::StatusOr<checkpo
     m->reused_tokens->Increment(res->stats.reused);
     m->recomputed_tokens->Increment(res->stats.recomputed);
   }
-  {
-    v1::GenerateResponse ev;
-    v1::PromptInfo* info = ev.mutable_prompt();
-    info->set_prompt_tokens(static_cast<int32_t>(res->stats.prompt_symbols));
-    info->set_prompt_positions(res->stats.prompt_positions);
-    info->set_reused_tokens(res->stats.reused);
-    info->set_recomputed_tokens(res->stats.recomputed);
-    info->set_restored_checkpoint_pos(res->stats.restored_pos);
-    info->set_reuse_source(res->stats.reused == 0 ? "none" : checkpoint::ReuseKindName(res->stats.source));
-    info->set_session_id(job.session_id);
-    job.Emit(std::move(ev));
-  }
+  job.Emit(PromptProcessed{res->stats, job.session_id});
   r->sampler.AddHistory(job.prompt.Tokens());
   if (job.max_tokens == 0) {
     Complete(*r, absl::OkStatus());
@@ -519,67 +509,59 @@ bool Scheduler::Step(Running& r, std::span<const float> logits) {
   r.last_token = now;
   ++r.generated;
 
-  v1::GenerateResponse ev;
-  v1::TokenDelta* d = ev.mutable_token();
-  d->set_id(tok->id);
-  if (job.sampling.logprobs || job.sampling.top_logprobs > 0) {
-    d->set_logprob(tok->logprob);
-    for (const auto& [id, lp] : tok->top) {
-      v1::TopLogprob* t = d->add_top_logprobs();
-      t->set_id(id);
-      t->set_logprob(lp);
-    }
-  }
-  v1::FinishReason reason = v1::FINISH_REASON_UNSPECIFIED;
+  TokenGenerated ev;
+  ev.token = *tok;
+  ev.logprobs = job.sampling.logprobs || job.sampling.top_logprobs > 0;
+  std::optional<FinishReason> reason;  // none: the request goes on
   std::string matched;
   if (r.detok.has_value()) {
     std::string piece;
     r.detok->Push(tok->id, &piece).IgnoreError();  // ids come from the model's own vocabulary
     StopMatcher::Result sr = r.stops.Push(piece);
-    d->set_text(std::move(sr.emit));
+    ev.text = std::move(sr.emit);
     if (sr.stopped) {
-      reason = v1::FINISH_REASON_STOP_STRING;
+      reason = FinishReason::kStopString;
       matched = sr.matched;
     }
   }
   job.streamed.push_back(tok->id);
-  job.Emit(std::move(ev));
+  job.Emit(ev);
   if (Metrics* m = options_.metrics) m->generated_tokens->Increment();
 
-  if (reason == v1::FINISH_REASON_UNSPECIFIED) {
+  if (!reason.has_value()) {
     if (std::find(job.stop_tokens.begin(), job.stop_tokens.end(), tok->id) != job.stop_tokens.end()) {
-      reason = v1::FINISH_REASON_STOP_TOKEN;
+      reason = FinishReason::kStopToken;
       matched = absl::StrCat(tok->id);
     } else if (!job.ignore_eos && model_.tokenizer != nullptr &&
                model_.tokenizer->IsEndOfGeneration(tok->id)) {
-      reason = v1::FINISH_REASON_END_OF_GENERATION;
+      reason = FinishReason::kEndOfGeneration;
     } else if (r.generated >= job.max_tokens) {
-      reason = v1::FINISH_REASON_LENGTH;
+      reason = FinishReason::kLength;
     } else if (job.seq->next_pos() + 1 >= model_.context_length) {
       // The pending token still needs a position, and the next one another.
-      reason = v1::FINISH_REASON_CONTEXT_FULL;
+      reason = FinishReason::kContextFull;
     }
   }
-  if (reason == v1::FINISH_REASON_UNSPECIFIED) {
+  if (!reason.has_value()) {
     r.pending = tok->id;
     return false;
   }
   // Finished: held-back text goes out with the final message.
-  v1::Finished* f = &r.fin;
-  f->set_reason(reason);
-  f->set_matched_stop(matched);
-  if (reason != v1::FINISH_REASON_STOP_STRING && r.detok.has_value()) {
+  GenerationFinished& f = r.fin;
+  f.reason = *reason;
+  f.matched_stop = matched;
+  if (*reason != FinishReason::kStopString && r.detok.has_value()) {
     std::string tail;
     r.detok->Flush(&tail);
     StopMatcher::Result sr = r.stops.Push(tail);
     std::string text = sr.emit;
     if (sr.stopped) {
-      f->set_reason(v1::FINISH_REASON_STOP_STRING);
-      f->set_matched_stop(sr.matched);
+      f.reason = FinishReason::kStopString;
+      f.matched_stop = sr.matched;
     } else {
       text += r.stops.Flush();
     }
-    f->set_text(text);
+    f.text = text;
   }
   Complete(r, absl::OkStatus());
   return true;
@@ -588,29 +570,24 @@ bool Scheduler::Step(Running& r, std::span<const float> logits) {
 void Scheduler::Complete(Running& r, absl::Status status) {
   GenerateJob& job = *r.job;
   if (status.ok()) {
-    v1::GenerateResponse fin;
-    v1::Finished* f = fin.mutable_finished();
-    *f = std::move(r.fin);
-    if (r.generated == 0) f->set_reason(v1::FINISH_REASON_LENGTH);
-    v1::Usage* u = f->mutable_usage();
-    u->set_prompt_tokens(static_cast<int32_t>(job.stats.prompt_symbols));
-    u->set_reused_tokens(job.stats.reused);
-    u->set_recomputed_tokens(job.stats.recomputed);
-    u->set_completion_tokens(r.generated);
-    v1::Timings* t = f->mutable_timings();
-    t->set_queue_seconds(Seconds(job.received, r.prefill_start));
-    t->set_prefill_seconds(Seconds(r.prefill_start, r.prefill_end));
+    GenerationFinished& f = r.fin;
+    if (r.generated == 0) f.reason = FinishReason::kLength;
+    f.stats = job.stats;
+    f.completion_tokens = r.generated;
+    f.queue_seconds = Seconds(job.received, r.prefill_start);
+    f.prefill_seconds = Seconds(r.prefill_start, r.prefill_end);
     if (r.generated > 0) {
-      t->set_time_to_first_token_seconds(Seconds(job.received, r.first_token));
-      const double dec = Seconds(r.first_token, r.last_token);
-      t->set_decode_seconds(dec);
-      if (r.generated > 1 && dec > 0) t->set_decode_tokens_per_second((r.generated - 1) / dec);
+      f.time_to_first_token_seconds = Seconds(job.received, r.first_token);
+      f.decode_seconds = Seconds(r.first_token, r.last_token);
+      if (r.generated > 1 && f.decode_seconds > 0) {
+        f.decode_tokens_per_second = (r.generated - 1) / f.decode_seconds;
+      }
     }
     if (Metrics* m = options_.metrics) {
-      if (r.generated > 0) m->time_to_first_token->Observe(t->time_to_first_token_seconds());
-      if (t->decode_tokens_per_second() > 0) m->decode_tokens_per_second->Observe(t->decode_tokens_per_second());
+      if (r.generated > 0) m->time_to_first_token->Observe(f.time_to_first_token_seconds);
+      if (f.decode_tokens_per_second > 0) m->decode_tokens_per_second->Observe(f.decode_tokens_per_second);
     }
-    job.Emit(std::move(fin));
+    job.Emit(f);
   }
   job.Finish(std::move(status));
 }

@@ -45,6 +45,7 @@
 #include "cairn/v1/inference.pb.h"
 #include "backends/model/tokenizer.h"
 #include "checkpoint/engine.h"
+#include "service/generate_events.h"
 #include "service/history.h"
 #include "service/sampler.h"
 
@@ -97,7 +98,7 @@ struct GenerateJob {
   checkpoint::PrefillStats stats;
 
   // --- scheduler internals
-  void Emit(v1::GenerateResponse event);
+  void Emit(const GenerateEvent& event);  // as its message (ToResponse)
   void Finish(absl::Status status);
   std::atomic<bool> cancel_flag{false};  // PrefillControl::cancel
   std::atomic<int> stop_{0};
