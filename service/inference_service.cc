@@ -18,7 +18,7 @@
 namespace cairn::service {
 namespace {
 
-// See the deadline in DoGenerate: 100 ms, or a tenth of a shorter time left.
+// See GenerateTurn::Relay: 100 ms, or a tenth of a shorter time left.
 std::chrono::system_clock::time_point EarlyDeadline(std::chrono::system_clock::time_point deadline) {
   const auto left = std::max<std::chrono::system_clock::duration>(deadline - std::chrono::system_clock::now(), {});
   return deadline - std::min<std::chrono::system_clock::duration>(std::chrono::milliseconds(100), left / 10);
@@ -162,16 +162,10 @@ grpc::Status InferenceService::Generate(grpc::ServerContext* ctx, const v1::Gene
   return ToGrpcStatus(st);
 }
 
-absl::Status InferenceService::DoGenerate(grpc::ServerContext* ctx, const Caller& caller,
-                                          const v1::GenerateRequest& req,
-                                          grpc::ServerWriter<v1::GenerateResponse>* writer, GenerateTrace* trace) {
-  const Clock::time_point received = Clock::now();
-  auto model_or = models_->Find(req.model());
-  if (!model_or.ok()) return model_or.status();
-  ServedModel& model = **model_or;
-  trace->model = model.name;
+namespace {
 
-  // Parameters.
+// The sampler's settings as the request gives them (validated by the caller).
+SamplingConfig SamplingFromRequest(const v1::GenerateRequest& req) {
   SamplingConfig sc;
   const v1::SamplingParams& sp = req.sampling();
   if (sp.has_temperature()) sc.temperature = sp.temperature();
@@ -184,208 +178,317 @@ absl::Status InferenceService::DoGenerate(grpc::ServerContext* ctx, const Caller
   sc.seed = sp.has_seed() ? sp.seed() : std::random_device{}();
   sc.logprobs = req.logprobs();
   sc.top_logprobs = req.top_logprobs();
-  if (absl::Status st = sc.Validate(); !st.ok()) return st;
-  const v1::StopParams& stop = req.stop();
-  int32_t max_tokens = stop.has_max_tokens() ? stop.max_tokens() : 256;
-  if (max_tokens < 0) return absl::InvalidArgumentError("stop.max_tokens must be >= 0");
-  if (stop.stop_strings_size() > limits_.max_stop_strings) {
-    return absl::InvalidArgumentError(absl::StrCat("more than ", limits_.max_stop_strings, " stop strings"));
-  }
-  for (const std::string& s : stop.stop_strings()) {
-    if (s.empty() || s.size() > static_cast<size_t>(limits_.max_stop_string_bytes)) {
-      return absl::InvalidArgumentError(absl::StrCat("stop strings must have 1..",
-                                                     limits_.max_stop_string_bytes, " bytes"));
-    }
-  }
-  if (stop.stop_strings_size() > 0 && model.tokenizer == nullptr) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("model '", model.name, "' has no tokenizer: stop strings cannot match"));
-  }
-  if (stop.stop_token_ids_size() > limits_.max_stop_tokens) {
-    return absl::InvalidArgumentError(absl::StrCat("more than ", limits_.max_stop_tokens, " stop tokens"));
-  }
-  for (int32_t id : stop.stop_token_ids()) {
-    if (absl::Status st = CheckToken(model, id); !st.ok()) return st;
-  }
-  if (req.append() && req.session_id().empty()) {
-    return absl::InvalidArgumentError("append needs a session_id");
-  }
-  if (req.create_session() && (req.append() || req.session_id().empty())) {
-    return absl::InvalidArgumentError(
-        "create_session needs a session_id and the whole conversation (append = false)");
+  return sc;
+}
+
+}  // namespace
+
+// One Generate call, step by step: Prepare (model and parameters, checked
+// before anything changes), CheckOut (the session or a fresh sequence, the
+// prompt, the memory it may reach), Submit (to the model's scheduler),
+// Relay (events to the stream) and Finish (session bookkeeping, the final
+// status). The members are declared in the order the call needs them torn
+// down in: the job first, then the session's memory is settled while its
+// lease is still held, and a fresh sequence is freed before its memory
+// reservation is released.
+class InferenceService::GenerateTurn {
+ public:
+  GenerateTurn(InferenceService& service, grpc::ServerContext* ctx, const Caller& caller,
+               const v1::GenerateRequest& req, grpc::ServerWriter<v1::GenerateResponse>* writer,
+               GenerateTrace* trace)
+      : service_(service), ctx_(ctx), caller_(caller), req_(req), writer_(writer), trace_(trace) {}
+
+  absl::Status Run() {
+    if (absl::Status st = Prepare(); !st.ok()) return st;
+    if (absl::Status st = CheckOut(); !st.ok()) return st;
+    if (absl::Status st = Submit(); !st.ok()) return st;
+    Relay();
+    return Finish();
   }
 
-  // Session (exclusive while the request runs) or a fresh sequence.
-  SessionLease lease;
-  MemoryReservation temp_memory;  // released after temp_seq is freed
-  std::unique_ptr<checkpoint::Sequence> temp_seq;
-  checkpoint::Sequence* seq = nullptr;
-  const History* base = nullptr;
-  if (!req.session_id().empty()) {
-    auto l = AcquireSession(req.session_id(), caller, req.create_session() ? &model : nullptr);
-    if (!l.ok()) return l.status();
-    lease = std::move(*l);
-    if (lease->model != &model) {
-      return absl::InvalidArgumentError(absl::StrCat("session '", req.session_id(), "' runs model '",
-                                                     lease->model->name, "', not '", model.name, "'"));
-    }
-    seq = lease->seq.get();
-    if (req.append()) base = &lease->history;
-  }
-  auto added = BuildPrompt(model, req, base == nullptr || base->empty());
-  if (!added.ok()) return added.status();
-  History prompt;
-  if (base != nullptr) prompt = *base;
-  prompt.Append(*added);
-  if (prompt.empty()) return absl::InvalidArgumentError("empty prompt");
-  const Pos positions = prompt.PositionsOf(prompt.size());
-  if (positions >= model.context_length()) {
-    return absl::ResourceExhaustedError(absl::StrCat("prompt of ", positions,
-                                                     " positions does not fit the context of ",
-                                                     model.context_length()));
-  }
-  // The live-memory budget: what the sequence can reach (the prompt, then
-  // up to max_tokens more, within the context), reserved before anything
-  // changes. A session's reservation is set to what its sequence really
-  // holds when the request ends, however it ends.
-  const int64_t rows = prompt.RowsOf(prompt.size());
-  const int64_t reach = rows + std::min<int64_t>(max_tokens, model.context_length() - positions);
-  const std::string what = absl::StrCat("a prompt of ", positions, " positions plus up to ",
-                                        reach - rows, " new tokens on model '", model.name, "'");
+ private:
+  // Sets a session's memory reservation to what its sequence really holds.
   struct SettleSession {
     Session* s = nullptr;
     ~SettleSession() {
       if (s != nullptr) s->memory.Set(s->seq->memory()->Bytes(SnapshotScope::kFull));
     }
-  } settle;
-  if (budget_ != nullptr && lease.get() != nullptr) {
-    if (absl::Status st = lease->memory.Grow(model.SequenceBytes(reach), what); !st.ok()) return st;
-    settle.s = lease.get();
+  };
+
+  absl::Status Prepare();
+  absl::Status CheckStopParams() const;
+  absl::Status CheckOut();
+  absl::Status ReserveSequence(Pos positions);
+  absl::Status Submit();
+  void Relay();
+  void RelayEvent(v1::GenerateResponse& ev);
+  absl::Status Finish();
+  absl::Status FinalStatus() const;
+  std::optional<History> SessionHistoryAfter(const absl::Status& status) const;
+
+  InferenceService& service_;
+  grpc::ServerContext* const ctx_;
+  const Caller& caller_;
+  const v1::GenerateRequest& req_;
+  grpc::ServerWriter<v1::GenerateResponse>* const writer_;
+  GenerateTrace* const trace_;
+  const Clock::time_point received_ = Clock::now();
+
+  // Prepare.
+  ServedModel* model_ = nullptr;
+  SamplingConfig sampling_;
+  int32_t max_tokens_ = 0;
+
+  // CheckOut: a session (exclusive while the request runs) or a fresh sequence.
+  SessionLease lease_;
+  MemoryReservation temp_memory_;  // released after temp_seq_ is freed
+  std::unique_ptr<checkpoint::Sequence> temp_seq_;
+  checkpoint::Sequence* seq_ = nullptr;
+  History prompt_;  // moved into the job by Submit
+  SettleSession settle_;
+
+  // Submit and Relay.
+  std::shared_ptr<GenerateJob> job_;
+  std::optional<v1::GenerateResponse> finished_;
+  bool client_gone_ = false;
+  size_t written_tokens_ = 0;  // token deltas the transport accepted
+  bool held_back_ = false;     // tokens not sent because the request was stopped
+};
+
+absl::Status InferenceService::GenerateTurn::Prepare() {
+  auto model_or = service_.models_->Find(req_.model());
+  if (!model_or.ok()) return model_or.status();
+  model_ = *model_or;
+  trace_->model = model_->name;
+  sampling_ = SamplingFromRequest(req_);
+  if (absl::Status st = sampling_.Validate(); !st.ok()) return st;
+  const v1::StopParams& stop = req_.stop();
+  max_tokens_ = stop.has_max_tokens() ? stop.max_tokens() : 256;
+  if (max_tokens_ < 0) return absl::InvalidArgumentError("stop.max_tokens must be >= 0");
+  if (absl::Status st = CheckStopParams(); !st.ok()) return st;
+  if (req_.append() && req_.session_id().empty()) {
+    return absl::InvalidArgumentError("append needs a session_id");
   }
-  if (seq == nullptr) {
-    if (budget_ != nullptr) {
-      auto r = budget_->Reserve(model.SequenceBytes(reach), what);
+  if (req_.create_session() && (req_.append() || req_.session_id().empty())) {
+    return absl::InvalidArgumentError(
+        "create_session needs a session_id and the whole conversation (append = false)");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status InferenceService::GenerateTurn::CheckStopParams() const {
+  const v1::StopParams& stop = req_.stop();
+  const ServiceLimits& limits = service_.limits_;
+  if (stop.stop_strings_size() > limits.max_stop_strings) {
+    return absl::InvalidArgumentError(absl::StrCat("more than ", limits.max_stop_strings, " stop strings"));
+  }
+  for (const std::string& s : stop.stop_strings()) {
+    if (s.empty() || s.size() > static_cast<size_t>(limits.max_stop_string_bytes)) {
+      return absl::InvalidArgumentError(absl::StrCat("stop strings must have 1..",
+                                                     limits.max_stop_string_bytes, " bytes"));
+    }
+  }
+  if (stop.stop_strings_size() > 0 && model_->tokenizer == nullptr) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("model '", model_->name, "' has no tokenizer: stop strings cannot match"));
+  }
+  if (stop.stop_token_ids_size() > limits.max_stop_tokens) {
+    return absl::InvalidArgumentError(absl::StrCat("more than ", limits.max_stop_tokens, " stop tokens"));
+  }
+  for (int32_t id : stop.stop_token_ids()) {
+    if (absl::Status st = CheckToken(*model_, id); !st.ok()) return st;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status InferenceService::GenerateTurn::CheckOut() {
+  const History* base = nullptr;  // the conversation the request appends to
+  if (!req_.session_id().empty()) {
+    auto l = service_.AcquireSession(req_.session_id(), caller_, req_.create_session() ? model_ : nullptr);
+    if (!l.ok()) return l.status();
+    lease_ = std::move(*l);
+    if (lease_->model != model_) {
+      return absl::InvalidArgumentError(absl::StrCat("session '", req_.session_id(), "' runs model '",
+                                                     lease_->model->name, "', not '", model_->name, "'"));
+    }
+    seq_ = lease_->seq.get();
+    if (req_.append()) base = &lease_->history;
+  }
+  auto added = service_.BuildPrompt(*model_, req_, base == nullptr || base->empty());
+  if (!added.ok()) return added.status();
+  if (base != nullptr) prompt_ = *base;
+  prompt_.Append(*added);
+  if (prompt_.empty()) return absl::InvalidArgumentError("empty prompt");
+  const Pos positions = prompt_.PositionsOf(prompt_.size());
+  if (positions >= model_->context_length()) {
+    return absl::ResourceExhaustedError(absl::StrCat("prompt of ", positions,
+                                                     " positions does not fit the context of ",
+                                                     model_->context_length()));
+  }
+  return ReserveSequence(positions);
+}
+
+// The live-memory budget: what the sequence can reach (the prompt, then up
+// to max_tokens more, within the context), reserved before anything
+// changes. A session's reservation is set to what its sequence really holds
+// when the request ends, however it ends (settle_). Sessionless, the fresh
+// sequence is created here, under its own reservation.
+absl::Status InferenceService::GenerateTurn::ReserveSequence(Pos positions) {
+  const int64_t rows = prompt_.RowsOf(prompt_.size());
+  const int64_t reach = rows + std::min<int64_t>(max_tokens_, model_->context_length() - positions);
+  const std::string what = absl::StrCat("a prompt of ", positions, " positions plus up to ",
+                                        reach - rows, " new tokens on model '", model_->name, "'");
+  MemoryBudget* const budget = service_.budget_;
+  if (budget != nullptr && lease_.get() != nullptr) {
+    if (absl::Status st = lease_->memory.Grow(model_->SequenceBytes(reach), what); !st.ok()) return st;
+    settle_.s = lease_.get();
+  }
+  if (seq_ == nullptr) {
+    if (budget != nullptr) {
+      auto r = budget->Reserve(model_->SequenceBytes(reach), what);
       if (!r.ok()) return r.status();
-      temp_memory = std::move(*r);
+      temp_memory_ = std::move(*r);
     }
-    auto s = model.engine->NewSequence(caller.cache_tenant);
+    auto s = model_->engine->NewSequence(caller_.cache_tenant);
     if (!s.ok()) return s.status();
-    temp_seq = std::move(*s);
-    seq = temp_seq.get();
+    temp_seq_ = std::move(*s);
+    seq_ = temp_seq_.get();
   }
+  return absl::OkStatus();
+}
 
-  auto job = std::make_shared<GenerateJob>();
-  job->model = &model;
-  job->seq = seq;
-  job->prompt = std::move(prompt);
-  job->sampling = sc;
-  job->max_tokens = max_tokens;
-  job->stop_tokens.assign(stop.stop_token_ids().begin(), stop.stop_token_ids().end());
-  job->stop_strings.assign(stop.stop_strings().begin(), stop.stop_strings().end());
-  job->ignore_eos = stop.ignore_eos();
-  job->stream_text = !req.has_stream_text() || req.stream_text();
-  job->session_id = req.session_id();
-  job->received = received;
-  job->abort_stream = [ctx] { ctx->TryCancel(); };
-  if (absl::Status st = model.scheduler->Submit(job); !st.ok()) return st;
+absl::Status InferenceService::GenerateTurn::Submit() {
+  const v1::StopParams& stop = req_.stop();
+  job_ = std::make_shared<GenerateJob>();
+  job_->seq = seq_;
+  job_->prompt = std::move(prompt_);
+  job_->sampling = sampling_;
+  job_->max_tokens = max_tokens_;
+  job_->stop_tokens.assign(stop.stop_token_ids().begin(), stop.stop_token_ids().end());
+  job_->stop_strings.assign(stop.stop_strings().begin(), stop.stop_strings().end());
+  job_->ignore_eos = stop.ignore_eos();
+  job_->stream_text = !req_.has_stream_text() || req_.stream_text();
+  job_->session_id = req_.session_id();
+  job_->received = received_;
+  grpc::ServerContext* ctx = ctx_;
+  job_->abort_stream = [ctx] { ctx->TryCancel(); };
+  return model_->scheduler->Submit(job_);
+}
 
-  // Relay events until the job is done. Writes block while the client is
-  // slow (flow control); each completed token write is acknowledged to the
-  // scheduler, which pauses the request while too many are pending and ends
-  // it when the client stays stalled (backpressure, see scheduler.h).
-  // The server acts on a deadline a little early (EarlyDeadline), so that
-  // the tokens it wrote and its status reach the client before the client
-  // gives up (which drops what it has not read): the session then holds
-  // exactly the tokens the client received.
-  const auto deadline = EarlyDeadline(ctx->deadline());
-  std::optional<v1::GenerateResponse> finished;
-  bool client_gone = false;
-  size_t written_tokens = 0;  // token deltas the transport accepted
-  bool held_back = false;     // tokens not sent because the request was stopped
+// Relays events until the job is done. Writes block while the client is
+// slow (flow control); each completed token write is acknowledged to the
+// scheduler, which pauses the request while too many are pending and ends
+// it when the client stays stalled (backpressure, see scheduler.h).
+// The server acts on a deadline a little early (EarlyDeadline), so that the
+// tokens it wrote and its status reach the client before the client gives
+// up (which drops what it has not read): the session then holds exactly the
+// tokens the client received.
+void InferenceService::GenerateTurn::Relay() {
+  const auto deadline = EarlyDeadline(ctx_->deadline());
   for (;;) {
-    std::vector<v1::GenerateResponse> events = job->WaitEvents(std::chrono::milliseconds(10));
-    for (v1::GenerateResponse& ev : events) {
-      if (ev.has_finished()) {
-        finished = std::move(ev);
-        continue;
-      }
-      // Once stopped, no more tokens go out: the history keeps those written.
-      if (ev.has_token() && job->stop_reason() != StopReason::kNone) {
-        held_back = true;
-        continue;
-      }
-      if (!client_gone && !writer->Write(ev)) {
-        client_gone = true;
-        job->RequestStop(StopReason::kCancelled);
-      } else if (!client_gone && ev.has_token()) {
-        ++written_tokens;
-        job->Acknowledge();
-      }
-    }
+    std::vector<v1::GenerateResponse> events = job_->WaitEvents(std::chrono::milliseconds(10));
+    for (v1::GenerateResponse& ev : events) RelayEvent(ev);
     // A busy session's progress, for GetSession (Session::busy_tokens).
-    if (lease.get() != nullptr && written_tokens > 0) lease->busy_tokens.store(job->prompt.size() + written_tokens);
-    if (job->done()) break;
+    if (lease_.get() != nullptr && written_tokens_ > 0) {
+      lease_->busy_tokens.store(job_->prompt.size() + written_tokens_);
+    }
+    if (job_->done()) break;
     // The deadline first: gRPC also cancels a call whose deadline passed,
     // and the first reason recorded wins.
-    if (std::chrono::system_clock::now() >= deadline) job->RequestStop(StopReason::kDeadline);
-    if (ctx->IsCancelled()) job->RequestStop(StopReason::kCancelled);
+    if (std::chrono::system_clock::now() >= deadline) job_->RequestStop(StopReason::kDeadline);
+    if (ctx_->IsCancelled()) job_->RequestStop(StopReason::kCancelled);
   }
-  absl::Status status = job->status();
-  if (status.ok() && held_back) {
-    // Stopped as it completed: without its last tokens it did not complete.
-    status = job->stop_reason() == StopReason::kDeadline ? absl::DeadlineExceededError("deadline exceeded")
-                                                         : absl::CancelledError("request cancelled");
-  }
-  trace->prefilled = job->prefilled;
-  trace->stats = job->stats;
-  trace->tokens = static_cast<int64_t>(written_tokens);
-  if (finished.has_value()) trace->timings = finished->finished().timings();
+}
 
-  // Session bookkeeping: see GenerateRequest.session_id in the proto.
-  const bool keep_output = status.ok() || (job->prefilled && (absl::IsCancelled(status) ||
-                                                              absl::IsDeadlineExceeded(status)));
-  History after;
-  bool update = false;
-  if (keep_output) {
+void InferenceService::GenerateTurn::RelayEvent(v1::GenerateResponse& ev) {
+  if (ev.has_finished()) {  // written by Finish, with the session's final size
+    finished_ = std::move(ev);
+    return;
+  }
+  // Once stopped, no more tokens go out: the history keeps those written.
+  if (ev.has_token() && job_->stop_reason() != StopReason::kNone) {
+    held_back_ = true;
+    return;
+  }
+  if (!client_gone_ && !writer_->Write(ev)) {
+    client_gone_ = true;
+    job_->RequestStop(StopReason::kCancelled);
+  } else if (!client_gone_ && ev.has_token()) {
+    ++written_tokens_;
+    job_->Acknowledge();
+  }
+}
+
+absl::Status InferenceService::GenerateTurn::FinalStatus() const {
+  absl::Status status = job_->status();
+  if (status.ok() && held_back_) {
+    // Stopped as it completed: without its last tokens it did not complete.
+    status = job_->stop_reason() == StopReason::kDeadline ? absl::DeadlineExceededError("deadline exceeded")
+                                                          : absl::CancelledError("request cancelled");
+  }
+  return status;
+}
+
+// Session bookkeeping: see GenerateRequest.session_id in the proto. The
+// history the session holds after the request, or nothing when it keeps
+// the one it had.
+std::optional<History> InferenceService::GenerateTurn::SessionHistoryAfter(const absl::Status& status) const {
+  const bool stopped = absl::IsCancelled(status) || absl::IsDeadlineExceeded(status);
+  if (status.ok() || (job_->prefilled && stopped)) {
     // After a stop, only the tokens actually sent: the client never saw the
     // others, so they must not become part of its conversation.
-    const size_t n = status.ok() ? job->streamed.size() : std::min(written_tokens, job->streamed.size());
-    after = job->prompt;
-    for (size_t i = 0; i < n; ++i) after.AddToken(job->streamed[i]);
-    update = true;
-  } else if (absl::IsCancelled(status) || absl::IsDeadlineExceeded(status)) {
-    // Stopped during prompt processing: the sequence holds a prefix of the
-    // prompt (or still its old state when nothing happened yet).
-    checkpoint::Prompt p;
-    if (job->prompt.ToPrompt(model.info().n_embd, &p).ok()) {
-      const auto held = seq->history().keys();
-      const size_t common = checkpoint::CommonPrefix(held, p.keys());
-      if (common == held.size()) {
-        after = job->prompt;
-        after.Resize(common);
-        update = lease.get() != nullptr;
-      }
-    }
+    const size_t n = status.ok() ? job_->streamed.size() : std::min(written_tokens_, job_->streamed.size());
+    History after = job_->prompt;
+    for (size_t i = 0; i < n; ++i) after.AddToken(job_->streamed[i]);
+    return after;
   }
-  if (job->prefilled) {
-    if (absl::Status e = model.engine->EndGeneration(*seq); !e.ok()) {
+  if (!stopped || lease_.get() == nullptr) return std::nullopt;
+  // Stopped during prompt processing: the sequence holds a prefix of the
+  // prompt (or still its old state when nothing happened yet).
+  checkpoint::Prompt p;
+  if (!job_->prompt.ToPrompt(model_->info().n_embd, &p).ok()) return std::nullopt;
+  const auto held = seq_->history().keys();
+  const size_t common = checkpoint::CommonPrefix(held, p.keys());
+  if (common != held.size()) return std::nullopt;
+  History after = job_->prompt;
+  after.Resize(common);
+  return after;
+}
+
+absl::Status InferenceService::GenerateTurn::Finish() {
+  const absl::Status status = FinalStatus();
+  trace_->prefilled = job_->prefilled;
+  trace_->stats = job_->stats;
+  trace_->tokens = static_cast<int64_t>(written_tokens_);
+  if (finished_.has_value()) trace_->timings = finished_->finished().timings();
+
+  std::optional<History> after = SessionHistoryAfter(status);
+  if (job_->prefilled) {
+    if (absl::Status e = model_->engine->EndGeneration(*seq_); !e.ok()) {
       // A failed capture loses a cache entry, never correctness.
     }
   }
-  if (lease.get() != nullptr && update) {
-    lease->history = std::move(after);
-    Persist(*lease);
+  if (lease_.get() != nullptr && after.has_value()) {
+    lease_->history = std::move(*after);
+    service_.Persist(*lease_);
   }
-  if (temp_seq != nullptr && job->prefilled) {
+  if (temp_seq_ != nullptr && job_->prefilled) {
     // Sessionless: keep the state findable by the shared prefix index.
-    model.engine->Park(*temp_seq).IgnoreError();
+    model_->engine->Park(*temp_seq_).IgnoreError();
   }
-  if (status.ok() && finished.has_value()) {
-    finished->mutable_finished()->mutable_usage()->set_session_tokens(
-        lease.get() != nullptr ? static_cast<int32_t>(lease->history.size()) : 0);
-    if (!client_gone) writer->Write(*finished);
+  if (status.ok() && finished_.has_value()) {
+    finished_->mutable_finished()->mutable_usage()->set_session_tokens(
+        lease_.get() != nullptr ? static_cast<int32_t>(lease_->history.size()) : 0);
+    if (!client_gone_) writer_->Write(*finished_);
   }
   return status;
+}
+
+absl::Status InferenceService::DoGenerate(grpc::ServerContext* ctx, const Caller& caller,
+                                          const v1::GenerateRequest& req,
+                                          grpc::ServerWriter<v1::GenerateResponse>* writer, GenerateTrace* trace) {
+  GenerateTurn turn(*this, ctx, caller, req, writer, trace);
+  return turn.Run();
 }
 
 // ---------------------------------------------------------------------------

@@ -81,6 +81,8 @@ class InferenceService final : public v1::Inference::Service {
   int32_t calls_in_flight() const { return in_flight_.load(); }
 
  private:
+  // One Generate call's state and its steps (defined in inference_service.cc).
+  class GenerateTurn;
   // Fills `trace` (for the access log and metrics) as far as the call gets.
   absl::Status DoGenerate(grpc::ServerContext* ctx, const Caller& caller, const v1::GenerateRequest& req,
                           grpc::ServerWriter<v1::GenerateResponse>* writer, GenerateTrace* trace);

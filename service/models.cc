@@ -188,7 +188,13 @@ absl::StatusOr<std::unique_ptr<ModelRegistry>> ModelRegistry::Load(
     auto engine = checkpoint::CheckpointEngine::Create(m->backend.get(), reg->store_, options.checkpoint);
     if (!engine.ok()) return engine.status();
     m->engine = std::move(*engine);
-    auto sched = Scheduler::Create(m.get(), scheduler_options);
+    SchedulerModel runs;
+    runs.name = m->name;
+    runs.backend = m->backend.get();
+    runs.engine = m->engine.get();
+    runs.tokenizer = m->tokenizer.get();
+    runs.context_length = m->context_length();
+    auto sched = Scheduler::Create(runs, scheduler_options);
     if (!sched.ok()) return sched.status();
     m->scheduler = std::move(*sched);
     reg->models_.emplace(spec.name, std::move(m));

@@ -7,7 +7,6 @@
 #include "absl/strings/str_cat.h"
 #include "backends/model/detokenizer.h"
 #include "service/metrics.h"
-#include "service/models.h"
 #include "service/stop_matcher.h"
 
 namespace cairn::service {
@@ -83,9 +82,10 @@ absl::Status GenerateJob::status() const {
   return status_;
 }
 
-void GenerateJob::Emit(v1::GenerateResponse event) {
+void GenerateJob::Emit(const GenerateEvent& event) {
+  v1::GenerateResponse response = ToResponse(event);
   std::lock_guard<std::mutex> lock(mu_);
-  events_.push_back(std::move(event));
+  events_.push_back(std::move(response));
   cv_.notify_all();
 }
 
@@ -112,7 +112,7 @@ struct Scheduler::Running {
   int64_t progress_acked = -1;
   Clock::time_point progress_at;
   bool over = false;  // finished in this step
-  v1::Finished fin;  // reason, matched stop and trailing text; Complete adds the rest
+  GenerationFinished fin;  // reason, matched stop and trailing text; Complete adds the rest
 
   Running(std::shared_ptr<GenerateJob> j, const Tokenizer* tok)
       : job(std::move(j)), sampler(job->sampling), stops(job->stop_strings) {
@@ -124,12 +124,12 @@ struct Scheduler::Running {
   }
 };
 
-Scheduler::Scheduler(ServedModel* model, const SchedulerOptions& options)
+Scheduler::Scheduler(const SchedulerModel& model, const SchedulerOptions& options)
     : model_(model), options_(options) {}
 
-absl::StatusOr<std::unique_ptr<Scheduler>> Scheduler::Create(ServedModel* model,
+absl::StatusOr<std::unique_ptr<Scheduler>> Scheduler::Create(const SchedulerModel& model,
                                                              const SchedulerOptions& options) {
-  if (model == nullptr || model->engine == nullptr) {
+  if (model.backend == nullptr || model.engine == nullptr) {
     return absl::InvalidArgumentError("scheduler needs a loaded model");
   }
   if (options.max_batch <= 0 || options.max_queue <= 0) {
@@ -157,7 +157,7 @@ absl::Status Scheduler::Submit(std::shared_ptr<GenerateJob> job) {
     if (stopping_) return absl::UnavailableError("server shutting down");
     if (queue_.size() >= static_cast<size_t>(options_.max_queue)) {
       return absl::ResourceExhaustedError(absl::StrCat(
-          "model '", model_->name, "' has ", queue_.size(), " requests waiting (limit ",
+          "model '", model_.name, "' has ", queue_.size(), " requests waiting (limit ",
           options_.max_queue, ")"));
     }
     job->wake_scheduler = [this] {
@@ -254,15 +254,15 @@ void Scheduler::StartPrompt(std::shared_ptr<GenerateJob> job) {
     return;
   }
   auto p = std::make_unique<Prefilling>();
-  p->r = std::make_unique<Running>(job, model_->tokenizer.get());
+  p->r = std::make_unique<Running>(job, model_.tokenizer);
   p->r->prefill_start = Clock::now();
   checkpoint::Prompt prompt;
-  absl::Status st = job->prompt.ToPrompt(model_->info().n_embd, &prompt);
+  absl::Status st = job->prompt.ToPrompt(model_.backend->info().n_embd, &prompt);
   if (st.ok()) {
     // Chooses and applies the reuse (cut, restore, shared prefix) now; the
     // rest of the prompt is computed in this loop's batched steps.
     absl::StatusOr<std::unique_ptr<checkpoint::PrefillJob>> pj =
-        model_->engine->StartPrefill(*job->seq, prompt);
+        model_.engine->StartPrefill(*job->seq, prompt);
     if (pj.ok()) {
       p->job = std::move(*pj);
     } else {
@@ -291,18 +291,7 @@ void Scheduler::PromptDone(std::unique_ptr<Prefilling> p, absl::StatusOr<checkpo
     m->reused_tokens->Increment(res->stats.reused);
     m->recomputed_tokens->Increment(res->stats.recomputed);
   }
-  {
-    v1::GenerateResponse ev;
-    v1::PromptInfo* info = ev.mutable_prompt();
-    info->set_prompt_tokens(static_cast<int32_t>(res->stats.prompt_symbols));
-    info->set_prompt_positions(res->stats.prompt_positions);
-    info->set_reused_tokens(res->stats.reused);
-    info->set_recomputed_tokens(res->stats.recomputed);
-    info->set_restored_checkpoint_pos(res->stats.restored_pos);
-    info->set_reuse_source(res->stats.reused == 0 ? "none" : checkpoint::ReuseKindName(res->stats.source));
-    info->set_session_id(job.session_id);
-    job.Emit(std::move(ev));
-  }
+  job.Emit(PromptProcessed{res->stats, job.session_id});
   r->sampler.AddHistory(job.prompt.Tokens());
   if (job.max_tokens == 0) {
     Complete(*r, absl::OkStatus());
@@ -311,165 +300,192 @@ void Scheduler::PromptDone(std::unique_ptr<Prefilling> p, absl::StatusOr<checkpo
   if (!Step(*r, res->logits)) decoding_.push_back(std::move(r));
 }
 
+// One step: wait for work, admit queued requests, drop the stopped ones,
+// then one Forward over the decode rows and prompt runs, and what follows
+// from its logits.
 void Scheduler::Loop() {
   for (;;) {
     std::vector<std::shared_ptr<GenerateJob>> admitted;
-    {
-      std::unique_lock<std::mutex> lock(mu_);
-      // Only paused streams left: look again now and then for their stalls
-      // and stops (a completed write wakes the loop at once).
-      if (decoding_.empty()) {
-        cv_.wait(lock, [&] { return HasWork(); });
-      } else {
-        cv_.wait_for(lock, std::chrono::milliseconds(50), [&] { return HasWork(); });
-      }
-      if (stopping_) break;
-      // Streams paused for a while take no place in the batch: stalled
-      // clients must not keep the others waiting. (A stream briefly paused
-      // while its handler catches up keeps its place.)
-      const size_t idle = CountIdle(Clock::now());
-      while (!queue_.empty() && decoding_.size() - idle + prefilling_.size() + admitted.size() <
-                                    static_cast<size_t>(options_.max_batch)) {
-        admitted.push_back(std::move(queue_.front()));
-        queue_.pop_front();
-      }
-      if (options_.metrics) options_.metrics->queue_depth->Set(static_cast<double>(queue_.size()));
-    }
+    if (!WaitAndAdmit(&admitted)) break;
     for (auto& job : admitted) StartPrompt(std::move(job));
-
     // Stopped requests leave before the step (so within one step of the stop).
-    for (auto it = prefilling_.begin(); it != prefilling_.end();) {
-      if ((*it)->r->job->stop_reason() != StopReason::kNone) {
-        std::unique_ptr<Prefilling> p = std::move(*it);
-        it = prefilling_.erase(it);
-        const absl::Status stop = StopStatus(*p->r->job);
-        // The sequence keeps the prompt prefix absorbed so far.
-        p->job->Finish(stop).IgnoreError();
-        p->job.reset();
-        PromptDone(std::move(p), stop);
-      } else {
-        ++it;
-      }
-    }
+    RetireStoppedPrompts();
     const Clock::time_point now = Clock::now();
-    for (auto it = decoding_.begin(); it != decoding_.end();) {
-      if ((*it)->job->stop_reason() != StopReason::kNone || Stalled(**it, now)) {
-        Complete(**it, StopStatus(*(*it)->job));
-        it = decoding_.erase(it);
-      } else {
-        ++it;
-      }
-    }
+    RetireStoppedDecodes(now);
+    StepBatch batch = BuildBatch(now);
+    RunBatch(batch);
+    FinishDecodeRows(batch);
+    FinishPromptRuns(batch);
+    PublishCounts();
+  }
+  EndInFlight();
+}
 
-    // One Forward: the next token of every decoding sequence, then prompt
-    // runs of the prefilling ones within the step's token budget (at least
-    // one run per step, so prompts progress however many sequences decode).
-    //
-    // Decode rows run on Sequence::memory() under a SequenceHold each, from
-    // before the run is built until Append: a prefill on another thread (an
-    // RPC thread's CheckpointEngine::Prefill, e.g. SessionControl export of
-    // another session) may pick one of these sequences as a copy source
-    // through the prefix index (CheckpointEngine::CaptureOther); it try_locks
-    // it and, while held here, skips it instead of copying a memory this
-    // Forward writes. The prompt runs' sequences are held by their
-    // PrefillJobs. Deadlock-free: other threads only try_lock a sequence
-    // while holding another (engine.h, "Locks").
-    // Paused streams sit this step out.
-    std::vector<SequenceRun> runs;
-    std::vector<checkpoint::SequenceHold> holds;
-    std::vector<Running*> stepping;
-    holds.reserve(decoding_.size());
-    static const int32_t kRow0 = 0;
-    for (auto& r : decoding_) {
-      if (Paused(*r, now)) continue;
-      stepping.push_back(r.get());
-      holds.emplace_back(*r->job->seq);
-      SequenceMemory* mem = r->job->seq->memory();
-      SequenceRun run;
-      run.memory = mem;
-      run.start_pos = mem->next_pos();
-      run.tokens = std::span<const TokenId>(&r->pending, 1);
-      run.logit_rows = std::span<const int32_t>(&kRow0, 1);
-      runs.push_back(run);
-    }
-    const size_t n_decode = runs.size();
-    int64_t budget = std::max<int64_t>(options_.step_tokens - static_cast<int64_t>(n_decode), 1);
-    std::vector<Prefilling*> prompt_runs;
-    for (auto& p : prefilling_) {
-      if (budget <= 0) break;
-      if (p->job->done()) continue;
-      SequenceRun run = p->job->NextRun(static_cast<int32_t>(budget));
-      budget -= run.chunk != nullptr ? run.chunk->n_rows() : static_cast<int64_t>(run.tokens.size());
-      runs.push_back(run);
-      prompt_runs.push_back(p.get());
-    }
-    std::vector<absl::StatusOr<RunLogits>> out(runs.size(), absl::UnknownError("not run"));
-    if (!runs.empty()) {
-      if (Metrics* m = options_.metrics) {
-        if (n_decode > 0) m->batch_rows->Observe(static_cast<double>(n_decode));
-      }
-      absl::StatusOr<std::vector<RunLogits>> all = model_->backend->Forward(runs);
-      if (all.ok()) {
-        for (size_t i = 0; i < runs.size(); ++i) out[i] = std::move((*all)[i]);
-      } else {
-        // Isolate the failing run(s): one request's error must not end the
-        // others.
-        for (size_t i = 0; i < runs.size(); ++i) {
-          absl::StatusOr<std::vector<RunLogits>> one =
-              model_->backend->Forward(std::span<const SequenceRun>(&runs[i], 1));
-          if (one.ok()) {
-            out[i] = std::move((*one)[0]);
-          } else {
-            out[i] = one.status();
-          }
-        }
-      }
-    }
-    // Decode rows.
-    for (size_t i = 0; i < n_decode; ++i) {
-      Running& r = *stepping[i];
-      absl::Status st = out[i].status();
-      if (st.ok()) st = holds[i].Append(std::span<const TokenId>(&r.pending, 1));
-      holds[i].Release();  // before Complete: the RPC thread then ends the generation
-      if (!st.ok()) {
-        Complete(r, st);
-        r.over = true;
-        continue;
-      }
-      r.over = Step(r, out[i]->row(0));
-    }
-    decoding_.erase(std::remove_if(decoding_.begin(), decoding_.end(), [](const auto& r) { return r->over; }),
-                    decoding_.end());
-    // Prompt runs; a finished prompt samples its first token and joins the
-    // decoding set for the next step.
-    std::vector<Prefilling*> finished;
-    std::vector<absl::Status> failed(prompt_runs.size());
-    for (size_t k = 0; k < prompt_runs.size(); ++k) {
-      Prefilling* p = prompt_runs[k];
-      const size_t i = n_decode + k;
-      absl::Status st = out[i].ok() ? p->job->Absorbed(*out[i]) : out[i].status();
-      if (!st.ok()) p->error = st;
-    }
-    for (auto it = prefilling_.begin(); it != prefilling_.end();) {
-      Prefilling& p = **it;
-      if (!p.error.ok() || p.job->done()) {
-        std::unique_ptr<Prefilling> own = std::move(*it);
-        it = prefilling_.erase(it);
-        absl::StatusOr<checkpoint::PrefillResult> res = own->job->Finish(own->error);
-        own->job.reset();
-        PromptDone(std::move(own), std::move(res));
-      } else {
-        ++it;
-      }
-    }
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      n_decoding_ = decoding_.size();
-      n_paused_ = CountPaused();
-      if (options_.metrics) options_.metrics->running_sequences->Set(static_cast<double>(n_decoding_));
+bool Scheduler::WaitAndAdmit(std::vector<std::shared_ptr<GenerateJob>>* admitted) {
+  std::unique_lock<std::mutex> lock(mu_);
+  // Only paused streams left: look again now and then for their stalls
+  // and stops (a completed write wakes the loop at once).
+  if (decoding_.empty()) {
+    cv_.wait(lock, [&] { return HasWork(); });
+  } else {
+    cv_.wait_for(lock, std::chrono::milliseconds(50), [&] { return HasWork(); });
+  }
+  if (stopping_) return false;
+  // Streams paused for a while take no place in the batch: stalled
+  // clients must not keep the others waiting. (A stream briefly paused
+  // while its handler catches up keeps its place.)
+  const size_t idle = CountIdle(Clock::now());
+  while (!queue_.empty() && decoding_.size() - idle + prefilling_.size() + admitted->size() <
+                                static_cast<size_t>(options_.max_batch)) {
+    admitted->push_back(std::move(queue_.front()));
+    queue_.pop_front();
+  }
+  if (options_.metrics) options_.metrics->queue_depth->Set(static_cast<double>(queue_.size()));
+  return true;
+}
+
+void Scheduler::RetireStoppedPrompts() {
+  for (auto it = prefilling_.begin(); it != prefilling_.end();) {
+    if ((*it)->r->job->stop_reason() != StopReason::kNone) {
+      std::unique_ptr<Prefilling> p = std::move(*it);
+      it = prefilling_.erase(it);
+      const absl::Status stop = StopStatus(*p->r->job);
+      // The sequence keeps the prompt prefix absorbed so far.
+      p->job->Finish(stop).IgnoreError();
+      p->job.reset();
+      PromptDone(std::move(p), stop);
+    } else {
+      ++it;
     }
   }
-  // Shutting down: end what is in flight.
+}
+
+void Scheduler::RetireStoppedDecodes(Clock::time_point now) {
+  for (auto it = decoding_.begin(); it != decoding_.end();) {
+    if ((*it)->job->stop_reason() != StopReason::kNone || Stalled(**it, now)) {
+      Complete(**it, StopStatus(*(*it)->job));
+      it = decoding_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+// The next token of every decoding sequence, then prompt runs of the
+// prefilling ones within the step's token budget (at least one run per
+// step, so prompts progress however many sequences decode).
+//
+// Decode rows run on Sequence::memory() under a SequenceHold each, from
+// before the run is built until Append: a prefill on another thread (an
+// RPC thread's CheckpointEngine::Prefill, e.g. SessionControl export of
+// another session) may pick one of these sequences as a copy source
+// through the prefix index (CheckpointEngine::CaptureOther); it try_locks
+// it and, while held here, skips it instead of copying a memory this
+// Forward writes. The prompt runs' sequences are held by their
+// PrefillJobs. Deadlock-free: other threads only try_lock a sequence
+// while holding another (engine.h, "Locks").
+// Paused streams sit this step out.
+Scheduler::StepBatch Scheduler::BuildBatch(Clock::time_point now) {
+  static const int32_t kRow0 = 0;
+  StepBatch b;
+  b.holds.reserve(decoding_.size());
+  for (auto& r : decoding_) {
+    if (Paused(*r, now)) continue;
+    b.stepping.push_back(r.get());
+    b.holds.emplace_back(*r->job->seq);
+    SequenceMemory* mem = r->job->seq->memory();
+    SequenceRun run;
+    run.memory = mem;
+    run.start_pos = mem->next_pos();
+    run.tokens = std::span<const TokenId>(&r->pending, 1);
+    run.logit_rows = std::span<const int32_t>(&kRow0, 1);
+    b.runs.push_back(run);
+  }
+  const size_t n_decode = b.runs.size();
+  int64_t budget = std::max<int64_t>(options_.step_tokens - static_cast<int64_t>(n_decode), 1);
+  for (auto& p : prefilling_) {
+    if (budget <= 0) break;
+    if (p->job->done()) continue;
+    SequenceRun run = p->job->NextRun(static_cast<int32_t>(budget));
+    budget -= run.chunk != nullptr ? run.chunk->n_rows() : static_cast<int64_t>(run.tokens.size());
+    b.runs.push_back(run);
+    b.prompt_runs.push_back(p.get());
+  }
+  return b;
+}
+
+void Scheduler::RunBatch(StepBatch& b) {
+  b.out.assign(b.runs.size(), absl::UnknownError("not run"));
+  if (b.runs.empty()) return;
+  if (Metrics* m = options_.metrics) {
+    if (!b.stepping.empty()) m->batch_rows->Observe(static_cast<double>(b.stepping.size()));
+  }
+  absl::StatusOr<std::vector<RunLogits>> all = model_.backend->Forward(b.runs);
+  if (all.ok()) {
+    for (size_t i = 0; i < b.runs.size(); ++i) b.out[i] = std::move((*all)[i]);
+    return;
+  }
+  // Isolate the failing run(s): one request's error must not end the others.
+  for (size_t i = 0; i < b.runs.size(); ++i) {
+    absl::StatusOr<std::vector<RunLogits>> one =
+        model_.backend->Forward(std::span<const SequenceRun>(&b.runs[i], 1));
+    if (one.ok()) {
+      b.out[i] = std::move((*one)[0]);
+    } else {
+      b.out[i] = one.status();
+    }
+  }
+}
+
+void Scheduler::FinishDecodeRows(StepBatch& b) {
+  for (size_t i = 0; i < b.stepping.size(); ++i) {
+    Running& r = *b.stepping[i];
+    absl::Status st = b.out[i].status();
+    if (st.ok()) st = b.holds[i].Append(std::span<const TokenId>(&r.pending, 1));
+    b.holds[i].Release();  // before Complete: the RPC thread then ends the generation
+    if (!st.ok()) {
+      Complete(r, st);
+      r.over = true;
+      continue;
+    }
+    r.over = Step(r, b.out[i]->row(0));
+  }
+  decoding_.erase(std::remove_if(decoding_.begin(), decoding_.end(), [](const auto& r) { return r->over; }),
+                  decoding_.end());
+}
+
+// A finished prompt samples its first token and joins the decoding set for
+// the next step.
+void Scheduler::FinishPromptRuns(StepBatch& b) {
+  const size_t n_decode = b.stepping.size();
+  for (size_t k = 0; k < b.prompt_runs.size(); ++k) {
+    Prefilling* p = b.prompt_runs[k];
+    const size_t i = n_decode + k;
+    absl::Status st = b.out[i].ok() ? p->job->Absorbed(*b.out[i]) : b.out[i].status();
+    if (!st.ok()) p->error = st;
+  }
+  for (auto it = prefilling_.begin(); it != prefilling_.end();) {
+    Prefilling& p = **it;
+    if (!p.error.ok() || p.job->done()) {
+      std::unique_ptr<Prefilling> own = std::move(*it);
+      it = prefilling_.erase(it);
+      absl::StatusOr<checkpoint::PrefillResult> res = own->job->Finish(own->error);
+      own->job.reset();
+      PromptDone(std::move(own), std::move(res));
+    } else {
+      ++it;
+    }
+  }
+}
+
+void Scheduler::PublishCounts() {
+  std::lock_guard<std::mutex> lock(mu_);
+  n_decoding_ = decoding_.size();
+  n_paused_ = CountPaused();
+  if (options_.metrics) options_.metrics->running_sequences->Set(static_cast<double>(n_decoding_));
+}
+
+void Scheduler::EndInFlight() {
   for (auto& p : prefilling_) {
     p->job->Finish(absl::UnavailableError("server shutting down")).IgnoreError();
     p->job.reset();
@@ -495,67 +511,59 @@ bool Scheduler::Step(Running& r, std::span<const float> logits) {
   r.last_token = now;
   ++r.generated;
 
-  v1::GenerateResponse ev;
-  v1::TokenDelta* d = ev.mutable_token();
-  d->set_id(tok->id);
-  if (job.sampling.logprobs || job.sampling.top_logprobs > 0) {
-    d->set_logprob(tok->logprob);
-    for (const auto& [id, lp] : tok->top) {
-      v1::TopLogprob* t = d->add_top_logprobs();
-      t->set_id(id);
-      t->set_logprob(lp);
-    }
-  }
-  v1::FinishReason reason = v1::FINISH_REASON_UNSPECIFIED;
+  TokenGenerated ev;
+  ev.token = *tok;
+  ev.logprobs = job.sampling.logprobs || job.sampling.top_logprobs > 0;
+  std::optional<FinishReason> reason;  // none: the request goes on
   std::string matched;
   if (r.detok.has_value()) {
     std::string piece;
     r.detok->Push(tok->id, &piece).IgnoreError();  // ids come from the model's own vocabulary
     StopMatcher::Result sr = r.stops.Push(piece);
-    d->set_text(std::move(sr.emit));
+    ev.text = std::move(sr.emit);
     if (sr.stopped) {
-      reason = v1::FINISH_REASON_STOP_STRING;
+      reason = FinishReason::kStopString;
       matched = sr.matched;
     }
   }
   job.streamed.push_back(tok->id);
-  job.Emit(std::move(ev));
+  job.Emit(ev);
   if (Metrics* m = options_.metrics) m->generated_tokens->Increment();
 
-  if (reason == v1::FINISH_REASON_UNSPECIFIED) {
+  if (!reason.has_value()) {
     if (std::find(job.stop_tokens.begin(), job.stop_tokens.end(), tok->id) != job.stop_tokens.end()) {
-      reason = v1::FINISH_REASON_STOP_TOKEN;
+      reason = FinishReason::kStopToken;
       matched = absl::StrCat(tok->id);
-    } else if (!job.ignore_eos && model_->tokenizer != nullptr &&
-               model_->tokenizer->IsEndOfGeneration(tok->id)) {
-      reason = v1::FINISH_REASON_END_OF_GENERATION;
+    } else if (!job.ignore_eos && model_.tokenizer != nullptr &&
+               model_.tokenizer->IsEndOfGeneration(tok->id)) {
+      reason = FinishReason::kEndOfGeneration;
     } else if (r.generated >= job.max_tokens) {
-      reason = v1::FINISH_REASON_LENGTH;
-    } else if (job.seq->next_pos() + 1 >= model_->context_length()) {
+      reason = FinishReason::kLength;
+    } else if (job.seq->next_pos() + 1 >= model_.context_length) {
       // The pending token still needs a position, and the next one another.
-      reason = v1::FINISH_REASON_CONTEXT_FULL;
+      reason = FinishReason::kContextFull;
     }
   }
-  if (reason == v1::FINISH_REASON_UNSPECIFIED) {
+  if (!reason.has_value()) {
     r.pending = tok->id;
     return false;
   }
   // Finished: held-back text goes out with the final message.
-  v1::Finished* f = &r.fin;
-  f->set_reason(reason);
-  f->set_matched_stop(matched);
-  if (reason != v1::FINISH_REASON_STOP_STRING && r.detok.has_value()) {
+  GenerationFinished& f = r.fin;
+  f.reason = *reason;
+  f.matched_stop = matched;
+  if (*reason != FinishReason::kStopString && r.detok.has_value()) {
     std::string tail;
     r.detok->Flush(&tail);
     StopMatcher::Result sr = r.stops.Push(tail);
     std::string text = sr.emit;
     if (sr.stopped) {
-      f->set_reason(v1::FINISH_REASON_STOP_STRING);
-      f->set_matched_stop(sr.matched);
+      f.reason = FinishReason::kStopString;
+      f.matched_stop = sr.matched;
     } else {
       text += r.stops.Flush();
     }
-    f->set_text(text);
+    f.text = text;
   }
   Complete(r, absl::OkStatus());
   return true;
@@ -564,29 +572,24 @@ bool Scheduler::Step(Running& r, std::span<const float> logits) {
 void Scheduler::Complete(Running& r, absl::Status status) {
   GenerateJob& job = *r.job;
   if (status.ok()) {
-    v1::GenerateResponse fin;
-    v1::Finished* f = fin.mutable_finished();
-    *f = std::move(r.fin);
-    if (r.generated == 0) f->set_reason(v1::FINISH_REASON_LENGTH);
-    v1::Usage* u = f->mutable_usage();
-    u->set_prompt_tokens(static_cast<int32_t>(job.stats.prompt_symbols));
-    u->set_reused_tokens(job.stats.reused);
-    u->set_recomputed_tokens(job.stats.recomputed);
-    u->set_completion_tokens(r.generated);
-    v1::Timings* t = f->mutable_timings();
-    t->set_queue_seconds(Seconds(job.received, r.prefill_start));
-    t->set_prefill_seconds(Seconds(r.prefill_start, r.prefill_end));
+    GenerationFinished& f = r.fin;
+    if (r.generated == 0) f.reason = FinishReason::kLength;
+    f.stats = job.stats;
+    f.completion_tokens = r.generated;
+    f.queue_seconds = Seconds(job.received, r.prefill_start);
+    f.prefill_seconds = Seconds(r.prefill_start, r.prefill_end);
     if (r.generated > 0) {
-      t->set_time_to_first_token_seconds(Seconds(job.received, r.first_token));
-      const double dec = Seconds(r.first_token, r.last_token);
-      t->set_decode_seconds(dec);
-      if (r.generated > 1 && dec > 0) t->set_decode_tokens_per_second((r.generated - 1) / dec);
+      f.time_to_first_token_seconds = Seconds(job.received, r.first_token);
+      f.decode_seconds = Seconds(r.first_token, r.last_token);
+      if (r.generated > 1 && f.decode_seconds > 0) {
+        f.decode_tokens_per_second = (r.generated - 1) / f.decode_seconds;
+      }
     }
     if (Metrics* m = options_.metrics) {
-      if (r.generated > 0) m->time_to_first_token->Observe(t->time_to_first_token_seconds());
-      if (t->decode_tokens_per_second() > 0) m->decode_tokens_per_second->Observe(t->decode_tokens_per_second());
+      if (r.generated > 0) m->time_to_first_token->Observe(f.time_to_first_token_seconds);
+      if (f.decode_tokens_per_second > 0) m->decode_tokens_per_second->Observe(f.decode_tokens_per_second);
     }
-    job.Emit(std::move(fin));
+    job.Emit(f);
   }
   job.Finish(std::move(status));
 }

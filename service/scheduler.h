@@ -43,14 +43,15 @@
 #include "absl/status/statusor.h"
 #include "backends/backend.h"
 #include "cairn/v1/inference.pb.h"
+#include "backends/model/tokenizer.h"
 #include "checkpoint/engine.h"
+#include "service/generate_events.h"
 #include "service/history.h"
 #include "service/sampler.h"
 
 namespace cairn::service {
 
 class Metrics;
-struct ServedModel;
 
 using Clock = std::chrono::steady_clock;
 
@@ -62,7 +63,6 @@ enum class StopReason : int { kNone = 0, kCancelled = 1, kDeadline = 2, kShutdow
 // summary fields are valid once done() is true.
 struct GenerateJob {
   // --- input
-  ServedModel* model = nullptr;
   checkpoint::Sequence* seq = nullptr;  // exclusively the job's while it runs
   History prompt;                       // the whole prompt (owns chunk rows)
   SamplingConfig sampling;
@@ -98,7 +98,7 @@ struct GenerateJob {
   checkpoint::PrefillStats stats;
 
   // --- scheduler internals
-  void Emit(v1::GenerateResponse event);
+  void Emit(const GenerateEvent& event);  // as its message (ToResponse)
   void Finish(absl::Status status);
   std::atomic<bool> cancel_flag{false};  // PrefillControl::cancel
   std::atomic<int> stop_{0};
@@ -128,10 +128,23 @@ struct SchedulerOptions {
   Metrics* metrics = nullptr;
 };
 
+// What the scheduler runs one model with. Borrowed: the owner (a served
+// model) keeps them alive and stops the scheduler before they go. The
+// scheduler knows nothing else of the model, so it does not depend on
+// models.h (which owns the scheduler).
+struct SchedulerModel {
+  std::string name;                          // for error messages
+  Backend* backend = nullptr;                // Forward of every step
+  checkpoint::CheckpointEngine* engine = nullptr;  // prefill with reuse
+  const Tokenizer* tokenizer = nullptr;      // null: token ids only
+  Pos context_length = 0;                    // most positions a sequence may hold
+};
+
 class Scheduler final {
  public:
-  // `model` (its backend, engine, tokenizer) must outlive the scheduler.
-  static absl::StatusOr<std::unique_ptr<Scheduler>> Create(ServedModel* model,
+  // INVALID_ARGUMENT without a backend and an engine, or with a
+  // non-positive max_batch or max_queue.
+  static absl::StatusOr<std::unique_ptr<Scheduler>> Create(const SchedulerModel& model,
                                                            const SchedulerOptions& options);
   // Stops both threads; jobs not finished end with UNAVAILABLE.
   ~Scheduler();
@@ -148,8 +161,29 @@ class Scheduler final {
  private:
   struct Running;
   struct Prefilling;
-  Scheduler(ServedModel* model, const SchedulerOptions& options);
+  struct StepBatch;
+  Scheduler(const SchedulerModel& model, const SchedulerOptions& options);
+  // The loop thread, one step per turn (see the steps below).
   void Loop();
+  // Waits for work and moves queued jobs into the batch's free places
+  // (under mu_); false when the scheduler is stopping.
+  bool WaitAndAdmit(std::vector<std::shared_ptr<GenerateJob>>* admitted);
+  // Ends the requests asked to stop (and, decoding, the stalled ones).
+  void RetireStoppedPrompts();
+  void RetireStoppedDecodes(Clock::time_point now);
+  // The step's runs: a token per decoding stream not paused, then prompt
+  // runs within the token budget.
+  StepBatch BuildBatch(Clock::time_point now);
+  // One Forward over the batch; on failure, each run alone.
+  void RunBatch(StepBatch& batch);
+  // Absorb the results: decode rows sample their next token, prompt runs
+  // advance and a finished prompt joins the decoding set.
+  void FinishDecodeRows(StepBatch& batch);
+  void FinishPromptRuns(StepBatch& batch);
+  // Counts for other threads (running(), paused()) and the metrics.
+  void PublishCounts();
+  // Shutting down: ends what is in flight with UNAVAILABLE.
+  void EndInFlight();
   // Admits a job: the engine applies the best reuse; the rest of the prompt
   // joins the next steps.
   void StartPrompt(std::shared_ptr<GenerateJob> job);
@@ -171,7 +205,7 @@ class Scheduler final {
   void Complete(Running& r, absl::Status status);
   absl::Status StopStatus(const GenerateJob& job) const;
 
-  ServedModel* const model_;
+  const SchedulerModel model_;
   const SchedulerOptions options_;
 
   mutable std::mutex mu_;
@@ -189,6 +223,15 @@ class Scheduler final {
   };
   std::vector<std::unique_ptr<Prefilling>> prefilling_;
   std::vector<std::unique_ptr<Running>> decoding_;
+  // One step's Forward: decode rows first (each under a hold on its
+  // sequence), then prompt runs; out[i] is runs[i]'s result.
+  struct StepBatch {
+    std::vector<SequenceRun> runs;
+    std::vector<checkpoint::SequenceHold> holds;  // one per decode row
+    std::vector<Running*> stepping;               // the decode rows' requests
+    std::vector<Prefilling*> prompt_runs;
+    std::vector<absl::StatusOr<RunLogits>> out;
+  };
 
   std::thread thread_;
 };
