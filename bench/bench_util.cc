@@ -56,4 +56,9 @@ std::shared_ptr<const ModelFile> ModelOrDie(const std::vector<uint8_t>& bytes, c
   return std::shared_ptr<const ModelFile>(std::move(*m));
 }
 
+void Die(const std::string& what, const absl::Status& s) {
+  std::fprintf(stderr, "%s: %s\n", what.c_str(), s.ToString().c_str());
+  std::exit(1);
+}
+
 }  // namespace cairn::bench

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "backends/kernels/thread_pool.h"
 #include "backends/model/gguf.h"
 #include "service/xorshift_rng.h"
@@ -56,12 +57,16 @@ struct MemcpySeconds {
 };
 MemcpySeconds MeasureMemcpy(size_t bytes, int reps);
 
-// ModelFile over serialized GGUF bytes; on failure prints
-// "synthetic <name>: <message>" and exits 1.
 // The value after the flag args[*i], advancing *i past it; exits with status
 // 2 and a message naming the flag when there is none.
 std::string FlagValue(const std::vector<std::string>& args, size_t* i);
 
+// Prints "<what>: <status>" and exits 1: a benchmark whose measured code
+// fails has nothing left to measure.
+[[noreturn]] void Die(const std::string& what, const absl::Status& s);
+
+// ModelFile over serialized GGUF bytes; on failure prints
+// "synthetic <name>: <message>" and exits 1.
 std::shared_ptr<const ModelFile> ModelOrDie(const std::vector<uint8_t>& bytes, const std::string& name);
 
 }  // namespace cairn::bench

@@ -92,12 +92,8 @@ using checkpoint::Prompt;
 using checkpoint::Sequence;
 using checkpoint::SymbolKey;
 using bench::Clock;
+using bench::Die;
 using bench::Since;
-
-[[noreturn]] void Die(const std::string& what, const absl::Status& s) {
-  std::fprintf(stderr, "%s: %s\n", what.c_str(), s.ToString().c_str());
-  std::exit(1);
-}
 
 [[noreturn]] void Die(const std::string& what, const grpc::Status& s) {
   std::fprintf(stderr, "%s: gRPC status %d: %s\n", what.c_str(), static_cast<int>(s.error_code()),

@@ -68,6 +68,7 @@ namespace cairn {
 namespace {
 
 using bench::Clock;
+using bench::Die;
 using bench::Since;
 using checkpoint::CheckpointEngine;
 using checkpoint::CheckpointOptions;
@@ -75,11 +76,6 @@ using checkpoint::CheckpointStore;
 using checkpoint::Prompt;
 using checkpoint::RetentionPolicy;
 using checkpoint::Sequence;
-
-[[noreturn]] void Die(const std::string& what, const absl::Status& s) {
-  std::fprintf(stderr, "%s: %s\n", what.c_str(), s.ToString().c_str());
-  std::exit(1);
-}
 
 // Forward FLOPs per position: 2 x the matrices' parameters (token embedding
 // rows are a lookup, unless they also serve as the output matrix), plus, on
