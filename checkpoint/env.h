@@ -72,6 +72,17 @@ class Env {
   virtual absl::Status DeleteFile(const std::string& path) = 0;
 };
 
+// The bytes of `count` objects at `p`, as WriteFileAtomically and
+// RandomAccessFile::Read take them.
+template <typename T>
+std::span<const std::byte> BytesOf(const T* p, size_t count) {
+  return {reinterpret_cast<const std::byte*>(p), count * sizeof(T)};
+}
+template <typename T>
+std::span<std::byte> MutableBytesOf(T* p, size_t count) {
+  return {reinterpret_cast<std::byte*>(p), count * sizeof(T)};
+}
+
 // `what` (naming the path) and strerror(err), with the code the contract
 // above gives errno `err`.
 absl::Status PosixError(const std::string& what, int err);

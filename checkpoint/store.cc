@@ -40,15 +40,6 @@ size_t PayloadBytes(const FileHeader& h) {
   return h.data_len + h.logits_count * sizeof(float) + h.tag_len;
 }
 
-template <typename T>
-std::span<const std::byte> BytesOf(const T* p, size_t count) {
-  return {reinterpret_cast<const std::byte*>(p), count * sizeof(T)};
-}
-template <typename T>
-std::span<std::byte> MutableBytesOf(T* p, size_t count) {
-  return {reinterpret_cast<std::byte*>(p), count * sizeof(T)};
-}
-
 // Reads and verifies the header of an open file (size included).
 absl::StatusOr<FileHeader> ReadHeader(RandomAccessFile& file, const std::string& path) {
   const uint64_t size = file.info().size;

@@ -74,8 +74,7 @@ absl::Status SessionDirectory::Save(const std::string& id, const PersistedSessio
     tmp = absl::StrCat(path, ".tmp.", ::getpid(), ".", tmp_counter_++);
   }
   const std::span<const std::byte> parts[] = {
-      {reinterpret_cast<const std::byte*>(&h), sizeof(h)},
-      {reinterpret_cast<const std::byte*>(payload.data()), payload.size()}};
+      checkpoint::BytesOf(&h, 1), checkpoint::BytesOf(payload.data(), payload.size())};
   absl::StatusOr<checkpoint::FileInfo> written = env_->WriteFileAtomically(path, tmp, parts);
   if (!written.ok()) return written.status();
   absl::MutexLock lock(&mu_);
@@ -95,7 +94,7 @@ absl::StatusOr<PersistedSession> SessionDirectory::Load(const std::string& id) {
   }
   const checkpoint::FileInfo info = (*file)->info();
   std::string bytes(info.size, '\0');
-  if (absl::Status st = (*file)->Read(0, {reinterpret_cast<std::byte*>(bytes.data()), bytes.size()}); !st.ok()) {
+  if (absl::Status st = (*file)->Read(0, checkpoint::MutableBytesOf(bytes.data(), bytes.size())); !st.ok()) {
     return st;
   }
   file->reset();
@@ -158,8 +157,9 @@ size_t SessionDirectory::RemoveExpired() {
   std::vector<std::string> stale_tmp;
   absl::StatusOr<std::vector<std::string>> names = env_->ListDir(dir_);
   for (const std::string& name : names.ok() ? *names : std::vector<std::string>{}) {
+    if (name.find(kSuffix) == std::string::npos) continue;
     absl::StatusOr<checkpoint::FileInfo> info = env_->Stat(dir_ + "/" + name);
-    if (name.find(kSuffix) == std::string::npos || !info.ok() || !Expired(info->mtime_ns)) continue;
+    if (!info.ok() || !Expired(info->mtime_ns)) continue;
     const size_t suffix_at = name.size() - kSuffix.size();
     if (name.size() > kSuffix.size() && name.compare(suffix_at, kSuffix.size(), kSuffix) == 0) {
       expired.push_back(name.substr(0, suffix_at));
