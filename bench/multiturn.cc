@@ -726,6 +726,9 @@ int Main(int argc, char** argv) {
   }
   std::string shared = std::getenv("CAIRN_SHARED_DIR") ? std::getenv("CAIRN_SHARED_DIR")
                                                        : std::string(CAIRN_SOURCE_DIR) + "/../shared";
+  // Files named with --model must load; the default golden files may be
+  // absent (a clone without ../shared) and are skipped with a message.
+  const bool files_given = !files.empty();
   if (golden && files.empty()) {
     for (const char* m : {"llama", "gemma3", "mamba2", "granitehybrid", "qwen35"}) {
       files.emplace_back(m, shared + "/golden/models/" + m + ".gguf");
@@ -742,6 +745,7 @@ int Main(int argc, char** argv) {
   auto add = [&](const service::ModelSpec& spec, std::shared_ptr<const ModelFile> file, bool large) {
     bo.name = spec.name;
     auto b = registry.Create(std::move(file), bo);
+    if (!b.ok() && files_given) Die(spec.name, b.status());
     if (!b.ok()) {
       std::fprintf(stderr, "skipping %s: %s\n", spec.name.c_str(), b.status().ToString().c_str());
       return;
@@ -750,6 +754,7 @@ int Main(int argc, char** argv) {
   };
   for (const auto& [name, path] : files) {
     auto m = ModelFile::Open(path);
+    if (!m.ok() && files_given) Die(name, m.status());
     if (!m.ok()) {
       std::fprintf(stderr, "skipping %s: %s\n", name.c_str(), m.status().ToString().c_str());
       continue;
