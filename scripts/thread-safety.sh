@@ -13,7 +13,8 @@ clang=${CLANG:-clang++}
 command -v "$clang" >/dev/null || { echo "$clang not found (scripts/setup.sh installs clang)" >&2; exit 2; }
 # The sources whose classes carry the annotations (headers come with them).
 sources="checkpoint/store.cc checkpoint/prefix_index.cc checkpoint/engine.cc
-service/sessions.cc service/session_dir.cc service/memory_budget.cc"
+service/sessions.cc service/session_dir.cc service/memory_budget.cc service/scheduler.cc
+service/server.cc"
 exec python3 - "$build" "$clang" $sources <<'PY'
 import json, os, shlex, subprocess, sys
 build, clang, sources = sys.argv[1], sys.argv[2], sys.argv[3:]

@@ -24,23 +24,23 @@ class FairBackend final : public Backend {
     return inner_->NewSequence();
   }
   absl::StatusOr<std::vector<RunLogits>> Forward(std::span<const SequenceRun> batch) override {
-    std::unique_lock<std::mutex> lock(mu_);
-    const uint64_t ticket = next_++;
-    cv_.wait(lock, [&] { return serving_ == ticket; });
-    lock.unlock();
+    {
+      absl::MutexLock lock(&mu_);
+      const uint64_t ticket = next_++;
+      auto my_turn = [this, ticket]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return serving_ == ticket; };
+      mu_.Await(absl::Condition(&my_turn));
+    }
     absl::StatusOr<std::vector<RunLogits>> out = inner_->Forward(batch);
-    lock.lock();
+    absl::MutexLock lock(&mu_);
     ++serving_;
-    cv_.notify_all();
     return out;
   }
 
  private:
   std::unique_ptr<Backend> inner_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  uint64_t next_ = 0;
-  uint64_t serving_ = 0;
+  absl::Mutex mu_;
+  uint64_t next_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t serving_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace
@@ -64,8 +64,9 @@ void GenerateJob::RequestStop(StopReason reason) {
 }
 
 std::vector<v1::GenerateResponse> GenerateJob::WaitEvents(std::chrono::milliseconds timeout) {
-  std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait_for(lock, timeout, [&] { return !events_.empty() || done_; });
+  absl::MutexLock lock(&mu_);
+  auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !events_.empty() || done_; };
+  mu_.AwaitWithTimeout(absl::Condition(&ready), absl::FromChrono(timeout));
   std::vector<v1::GenerateResponse> out(std::make_move_iterator(events_.begin()),
                                         std::make_move_iterator(events_.end()));
   events_.clear();
@@ -73,28 +74,26 @@ std::vector<v1::GenerateResponse> GenerateJob::WaitEvents(std::chrono::milliseco
 }
 
 bool GenerateJob::done() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return done_ && events_.empty();
 }
 
 absl::Status GenerateJob::status() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return status_;
 }
 
 void GenerateJob::Emit(const GenerateEvent& event) {
   v1::GenerateResponse response = ToResponse(event);
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   events_.push_back(std::move(response));
-  cv_.notify_all();
 }
 
 void GenerateJob::Finish(absl::Status status) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (done_) return;
   done_ = true;
   status_ = std::move(status);
-  cv_.notify_all();
 }
 
 // ---------------------------------------------------------------------------
@@ -142,47 +141,45 @@ absl::StatusOr<std::unique_ptr<Scheduler>> Scheduler::Create(const SchedulerMode
 
 Scheduler::~Scheduler() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     stopping_ = true;
     for (auto& j : queue_) j->RequestStop(StopReason::kShutdown);
   }
-  cv_.notify_all();
   thread_.join();
+  absl::MutexLock lock(&mu_);
   for (auto& j : queue_) j->Finish(absl::UnavailableError("server shutting down"));
 }
 
 absl::Status Scheduler::Submit(std::shared_ptr<GenerateJob> job) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (stopping_) return absl::UnavailableError("server shutting down");
     if (queue_.size() >= static_cast<size_t>(options_.max_queue)) {
       return absl::ResourceExhaustedError(absl::StrCat(
           "model '", model_.name, "' has ", queue_.size(), " requests waiting (limit ",
           options_.max_queue, ")"));
     }
-    job->wake_scheduler = [this] {
-      { std::lock_guard<std::mutex> l(mu_); }  // no wake-up lost between the loop's check and wait
-      cv_.notify_all();
-    };
+    // Releasing mu_ makes the loop re-evaluate HasWork with the job's new
+    // acknowledged count (no wake-up lost between its check and its wait).
+    job->wake_scheduler = [this] { absl::MutexLock l(&mu_); };
     queue_.push_back(std::move(job));
     if (options_.metrics) options_.metrics->queue_depth->Set(static_cast<double>(queue_.size()));
   }
-  cv_.notify_all();
   return absl::OkStatus();
 }
 
 size_t Scheduler::queue_depth() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return queue_.size();
 }
 
 size_t Scheduler::running() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return n_decoding_;
 }
 
 size_t Scheduler::paused() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return n_paused_;
 }
 
@@ -322,13 +319,14 @@ void Scheduler::Loop() {
 }
 
 bool Scheduler::WaitAndAdmit(std::vector<std::shared_ptr<GenerateJob>>* admitted) {
-  std::unique_lock<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   // Only paused streams left: look again now and then for their stalls
   // and stops (a completed write wakes the loop at once).
+  const absl::Condition has_work(this, &Scheduler::HasWork);
   if (decoding_.empty()) {
-    cv_.wait(lock, [&] { return HasWork(); });
+    mu_.Await(has_work);
   } else {
-    cv_.wait_for(lock, std::chrono::milliseconds(50), [&] { return HasWork(); });
+    mu_.AwaitWithTimeout(has_work, absl::Milliseconds(50));
   }
   if (stopping_) return false;
   // Streams paused for a while take no place in the batch: stalled
@@ -479,7 +477,7 @@ void Scheduler::FinishPromptRuns(StepBatch& b) {
 }
 
 void Scheduler::PublishCounts() {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   n_decoding_ = decoding_.size();
   n_paused_ = CountPaused();
   if (options_.metrics) options_.metrics->running_sequences->Set(static_cast<double>(n_decoding_));

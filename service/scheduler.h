@@ -29,17 +29,17 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/status/statusor.h"
 #include "backends/backend.h"
 #include "cairn/v1/inference.pb.h"
@@ -105,11 +105,12 @@ struct GenerateJob {
   std::function<void()> wake_scheduler;  // set by Submit
 
  private:
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<v1::GenerateResponse> events_;
-  bool done_ = false;
-  absl::Status status_;
+  // Waiters (WaitEvents) wake on the conditions they await when mu_ is
+  // released; no condition variable to notify.
+  mutable absl::Mutex mu_;
+  std::deque<v1::GenerateResponse> events_ ABSL_GUARDED_BY(mu_);
+  bool done_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Status status_ ABSL_GUARDED_BY(mu_);
   std::atomic<int64_t> acknowledged_{0};
 };
 
@@ -167,7 +168,7 @@ class Scheduler final {
   void Loop();
   // Waits for work and moves queued jobs into the batch's free places
   // (under mu_); false when the scheduler is stopping.
-  bool WaitAndAdmit(std::vector<std::shared_ptr<GenerateJob>>* admitted);
+  bool WaitAndAdmit(std::vector<std::shared_ptr<GenerateJob>>* admitted) ABSL_LOCKS_EXCLUDED(mu_);
   // Ends the requests asked to stop (and, decoding, the stalled ones).
   void RetireStoppedPrompts();
   void RetireStoppedDecodes(Clock::time_point now);
@@ -181,7 +182,7 @@ class Scheduler final {
   void FinishDecodeRows(StepBatch& batch);
   void FinishPromptRuns(StepBatch& batch);
   // Counts for other threads (running(), paused()) and the metrics.
-  void PublishCounts();
+  void PublishCounts() ABSL_LOCKS_EXCLUDED(mu_);
   // Shutting down: ends what is in flight with UNAVAILABLE.
   void EndInFlight();
   // Admits a job: the engine applies the best reuse; the rest of the prompt
@@ -197,7 +198,7 @@ class Scheduler final {
   bool Paused(Running& r, Clock::time_point now) const;
   bool Stalled(Running& r, Clock::time_point now);
   // Whether the loop has something to run now (under mu_).
-  bool HasWork() const;
+  bool HasWork() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Decoding requests waiting for their writes (loop thread); of them, the
   // ones waiting for a second or more without progress.
   size_t CountPaused() const;
@@ -208,12 +209,14 @@ class Scheduler final {
   const SchedulerModel model_;
   const SchedulerOptions options_;
 
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  bool stopping_ = false;
-  std::deque<std::shared_ptr<GenerateJob>> queue_;
-  size_t n_decoding_ = 0;  // decoding_.size() for other threads
-  size_t n_paused_ = 0;
+  // The loop awaits HasWork() on mu_: any thread changing what HasWork
+  // reads (including the jobs' atomics, see Submit's wake_scheduler)
+  // releases mu_ afterwards so that the loop re-evaluates it.
+  mutable absl::Mutex mu_;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  std::deque<std::shared_ptr<GenerateJob>> queue_ ABSL_GUARDED_BY(mu_);
+  size_t n_decoding_ ABSL_GUARDED_BY(mu_) = 0;  // decoding_.size() for other threads
+  size_t n_paused_ ABSL_GUARDED_BY(mu_) = 0;
 
   // Owned by the loop thread.
   struct Prefilling {

@@ -119,12 +119,14 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Create(const ServerOptions& opti
 }
 
 void Server::Housekeeping() {
-  std::unique_lock<std::mutex> lock(mu_);
   auto next_dir_sweep = std::chrono::steady_clock::now();
-  while (!shutdown_) {
-    cv_.wait_for(lock, std::chrono::seconds(1));
-    if (shutdown_) break;
-    lock.unlock();
+  for (;;) {
+    {
+      absl::MutexLock lock(&mu_);
+      // Once a second, or at once when Shutdown sets the flag.
+      mu_.AwaitWithTimeout(absl::Condition(&shutdown_), absl::Seconds(1));
+      if (shutdown_) return;
+    }
     sessions_->Sweep();
     // Expired session files (a directory listing: once a minute is enough).
     if (session_dir_ != nullptr && std::chrono::steady_clock::now() >= next_dir_sweep) {
@@ -150,22 +152,20 @@ void Server::Housekeeping() {
       metrics_->store_ram_bytes->Set(static_cast<double>(st.ram_bytes));
       metrics_->store_disk_bytes->Set(static_cast<double>(st.disk_bytes));
     }
-    lock.lock();
   }
 }
 
 void Server::Wait() {
-  std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait(lock, [&] { return shutdown_; });
+  absl::MutexLock lock(&mu_);
+  mu_.Await(absl::Condition(&shutdown_));
 }
 
 void Server::Shutdown() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (shutdown_) return;
     shutdown_ = true;
   }
-  cv_.notify_all();
   // New calls are refused with UNAVAILABLE by the service itself while the
   // running ones get the grace to finish; then gRPC stops and cancels what
   // still runs (the handlers see IsCancelled and stop within a step).

@@ -6,14 +6,14 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "grpcpp/server.h"
 #include "service/inference_service.h"
 #include "service/memory_budget.h"
@@ -96,9 +96,8 @@ class Server final {
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;
 
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool shutdown_ = false;
+  absl::Mutex mu_;
+  bool shutdown_ ABSL_GUARDED_BY(mu_) = false;
   std::thread housekeeper_;
 };
 
