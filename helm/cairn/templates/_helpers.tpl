@@ -55,4 +55,5 @@ app.kubernetes.io/component: server
 {{- define "cairn.cliFlags" -}}
 "--server=127.0.0.1:50051"
 {{- if .Values.tls.enabled }}, "--tls-ca=/etc/cairn/tls/ca.crt", "--tls-server-name={{ default "localhost" .Values.tls.serverName }}"{{ end }}
+{{- if .Values.tls.requireClientCerts }}, "--tls-cert=/etc/cairn/tls/tls.crt", "--tls-key=/etc/cairn/tls/tls.key"{{ end }}
 {{- end -}}
