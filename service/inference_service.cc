@@ -26,96 +26,116 @@ std::chrono::system_clock::time_point EarlyDeadline(std::chrono::system_clock::t
 
 }  // namespace
 
+namespace {
+
+// Appends the tokens of `text` (a BOS first when `first` and the model wants
+// one); special tokens in the text stay text.
+absl::Status AddText(const ServedModel& model, const ServiceLimits& limits, const std::string& text, bool first,
+                     History* out) {
+  const Tokenizer* tok = model.tokenizer.get();
+  if (tok == nullptr) {
+    return absl::FailedPreconditionError(absl::StrCat("model '", model.name, "' has no tokenizer: send token ids"));
+  }
+  if (text.size() > static_cast<size_t>(limits.max_text_bytes)) {
+    return absl::InvalidArgumentError(absl::StrCat("text part longer than ", limits.max_text_bytes, " bytes"));
+  }
+  if (first && tok->add_bos() && tok->special_tokens().bos >= 0) out->AddToken(tok->special_tokens().bos);
+  TokenizeOptions opt;
+  opt.add_special = false;
+  opt.parse_special = false;
+  for (TokenId t : tok->Tokenize(text, opt)) out->AddToken(t);
+  return absl::OkStatus();
+}
+
+absl::Status AddParts(const ServedModel& model, const ServiceLimits& limits, const v1::GenerateRequest& req,
+                      bool at_start, History* h) {
+  for (int i = 0; i < req.parts_size(); ++i) {
+    const v1::PromptPart& p = req.parts(i);
+    switch (p.part_case()) {
+      case v1::PromptPart::kText:
+        if (absl::Status st = AddText(model, limits, p.text(), at_start && h->empty(), h); !st.ok()) return st;
+        break;
+      case v1::PromptPart::kTokens:
+        for (int32_t id : p.tokens().ids()) {
+          if (absl::Status st = CheckToken(model, id); !st.ok()) return st;
+          h->AddToken(id);
+        }
+        break;
+      case v1::PromptPart::kEmbeddings: {
+        auto c = ToChunk(model, p.embeddings());
+        if (!c.ok()) return c.status();
+        h->AddChunk(std::move(*c));
+        break;
+      }
+      case v1::PromptPart::kMessageBoundary:
+        h->EndMessage();
+        break;
+      default:
+        return absl::InvalidArgumentError(absl::StrCat("prompt part ", i, " is empty"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Renders the messages with the model's chat template and appends them,
+// with a message boundary where each message after the first starts and
+// where the generation prompt starts.
+absl::Status AddMessages(const ServedModel& model, const ServiceLimits& limits, const v1::GenerateRequest& req,
+                         bool at_start, History* h) {
+  const Tokenizer* tok = model.tokenizer.get();
+  if (tok == nullptr || !model.chat_template.has_value()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("model '", model.name, "' has no tokenizer: messages cannot be rendered"));
+  }
+  std::vector<ChatMessage> msgs;
+  size_t bytes = 0;
+  for (const v1::ChatMessage& m : req.messages()) {
+    msgs.push_back({m.role(), m.content()});
+    bytes += m.content().size();
+  }
+  if (bytes > static_cast<size_t>(limits.max_text_bytes)) {
+    return absl::InvalidArgumentError(absl::StrCat("messages longer than ", limits.max_text_bytes, " bytes"));
+  }
+  const bool gen = !req.has_add_generation_prompt() || req.add_generation_prompt();
+  auto rendered = model.chat_template->Render(msgs, gen);
+  if (!rendered.ok()) return rendered.status();
+  TokenizedChat chat = TokenizeChat(*tok, *rendered);
+  // Appended to a conversation: no second BOS.
+  size_t skip = 0;
+  if (!at_start && !chat.tokens.empty() && chat.tokens[0] == tok->special_tokens().bos) skip = 1;
+  std::vector<size_t> ends(chat.message_starts.begin() + (chat.message_starts.empty() ? 0 : 1),
+                           chat.message_starts.end());
+  ends.push_back(chat.generation_prompt_start);
+  size_t next = 0;
+  for (size_t i = skip; i < chat.tokens.size(); ++i) {
+    while (next < ends.size() && ends[next] <= i) {
+      if (ends[next] == i) h->EndMessage();
+      ++next;
+    }
+    h->AddToken(chat.tokens[i]);
+  }
+  while (next < ends.size()) {
+    if (ends[next] == chat.tokens.size()) h->EndMessage();
+    ++next;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::StatusOr<History> InferenceService::BuildPrompt(const ServedModel& model,
                                                       const v1::GenerateRequest& req,
                                                       bool at_start) const {
-  History h;
   if (req.parts_size() > 0 && req.messages_size() > 0) {
     return absl::InvalidArgumentError("give either parts or messages, not both");
   }
   if (req.parts_size() > limits_.max_prompt_parts || req.messages_size() > limits_.max_prompt_parts) {
     return absl::InvalidArgumentError(absl::StrCat("more than ", limits_.max_prompt_parts, " prompt parts"));
   }
-  const Tokenizer* tok = model.tokenizer.get();
-  auto tokenize = [&](const std::string& text, bool first, History* out) -> absl::Status {
-    if (tok == nullptr) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("model '", model.name, "' has no tokenizer: send token ids"));
-    }
-    if (text.size() > static_cast<size_t>(limits_.max_text_bytes)) {
-      return absl::InvalidArgumentError(absl::StrCat("text part longer than ", limits_.max_text_bytes, " bytes"));
-    }
-    if (first && tok->add_bos() && tok->special_tokens().bos >= 0) out->AddToken(tok->special_tokens().bos);
-    TokenizeOptions opt;
-    opt.add_special = false;
-    opt.parse_special = false;
-    for (TokenId t : tok->Tokenize(text, opt)) out->AddToken(t);
-    return absl::OkStatus();
-  };
-  for (int i = 0; i < req.parts_size(); ++i) {
-    const v1::PromptPart& p = req.parts(i);
-    switch (p.part_case()) {
-      case v1::PromptPart::kText:
-        if (absl::Status st = tokenize(p.text(), at_start && h.empty(), &h); !st.ok()) return st;
-        break;
-      case v1::PromptPart::kTokens:
-        for (int32_t id : p.tokens().ids()) {
-          if (absl::Status st = CheckToken(model, id); !st.ok()) return st;
-          h.AddToken(id);
-        }
-        break;
-      case v1::PromptPart::kEmbeddings: {
-        auto c = ToChunk(model, p.embeddings());
-        if (!c.ok()) return c.status();
-        h.AddChunk(std::move(*c));
-        break;
-      }
-      case v1::PromptPart::kMessageBoundary:
-        h.EndMessage();
-        break;
-      default:
-        return absl::InvalidArgumentError(absl::StrCat("prompt part ", i, " is empty"));
-    }
-  }
-  if (req.messages_size() > 0) {
-    if (tok == nullptr || !model.chat_template.has_value()) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("model '", model.name, "' has no tokenizer: messages cannot be rendered"));
-    }
-    std::vector<ChatMessage> msgs;
-    size_t bytes = 0;
-    for (const v1::ChatMessage& m : req.messages()) {
-      msgs.push_back({m.role(), m.content()});
-      bytes += m.content().size();
-    }
-    if (bytes > static_cast<size_t>(limits_.max_text_bytes)) {
-      return absl::InvalidArgumentError(absl::StrCat("messages longer than ", limits_.max_text_bytes, " bytes"));
-    }
-    const bool gen = !req.has_add_generation_prompt() || req.add_generation_prompt();
-    auto rendered = model.chat_template->Render(msgs, gen);
-    if (!rendered.ok()) return rendered.status();
-    TokenizedChat chat = TokenizeChat(*tok, *rendered);
-    // Appended to a conversation: no second BOS.
-    size_t skip = 0;
-    if (!at_start && !chat.tokens.empty() && chat.tokens[0] == tok->special_tokens().bos) skip = 1;
-    // Boundaries where each message after the first starts and where the
-    // generation prompt starts (the end of the last message).
-    std::vector<size_t> ends(chat.message_starts.begin() + (chat.message_starts.empty() ? 0 : 1),
-                             chat.message_starts.end());
-    ends.push_back(chat.generation_prompt_start);
-    size_t next = 0;
-    for (size_t i = skip; i < chat.tokens.size(); ++i) {
-      while (next < ends.size() && ends[next] <= i) {
-        if (ends[next] == i) h.EndMessage();
-        ++next;
-      }
-      h.AddToken(chat.tokens[i]);
-    }
-    while (next < ends.size()) {
-      if (ends[next] == chat.tokens.size()) h.EndMessage();
-      ++next;
-    }
-  }
+  History h;
+  absl::Status st = req.messages_size() > 0 ? AddMessages(model, limits_, req, at_start, &h)
+                                            : AddParts(model, limits_, req, at_start, &h);
+  if (!st.ok()) return st;
   return h;
 }
 
@@ -524,102 +544,121 @@ grpc::Status InferenceService::SessionControl(grpc::ServerContext* ctx, const v1
 
 absl::Status InferenceService::DoSession(const Caller& caller, const v1::SessionRequest& req,
                                          v1::SessionResponse* resp) {
+  absl::Status st;
   switch (req.op_case()) {
-    case v1::SessionRequest::kCreate: {
-      auto model = models_->Find(req.create().model());
-      if (!model.ok()) return model.status();
-      const std::string& id = req.create().session_id();
-      if (absl::Status st = CheckIdIsFree(id); !st.ok()) return st;
-      auto s = sessions_->Create(*model, caller.owner, caller.cache_tenant, 0, "", id);
-      if (!s.ok()) return s.status();
-      Persist(**s);
-      Describe(**s, false, resp->mutable_session());
-      break;
-    }
-    case v1::SessionRequest::kFork: {
-      auto src = AcquireSession(req.fork().session_id(), caller);
-      if (!src.ok()) return src.status();
-      auto s = sessions_->Fork(**src);
-      if (!s.ok()) return s.status();
-      Persist(**s);
-      Describe(**s, false, resp->mutable_session());
-      break;
-    }
-    case v1::SessionRequest::kRewind: {
-      auto s = AcquireSession(req.rewind().session_id(), caller);
-      if (!s.ok()) return s.status();
-      const int32_t n = req.rewind().tokens();
-      if (n < 0) return absl::InvalidArgumentError("rewind.tokens must be >= 0");
-      if (static_cast<size_t>(n) > (*s)->history.size()) {
-        return absl::FailedPreconditionError(absl::StrCat("cannot rewind to ", n, " tokens: the session has ",
-                                                          (*s)->history.size()));
-      }
-      // The live sequence is left as it is: the next Generate brings it to
-      // the history, cutting or restoring exactly as needed.
-      (*s)->history.Resize(static_cast<size_t>(n));
-      Persist(**s);
-      Describe(**s, false, resp->mutable_session());
-      break;
-    }
-    case v1::SessionRequest::kDelete: {
-      const std::string& id = req.delete_().session_id();
-      // Held here or only in the session directory (another replica's).
-      auto s = AcquireSession(id, caller);
-      if (!s.ok()) return s.status();
-      s->Reset();
-      if (absl::Status st = sessions_->Delete(id, caller.owner); !st.ok()) return st;
-      if (replica_.session_dir != nullptr) replica_.session_dir->Remove(id);
-      resp->set_deleted(true);
-      break;
-    }
-    case v1::SessionRequest::kGet: {
-      auto s = AcquireSession(req.get().session_id(), caller);
-      if (s.ok()) {
-        Describe(**s, req.get().include_tokens(), resp->mutable_session());
-        break;
-      }
-      if (!absl::IsFailedPrecondition(s.status())) return s.status();
-      // Busy: its progress, without its (changing) history.
-      for (const auto& x : sessions_->List(caller.owner)) {
-        if (x.id != req.get().session_id()) continue;
-        v1::SessionInfo* out = resp->mutable_session();
-        out->set_session_id(x.id);
-        out->set_model(x.model);
-        out->set_tokens(static_cast<int32_t>(x.tokens));
-        out->set_busy(true);
-        return absl::OkStatus();
-      }
-      return absl::NotFoundError(absl::StrCat("session '", req.get().session_id(), "' not found"));
-    }
-    case v1::SessionRequest::kList: {
-      v1::SessionList* list = resp->mutable_sessions();
-      for (const auto& x : sessions_->List(caller.owner)) {
-        v1::SessionInfo* out = list->add_sessions();
-        out->set_session_id(x.id);
-        out->set_model(x.model);
-        out->set_tokens(static_cast<int32_t>(x.tokens));
-        out->set_positions(x.positions);
-        out->set_idle_seconds(x.idle_seconds);
-        out->set_busy(x.busy);
-      }
-      break;
-    }
-    case v1::SessionRequest::kExport: {
-      auto s = AcquireSession(req.export_().session_id(), caller);
-      if (!s.ok()) return s.status();
-      auto snap = CaptureSession(**s, CaptureMode::kWholeHistory, budget_, replica_.snapshot_key);
-      if (!snap.ok()) return snap.status();
-      if (!snap->SerializeToString(resp->mutable_snapshot())) {
-        return absl::InternalError("snapshot serialization failed");
-      }
-      return absl::OkStatus();
-    }
-    case v1::SessionRequest::kImport:
-      return Import(caller, req.import(), resp);
-    default:
-      return absl::InvalidArgumentError("SessionRequest without an operation");
+    case v1::SessionRequest::kCreate: st = CreateSession(caller, req.create(), resp); break;
+    case v1::SessionRequest::kFork: st = ForkSession(caller, req.fork(), resp); break;
+    case v1::SessionRequest::kRewind: st = RewindSession(caller, req.rewind(), resp); break;
+    case v1::SessionRequest::kDelete: st = DeleteSession(caller, req.delete_(), resp); break;
+    case v1::SessionRequest::kGet: return GetSession(caller, req.get(), resp);
+    case v1::SessionRequest::kList: ListSessions(caller, resp); break;
+    case v1::SessionRequest::kExport: return ExportSession(caller, req.export_(), resp);
+    case v1::SessionRequest::kImport: return Import(caller, req.import(), resp);
+    default: return absl::InvalidArgumentError("SessionRequest without an operation");
   }
+  if (!st.ok()) return st;
   if (metrics_ != nullptr) metrics_->sessions->Set(static_cast<double>(sessions_->size()));
+  return absl::OkStatus();
+}
+
+absl::Status InferenceService::CreateSession(const Caller& caller, const v1::CreateSession& req,
+                                             v1::SessionResponse* resp) {
+  auto model = models_->Find(req.model());
+  if (!model.ok()) return model.status();
+  const std::string& id = req.session_id();
+  if (absl::Status st = CheckIdIsFree(id); !st.ok()) return st;
+  auto s = sessions_->Create(*model, caller.owner, caller.cache_tenant, 0, "", id);
+  if (!s.ok()) return s.status();
+  Persist(**s);
+  Describe(**s, false, resp->mutable_session());
+  return absl::OkStatus();
+}
+
+absl::Status InferenceService::ForkSession(const Caller& caller, const v1::ForkSession& req,
+                                           v1::SessionResponse* resp) {
+  auto src = AcquireSession(req.session_id(), caller);
+  if (!src.ok()) return src.status();
+  auto s = sessions_->Fork(**src);
+  if (!s.ok()) return s.status();
+  Persist(**s);
+  Describe(**s, false, resp->mutable_session());
+  return absl::OkStatus();
+}
+
+absl::Status InferenceService::RewindSession(const Caller& caller, const v1::RewindSession& req,
+                                             v1::SessionResponse* resp) {
+  auto s = AcquireSession(req.session_id(), caller);
+  if (!s.ok()) return s.status();
+  const int32_t n = req.tokens();
+  if (n < 0) return absl::InvalidArgumentError("rewind.tokens must be >= 0");
+  if (static_cast<size_t>(n) > (*s)->history.size()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot rewind to ", n, " tokens: the session has ", (*s)->history.size()));
+  }
+  // The live sequence is left as it is: the next Generate brings it to the
+  // history, cutting or restoring exactly as needed.
+  (*s)->history.Resize(static_cast<size_t>(n));
+  Persist(**s);
+  Describe(**s, false, resp->mutable_session());
+  return absl::OkStatus();
+}
+
+absl::Status InferenceService::DeleteSession(const Caller& caller, const v1::DeleteSession& req,
+                                             v1::SessionResponse* resp) {
+  const std::string& id = req.session_id();
+  // Held here or only in the session directory (another replica's).
+  auto s = AcquireSession(id, caller);
+  if (!s.ok()) return s.status();
+  s->Reset();
+  if (absl::Status st = sessions_->Delete(id, caller.owner); !st.ok()) return st;
+  if (replica_.session_dir != nullptr) replica_.session_dir->Remove(id);
+  resp->set_deleted(true);
+  return absl::OkStatus();
+}
+
+absl::Status InferenceService::GetSession(const Caller& caller, const v1::GetSession& req,
+                                          v1::SessionResponse* resp) {
+  auto s = AcquireSession(req.session_id(), caller);
+  if (s.ok()) {
+    Describe(**s, req.include_tokens(), resp->mutable_session());
+    return absl::OkStatus();
+  }
+  if (!absl::IsFailedPrecondition(s.status())) return s.status();
+  // Busy: its progress, without its (changing) history.
+  for (const auto& x : sessions_->List(caller.owner)) {
+    if (x.id != req.session_id()) continue;
+    v1::SessionInfo* out = resp->mutable_session();
+    out->set_session_id(x.id);
+    out->set_model(x.model);
+    out->set_tokens(static_cast<int32_t>(x.tokens));
+    out->set_busy(true);
+    return absl::OkStatus();
+  }
+  return absl::NotFoundError(absl::StrCat("session '", req.session_id(), "' not found"));
+}
+
+void InferenceService::ListSessions(const Caller& caller, v1::SessionResponse* resp) {
+  v1::SessionList* list = resp->mutable_sessions();
+  for (const auto& x : sessions_->List(caller.owner)) {
+    v1::SessionInfo* out = list->add_sessions();
+    out->set_session_id(x.id);
+    out->set_model(x.model);
+    out->set_tokens(static_cast<int32_t>(x.tokens));
+    out->set_positions(x.positions);
+    out->set_idle_seconds(x.idle_seconds);
+    out->set_busy(x.busy);
+  }
+}
+
+absl::Status InferenceService::ExportSession(const Caller& caller, const v1::ExportSession& req,
+                                             v1::SessionResponse* resp) {
+  auto s = AcquireSession(req.session_id(), caller);
+  if (!s.ok()) return s.status();
+  auto snap = CaptureSession(**s, CaptureMode::kWholeHistory, budget_, replica_.snapshot_key);
+  if (!snap.ok()) return snap.status();
+  if (!snap->SerializeToString(resp->mutable_snapshot())) {
+    return absl::InternalError("snapshot serialization failed");
+  }
   return absl::OkStatus();
 }
 

@@ -88,6 +88,14 @@ class InferenceService final : public v1::Inference::Service {
                           grpc::ServerWriter<v1::GenerateResponse>* writer, GenerateTrace* trace);
   absl::Status DoSession(const Caller& caller, const v1::SessionRequest& req,
                          v1::SessionResponse* resp);
+  // One SessionControl operation each (DoSession dispatches).
+  absl::Status CreateSession(const Caller& caller, const v1::CreateSession& req, v1::SessionResponse* resp);
+  absl::Status ForkSession(const Caller& caller, const v1::ForkSession& req, v1::SessionResponse* resp);
+  absl::Status RewindSession(const Caller& caller, const v1::RewindSession& req, v1::SessionResponse* resp);
+  absl::Status DeleteSession(const Caller& caller, const v1::DeleteSession& req, v1::SessionResponse* resp);
+  absl::Status GetSession(const Caller& caller, const v1::GetSession& req, v1::SessionResponse* resp);
+  void ListSessions(const Caller& caller, v1::SessionResponse* resp);
+  absl::Status ExportSession(const Caller& caller, const v1::ExportSession& req, v1::SessionResponse* resp);
   // The request's new prompt parts (or rendered messages) as history items.
   absl::StatusOr<History> BuildPrompt(const ServedModel& model, const v1::GenerateRequest& req,
                                       bool at_start) const;
