@@ -30,12 +30,20 @@
 #include "gtest/gtest.h"
 #include "service/demo_models.h"
 #include "service/scheduler.h"
+#include "service/log.h"
 #include "service/server.h"
 #include "service/snapshot_seal.h"
 #include "tests/testing/shared_data.h"
 
 namespace cairn::service {
 namespace {
+
+// The access log (one info line per call) would bury the test output; its
+// format is tested on a real server by observability_test.py.
+const bool kQuietAccessLog = [] {
+  SetLogLevel(LogLevel::kWarning);
+  return true;
+}();
 
 using v1::GenerateRequest;
 

@@ -13,10 +13,18 @@
 #include "cairn/v1/inference.grpc.pb.h"
 #include "grpcpp/create_channel.h"
 #include "gtest/gtest.h"
+#include "service/log.h"
 #include "service/server.h"
 
 namespace cairn::service {
 namespace {
+
+// The access log (one info line per call) would bury the test output; its
+// format is tested on a real server by observability_test.py.
+const bool kQuietAccessLog = [] {
+  SetLogLevel(LogLevel::kWarning);
+  return true;
+}();
 
 namespace fs = std::filesystem;
 constexpr char kModel[] = "demo-hybrid";
