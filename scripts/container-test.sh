@@ -55,12 +55,24 @@ if podman image exists "$BASE_IMAGE"; then
 else
   step "making the base image $BASE_IMAGE with mmdebstrap (Debian 12, minbase)"
   tar_file=$(mktemp --suffix=.tar)
-  trap 'rm -f "$tar_file"' EXIT
-  # The host's apt sources (deb822 or one-line) are the mirror.
-  cat /etc/apt/sources.list /etc/apt/sources.list.d/*.sources /etc/apt/sources.list.d/*.list 2>/dev/null \
-    | nice mmdebstrap --quiet --variant=minbase --include=ca-certificates bookworm "$tar_file" -
+  log_file=$(mktemp --suffix=.log)
+  trap 'rm -f "$tar_file" "$log_file"' EXIT
+  # The host's apt sources (deb822 or one-line) are the mirror. Only the
+  # files that exist: a missing one must not fail the pipeline (pipefail
+  # once ended the script here without a word).
+  sources=()
+  for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.sources /etc/apt/sources.list.d/*.list; do
+    [ -f "$f" ] && sources+=("$f")
+  done
+  [ ${#sources[@]} -gt 0 ] || { echo "no apt sources in /etc/apt: mmdebstrap needs a mirror" >&2; exit 1; }
+  if ! cat "${sources[@]}" | nice mmdebstrap --variant=minbase --include=ca-certificates bookworm "$tar_file" - \
+      >"$log_file" 2>&1; then
+    echo "mmdebstrap failed; its output:" >&2
+    tail -n 40 "$log_file" >&2
+    exit 1
+  fi
   podman import --quiet "$tar_file" "$BASE_IMAGE" >/dev/null
-  rm -f "$tar_file"
+  rm -f "$tar_file" "$log_file"
 fi
 
 step "building $IMAGE (compiles cairn in the build stage)"
