@@ -11,6 +11,11 @@
 //   forward [--threads 2] [--layers 8] [--embd 2048] [--ff 5632] [--heads 16]
 //           [--kv-heads 8] [--vocab 32000] [--prompt 512] [--decode 16]
 //           [--types f32,q8_0,q4_k]
+//
+// With --model, a GGUF file (any family) measured as llama-bench measures it
+// instead (bench/file_speed.h):
+//   forward --model PATH.gguf|NAME [--threads 2] [--prompt 512] [--decode 32]
+//           [--rounds 3] [--batch 1]
 #include <cblas.h>
 
 #include <algorithm>
@@ -34,6 +39,7 @@
 #include "backends/model/gguf_writer.h"
 #include "backends/transformer/transformer.h"
 #include "bench/bench_util.h"
+#include "bench/file_speed.h"
 
 namespace cairn {
 namespace {
@@ -277,6 +283,9 @@ Result RunOne(const Shape& s, GgmlType type, int threads, int64_t prompt, int de
 
 int main(int argc, char** argv) {
   using namespace cairn;
+  for (int i = 1; i < argc; ++i) {
+    if (std::string(argv[i]) == "--model") return bench::FileSpeedMain(argc, argv, "forward");
+  }
   Shape s;
   int threads = 2;
   int64_t prompt = 512;
