@@ -18,6 +18,11 @@
 namespace cairn {
 namespace {
 
+// The loops over the small compile-time counts (rows, tokens, groups) carry
+// "#pragma GCC unroll": at -O2 GCC keeps them as loops, and the arrays of
+// accumulators they index then live in memory instead of registers (2x
+// slower measured).
+
 inline float Half(const uint8_t* p) {
   uint16_t h;
   std::memcpy(&h, p, 2);
@@ -188,16 +193,20 @@ void QuantizeQ8K(const float* x, int64_t n, uint8_t* qx) {
 template <class K, int kTokens>
 void RowTokens(const uint8_t* row, const uint8_t* qx, size_t qx_stride, int64_t nb, float* y, int64_t ldy) {
   __m256 acc[kTokens];
+#pragma GCC unroll 8
   for (int t = 0; t < kTokens; ++t) acc[t] = _mm256_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* wb = row + b * K::kBlockBytes;
     Header h;
     K::Head(wb, &h);
     __m256i isum[kTokens];
+#pragma GCC unroll 8
     for (int t = 0; t < kTokens; ++t) isum[t] = _mm256_setzero_si256();
+#pragma GCC unroll 4
     for (int g = 0; g < 4; ++g) {
       Group grp;
       K::Unpack(wb, h, g, &grp);
+#pragma GCC unroll 8
       for (int t = 0; t < kTokens; ++t) {
         const uint8_t* xq = qx + t * qx_stride + b * kQ8KBlockBytes + 4 + 64 * g;
         const __m256i p_lo = _mm256_madd_epi16(_mm256_maddubs_epi16(grp.lo, Load256(xq)), grp.s_lo);
@@ -205,6 +214,7 @@ void RowTokens(const uint8_t* row, const uint8_t* qx, size_t qx_stride, int64_t 
         isum[t] = _mm256_add_epi32(isum[t], _mm256_add_epi32(p_lo, p_hi));
       }
     }
+#pragma GCC unroll 8
     for (int t = 0; t < kTokens; ++t) {
       const uint8_t* xb = qx + t * qx_stride + b * kQ8KBlockBytes;
       const __m256i m = _mm256_madd_epi16(h.mins, Load256(xb + 4 + kQ8KBlockElems));
@@ -214,6 +224,7 @@ void RowTokens(const uint8_t* row, const uint8_t* qx, size_t qx_stride, int64_t 
       acc[t] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(m), _mm256_set1_ps(h.dmin * dx), acc[t]);
     }
   }
+#pragma GCC unroll 8
   for (int t = 0; t < kTokens; ++t) {
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(acc[t]), _mm256_extractf128_ps(acc[t], 1));
     s = _mm_add_ps(s, _mm_movehl_ps(s, s));

@@ -180,94 +180,120 @@ TEST(KQuantDotTest, QuantizeRoundTripsAndAgreesAcrossIsas) {
   }
 }
 
-// The shapes of the brief against the portable kernel and the exact product,
-// with padded weight, activation and output strides.
-TEST(KQuantDotTest, MatchesPortableAndExactProductOnEveryShape) {
-  std::mt19937 g(42);
-  constexpr int64_t kRows = 9, kTokens = 20;
-  for (GgmlType type : kTypes) {
-    for (int64_t n : {256, 512, 2816}) {
-      const size_t w_stride = RowBytes(type, n) + 13;
-      const std::vector<uint8_t> w = RandomWeights(type, n, kRows, w_stride, g);
-      const size_t x_stride = static_cast<size_t>(n) + 5;
-      const std::vector<float> x = RandomActivations(n, kTokens, x_stride, g);
-      const std::vector<Expected> want = ExactProducts(type, w, w_stride, kRows, x, x_stride, kTokens, n);
-      const QuantDotKernel* portable = Kernel(Isa::kPortable, type);
-      const size_t qx_stride = portable->activation_row_bytes(n) + 7;
-      std::vector<uint8_t> qx(qx_stride * kTokens);
-      for (int64_t t = 0; t < kTokens; ++t) portable->quantize(x.data() + t * x_stride, n, qx.data() + t * qx_stride);
-      const int64_t ldy_full = kRows + 2;
-      std::vector<float> ref(static_cast<size_t>(ldy_full * kTokens));
-      portable->dot(w.data(), w_stride, kRows, qx.data(), qx_stride, kTokens, n, ref.data(), ldy_full);
-      for (Isa isa : RunnableIsas()) {
-        const QuantDotKernel* k = Kernel(isa, type);
-        ASSERT_NE(k, nullptr);
-        for (int64_t rows = 1; rows <= kRows; ++rows) {
-          for (int64_t tokens = 1; tokens <= kTokens; ++tokens) {
-            const int64_t ldy = rows + 3;
-            std::vector<float> y(static_cast<size_t>(ldy * tokens), std::numeric_limits<float>::quiet_NaN());
-            k->dot(w.data(), w_stride, rows, qx.data(), qx_stride, tokens, n, y.data(), ldy);
-            for (int64_t t = 0; t < tokens; ++t) {
-              for (int64_t r = 0; r < ldy; ++r) {
-                const float got = y[static_cast<size_t>(t * ldy + r)];
-                if (r >= rows) {
-                  ASSERT_TRUE(std::isnan(got)) << Name(*k) << " wrote past row " << rows << " at " << r;
-                  continue;
-                }
-                const Expected& e = want[static_cast<size_t>(t * kRows + r)];
-                const double fp = 1e-5 * e.scale;
-                const float p = ref[static_cast<size_t>(t * ldy_full + r)];
-                ASSERT_NEAR(got, p, fp) << Name(*k) << " n " << n << " rows " << rows << " tokens " << tokens
-                                        << " r " << r << " t " << t;
-                ASSERT_NEAR(got, e.exact, e.bound + fp) << Name(*k) << " n " << n << " rows " << rows << " tokens "
-                                                        << tokens << " r " << r << " t " << t;
-              }
-            }
+// Every (rows, tokens) of `shapes` (each within max_rows x max_tokens) of
+// rows of n elements against the portable kernel and the exact product, with
+// padded weight, activation and output strides.
+void CheckShapes(GgmlType type, int64_t n, int64_t max_rows, int64_t max_tokens,
+                 const std::vector<std::pair<int64_t, int64_t>>& shapes, std::mt19937& g) {
+  const size_t w_stride = RowBytes(type, n) + 13;
+  const std::vector<uint8_t> w = RandomWeights(type, n, max_rows, w_stride, g);
+  const size_t x_stride = static_cast<size_t>(n) + 5;
+  const std::vector<float> x = RandomActivations(n, max_tokens, x_stride, g);
+  const std::vector<Expected> want = ExactProducts(type, w, w_stride, max_rows, x, x_stride, max_tokens, n);
+  const QuantDotKernel* portable = Kernel(Isa::kPortable, type);
+  const size_t qx_stride = portable->activation_row_bytes(n) + 7;
+  std::vector<uint8_t> qx(qx_stride * static_cast<size_t>(max_tokens));
+  for (int64_t t = 0; t < max_tokens; ++t) portable->quantize(x.data() + t * x_stride, n, qx.data() + t * qx_stride);
+  const int64_t ldy_full = max_rows + 2;
+  std::vector<float> ref(static_cast<size_t>(ldy_full * max_tokens));
+  portable->dot(w.data(), w_stride, max_rows, qx.data(), qx_stride, max_tokens, n, ref.data(), ldy_full);
+  for (Isa isa : RunnableIsas()) {
+    const QuantDotKernel* k = Kernel(isa, type);
+    ASSERT_NE(k, nullptr);
+    for (auto [rows, tokens] : shapes) {
+      const int64_t ldy = rows + 3;
+      std::vector<float> y(static_cast<size_t>(ldy * tokens), std::numeric_limits<float>::quiet_NaN());
+      k->dot(w.data(), w_stride, rows, qx.data(), qx_stride, tokens, n, y.data(), ldy);
+      for (int64_t t = 0; t < tokens; ++t) {
+        for (int64_t r = 0; r < ldy; ++r) {
+          const float got = y[static_cast<size_t>(t * ldy + r)];
+          if (r >= rows) {
+            ASSERT_TRUE(std::isnan(got)) << Name(*k) << " wrote past row " << rows << " at " << r;
+            continue;
           }
+          const Expected& e = want[static_cast<size_t>(t * max_rows + r)];
+          const double fp = 1e-5 * e.scale;
+          const float p = ref[static_cast<size_t>(t * ldy_full + r)];
+          ASSERT_NEAR(got, p, fp) << Name(*k) << " n " << n << " rows " << rows << " tokens " << tokens << " r " << r
+                                  << " t " << t;
+          ASSERT_NEAR(got, e.exact, e.bound + fp)
+              << Name(*k) << " n " << n << " rows " << rows << " tokens " << tokens << " r " << r << " t " << t;
         }
       }
     }
   }
 }
 
+// The shapes of the brief: 1..9 rows x 1..20 tokens (decode, batched decode
+// and the row-wise tiles).
+TEST(KQuantDotTest, MatchesPortableAndExactProductOnEveryShape) {
+  std::mt19937 g(42);
+  std::vector<std::pair<int64_t, int64_t>> shapes;
+  for (int64_t rows = 1; rows <= 9; ++rows) {
+    for (int64_t tokens = 1; tokens <= 20; ++tokens) shapes.emplace_back(rows, tokens);
+  }
+  for (GgmlType type : kTypes) {
+    for (int64_t n : {256, 512, 2816}) CheckShapes(type, n, 9, 20, shapes, g);
+  }
+}
+
+// Prompt shapes: panels of 16 rows with the rows left over, token counts
+// around the panel threshold and the register tiles (8, 4, 2, 1).
+TEST(KQuantDotTest, MatchesPortableAndExactProductOnPromptShapes) {
+  std::mt19937 g(43);
+  const std::vector<std::pair<int64_t, int64_t>> shapes = {{16, 16}, {16, 15}, {17, 16}, {33, 23}, {47, 40}, {35, 17}};
+  for (GgmlType type : kTypes) {
+    for (int64_t n : {256, 2816}) CheckShapes(type, n, 47, 40, shapes, g);
+  }
+}
+
 // Every quant at its largest (all quant and scale bits set) against
 // activations at +-127: the integer sums reach their extremes (no int16
-// saturation in the pairwise products, no int32 overflow per block).
+// saturation in the pairwise products, no int32 overflow per block), in the
+// row-wise tiles (2 rows x 3 tokens) and the prompt panels (17 x 17).
 TEST(KQuantDotTest, ExtremeBlocksAreExact) {
   const int64_t n = 512;
   for (GgmlType type : kTypes) {
-    const size_t w_stride = RowBytes(type, n);
-    std::vector<uint8_t> w(w_stride * 2, 0xFF);
-    const uint16_t d = Fp32ToFp16(1.0f / 1024), dmin = Fp32ToFp16(1.0f / 4096);
-    for (size_t off = 0; off < w.size(); off += Traits(type).block_bytes) {
-      if (type == GgmlType::kQ6_K) {
-        std::memcpy(&w[off + 208], &d, 2);
-      } else {
-        std::memcpy(&w[off], &d, 2);
-        std::memcpy(&w[off + 2], &dmin, 2);
+    for (auto [rows, tokens] : {std::pair<int64_t, int64_t>{2, 3}, {17, 17}}) {
+      const size_t w_stride = RowBytes(type, n);
+      std::vector<uint8_t> w(w_stride * static_cast<size_t>(rows), 0xFF);
+      const uint16_t d = Fp32ToFp16(1.0f / 1024), dmin = Fp32ToFp16(1.0f / 4096);
+      for (size_t off = 0; off < w.size(); off += Traits(type).block_bytes) {
+        if (type == GgmlType::kQ6_K) {
+          std::memcpy(&w[off + 208], &d, 2);
+        } else {
+          std::memcpy(&w[off], &d, 2);
+          std::memcpy(&w[off + 2], &dmin, 2);
+        }
       }
-    }
-    // Row 1: Q6_K scales of -128 instead of -1; K4 rows keep 63 everywhere.
-    if (type == GgmlType::kQ6_K) {
-      for (int64_t b = 0; b < n / 256; ++b) std::memset(&w[w_stride + b * 210 + 192], 0x80, 16);
-    }
-    std::vector<float> x(static_cast<size_t>(3 * n));
-    for (int64_t i = 0; i < n; ++i) {
-      x[i] = 1.0f;
-      x[n + i] = -1.0f;
-      x[2 * n + i] = (i % 3 == 0) ? 2.0f : -2.0f;
-    }
-    const std::vector<Expected> want = ExactProducts(type, w, w_stride, 2, x, n, 3, n);
-    for (Isa isa : RunnableIsas()) {
-      const QuantDotKernel* k = Kernel(isa, type);
-      const size_t qs = k->activation_row_bytes(n);
-      std::vector<uint8_t> qx(qs * 3);
-      for (int t = 0; t < 3; ++t) k->quantize(x.data() + t * n, n, qx.data() + t * qs);
-      std::vector<float> y(6);
-      k->dot(w.data(), w_stride, 2, qx.data(), qs, 3, n, y.data(), 2);
-      for (int i = 0; i < 6; ++i) {
-        // These activations are exact multiples of their scale: no rounding.
-        EXPECT_NEAR(y[i], want[i].exact, 1e-6 * want[i].scale) << Name(*k) << " output " << i;
+      // Odd rows of Q6_K: scales of -128 instead of -1; K4 rows keep 63.
+      if (type == GgmlType::kQ6_K) {
+        for (int64_t r = 1; r < rows; r += 2) {
+          for (int64_t b = 0; b < n / 256; ++b) std::memset(&w[r * w_stride + b * 210 + 192], 0x80, 16);
+        }
+      }
+      std::vector<float> x(static_cast<size_t>(tokens * n));
+      for (int64_t t = 0; t < tokens; ++t) {
+        for (int64_t i = 0; i < n; ++i) {
+          switch (t % 3) {
+            case 0: x[t * n + i] = 1.0f; break;
+            case 1: x[t * n + i] = -1.0f; break;
+            default: x[t * n + i] = (i % 3 == 0) ? 2.0f : -2.0f; break;
+          }
+        }
+      }
+      const std::vector<Expected> want = ExactProducts(type, w, w_stride, rows, x, n, tokens, n);
+      for (Isa isa : RunnableIsas()) {
+        const QuantDotKernel* k = Kernel(isa, type);
+        const size_t qs = k->activation_row_bytes(n);
+        std::vector<uint8_t> qx(qs * static_cast<size_t>(tokens));
+        for (int64_t t = 0; t < tokens; ++t) k->quantize(x.data() + t * n, n, qx.data() + t * qs);
+        std::vector<float> y(static_cast<size_t>(rows * tokens));
+        k->dot(w.data(), w_stride, rows, qx.data(), qs, tokens, n, y.data(), rows);
+        for (size_t i = 0; i < y.size(); ++i) {
+          // These activations are exact multiples of their scale: no rounding.
+          EXPECT_NEAR(y[i], want[i].exact, 1e-6 * want[i].scale) << Name(*k) << " rows " << rows << " output " << i;
+        }
       }
     }
   }
