@@ -23,7 +23,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "backends/kernels/matmul.h"
-#include "backends/kernels/quant_dot_kquant.h"
+#include "backends/kernels/quant_dot.h"
 #include "backends/kernels/thread_pool.h"
 #include "backends/model/dequant.h"
 #include "bench/bench_util.h"
@@ -33,19 +33,6 @@ namespace {
 
 using bench::Best;
 using bench::Rng;
-
-bool CpuRuns(Isa isa) {
-  switch (isa) {
-    case Isa::kAvx512Vnni:
-      return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-             __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni") &&
-             __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
-    case Isa::kAvx2:
-      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
-    case Isa::kPortable: return true;
-  }
-  return false;
-}
 
 // Random quant bytes with fp16 block scales of about 1/(64 sqrt(n_in)), as
 // bench/forward.cc makes its synthetic weights.
@@ -163,13 +150,8 @@ int Run(int argc, char** argv) {
     };
     std::vector<Path> paths(1);
     paths[0].name = "MatMul f32";
-    for (Isa isa : {Isa::kAvx512Vnni, Isa::kAvx2, Isa::kPortable}) {
-      if (!CpuRuns(isa)) continue;
-      for (const QuantDotKernel* k : KQuantKernels(isa)) {
-        if (k->weight_type == type) paths.push_back(Path{std::string(k->isa), k, {}, {}, {}, {}, 0});
-      }
-    }
-    std::vector<uint8_t> qx(KQuantKernels(Isa::kPortable)[0]->activation_row_bytes(n_in) * static_cast<size_t>(prompt));
+    for (const QuantDotKernel* k : QuantDotKernelsFor(type)) paths.push_back(Path{std::string(k->isa), k, {}, {}, {}, {}, 0});
+    std::vector<uint8_t> qx(paths.back().k->activation_row_bytes(n_in) * static_cast<size_t>(prompt));
     std::vector<float> y(static_cast<size_t>(n_out * prompt)), y_ref(static_cast<size_t>(n_out));
     MatMul(matrix(0), x.data(), 1, y_ref.data(), pool);
     for (Path& p : paths) {

@@ -1,6 +1,8 @@
 // Private to the quant_dot kernels: the integer-dot kernels of the K-quant
-// weight types (Q4_K, Q5_K, Q6_K) with q8_K activations, one table per
-// instruction set. Only quant_dot.cc (the registry) and the tests include it.
+// weight types (Q4_K, Q5_K, Q6_K) with q8_K activations, one kernel family
+// (quant_dot_internal.h) over the files quant_dot_kquant_<isa>.cc. Only
+// quant_dot.cc (the registry), the kernel files and tests/benchmarks
+// include it.
 //
 // q8_K activation block (256 elements, kQ8KBlockBytes bytes):
 //   float d            scale, amax / 127 (0 for an all-zero block)
@@ -17,27 +19,22 @@
 #include <vector>
 
 #include "backends/kernels/quant_dot.h"
+#include "backends/kernels/quant_dot_internal.h"
 
 namespace cairn {
-
-#ifndef CAIRN_KERNELS_QUANT_DOT_ISA_DEFINED
-#define CAIRN_KERNELS_QUANT_DOT_ISA_DEFINED
-// The instruction sets a quant_dot kernel can be compiled for.
-enum class Isa { kAvx512Vnni, kAvx2, kPortable };
-#endif
 
 inline constexpr int64_t kQ8KBlockElems = 256;
 inline constexpr size_t kQ8KBlockBytes = 4 + 256 + 2 * 16;
 
-// The Q4_K, Q5_K and Q6_K kernels compiled for `isa` (empty for none). The
+// The Q4_K, Q5_K and Q6_K kernels compiled for `isa` (a KernelFamily); the
 // caller checks that the CPU runs `isa` before calling them.
 std::vector<const QuantDotKernel*> KQuantKernels(Isa isa);
 
-// Per instruction set, defined in quant_dot_kquant_<isa>.cc (each file is
-// compiled with its own target flags).
-std::vector<const QuantDotKernel*> KQuantKernelsAvx512Vnni();
-std::vector<const QuantDotKernel*> KQuantKernelsAvx2();
-std::vector<const QuantDotKernel*> KQuantKernelsPortable();
+// The kernel objects, one set per ISA file (each compiled with its own
+// target flags; see quant_dot_internal.h for why they expose nothing else).
+extern const QuantDotKernel kQ4_KPortable, kQ5_KPortable, kQ6_KPortable;
+extern const QuantDotKernel kQ4_KAvx2, kQ5_KAvx2, kQ6_KAvx2;
+extern const QuantDotKernel kQ4_KAvx512Vnni, kQ5_KAvx512Vnni, kQ6_KAvx512Vnni;
 
 }  // namespace cairn
 

@@ -10,13 +10,19 @@
 // the activations' group sums times the weights' mins, one vpmaddwd a block.
 #include <immintrin.h>
 
-#include <algorithm>
 #include <cstring>
 
 #include "backends/kernels/quant_dot_kquant.h"
 
 namespace cairn {
 namespace {
+
+// No std:: templates here (std::max, std::vector ...): their out-of-line
+// copies are shared by every file at link time, and this file's would use
+// instructions other CPUs lack. Local helpers in this anonymous namespace
+// instead.
+inline int64_t Min(int64_t a, int64_t b) { return a < b ? a : b; }
+inline int64_t Max(int64_t a, int64_t b) { return a > b ? a : b; }
 
 // The loops over the small compile-time counts (rows, tokens, groups) carry
 // "#pragma GCC unroll": at -O2 GCC keeps them as loops, and the arrays of
@@ -239,9 +245,9 @@ template <class K>
 void DotK(const uint8_t* w, size_t w_stride, int64_t n_rows, const uint8_t* qx, size_t qx_stride, int64_t n_tokens,
           int64_t n, float* y, int64_t ldy) {
   const int64_t nb = n / kQ8KBlockElems;
-  const int64_t tile = std::max<int64_t>(4, static_cast<int64_t>((256 << 10) / std::max<size_t>(1, Q8KRowBytes(n))) / 4 * 4);
+  const int64_t tile = Max(4, static_cast<int64_t>((256 << 10) / Q8KRowBytes(n)) / 4 * 4);
   for (int64_t t0 = 0; t0 < n_tokens; t0 += tile) {
-    const int64_t t1 = std::min(n_tokens, t0 + tile);
+    const int64_t t1 = Min(n_tokens, t0 + tile);
     for (int64_t r = 0; r < n_rows; ++r) {
       const uint8_t* row = w + r * w_stride;
       int64_t t = t0;
@@ -255,12 +261,13 @@ void DotK(const uint8_t* w, size_t w_stride, int64_t n_rows, const uint8_t* qx, 
   }
 }
 
-const QuantDotKernel kQ4_KKernel = {GgmlType::kQ4_K, "avx2", kQ8KBlockElems, Q8KRowBytes, QuantizeQ8K, DotK<Q4_K>};
-const QuantDotKernel kQ5_KKernel = {GgmlType::kQ5_K, "avx2", kQ8KBlockElems, Q8KRowBytes, QuantizeQ8K, DotK<Q5_K>};
-const QuantDotKernel kQ6_KKernel = {GgmlType::kQ6_K, "avx2", kQ8KBlockElems, Q8KRowBytes, QuantizeQ8K, DotK<Q6_K>};
-
 }  // namespace
 
-std::vector<const QuantDotKernel*> KQuantKernelsAvx2() { return {&kQ4_KKernel, &kQ5_KKernel, &kQ6_KKernel}; }
+constinit const QuantDotKernel kQ4_KAvx2 = {GgmlType::kQ4_K, "avx2", kQ8KBlockElems, Q8KRowBytes, QuantizeQ8K,
+                                            DotK<Q4_K>};
+constinit const QuantDotKernel kQ5_KAvx2 = {GgmlType::kQ5_K, "avx2", kQ8KBlockElems, Q8KRowBytes, QuantizeQ8K,
+                                            DotK<Q5_K>};
+constinit const QuantDotKernel kQ6_KAvx2 = {GgmlType::kQ6_K, "avx2", kQ8KBlockElems, Q8KRowBytes, QuantizeQ8K,
+                                            DotK<Q6_K>};
 
 }  // namespace cairn

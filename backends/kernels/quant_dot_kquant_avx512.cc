@@ -14,19 +14,19 @@
 // activations times the weights' mins, one vpmaddwd per block.
 #include <immintrin.h>
 
-// GCC 12 reports the _mm256_undefined_pd() inside _mm512_reduce_add_ps as
-// uninitialized once inlined: a false positive.
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-
-#include <algorithm>
 #include <cstring>
-#include <vector>
 
 #include "backends/kernels/quant_dot_kquant.h"
 
 namespace cairn {
 namespace {
+
+// No std:: templates here (std::max, std::vector ...): their out-of-line
+// copies are shared by every file at link time, and this file's would use
+// instructions other CPUs lack. Local helpers in this anonymous namespace
+// instead.
+inline int64_t Min(int64_t a, int64_t b) { return a < b ? a : b; }
+inline int64_t Max(int64_t a, int64_t b) { return a > b ? a : b; }
 
 // The loops over the small compile-time counts (rows, tokens, groups) carry
 // "#pragma GCC unroll": at -O2 GCC keeps them as loops, and the arrays of
@@ -277,6 +277,7 @@ void RowsAllTokens(const uint8_t* w, size_t w_stride, const uint8_t* qx, size_t 
 // vpdpbusd instead of 3.5 for the row-wise tiles above.
 constexpr int kPanelRows = 16;
 constexpr int64_t kPanelMinTokens = 16;
+constexpr int64_t kMaxPanelTile = 256;  // tokens: their accumulators, 16 KiB, on the stack
 
 struct PanelBlock {
   alignas(64) int32_t q[64][kPanelRows];
@@ -385,13 +386,13 @@ void PanelDot(const uint8_t* w, size_t w_stride, int64_t n_rows, const uint8_t* 
               int64_t n, float* y, int64_t ldy) {
   constexpr int kShift = Scales::kGroupShift;
   const int64_t nb = n / kQ8KBlockElems;
-  const int64_t tile = std::max<int64_t>(kPanelMinTokens, static_cast<int64_t>((1 << 20) / Q8KRowBytes(n)) / 8 * 8);
-  std::vector<float> acc(static_cast<size_t>(std::min(tile, n_tokens) * kPanelRows));
+  const int64_t tile = Min(kMaxPanelTile, Max(kPanelMinTokens, static_cast<int64_t>((1 << 20) / Q8KRowBytes(n)) / 8 * 8));
+  alignas(64) float acc[kMaxPanelTile * kPanelRows];
   PanelBlock pb;
   for (int64_t t0 = 0; t0 < n_tokens; t0 += tile) {
-    const int64_t t1 = std::min(n_tokens, t0 + tile);
+    const int64_t t1 = Min(n_tokens, t0 + tile);
     for (int64_t r0 = 0; r0 < n_rows; r0 += kPanelRows) {
-      std::fill(acc.begin(), acc.end(), 0.0f);
+      for (int64_t i = 0; i < (t1 - t0) * kPanelRows; ++i) acc[i] = 0.0f;
       for (int64_t b = 0; b < nb; ++b) {
         FillPanel<Prepare, kBlockBytes, Scales>(w + r0 * w_stride, w_stride, b, &pb);
         const uint8_t* xb = qx + b * kQ8KBlockBytes;
@@ -427,9 +428,9 @@ void DotK(const uint8_t* w, size_t w_stride, int64_t n_rows, const uint8_t* qx, 
   y += r0;
   n_rows -= r0;
   const int64_t nb = n / kQ8KBlockElems;
-  const int64_t tile = std::max<int64_t>(4, static_cast<int64_t>((256 << 10) / Q8KRowBytes(n)) / 4 * 4);
+  const int64_t tile = Max(4, static_cast<int64_t>((256 << 10) / Q8KRowBytes(n)) / 4 * 4);
   for (int64_t t0 = 0; t0 < n_tokens; t0 += tile) {
-    const int64_t t1 = std::min(n_tokens, t0 + tile);
+    const int64_t t1 = Min(n_tokens, t0 + tile);
     int64_t r = 0;
     for (; r + 2 <= n_rows; r += 2) {
       RowsAllTokens<Prepare, kBlockBytes, 2>(w + r * w_stride, w_stride, qx, qx_stride, t0, t1, nb, y + r, ldy);
@@ -438,15 +439,13 @@ void DotK(const uint8_t* w, size_t w_stride, int64_t n_rows, const uint8_t* qx, 
   }
 }
 
-const QuantDotKernel kQ4_K = {GgmlType::kQ4_K, "avx512vnni", kQ8KBlockElems, Q8KRowBytes, QuantizeQ8K,
-                              DotK<PrepareQ4_K, 144, PanelScalesK4>};
-const QuantDotKernel kQ5_K = {GgmlType::kQ5_K, "avx512vnni", kQ8KBlockElems, Q8KRowBytes, QuantizeQ8K,
-                              DotK<PrepareQ5_K, 176, PanelScalesK4>};
-const QuantDotKernel kQ6_K = {GgmlType::kQ6_K, "avx512vnni", kQ8KBlockElems, Q8KRowBytes, QuantizeQ8K,
-                              DotK<PrepareQ6_K, 210, PanelScalesQ6K>};
-
 }  // namespace
 
-std::vector<const QuantDotKernel*> KQuantKernelsAvx512Vnni() { return {&kQ4_K, &kQ5_K, &kQ6_K}; }
+constinit const QuantDotKernel kQ4_KAvx512Vnni = {GgmlType::kQ4_K, "avx512vnni", kQ8KBlockElems, Q8KRowBytes,
+                                                  QuantizeQ8K, DotK<PrepareQ4_K, 144, PanelScalesK4>};
+constinit const QuantDotKernel kQ5_KAvx512Vnni = {GgmlType::kQ5_K, "avx512vnni", kQ8KBlockElems, Q8KRowBytes,
+                                                  QuantizeQ8K, DotK<PrepareQ5_K, 176, PanelScalesK4>};
+constinit const QuantDotKernel kQ6_KAvx512Vnni = {GgmlType::kQ6_K, "avx512vnni", kQ8KBlockElems, Q8KRowBytes,
+                                                  QuantizeQ8K, DotK<PrepareQ6_K, 210, PanelScalesQ6K>};
 
 }  // namespace cairn

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/kernels/quant_dot.h"
 #include "backends/kernels/quant_dot_kquant.h"
 #include "backends/model/dequant.h"
 #include "backends/model/ggml_type.h"
@@ -23,32 +24,12 @@ namespace {
 
 constexpr GgmlType kTypes[] = {GgmlType::kQ4_K, GgmlType::kQ5_K, GgmlType::kQ6_K};
 
-bool CpuRuns(Isa isa) {
-  switch (isa) {
-    case Isa::kAvx512Vnni:
-      return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-             __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni") &&
-             __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
-    case Isa::kAvx2:
-      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
-    case Isa::kPortable: return true;
-  }
-  return false;
-}
+// Every kernel for `type` this CPU runs, fastest first; the portable one last.
+std::vector<const QuantDotKernel*> Runnable(GgmlType type) { return QuantDotKernelsFor(type); }
 
-std::vector<Isa> RunnableIsas() {
-  std::vector<Isa> out;
-  for (Isa isa : {Isa::kAvx512Vnni, Isa::kAvx2, Isa::kPortable}) {
-    if (CpuRuns(isa)) out.push_back(isa);
-  }
-  return out;
-}
-
-const QuantDotKernel* Kernel(Isa isa, GgmlType type) {
-  for (const QuantDotKernel* k : KQuantKernels(isa)) {
-    if (k->weight_type == type) return k;
-  }
-  return nullptr;
+const QuantDotKernel* Portable(GgmlType type) {
+  const std::vector<const QuantDotKernel*> ks = Runnable(type);
+  return ks.empty() || ks.back()->isa != "portable" ? nullptr : ks.back();
 }
 
 // Random weight rows with valid fp16 block scales (random quant bytes
@@ -124,7 +105,7 @@ std::vector<Expected> ExactProducts(GgmlType type, const std::vector<uint8_t>& w
 
 std::string Name(const QuantDotKernel& k) { return std::string(TypeName(k.weight_type)) + "/" + std::string(k.isa); }
 
-TEST(KQuantDotTest, EveryIsaHasAKernelPerType) {
+TEST(KQuantDotTest, EveryIsaHasAKernelPerTypeAndTheRegistryListsThem) {
   for (Isa isa : {Isa::kAvx512Vnni, Isa::kAvx2, Isa::kPortable}) {
     const std::vector<const QuantDotKernel*> ks = KQuantKernels(isa);
     ASSERT_EQ(ks.size(), 3u);
@@ -132,10 +113,16 @@ TEST(KQuantDotTest, EveryIsaHasAKernelPerType) {
       EXPECT_EQ(ks[i]->weight_type, kTypes[i]);
       EXPECT_EQ(ks[i]->block_elems, 256);
       EXPECT_EQ(ks[i]->activation_row_bytes(2816), 11 * kQ8KBlockBytes);
+      EXPECT_EQ(ks[i]->isa, isa == Isa::kAvx512Vnni ? "avx512vnni" : isa == Isa::kAvx2 ? "avx2" : "portable");
     }
-    EXPECT_EQ(ks[0]->isa, isa == Isa::kAvx512Vnni ? "avx512vnni" : isa == Isa::kAvx2 ? "avx2" : "portable");
   }
-  EXPECT_EQ(RunnableIsas().back(), Isa::kPortable);
+  for (GgmlType type : kTypes) {
+    ASSERT_NE(Portable(type), nullptr) << TypeName(type);
+    const QuantDotKernel* best = FindQuantDot(type);
+    ASSERT_NE(best, nullptr) << TypeName(type);
+    const std::vector<const QuantDotKernel*> ks = Runnable(type);
+    EXPECT_NE(std::find(ks.begin(), ks.end(), best), ks.end()) << TypeName(type);
+  }
 }
 
 // Every ISA writes the same bytes; the scale is amax / 127, each quant is the
@@ -144,7 +131,8 @@ TEST(KQuantDotTest, QuantizeRoundTripsAndAgreesAcrossIsas) {
   std::mt19937 g(7);
   const int64_t n = 2816;
   const std::vector<float> x = RandomActivations(n, 8, static_cast<size_t>(n), g);
-  const QuantDotKernel* portable = Kernel(Isa::kPortable, GgmlType::kQ4_K);
+  const QuantDotKernel* portable = Portable(GgmlType::kQ4_K);
+  ASSERT_NE(portable, nullptr);
   std::vector<uint8_t> ref(portable->activation_row_bytes(n));
   for (int64_t t = 0; t < 8; ++t) {
     const float* xt = x.data() + t * n;
@@ -169,9 +157,8 @@ TEST(KQuantDotTest, QuantizeRoundTripsAndAgreesAcrossIsas) {
         EXPECT_EQ(s, sum);
       }
     }
-    for (Isa isa : RunnableIsas()) {
-      for (GgmlType type : kTypes) {
-        const QuantDotKernel* k = Kernel(isa, type);
+    for (GgmlType type : kTypes) {
+      for (const QuantDotKernel* k : Runnable(type)) {
         std::vector<uint8_t> q(k->activation_row_bytes(n), 0xAA);
         k->quantize(xt, n, q.data());
         EXPECT_EQ(q, ref) << Name(*k) << " token " << t;
@@ -190,16 +177,15 @@ void CheckShapes(GgmlType type, int64_t n, int64_t max_rows, int64_t max_tokens,
   const size_t x_stride = static_cast<size_t>(n) + 5;
   const std::vector<float> x = RandomActivations(n, max_tokens, x_stride, g);
   const std::vector<Expected> want = ExactProducts(type, w, w_stride, max_rows, x, x_stride, max_tokens, n);
-  const QuantDotKernel* portable = Kernel(Isa::kPortable, type);
+  const QuantDotKernel* portable = Portable(type);
+  ASSERT_NE(portable, nullptr);
   const size_t qx_stride = portable->activation_row_bytes(n) + 7;
   std::vector<uint8_t> qx(qx_stride * static_cast<size_t>(max_tokens));
   for (int64_t t = 0; t < max_tokens; ++t) portable->quantize(x.data() + t * x_stride, n, qx.data() + t * qx_stride);
   const int64_t ldy_full = max_rows + 2;
   std::vector<float> ref(static_cast<size_t>(ldy_full * max_tokens));
   portable->dot(w.data(), w_stride, max_rows, qx.data(), qx_stride, max_tokens, n, ref.data(), ldy_full);
-  for (Isa isa : RunnableIsas()) {
-    const QuantDotKernel* k = Kernel(isa, type);
-    ASSERT_NE(k, nullptr);
+  for (const QuantDotKernel* k : Runnable(type)) {
     for (auto [rows, tokens] : shapes) {
       const int64_t ldy = rows + 3;
       std::vector<float> y(static_cast<size_t>(ldy * tokens), std::numeric_limits<float>::quiet_NaN());
@@ -283,8 +269,7 @@ TEST(KQuantDotTest, ExtremeBlocksAreExact) {
         }
       }
       const std::vector<Expected> want = ExactProducts(type, w, w_stride, rows, x, n, tokens, n);
-      for (Isa isa : RunnableIsas()) {
-        const QuantDotKernel* k = Kernel(isa, type);
+      for (const QuantDotKernel* k : Runnable(type)) {
         const size_t qs = k->activation_row_bytes(n);
         std::vector<uint8_t> qx(qs * static_cast<size_t>(tokens));
         for (int64_t t = 0; t < tokens; ++t) k->quantize(x.data() + t * n, n, qx.data() + t * qs);
