@@ -322,8 +322,10 @@ inline __m256i Broadcast32(const uint8_t* p) { return _mm256_set1_epi32(static_c
 
 // acc[t * 8 + r] += W[r] block . X[t] block for the panel's 8 rows and
 // kTokens tokens; xb points at the first token's activation block.
+// Not inlined: inlined into PanelDot, GCC spilled its accumulators (Q6_K
+// prompts ran at half the rate).
 template <int kGroupShift, int kTokens>
-void PanelTokens(const PanelBlock& pb, const uint8_t* xb, size_t qx_stride, float* acc) {
+__attribute__((noinline)) void PanelTokens(const PanelBlock& pb, const uint8_t* xb, size_t qx_stride, float* acc) {
   constexpr int kChunks = (1 << kGroupShift) / 4, kGroups = 256 >> kGroupShift;
   const __m256i ones = _mm256_set1_epi16(1);
   __m256 blk[kTokens];
