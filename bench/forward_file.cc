@@ -13,8 +13,13 @@
 // the bytes of all the file's tensors and of its expert tensors (*_exps),
 // which is what a dense read of every expert would cost.
 //
+// --exact-activations runs the backend with F32 activations everywhere
+// (BackendOptions::exact_activations); --vs-exact runs the default (8-bit
+// activations for quantized weights) and the exact path as two backends,
+// their rounds alternating, and prints the ratio of the medians.
+//
 //   forward_file --model PATH.gguf|NAME [--threads 2] [--prompt 512]
-//                [--decode 32] [--rounds 3]
+//                [--decode 32] [--rounds 3] [--exact-activations | --vs-exact]
 #include <algorithm>
 #include <cstdio>
 #include <memory>
@@ -38,6 +43,8 @@ struct Options {
   int threads = 2;
   int prompt = 512;
   int decode = 32;
+  bool exact_activations = false;
+  bool vs_exact = false;
   int rounds = 3;
 };
 
@@ -70,9 +77,18 @@ int Run(const Options& o) {
   if (absl::Status s = RegisterBuiltinBackends(registry); !s.ok()) Die("registry", s);
   BackendOptions bo;
   bo.n_threads = o.threads;
+  bo.exact_activations = o.exact_activations;
   auto backend = registry.Create(*file, bo);
   if (!backend.ok()) Die(o.model, backend.status());
   Backend& b = **backend;
+  // --vs-exact: the same file on the exact path, measured in the same rounds.
+  std::unique_ptr<Backend> exact;
+  if (o.vs_exact) {
+    bo.exact_activations = true;
+    auto e = registry.Create(*file, bo);
+    if (!e.ok()) Die(o.model, e.status());
+    exact = std::move(*e);
+  }
 
   size_t file_bytes = 0, expert_bytes = 0;
   for (const TensorInfo* t : (*file)->tensors()) {
@@ -89,24 +105,37 @@ int Run(const Options& o) {
   for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = static_cast<TokenId>((i * 7919 + 1) % n_vocab);
   for (size_t i = 0; i < decode.size(); ++i) decode[i] = static_cast<TokenId>((i * 104729 + 3) % n_vocab);
 
-  {  // warm-up: pages the weights in, sizes the work buffers
-    auto mem = Fresh(b);
-    Run1(b, *mem, std::span<const TokenId>(prompt).first(std::min<size_t>(prompt.size(), 64)));
+  std::vector<Backend*> backends = {&b};
+  if (exact) backends.push_back(exact.get());
+  for (Backend* x : backends) {  // warm-up: pages the weights in, sizes the work buffers
+    auto mem = Fresh(*x);
+    Run1(*x, *mem, std::span<const TokenId>(prompt).first(std::min<size_t>(prompt.size(), 64)));
   }
-  std::vector<double> pp, tg;
+  std::vector<std::vector<double>> pp(backends.size()), tg(backends.size());
+  const char* names[] = {o.exact_activations ? "exact" : "default", "exact"};
   for (int r = 0; r < o.rounds; ++r) {
-    auto mem = Fresh(b);
-    auto t0 = Clock::now();
-    Run1(b, *mem, prompt);
-    pp.push_back(o.prompt / bench::Since(t0));
-    mem = Fresh(b);
-    t0 = Clock::now();
-    for (const TokenId& t : decode) Run1(b, *mem, std::span<const TokenId>(&t, 1));
-    tg.push_back(o.decode / bench::Since(t0));
-    std::printf("round %d: prompt %.2f tokens/s, decode %.2f tokens/s\n", r + 1, pp.back(), tg.back());
+    for (size_t k = 0; k < backends.size(); ++k) {
+      Backend& x = *backends[k];
+      auto mem = Fresh(x);
+      auto t0 = Clock::now();
+      Run1(x, *mem, prompt);
+      pp[k].push_back(o.prompt / bench::Since(t0));
+      mem = Fresh(x);
+      t0 = Clock::now();
+      for (const TokenId& t : decode) Run1(x, *mem, std::span<const TokenId>(&t, 1));
+      tg[k].push_back(o.decode / bench::Since(t0));
+      std::printf("round %d%s%s: prompt %.2f tokens/s, decode %.2f tokens/s\n", r + 1, exact ? " " : "",
+                  exact ? names[k] : "", pp[k].back(), tg[k].back());
+    }
   }
-  std::printf("median of %d: prompt (pp%d) %.2f tokens/s, decode (tg%d) %.2f tokens/s\n", o.rounds, o.prompt,
-              Median(pp), o.decode, Median(tg));
+  for (size_t k = 0; k < backends.size(); ++k) {
+    std::printf("median of %d%s%s: prompt (pp%d) %.2f tokens/s, decode (tg%d) %.2f tokens/s\n", o.rounds,
+                exact ? " " : "", exact ? names[k] : "", o.prompt, Median(pp[k]), o.decode, Median(tg[k]));
+  }
+  if (exact) {
+    std::printf("default / exact: prompt %.2fx, decode %.2fx\n", Median(pp[0]) / Median(pp[1]),
+                Median(tg[0]) / Median(tg[1]));
+  }
   return 0;
 }
 
@@ -115,8 +144,24 @@ int Run(const Options& o) {
 
 int main(int argc, char** argv) {
   cairn::Options o;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string k = argv[i], v = argv[i + 1];
+  // The flags without a value first; the rest come in pairs.
+  std::vector<std::string> args;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--exact-activations") {
+      o.exact_activations = true;
+    } else if (a == "--vs-exact") {
+      o.vs_exact = true;
+    } else {
+      args.push_back(a);
+    }
+  }
+  if (o.exact_activations && o.vs_exact) {
+    std::fprintf(stderr, "forward_file: --exact-activations and --vs-exact exclude each other\n");
+    return 2;
+  }
+  for (size_t i = 0; i + 1 < args.size(); i += 2) {
+    const std::string k = args[i], v = args[i + 1];
     bool ok = true;
     if (k == "--model") {
       o.model = v;
@@ -136,10 +181,10 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  if (o.model.empty() || argc % 2 == 0) {
+  if (o.model.empty() || args.size() % 2 != 0) {
     std::fprintf(stderr,
                  "usage: forward_file --model PATH.gguf|NAME [--threads 2] [--prompt 512] [--decode 32] "
-                 "[--rounds 3]\n");
+                 "[--rounds 3] [--exact-activations | --vs-exact]\n");
     return 2;
   }
   return cairn::Run(o);

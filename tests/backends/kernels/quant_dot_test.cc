@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "backends/kernels/matmul.h"
+#include "backends/kernels/thread_pool.h"
 #include "backends/model/dequant.h"
 #include "gtest/gtest.h"
 
@@ -209,6 +211,62 @@ TEST(QuantDotTest, FindReturnsTheFastestRunnableKernelOrNull) {
       }
     }
   }
+}
+
+// MatMul(kInt8Activations) is the chosen kernel's dot over quantized rows,
+// split over threads, row blocks and token groups: equal to one dot() call
+// over everything, bit for bit, and each token's row equal to the same
+// token computed alone (the fast path does not depend on batch composition).
+TEST(QuantMatMulTest, EqualsDotAndDoesNotDependOnTheOtherTokens) {
+  ThreadPool pool(2);
+  for (GgmlType type : kTypes) {
+    const QuantDotKernel* k = FindQuantDot(type);
+    ASSERT_NE(k, nullptr);
+    for (int64_t n : {int64_t{64}, int64_t{4096}}) {
+      const int64_t n_out = n == 64 ? 37 : 300;  // several row blocks at 4096
+      const size_t rb = RowBytes(type, n);
+      const std::vector<uint8_t> wdata = RandomWeights(type, n_out, n, rb, 11);
+      const WeightMatrix w{type, n, n_out, wdata.data()};
+      for (int64_t tokens : {1, 5, 16, 17, 100}) {
+        SCOPED_TRACE(std::string(TypeName(type)) + " n " + std::to_string(n) + " tokens " + std::to_string(tokens));
+        const std::vector<float> x = RandomActivations(tokens, n, 12 + static_cast<uint32_t>(tokens));
+        std::vector<float> y(static_cast<size_t>(tokens * n_out));
+        MatMul(w, x.data(), tokens, y.data(), pool, MatMulPrecision::kInt8Activations);
+
+        const size_t qs = k->activation_row_bytes(n);
+        std::vector<uint8_t> qx(qs * static_cast<size_t>(tokens));
+        for (int64_t t = 0; t < tokens; ++t) k->quantize(x.data() + t * n, n, qx.data() + t * qs);
+        std::vector<float> want(y.size());
+        k->dot(wdata.data(), rb, n_out, qx.data(), qs, tokens, n, want.data(), n_out);
+        ASSERT_EQ(y, want);
+
+        for (int64_t t : {int64_t{0}, tokens / 2, tokens - 1}) {
+          std::vector<float> alone(static_cast<size_t>(n_out));
+          MatMul(w, x.data() + t * n, 1, alone.data(), pool, MatMulPrecision::kInt8Activations);
+          ASSERT_TRUE(std::equal(alone.begin(), alone.end(), y.begin() + t * n_out)) << "token " << t;
+        }
+      }
+    }
+  }
+}
+
+TEST(QuantMatMulTest, ExactPrecisionAndTypesWithoutKernelStayExact) {
+  ThreadPool pool(2);
+  const int64_t n = 64, n_out = 8, tokens = 3;
+  const std::vector<uint8_t> wdata = RandomWeights(GgmlType::kQ8_0, n_out, n, RowBytes(GgmlType::kQ8_0, n), 5);
+  const WeightMatrix w{GgmlType::kQ8_0, n, n_out, wdata.data()};
+  const std::vector<float> x = RandomActivations(tokens, n, 6);
+  std::vector<float> exact(static_cast<size_t>(tokens * n_out)), fast(exact.size());
+  MatMul(w, x.data(), tokens, exact.data(), pool, MatMulPrecision::kExact);
+  MatMul(w, x.data(), tokens, fast.data(), pool, MatMulPrecision::kInt8Activations);
+  EXPECT_NE(exact, fast);  // the flag reaches the kernel
+  std::vector<float> wf(static_cast<size_t>(n * n_out));
+  DequantizeRow(GgmlType::kQ8_0, wdata.data(), wf.data(), n * n_out);
+  const WeightMatrix w32{GgmlType::kF32, n, n_out, reinterpret_cast<const uint8_t*>(wf.data())};
+  std::vector<float> a(exact.size()), b(exact.size());
+  MatMul(w32, x.data(), tokens, a.data(), pool, MatMulPrecision::kExact);
+  MatMul(w32, x.data(), tokens, b.data(), pool, MatMulPrecision::kInt8Activations);
+  EXPECT_EQ(a, b);  // F32 weights: no integer kernel, exact either way
 }
 
 }  // namespace
