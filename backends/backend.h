@@ -130,6 +130,13 @@ struct BackendOptions {
   std::string name;            // deployment name for ModelInfo
   int32_t n_threads = 0;       // 0 = all cores
   int32_t max_context = 0;     // 0 = the model's training context
+  // true: every weight product keeps F32 activations, so logits match the
+  // golden (exact-math) files to rounding. false (the default): products
+  // with quantized weights (Q8_0, Q4_0, K-quants) quantize the activations
+  // to 8 bits and run integer dot products, as llama.cpp does: 2-3x faster
+  // prompts, logits within the 8-bit rounding (MatMulPrecision in
+  // backends/kernels/matmul.h). F32/F16 weights are exact either way.
+  bool exact_activations = false;
 };
 
 // Builds a backend for a model file of one family.

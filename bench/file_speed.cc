@@ -23,6 +23,10 @@ struct Options {
   int decode = 32;
   int rounds = 3;
   int batch = 1;
+  // F32 activations everywhere (BackendOptions::exact_activations).
+  bool exact_activations = false;
+  // Also the exact path as a second backend, rounds alternating.
+  bool vs_exact = false;
 };
 
 using Memories = std::vector<std::unique_ptr<SequenceMemory>>;
@@ -58,6 +62,36 @@ double Median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
+// The medians of one backend's rounds.
+struct Speeds {
+  std::vector<double> pp, tg, batched;
+};
+
+void Round(Backend& b, const Options& o, const std::vector<TokenId>& prompt, const std::vector<TokenId>& decode,
+           Speeds* s) {
+  Memories mem = Fresh(b, 1);
+  const auto t0 = Clock::now();
+  Step(b, mem, prompt);
+  s->pp.push_back(o.prompt / Since(t0));
+  s->tg.push_back(DecodeTokensPerSecond(b, 1, decode));
+  std::printf("prompt %.2f tokens/s, decode %.2f tokens/s", s->pp.back(), s->tg.back());
+  if (o.batch > 1) {
+    s->batched.push_back(DecodeTokensPerSecond(b, o.batch, decode));
+    std::printf(", decode of %d sequences %.2f tokens/s total", o.batch, s->batched.back());
+  }
+  std::printf("\n");
+}
+
+void PrintMedians(const Options& o, const char* label, const Speeds& s) {
+  std::printf("median of %d%s: prompt (pp%d) %.2f tokens/s, decode (tg%d) %.2f tokens/s", o.rounds, label, o.prompt,
+              Median(s.pp), o.decode, Median(s.tg));
+  if (o.batch > 1) {
+    std::printf(", decode of %d sequences %.2f tokens/s total (%.2fx one sequence)", o.batch, Median(s.batched),
+                Median(s.batched) / Median(s.tg));
+  }
+  std::printf("\n");
+}
+
 int Run(const Options& o) {
   auto file = service::OpenModelOrDemo(o.model);
   if (!file.ok()) Die(o.model, file.status());
@@ -65,17 +99,25 @@ int Run(const Options& o) {
   if (absl::Status s = RegisterBuiltinBackends(registry); !s.ok()) Die("registry", s);
   BackendOptions bo;
   bo.n_threads = o.threads;
+  bo.exact_activations = o.exact_activations;
   auto backend = registry.Create(*file, bo);
   if (!backend.ok()) Die(o.model, backend.status());
   Backend& b = **backend;
+  std::unique_ptr<Backend> exact;
+  if (o.vs_exact) {
+    bo.exact_activations = true;
+    auto e = registry.Create(*file, bo);
+    if (!e.ok()) Die(o.model, e.status());
+    exact = std::move(*e);
+  }
 
   size_t file_bytes = 0, expert_bytes = 0;
   for (const TensorInfo* t : (*file)->tensors()) {
     file_bytes += t->n_bytes;
     if (absl::StrContains(t->name, "_exps.")) expert_bytes += t->n_bytes;
   }
-  std::printf("%s: %s (%s family), %d threads\n", o.model.c_str(), b.info().arch.c_str(), b.info().family.c_str(),
-              o.threads);
+  std::printf("%s: %s (%s family), %d threads, %s activations\n", o.model.c_str(), b.info().arch.c_str(),
+              b.info().family.c_str(), o.threads, o.exact_activations ? "exact (F32)" : "default");
   std::printf("weights read per forward token %.1f MiB; file tensors %.1f MiB, of which experts (*_exps) %.1f MiB\n",
               b.info().weight_bytes / 1048576.0, file_bytes / 1048576.0, expert_bytes / 1048576.0);
 
@@ -84,31 +126,27 @@ int Run(const Options& o) {
   for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = static_cast<TokenId>((i * 7919 + 1) % n_vocab);
   for (size_t i = 0; i < decode.size(); ++i) decode[i] = static_cast<TokenId>((i * 104729 + 3) % n_vocab);
 
-  {  // warm-up: pages the weights in, sizes the work buffers
-    Memories mem = Fresh(b, 1);
-    Step(b, mem, std::span<const TokenId>(prompt).first(std::min<size_t>(prompt.size(), 64)));
+  std::vector<Backend*> backends = {&b};
+  if (exact != nullptr) backends.push_back(exact.get());
+  for (Backend* x : backends) {  // warm-up: pages the weights in, sizes the work buffers
+    Memories mem = Fresh(*x, 1);
+    Step(*x, mem, std::span<const TokenId>(prompt).first(std::min<size_t>(prompt.size(), 64)));
   }
-  std::vector<double> pp, tg, batched;
+  const char* labels[] = {"", " exact"};
+  std::vector<Speeds> speeds(backends.size());
   for (int r = 0; r < o.rounds; ++r) {
-    Memories mem = Fresh(b, 1);
-    const auto t0 = Clock::now();
-    Step(b, mem, prompt);
-    pp.push_back(o.prompt / Since(t0));
-    tg.push_back(DecodeTokensPerSecond(b, 1, decode));
-    std::printf("round %d: prompt %.2f tokens/s, decode %.2f tokens/s", r + 1, pp.back(), tg.back());
-    if (o.batch > 1) {
-      batched.push_back(DecodeTokensPerSecond(b, o.batch, decode));
-      std::printf(", decode of %d sequences %.2f tokens/s total", o.batch, batched.back());
+    for (size_t k = 0; k < backends.size(); ++k) {
+      std::printf("round %d%s: ", r + 1, labels[k]);
+      Round(*backends[k], o, prompt, decode, &speeds[k]);
     }
-    std::printf("\n");
   }
-  std::printf("median of %d: prompt (pp%d) %.2f tokens/s, decode (tg%d) %.2f tokens/s", o.rounds, o.prompt,
-              Median(pp), o.decode, Median(tg));
-  if (o.batch > 1) {
-    std::printf(", decode of %d sequences %.2f tokens/s total (%.2fx one sequence)", o.batch, Median(batched),
-                Median(batched) / Median(tg));
+  if (exact != nullptr) {
+    PrintMedians(o, labels[1], speeds[1]);
+    std::printf("default / exact: prompt %.2fx, decode %.2fx\n", Median(speeds[0].pp) / Median(speeds[1].pp),
+                Median(speeds[0].tg) / Median(speeds[1].tg));
   }
-  std::printf("\n");
+  // Last: the line scripts read (bench/vs_llamacpp.sh).
+  PrintMedians(o, labels[0], speeds[0]);
   return 0;
 }
 
@@ -116,9 +154,23 @@ int Run(const Options& o) {
 
 int FileSpeedMain(int argc, char** argv, const char* program) {
   Options o;
-  bool ok = argc % 2 == 1;  // flag-value pairs
-  for (int i = 1; ok && i + 1 < argc; i += 2) {
-    const std::string k = argv[i], v = argv[i + 1];
+  bool ok = true;
+  for (int i = 1; ok && i < argc; ++i) {
+    const std::string k = argv[i];
+    if (k == "--exact-activations") {
+      o.exact_activations = true;
+      continue;
+    }
+    if (k == "--vs-exact") {
+      o.vs_exact = true;
+      continue;
+    }
+    if (i + 1 >= argc) {
+      std::fprintf(stderr, "%s: %s needs a value\n", program, k.c_str());
+      ok = false;
+      break;
+    }
+    const std::string v = argv[++i];
     if (k == "--model") {
       o.model = v;
     } else if (k == "--threads") {
@@ -136,10 +188,14 @@ int FileSpeedMain(int argc, char** argv, const char* program) {
     }
     if (!ok) std::fprintf(stderr, "%s: bad option %s %s\n", program, k.c_str(), v.c_str());
   }
+  if (o.exact_activations && o.vs_exact) {
+    std::fprintf(stderr, "%s: --exact-activations and --vs-exact exclude each other\n", program);
+    ok = false;
+  }
   if (!ok || o.model.empty()) {
     std::fprintf(stderr,
                  "usage: %s --model PATH.gguf|NAME [--threads 2] [--prompt 512] [--decode 32] [--rounds 3] "
-                 "[--batch 1]\n",
+                 "[--batch 1] [--exact-activations | --vs-exact]\n",
                  program);
     return 2;
   }

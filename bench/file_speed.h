@@ -22,7 +22,9 @@
 namespace cairn::bench {
 
 // Parses the flags (--model PATH.gguf|NAME, --threads 2, --prompt 512,
-// --decode 32, --rounds 3, --batch 1) in argv[1..argc), runs the measurement
+// --decode 32, --rounds 3, --batch 1, --exact-activations: F32 activations
+// everywhere, or --vs-exact: also the exact path, rounds alternating, and the
+// ratio of the medians) in argv[1..argc), runs the measurement
 // and returns the process exit status: 2 with the usage (naming `program`)
 // on a bad or missing flag, 1 with the status when the model cannot be
 // loaded or run, 0 otherwise.

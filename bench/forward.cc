@@ -10,12 +10,16 @@
 //
 //   forward [--threads 2] [--layers 8] [--embd 2048] [--ff 5632] [--heads 16]
 //           [--kv-heads 8] [--vocab 32000] [--prompt 512] [--decode 16]
-//           [--types f32,q8_0,q4_k]
+//           [--types f32,q8_0,q4_k] [--activations default,exact]
+//
+// --activations: each type runs on the backend's default path (8-bit
+// activations where the weight type has an integer kernel), on the exact
+// path (BackendOptions::exact_activations; rows marked "/x"), or both.
 //
 // With --model, a GGUF file (any family) measured as llama-bench measures it
 // instead (bench/file_speed.h):
 //   forward --model PATH.gguf|NAME [--threads 2] [--prompt 512] [--decode 32]
-//           [--rounds 3] [--batch 1]
+//           [--rounds 3] [--batch 1] [--exact-activations | --vs-exact]
 #include <cblas.h>
 
 #include <algorithm>
@@ -218,13 +222,14 @@ struct Result {
   double copy_bw = 0, read_bw = 0;
 };
 
-Result RunOne(const Shape& s, GgmlType type, int threads, int64_t prompt, int decode) {
+Result RunOne(const Shape& s, GgmlType type, bool exact, int threads, int64_t prompt, int decode) {
   Result r;
-  r.type = std::string(TypeName(type));
+  r.type = std::string(TypeName(type)) + (exact ? "/x" : "");
   std::unique_ptr<ModelFile> model = BuildModel(s, type);
   if (!model) return r;
   BackendOptions opt;
   opt.n_threads = threads;
+  opt.exact_activations = exact;
   auto backend = CreateTransformerBackend(std::shared_ptr<const ModelFile>(std::move(model)), opt);
   if (!backend.ok()) {
     std::fprintf(stderr, "backend: %s\n", backend.status().ToString().c_str());
@@ -291,6 +296,7 @@ int main(int argc, char** argv) {
   int64_t prompt = 512;
   int decode = 16;
   std::string types = "f32,q8_0,q4_k";
+  std::string activations = "default";
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string k = argv[i], v = argv[i + 1];
     bool ok = true;
@@ -304,6 +310,7 @@ int main(int argc, char** argv) {
     else if (k == "--prompt") ok = absl::SimpleAtoi(v, &prompt);
     else if (k == "--decode") ok = absl::SimpleAtoi(v, &decode);
     else if (k == "--types") types = v;
+    else if (k == "--activations") activations = v;
     else ok = false;
     if (!ok) {
       std::fprintf(stderr, "bad flag %s %s\n", k.c_str(), v.c_str());
@@ -331,12 +338,18 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "unknown type %s\n", std::string(t).c_str());
       return 2;
     }
-    Result r = RunOne(s, type, threads, prompt, decode);
-    std::printf("%-6s %7.2f G | %11.1f %10.1f %6.0f%% | %10.2f %8.1f %9.1f %5.0f%% %9.1f %5.0f%%\n", r.type.c_str(),
-                r.weight_gib, r.prompt_tps, r.sgemm_tps, 100.0 * r.prompt_tps / r.sgemm_tps, r.decode_tps,
-                r.decode_gbs, r.copy_bw / 1e9, 100.0 * r.decode_gbs * 1e9 / r.copy_bw, r.read_bw / 1e9,
-                100.0 * r.decode_gbs * 1e9 / r.read_bw);
-    std::fflush(stdout);
+    for (absl::string_view a : absl::StrSplit(activations, ',')) {
+      if (a != "default" && a != "exact") {
+        std::fprintf(stderr, "unknown --activations %s (default or exact)\n", std::string(a).c_str());
+        return 2;
+      }
+      Result r = RunOne(s, type, a == "exact", threads, prompt, decode);
+      std::printf("%-6s %7.2f G | %11.1f %10.1f %6.0f%% | %10.2f %8.1f %9.1f %5.0f%% %9.1f %5.0f%%\n",
+                  r.type.c_str(), r.weight_gib, r.prompt_tps, r.sgemm_tps, 100.0 * r.prompt_tps / r.sgemm_tps,
+                  r.decode_tps, r.decode_gbs, r.copy_bw / 1e9, 100.0 * r.decode_gbs * 1e9 / r.copy_bw,
+                  r.read_bw / 1e9, 100.0 * r.decode_gbs * 1e9 / r.read_bw);
+      std::fflush(stdout);
+    }
   }
   return 0;
 }

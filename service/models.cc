@@ -160,6 +160,7 @@ absl::StatusOr<std::unique_ptr<ModelRegistry>> ModelRegistry::Load(
     bo.name = spec.name;
     bo.n_threads = options.threads;
     bo.max_context = options.max_context;
+    bo.exact_activations = options.exact_activations;
     auto backend = backends.Create(m->file, bo, spec.family);
     if (!backend.ok()) {
       // Skip built-in models whose family this build lacks; a user's model

@@ -75,6 +75,7 @@ struct ModelsOptions {
   std::vector<std::string> backend_plugins;
   int32_t threads = 0;  // per backend; 0: all cores
   int32_t max_context = 0;
+  bool exact_activations = false;  // BackendOptions::exact_activations of every model
   checkpoint::CheckpointOptions checkpoint;
 };
 

@@ -42,6 +42,11 @@ const char kUsage[] = R"(cairn-server: a gRPC inference service (cairn.v1.Infere
                             (libcairn_<family>_plugin.so; repeatable); the server
                             refuses to start if one cannot be loaded
   --threads=N               compute threads per model (default: all cores)
+  --exact-activations       keep activations in F32 in every weight product (logits
+                            match the exact-math golden files to 1e-4 x std); default:
+                            quantized weights (Q8_0, Q4_0, K-quants) take 8-bit
+                            activations and integer dot products, like llama.cpp
+                            (2-3x faster prompts); F32/F16 models are exact either way
   --max-context=N           cap the context length (default: the model's)
   --max-batch=N             sequences decoding together per model (default 64)
   --shutdown-grace=N        on SIGTERM/SIGINT: stop accepting, give running calls N
@@ -120,7 +125,7 @@ int main(int argc, char** argv) {
     std::string a = args[i], v;
     // Accept "--flag value" as well as "--flag=value".
     if (a.rfind("--", 0) == 0 && a.find('=') == std::string::npos && a != "--help" &&
-        a != "--share-prefix-cache" && i + 1 < args.size()) {
+        a != "--share-prefix-cache" && a != "--exact-activations" && i + 1 < args.size()) {
       a += "=" + args[++i];
     }
     bool ok = true;
@@ -212,6 +217,8 @@ int main(int argc, char** argv) {
       opt.snapshot_key = *key;
     } else if (a == "--share-prefix-cache") {
       opt.share_prefix_cache = true;
+    } else if (a == "--exact-activations") {
+      opt.models_options.exact_activations = true;
     } else {
       std::fprintf(stderr, "cairn-server: unknown argument '%s' (see --help)\n", a.c_str());
       return 2;

@@ -1,7 +1,7 @@
 // cairn-eval: runs a model through any registered backend family.
 //
 //   cairn-eval --model FILE --tokens TOKENS --out LOGITS [--mode batch|step|chunk:N]
-//              [--compare REF_LOGITS] [--family NAME] [--threads N]
+//              [--compare REF_LOGITS] [--family NAME] [--threads N] [--exact-activations]
 //   cairn-eval --model FILE --generate N --prompt-tokens "1 2 3"
 //   cairn-eval --model FILE --multimodal SPEC --embeddings FILE --out LOGITS [--compare REF]
 //
@@ -12,6 +12,9 @@
 // format (SPEC: "T id ..." text runs and "I nx ny" image chunks, EMBEDDINGS:
 // raw float32 rows of n_embd), feeds each part as one Forward and writes the
 // logits of every row as one sequence of the LOGITS format.
+// --exact-activations keeps F32 activations in every product (what the
+// golden files hold); by default quantized weights take 8-bit activations
+// (BackendOptions::exact_activations).
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -30,6 +33,7 @@ int Usage(const char* msg) {
   std::fprintf(stderr,
                "error: %s\nusage: cairn-eval --model FILE --tokens TOKENS --out LOGITS "
                "[--mode batch|step|chunk:N] [--compare REF] [--family NAME] [--threads N]\n"
+               "       [--exact-activations]\n"
                "       cairn-eval --model FILE --generate N --prompt-tokens \"1 2 3\"\n"
                "       cairn-eval --model FILE --multimodal SPEC --embeddings FILE --out LOGITS [--compare REF]\n",
                msg);
@@ -49,6 +53,10 @@ int main(int argc, char** argv) {
     std::string a = argv[i];
     if (a.rfind("--", 0) != 0) return Usage(("unexpected argument '" + a + "'").c_str());
     std::string key = a.substr(2), value;
+    if (key == "exact-activations") {  // the one flag without a value
+      args[key] = "";
+      continue;
+    }
     if (size_t eq = key.find('='); eq != std::string::npos) {
       value = key.substr(eq + 1);
       key = key.substr(0, eq);
@@ -60,7 +68,7 @@ int main(int argc, char** argv) {
     args[key] = value;
   }
   static const char* kKnown[] = {"model", "tokens", "out", "mode", "compare", "family", "threads", "generate",
-                                 "prompt-tokens", "max-context", "multimodal", "embeddings"};
+                                 "prompt-tokens", "max-context", "multimodal", "embeddings", "exact-activations"};
   for (const auto& [k, v] : args) {
     bool known = false;
     for (const char* name : kKnown) known |= (k == name);
@@ -73,6 +81,7 @@ int main(int argc, char** argv) {
   absl::StatusOr<std::unique_ptr<cairn::ModelFile>> model = cairn::ModelFile::Open(args["model"]);
   if (!model.ok()) return Fail(model.status());
   cairn::BackendOptions options;
+  options.exact_activations = args.count("exact-activations") > 0;
   if (args.count("threads") && !absl::SimpleAtoi(args["threads"], &options.n_threads)) {
     return Usage("--threads takes an integer");
   }

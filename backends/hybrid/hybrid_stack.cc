@@ -103,22 +103,22 @@ void HybridStack::Forward(ForwardPass& pass) const {
           break;
         case Mixer::kMamba:
           MambaMixerForward(mamba, L.mamba, pass.RecurrentRuns(L.recurrent_slot), xn, pass.n_rows(), out,
-                            pass.pool(), pass.buffers());
+                            pass.pool(), pass.precision(), pass.buffers());
           break;
         case Mixer::kDeltaNet:
           DeltaNetForward(delta_net, L.delta_net, eps, pass.RecurrentRuns(L.recurrent_slot), xn, pass.n_rows(), out,
-                          pass.pool());
+                          pass.pool(), pass.precision());
           break;
         case Mixer::kShortConv:
           ShortConvForward(short_conv, L.short_conv, pass.RecurrentRuns(L.recurrent_slot), xn, pass.n_rows(), out,
-                           pass.pool(), pass.buffers());
+                           pass.pool(), pass.precision(), pass.buffers());
           break;
         case Mixer::kAttentionAndMamba: {
           AttentionForward(L.attn, pass, L.attn_slot, xn, out);
           float* ssm =
               pass.buffers().Get(WorkBuffers::kParallelOut, static_cast<size_t>(pass.n_rows() * pass.width()));
           MambaMixerForward(mamba, L.mamba, pass.RecurrentRuns(L.recurrent_slot), xn, pass.n_rows(), ssm,
-                            pass.pool(), pass.buffers());
+                            pass.pool(), pass.precision(), pass.buffers());
           // attn + ssm first, then the residual, in the reference's order.
           AddF32(out, ssm, out, pass.n_rows() * pass.width());
           break;

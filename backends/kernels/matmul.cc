@@ -9,6 +9,8 @@
 #include <mutex>
 #include <vector>
 
+#include "backends/kernels/quant_dot.h"
+#include "backends/kernels/quant_matmul.h"
 #include "backends/kernels/vec.h"
 #include "backends/model/dequant.h"
 
@@ -220,8 +222,15 @@ void RowStreamGrouped(const WeightMatrix& w, const float* x, int64_t n_tokens, i
 
 }  // namespace
 
-void MatMul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool) {
+void MatMul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool,
+            MatMulPrecision precision) {
   if (n_tokens <= 0 || w.n_out <= 0) return;
+  if (precision == MatMulPrecision::kInt8Activations) {
+    if (const QuantDotKernel* k = FindQuantDot(w.type); k != nullptr && w.n_in % k->block_elems == 0) {
+      QuantMatMul(*k, w, x, n_tokens, y, pool);
+      return;
+    }
+  }
   if (n_tokens >= kGemmMinTokens) {
     UseSingleThreadedBlas();
     // Column blocks of at least 64 rows keep each sgemm call efficient.

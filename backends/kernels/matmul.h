@@ -24,8 +24,24 @@ struct WeightMatrix {
   size_t bytes() const { return row_bytes() * static_cast<size_t>(n_out); }
 };
 
-// y[t][o] = sum_i x[t][i] * W[o][i] for t < n_tokens, with F32 activations
+// How a product may round its activations.
+enum class MatMulPrecision {
+  // F32 activations: the result matches a dequantized F32 model to rounding
+  // (what the golden files hold).
+  kExact,
+  // For weight types with an integer kernel (quant_dot.h: Q8_0, Q4_0, and
+  // the K-quants), the activations are quantized to 8 bits per block of 32
+  // or 256 first, as llama.cpp's CPU path does; 2-3x faster prompts on
+  // quantized weights. Each activation row is quantized on its own, so a
+  // row's result does not depend on the other rows of the call. Types
+  // without an integer kernel (F32, F16, ...) compute exactly.
+  kInt8Activations,
+};
+
+// y[t][o] = sum_i x[t][i] * W[o][i] for t < n_tokens
 // (x: [n_tokens][n_in], y: [n_tokens][n_out], both row-major, not aliased).
+// With kInt8Activations and a weight type that has an integer kernel, see
+// above (backends/kernels/quant_matmul.h); otherwise with F32 activations:
 // More than 16 tokens (prompts): W is dequantized tile by tile and
 // multiplied with cblas_sgemm; 4 to 16 tokens (batched decode steps): each
 // weight row is read once for a group of tokens whose activations fit in L1
@@ -36,7 +52,10 @@ struct WeightMatrix {
 // single-threaded sgemm on its block of output columns, so on first use
 // OpenBLAS is set to one thread for the whole process
 // (openblas_set_num_threads(1)).
-void MatMul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool);
+// `precision` has no default on purpose: every call site states whether it
+// can take 8-bit activations (a MoE router cannot: its top-k would flip).
+void MatMul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool,
+            MatMulPrecision precision);
 
 }  // namespace cairn
 

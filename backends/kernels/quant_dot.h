@@ -41,7 +41,8 @@ struct QuantDotKernel {
 // The fastest kernel for `type` that this CPU can run (chosen at run time, so
 // one binary runs everywhere), or null when `type` has no integer path
 // (F32, F16, BF16, ...). The environment variable CAIRN_ISA (avx512vnni,
-// avx2 or portable) caps the choice, for benchmarks and tests.
+// avx2 or portable) caps the choice, for benchmarks and tests; any other
+// value is ignored with one warning on stderr.
 const QuantDotKernel* FindQuantDot(GgmlType type);
 
 // Every kernel for `type` this CPU can run, fastest first (tests compare

@@ -198,9 +198,9 @@ void ProjectRows(const AttentionBlock& b, ForwardPass& pass, const float* xn, co
   const int64_t hd = b.head_dim_k;
   const int64_t q_dim = b.q_dim(), k_dim = b.k_dim(), v_dim = b.v_dim();
   const int64_t q_full = b.gated ? 2 * q_dim : q_dim;
-  MatMul(b.wq, xn, T, p.qf, pool);
-  MatMul(b.wk, xn, T, p.k, pool);
-  MatMul(b.wv, xn, T, p.v, pool);
+  MatMul(b.wq, xn, T, p.qf, pool, pass.precision());
+  MatMul(b.wk, xn, T, p.k, pool, pass.precision());
+  MatMul(b.wv, xn, T, p.v, pool, pass.precision());
   auto add_bias = [&](float* y, const std::vector<float>& bias, int64_t width) {
     if (bias.empty()) return;
     pool.ForEach(T, [&](int64_t i) { AddF32(&y[i * width], bias.data(), &y[i * width], width); });
@@ -305,7 +305,7 @@ void AttentionForward(const AttentionBlock& b, ForwardPass& pass, int32_t slot, 
       }
     });
   }
-  MatMul(b.wo, attn, R, out, pool);
+  MatMul(b.wo, attn, R, out, pool, pass.precision());
   if (!b.bo.empty()) {
     pool.ForEach(R, [&](int64_t i) { AddF32(&out[i * E], b.bo.data(), &out[i * E], E); });
   }

@@ -78,11 +78,11 @@ namespace {
 // beta = sigmoid(b) and the decay softplus(alpha + dt_bias) * a, per row and value head. qwen3next
 // packs both in one projection, per key head: [beta of its value heads | alpha of the same].
 void ComputeGates(const DeltaNetGeometry& g, const DeltaNetWeights& w, const float* in, int64_t n_rows,
-                  float* beta, float* gdecay, ThreadPool& pool) {
+                  float* beta, float* gdecay, ThreadPool& pool, MatMulPrecision precision) {
   const int64_t H = g.n_head_v;
   if (g.variant == DeltaNetVariant::kQwen3Next) {
     std::vector<float> ba(static_cast<size_t>(n_rows * 2 * H));
-    MatMul(w.ba, in, n_rows, ba.data(), pool);
+    MatMul(w.ba, in, n_rows, ba.data(), pool, precision);
     const int64_t r = H / g.n_head_k;
     for (int64_t t = 0; t < n_rows; ++t) {
       for (int64_t kh = 0; kh < g.n_head_k; ++kh) {
@@ -92,8 +92,8 @@ void ComputeGates(const DeltaNetGeometry& g, const DeltaNetWeights& w, const flo
       }
     }
   } else {
-    MatMul(w.beta, in, n_rows, beta, pool);
-    MatMul(w.alpha, in, n_rows, gdecay, pool);
+    MatMul(w.beta, in, n_rows, beta, pool, precision);
+    MatMul(w.alpha, in, n_rows, gdecay, pool, precision);
   }
   for (int64_t t = 0; t < n_rows; ++t) {
     for (int64_t h = 0; h < H; ++h) {
@@ -159,14 +159,14 @@ void ApplyDeltaRule(const DeltaNetGeometry& g, std::span<const RecurrentRun> run
 }  // namespace
 
 void DeltaNetForward(const DeltaNetGeometry& g, const DeltaNetWeights& w, float eps, std::span<const RecurrentRun> runs,
-                     const float* in, int64_t n_rows, float* out, ThreadPool& pool) {
+                     const float* in, int64_t n_rows, float* out, ThreadPool& pool, MatMulPrecision precision) {
   if (n_rows == 0) return;
   const int64_t C = g.conv_channels(), V = g.value_dim(), H = g.n_head_v;
   std::vector<float> qkv(static_cast<size_t>(n_rows * C)), z(static_cast<size_t>(n_rows * V));
   std::vector<float> beta(static_cast<size_t>(n_rows * H)), gdecay(static_cast<size_t>(n_rows * H));
-  MatMul(w.qkv, in, n_rows, qkv.data(), pool);
-  MatMul(w.z, in, n_rows, z.data(), pool);
-  ComputeGates(g, w, in, n_rows, beta.data(), gdecay.data(), pool);
+  MatMul(w.qkv, in, n_rows, qkv.data(), pool, precision);
+  MatMul(w.z, in, n_rows, z.data(), pool, precision);
+  ComputeGates(g, w, in, n_rows, beta.data(), gdecay.data(), pool, precision);
 
   // Convolution with carried state. A decode step's (a few thousand
   // multiply-adds) is cheaper than waking the pool: below ~64k taps it runs
@@ -204,7 +204,7 @@ void DeltaNetForward(const DeltaNetGeometry& g, const DeltaNetWeights& w, float 
       }
     }
   });
-  MatMul(w.out, o.data(), n_rows, out, pool);
+  MatMul(w.out, o.data(), n_rows, out, pool, precision);
 }
 
 }  // namespace cairn

@@ -88,7 +88,7 @@ absl::StatusOr<DeltaNetWeights> LoadDeltaNet(const ModelLoader& loader, const De
 // norm's floor). out: [n_rows][n_embd], not aliasing `in`.
 void DeltaNetForward(const DeltaNetGeometry& geometry, const DeltaNetWeights& weights, float eps,
                      std::span<const RecurrentRun> runs, const float* in, int64_t n_rows, float* out,
-                     ThreadPool& pool);
+                     ThreadPool& pool, MatMulPrecision precision);
 
 }  // namespace cairn
 

@@ -41,22 +41,23 @@ float* FfnActivate(FfnActivation activation, bool gated, float* gate, float* up,
   return gate;
 }
 
-void FfnRows(const FfnBlock& f, ThreadPool& pool, WorkBuffers& buffers, const float* xn, int64_t R, float* out) {
+void FfnRows(const FfnBlock& f, ThreadPool& pool, MatMulPrecision precision, WorkBuffers& buffers, const float* xn,
+             int64_t R, float* out) {
   const int64_t F = f.n_ff;
   const bool gated = f.gate.n_out > 0;
   float* gate = gated ? buffers.Get(WorkBuffers::kFfnGate, static_cast<size_t>(R * F)) : nullptr;
   float* up = buffers.Get(WorkBuffers::kFfnUp, static_cast<size_t>(R * F));
-  if (gated) MatMul(f.gate, xn, R, gate, pool);
-  MatMul(f.up, xn, R, up, pool);
+  if (gated) MatMul(f.gate, xn, R, gate, pool, precision);
+  MatMul(f.up, xn, R, up, pool, precision);
   float* act = gated ? gate : up;
   pool.ForEach(R, [&](int64_t i) {
     FfnActivate(f.activation, gated, gated ? &gate[i * F] : nullptr, &up[i * F], F);
   });
-  MatMul(f.down, act, R, out, pool);
+  MatMul(f.down, act, R, out, pool, precision);
 }
 
 void FfnForward(const FfnBlock& f, ForwardPass& pass, const float* xn, float* out) {
-  FfnRows(f, pass.pool(), pass.buffers(), xn, pass.n_rows(), out);
+  FfnRows(f, pass.pool(), pass.precision(), pass.buffers(), xn, pass.n_rows(), out);
 }
 
 }  // namespace cairn

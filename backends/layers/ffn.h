@@ -50,7 +50,8 @@ inline absl::StatusOr<FfnBlock> LoadMlp(const ModelLoader& loader, int layer, in
 
 void FfnForward(const FfnBlock& ffn, ForwardPass& pass, const float* xn, float* out);
 // FfnForward over `rows` rows of `xn` (not necessarily the stream's).
-void FfnRows(const FfnBlock& ffn, ThreadPool& pool, WorkBuffers& buffers, const float* xn, int64_t rows, float* out);
+void FfnRows(const FfnBlock& ffn, ThreadPool& pool, MatMulPrecision precision, WorkBuffers& buffers, const float* xn,
+             int64_t rows, float* out);
 // act(gate) * up (or act(up) without a gate) for `n` values, in place in `gate`
 // (or `up`): the activation step of FFNs and experts; returns the result.
 float* FfnActivate(FfnActivation activation, bool gated, float* gate, float* up, int64_t n);

@@ -13,13 +13,14 @@ namespace cairn {
 ForwardPass::ForwardPass(std::span<const SequenceRun> batch, std::span<const Segment> segments,
                          std::span<LayerMemory* const> memories, std::span<RunLogits> results,
                          std::span<const std::vector<uint8_t*>> snapshot_states, int64_t n_embd, ThreadPool& pool,
-                         WorkBuffers& buffers)
+                         MatMulPrecision precision, WorkBuffers& buffers)
     : batch_(batch),
       segments_(segments.begin(), segments.end()),
       memories_(memories),
       results_(results),
       n_embd_(n_embd),
       pool_(pool),
+      precision_(precision),
       buffers_(buffers),
       segment_info_(segments.size() + 1) {
   int64_t n_rows = 0;
@@ -141,7 +142,7 @@ void ForwardPass::Logits(const OutputHead& head) {
     const int64_t src = compacted_ ? j : wanted_[j];
     RmsNorm(&x_[src * E], head.norm.data(), E, head.eps, &hn[j * E]);
   });
-  MatMul(head.output, hn.data(), W, logits.data(), pool_);
+  MatMul(head.output, hn.data(), W, logits.data(), pool_, precision_);
   if (head.logit_scale > 0.0f) {
     const float inv = 1.0f / head.logit_scale;
     for (float& l : logits) l *= inv;

@@ -68,11 +68,12 @@ class ForwardPass {
   // `memories[r]` is batch[r].memory, reserved for its run; `results[r]`
   // has room for batch[r]'s logits and holds its in-run snapshots, whose
   // recurrent states start at snapshot_states[r][k]. All must outlive the
-  // pass.
+  // pass. `precision`: what the blocks' weight products use (the backend's
+  // BackendOptions::exact_activations).
   ForwardPass(std::span<const SequenceRun> batch, std::span<const Segment> segments,
               std::span<LayerMemory* const> memories, std::span<RunLogits> results,
               std::span<const std::vector<uint8_t*>> snapshot_states, int64_t n_embd, ThreadPool& pool,
-              WorkBuffers& buffers);
+              MatMulPrecision precision, WorkBuffers& buffers);
 
   // --- Layout.
   // Rows the stream holds: every row of the pass, or only the wanted rows
@@ -82,6 +83,9 @@ class ForwardPass {
   int64_t width() const { return n_embd_; }
   float* x() { return x_.data(); }
   ThreadPool& pool() { return pool_; }
+  // The precision of every weight product of the pass (MoE routers excepted:
+  // they are always exact).
+  MatMulPrecision precision() const { return precision_; }
   WorkBuffers& buffers() { return buffers_; }
 
   size_t n_segments() const { return segments_.size(); }
@@ -144,6 +148,7 @@ class ForwardPass {
   std::span<RunLogits> results_;
   int64_t n_embd_;
   ThreadPool& pool_;
+  MatMulPrecision precision_;
   WorkBuffers& buffers_;
 
   std::vector<SegmentInfo> segment_info_;  // one per segment, plus an end marker

@@ -16,7 +16,8 @@ class LayeredBackend final : public Backend {
  public:
   LayeredBackend(std::shared_ptr<const ModelFile> model, std::unique_ptr<ArchModel> arch, FamilyMemory memory,
                  const BackendOptions& options)
-      : model_(std::move(model)), arch_(std::move(arch)), memory_(std::move(memory)), pool_(options.n_threads) {
+      : model_(std::move(model)), arch_(std::move(arch)), memory_(std::move(memory)), pool_(options.n_threads),
+        precision_(options.exact_activations ? MatMulPrecision::kExact : MatMulPrecision::kInt8Activations) {
     const ArchShape& s = arch_->shape();
     info_.name = options.name.empty() ? std::filesystem::path(model_->path()).stem().string() : options.name;
     info_.arch = s.arch;
@@ -51,6 +52,7 @@ class LayeredBackend final : public Backend {
   ModelInfo info_;
   std::mutex mu_;  // Forward uses every pool thread and the work buffers: one call at a time
   ThreadPool pool_;
+  const MatMulPrecision precision_;
   WorkBuffers buffers_;
 };
 
@@ -126,7 +128,7 @@ absl::StatusOr<std::vector<RunLogits>> LayeredBackend::Forward(std::span<const S
   }
 
   for (const std::vector<ForwardPass::Segment>& segments : Passes(rows)) {
-    ForwardPass pass(batch, segments, memories, results, snapshot_states, info_.n_embd, pool_, buffers_);
+    ForwardPass pass(batch, segments, memories, results, snapshot_states, info_.n_embd, pool_, precision_, buffers_);
     arch_->Forward(pass);
   }
   for (size_t r = 0; r < R; ++r) memories[r]->Commit(span[r], rows[r], batch[r].chunk != nullptr);

@@ -119,12 +119,13 @@ void ConvAll(const MambaGeometry& g, const MambaMixerWeights& w, std::span<const
 }
 
 void Mamba2Forward(const MambaGeometry& g, const MambaMixerWeights& w, std::span<const RecurrentRun> runs,
-                   const float* in, int64_t n_rows, float* out, ThreadPool& pool, WorkBuffers& scratch) {
+                   const float* in, int64_t n_rows, float* out, ThreadPool& pool, MatMulPrecision precision,
+                   WorkBuffers& scratch) {
   const int64_t d_proj = g.in_proj_size();
   const int64_t conv_ch = g.conv_channels();
   const int64_t d_inner = g.d_inner;
   float* proj = scratch.Get(WorkBuffers::kMixer0 + 0, static_cast<size_t>(n_rows * d_proj));
-  MatMul(w.in_proj, in, n_rows, proj, pool);
+  MatMul(w.in_proj, in, n_rows, proj, pool, precision);
 
   // Columns of the projection: z | x B C | dt.
   float* xbc = scratch.Get(WorkBuffers::kMixer0 + 1, static_cast<size_t>(n_rows * conv_ch));
@@ -186,15 +187,16 @@ void Mamba2Forward(const MambaGeometry& g, const MambaMixerWeights& w, std::span
       }
     }
   });
-  MatMul(w.out_proj, y, n_rows, out, pool);
+  MatMul(w.out_proj, y, n_rows, out, pool, precision);
 }
 
 void Mamba1Forward(const MambaGeometry& g, const MambaMixerWeights& w, std::span<const RecurrentRun> runs,
-                   const float* in, int64_t n_rows, float* out, ThreadPool& pool, WorkBuffers& scratch) {
+                   const float* in, int64_t n_rows, float* out, ThreadPool& pool, MatMulPrecision precision,
+                   WorkBuffers& scratch) {
   const int64_t d_inner = g.d_inner;
   const int64_t d_proj = g.in_proj_size();
   float* proj = scratch.Get(WorkBuffers::kMixer0 + 0, static_cast<size_t>(n_rows * d_proj));
-  MatMul(w.in_proj, in, n_rows, proj, pool);
+  MatMul(w.in_proj, in, n_rows, proj, pool, precision);
 
   // Columns of the projection: x | z.
   float* xc = scratch.Get(WorkBuffers::kMixer0 + 1, static_cast<size_t>(n_rows * d_inner));
@@ -202,7 +204,7 @@ void Mamba1Forward(const MambaGeometry& g, const MambaMixerWeights& w, std::span
 
   const int64_t d_xdb = g.dt_rank + 2 * g.d_state;
   float* xdb = scratch.Get(WorkBuffers::kMixer0 + 2, static_cast<size_t>(n_rows * d_xdb));
-  MatMul(w.x_proj, xc, n_rows, xdb, pool);
+  MatMul(w.x_proj, xc, n_rows, xdb, pool, precision);
 
   // dt (made contiguous for its projection) and optionally normalized dt, B, C
   // (with their weights when the model has them: empty vectors give null).
@@ -220,7 +222,7 @@ void Mamba1Forward(const MambaGeometry& g, const MambaMixerWeights& w, std::span
     std::memcpy(dt_low + t * g.dt_rank, row, static_cast<size_t>(g.dt_rank) * sizeof(float));
   }
   float* dt = scratch.Get(WorkBuffers::kMixer0 + 4, static_cast<size_t>(n_rows * d_inner));
-  MatMul(w.dt_proj, dt_low, n_rows, dt, pool);
+  MatMul(w.dt_proj, dt_low, n_rows, dt, pool, precision);
   for (int64_t t = 0; t < n_rows; ++t) {
     float* row = dt + t * d_inner;
     for (int64_t c = 0; c < d_inner; ++c) row[c] += w.dt_bias[c];
@@ -273,18 +275,19 @@ void Mamba1Forward(const MambaGeometry& g, const MambaMixerWeights& w, std::span
     float* yr = y + t * d_inner;
     SwiGlu(proj + t * d_proj + d_inner, yr, d_inner, yr);
   }
-  MatMul(w.out_proj, y, n_rows, out, pool);
+  MatMul(w.out_proj, y, n_rows, out, pool, precision);
 }
 
 }  // namespace
 
 void MambaMixerForward(const MambaGeometry& g, const MambaMixerWeights& w, std::span<const RecurrentRun> runs,
-                       const float* in, int64_t n_rows, float* out, ThreadPool& pool, WorkBuffers& s) {
+                       const float* in, int64_t n_rows, float* out, ThreadPool& pool, MatMulPrecision precision,
+                       WorkBuffers& s) {
   if (n_rows == 0) return;
   if (g.version == MambaVersion::kMamba2) {
-    Mamba2Forward(g, w, runs, in, n_rows, out, pool, s);
+    Mamba2Forward(g, w, runs, in, n_rows, out, pool, precision, s);
   } else {
-    Mamba1Forward(g, w, runs, in, n_rows, out, pool, s);
+    Mamba1Forward(g, w, runs, in, n_rows, out, pool, precision, s);
   }
 }
 

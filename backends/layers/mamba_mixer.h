@@ -100,7 +100,7 @@ absl::StatusOr<MambaMixerWeights> LoadMambaMixer(const ModelLoader& loader, cons
 // not aliasing `in`. Uses the kMixer* slots of `buffers`.
 void MambaMixerForward(const MambaGeometry& geometry, const MambaMixerWeights& weights,
                        std::span<const RecurrentRun> runs, const float* in, int64_t n_rows,
-                       float* out, ThreadPool& pool, WorkBuffers& buffers);
+                       float* out, ThreadPool& pool, MatMulPrecision precision, WorkBuffers& buffers);
 
 }  // namespace cairn
 

@@ -123,7 +123,9 @@ void MoeForward(const MoeBlock& m, ForwardPass& pass, const float* xn, float* ou
   const int64_t R = pass.n_rows(), E = pass.width(), X = m.n_expert, K = m.n_used, F = m.n_ff();
   if (R == 0) return;
   std::vector<float> logits(static_cast<size_t>(R * X));
-  MatMul(m.router, xn, R, logits.data(), pool);
+  // Always exact: 8-bit activations move router logits enough to change
+  // which experts a row takes.
+  MatMul(m.router, xn, R, logits.data(), pool, MatMulPrecision::kExact);
   std::vector<int32_t> chosen(static_cast<size_t>(R * K));
   std::vector<float> weight(static_cast<size_t>(R * K));
   pool.ForEach(R, [&](int64_t r) { Route(m, &logits[r * X], &chosen[r * K], &weight[r * K]); });
@@ -141,11 +143,11 @@ void MoeForward(const MoeBlock& m, ForwardPass& pass, const float* xn, float* ou
     xs.resize(static_cast<size_t>(n * E));
     for (int64_t j = 0; j < n; ++j) std::copy_n(&xn[slots[j] / K * E], E, &xs[j * E]);
     u.resize(static_cast<size_t>(n * F));
-    MatMul(m.up.expert(e), xs.data(), n, u.data(), pool);
+    MatMul(m.up.expert(e), xs.data(), n, u.data(), pool, pass.precision());
     AddExpertBias(m.up, e, u.data(), n);
     if (gated) {
       g.resize(static_cast<size_t>(n * F));
-      MatMul(m.gate.expert(e), xs.data(), n, g.data(), pool);
+      MatMul(m.gate.expert(e), xs.data(), n, g.data(), pool, pass.precision());
       AddExpertBias(m.gate, e, g.data(), n);
     }
     const float* act = gated ? g.data() : u.data();
@@ -153,7 +155,7 @@ void MoeForward(const MoeBlock& m, ForwardPass& pass, const float* xn, float* ou
       FfnActivate(m.activation, gated, gated ? &g[j * F] : nullptr, &u[j * F], F);
     });
     d.resize(static_cast<size_t>(n * E));
-    MatMul(m.down.expert(e), act, n, d.data(), pool);
+    MatMul(m.down.expert(e), act, n, d.data(), pool, pass.precision());
     AddExpertBias(m.down, e, d.data(), n);
     for (int64_t j = 0; j < n; ++j) std::copy_n(&d[j * E], E, &y[slots[j] * E]);
   }
@@ -162,7 +164,7 @@ void MoeForward(const MoeBlock& m, ForwardPass& pass, const float* xn, float* ou
   float* shared = nullptr;
   if (m.shared.n_ff > 0) {
     shared = pass.buffers().Get(WorkBuffers::kSharedExpert, static_cast<size_t>(R * E));
-    FfnRows(m.shared, pool, pass.buffers(), xn, R, shared);
+    FfnRows(m.shared, pool, pass.precision(), pass.buffers(), xn, R, shared);
   }
   pool.ForEach(R, [&](int64_t r) {
     float* o = &out[r * E];

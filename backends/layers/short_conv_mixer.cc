@@ -25,13 +25,14 @@ absl::StatusOr<ShortConvWeights> LoadShortConv(const ModelLoader& ld, const Shor
 }
 
 void ShortConvForward(const ShortConvGeometry& g, const ShortConvWeights& w, std::span<const RecurrentRun> runs,
-                      const float* in, int64_t n_rows, float* out, ThreadPool& pool, WorkBuffers& buffers) {
+                      const float* in, int64_t n_rows, float* out, ThreadPool& pool, MatMulPrecision precision,
+                      WorkBuffers& buffers) {
   if (n_rows == 0) return;
   const int64_t E = g.n_embd;
   float* bcx = buffers.Get(WorkBuffers::kMixer0 + 0, static_cast<size_t>(n_rows * 3 * E));
   float* u = buffers.Get(WorkBuffers::kMixer0 + 1, static_cast<size_t>(n_rows * E));
   float* v = buffers.Get(WorkBuffers::kMixer0 + 2, static_cast<size_t>(n_rows * E));
-  MatMul(w.in_proj, in, n_rows, bcx, pool);
+  MatMul(w.in_proj, in, n_rows, bcx, pool, precision);
   for (int64_t t = 0; t < n_rows; ++t) {
     const float* b = bcx + t * 3 * E;
     const float* h = b + 2 * E;
@@ -54,7 +55,7 @@ void ShortConvForward(const ShortConvGeometry& g, const ShortConvWeights& w, std
     float* vr = v + t * E;
     for (int64_t c = 0; c < E; ++c) vr[c] *= c_gate[c];
   }
-  MatMul(w.out_proj, v, n_rows, out, pool);
+  MatMul(w.out_proj, v, n_rows, out, pool, precision);
 }
 
 }  // namespace cairn

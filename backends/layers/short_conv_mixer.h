@@ -60,7 +60,7 @@ absl::StatusOr<ShortConvWeights> LoadShortConv(const ModelLoader& loader, const 
 // aliasing `in`. Uses the kMixer* slots of `buffers`.
 void ShortConvForward(const ShortConvGeometry& geometry, const ShortConvWeights& weights,
                       std::span<const RecurrentRun> runs, const float* in, int64_t n_rows, float* out,
-                      ThreadPool& pool, WorkBuffers& buffers);
+                      ThreadPool& pool, MatMulPrecision precision, WorkBuffers& buffers);
 
 }  // namespace cairn
 

@@ -57,7 +57,8 @@ void MambaModel::Forward(ForwardPass& pass) const {
   for (size_t il = 0; il < layers_.size(); ++il) {
     const Layer& L = layers_[il];
     MambaMixerForward(geometry_, L.mixer, pass.RecurrentRuns(static_cast<int32_t>(il)),
-                      pass.Normed(L.norm, geometry_.rms_eps), pass.n_rows(), out, pass.pool(), pass.buffers());
+                      pass.Normed(L.norm, geometry_.rms_eps), pass.n_rows(), out, pass.pool(), pass.precision(),
+                      pass.buffers());
     pass.AddResidual(out);
   }
   pass.Logits(head_);

@@ -20,8 +20,11 @@
 namespace cairn::checkpoint::testing {
 
 // The backend for a model under ../shared through the registry; NOT_FOUND
-// when its family is not registered (yet).
-inline absl::StatusOr<std::unique_ptr<Backend>> LoadBackend(const std::string& relative) {
+// when its family is not registered (yet). `exact_activations`: F32
+// activations everywhere (the golden tolerance holds), or the default fast
+// path (8-bit activations for quantized weights).
+inline absl::StatusOr<std::unique_ptr<Backend>> LoadBackend(const std::string& relative,
+                                                            bool exact_activations = true) {
   static BackendRegistry* registry = [] {
     auto* r = new BackendRegistry();
     absl::Status s = RegisterBuiltinBackends(*r);
@@ -37,6 +40,7 @@ inline absl::StatusOr<std::unique_ptr<Backend>> LoadBackend(const std::string& r
   }
   BackendOptions options;
   options.n_threads = 1;  // tests run beside others on 2 cores
+  options.exact_activations = exact_activations;
   return registry->Create(std::shared_ptr<const ModelFile>(std::move(*model)), options);
 }
 

@@ -10,9 +10,12 @@
 // Real backends only, through the registry: a family joins when it
 // registers. CAIRN_EXACTNESS_STEPS (default 40) and CAIRN_EXACTNESS_SEED
 // (default 1) lengthen or vary a run.
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <random>
 
 #include "checkpoint/engine.h"
@@ -28,7 +31,23 @@ struct Row {
   const char* model;
   double tolerance;
   const char* budget;  // "large", "tiny", "tiny_disk"
+  // The default fast path (8-bit activations for quantized weights) instead
+  // of exact_activations: cached and fresh must then agree within that
+  // path's own batch-vs-step floor (kFastFloor).
+  bool fast = false;
 };
+
+// Each activation row is quantized on its own and the integer products are
+// bit for bit the same in any batch (QuantMatMulTest), but attention is not:
+// 8 or more queries go through sgemm, fewer through a per-query loop, which
+// round differently (about 1e-7). Now and then such a difference moves an
+// activation across an 8-bit rounding boundary; that one step moves the
+// logits of its position, and of later ones through K/V, by up to about 2%
+// of std (llama256-Q4_0: 0.0186 x std batch vs step, at 13 of 16 and 39 of
+// 64 positions after the first flip; llama-q8: 2.3e-6, no flip). The floor
+// is that, with room.
+// (transformer_test's FastGoldenTest measures it.)
+constexpr double kFastFloor = 0.05;
 
 const Row kRows[] = {
     {"golden/models/llama.gguf", 1e-4, "large"},
@@ -55,6 +74,10 @@ const Row kRows[] = {
     {"golden/models/qwen3next.gguf", 1e-4, "tiny"},
     {"golden/models/falcon-h1.gguf", 1e-4, "tiny_disk"},
     {"golden/models/gpt-oss.gguf", 1e-4, "tiny"},
+    {"golden/models/llama-q8.gguf", kFastFloor, "tiny", true},
+    {"golden/models/llama256-Q4_0.gguf", kFastFloor, "large", true},
+    {"golden/models/qwen35moe-Q8_0.gguf", kFastFloor, "tiny_disk", true},
+    {"golden/models/qwen35moe-Q8_0.gguf", kFastFloor, "large", true},
 };
 
 std::string RowName(const ::testing::TestParamInfo<Row>& info) {
@@ -64,7 +87,21 @@ std::string RowName(const ::testing::TestParamInfo<Row>& info) {
   for (char& c : s) {
     if (!isalnum(static_cast<unsigned char>(c))) c = '_';
   }
-  return s + "_" + info.param.budget;
+  return s + "_" + info.param.budget + (info.param.fast ? "_fast" : "");
+}
+
+double StdDev(const std::vector<float>& v) {
+  double mean = 0, var = 0;
+  for (float x : v) mean += x;
+  mean /= static_cast<double>(v.size());
+  for (float x : v) var += (x - mean) * (x - mean);
+  return std::sqrt(var / static_cast<double>(v.size()));
+}
+
+// The largest logit minus the second largest.
+double TopTwoMargin(std::vector<float> v) {
+  std::partial_sort(v.begin(), v.begin() + 2, v.end(), std::greater<float>());
+  return static_cast<double>(v[0]) - v[1];
 }
 
 int EnvInt(const char* name, int fallback) {
@@ -81,7 +118,7 @@ class ExactnessTest : public ::testing::TestWithParam<Row> {
  protected:
   void SetUp() override {
     CAIRN_REQUIRE_SHARED("golden/tokens.txt");
-    auto backend = testing::LoadBackend(GetParam().model);
+    auto backend = testing::LoadBackend(GetParam().model, /*exact_activations=*/!GetParam().fast);
     if (backend.status().code() == absl::StatusCode::kNotFound) {
       GTEST_SKIP() << backend.status().message();
     }
@@ -162,7 +199,11 @@ class ExactnessTest : public ::testing::TestWithParam<Row> {
     max_dev_ = std::max(max_dev_, dev);
     EXPECT_LE(dev, GetParam().tolerance) << op << " at step " << step_ << ", prompt " << prompt.positions()
                                          << " positions, source " << ReuseKindName(r->stats.source);
-    EXPECT_EQ(testing::Argmax(r->logits), testing::Argmax(*fresh)) << op << " at step " << step_;
+    if (!GetParam().fast || TopTwoMargin(*fresh) > 2 * dev * StdDev(*fresh)) {
+      // On the fast path a deviation of `dev` can swap two logits closer
+      // than 2 * dev (a near-tie of random weights), and only those.
+      EXPECT_EQ(testing::Argmax(r->logits), testing::Argmax(*fresh)) << op << " at step " << step_;
+    }
     ++requests_;
     prompt_positions_ += prompt.positions();
     recomputed_ += r->stats.recomputed;

@@ -32,7 +32,26 @@ struct Row {
   const char* model;      // relative to ../shared, or to the source tree ("tests/data/...")
   const char* logits;     // golden logits, likewise
   double tolerance;       // max |diff| / std(reference logits)
+  // The backend's default path (8-bit activations for quantized weights)
+  // instead of exact_activations. Its golden check uses `tolerance` and
+  // `min_argmax` (fraction of positions); its comparisons of the backend
+  // with itself (batch, step, chunks, truncate, restore) use
+  // kFastSelfTolerance and require every argmax to agree.
+  bool fast = false;
+  double min_argmax = 1.0;
 };
+
+// Each activation row is quantized on its own and the integer products are
+// bit for bit the same in any batch (QuantMatMulTest), but attention is not:
+// 8 or more queries go through sgemm, fewer through a per-query loop, which
+// round differently (about 1e-7). Now and then such a difference moves an
+// activation across an 8-bit rounding boundary; that one step moves the
+// logits of its position, and of later ones through K/V, by up to about 2%
+// of std (llama256-Q4_0: 0.0186 x std batch vs step, at 13 of 16 and 39 of
+// 64 positions after the first flip; llama-q8: 2.3e-6, no flip). The floor
+// is that, with room.
+// (transformer_test's FastGoldenTest measures it.)
+constexpr double kFastSelfTolerance = 0.05;
 
 // One row per model; other families append theirs.
 const Row kRows[] = {
@@ -59,10 +78,21 @@ const Row kRows[] = {
     {"golden/models/qwen3next.gguf", "golden/logits/qwen3next.bin", 1e-4},
     {"golden/models/gpt-oss.gguf", "golden/logits/gpt-oss.bin", 1e-4},
     {"tests/data/qwen3moe.gguf", "tests/data/qwen3moe.bin", 1e-4},
+    // The fast path on the quantized files: the golden README's 0.15 x std
+    // for 8-bit activations; for the MoE file, whose 8-bit rounding flips
+    // some top-2 expert choices (as llama.cpp's own quantized run does), a
+    // bound on the agreement and a looser maximum (measured: 1.17 x std,
+    // argmax 232/241; llama.cpp's own run: 0.90 x std, 96.7%).
+    {"golden/models/llama-q8.gguf", "golden/logits/llama-q8.bin", 0.15, true, 0.95},
+    {"golden/models/llama256-Q4_0.gguf", "golden/logits/llama256-Q4_0.bin", 0.15, true, 0.95},
+    {"golden/models/llama256-Q4_K_M.gguf", "golden/logits/llama256-Q4_K_M.bin", 0.15, true, 0.95},
+    {"golden/models/qwen35moe-Q8_0.gguf", "golden/logits/qwen35moe-Q8_0.bin", 1.5, true, 0.93},
 };
 
 
-void PrintTo(const Row& r, std::ostream* os) { *os << r.model << " (tol " << r.tolerance << ")"; }
+void PrintTo(const Row& r, std::ostream* os) {
+  *os << r.model << (r.fast ? " fast" : "") << " (tol " << r.tolerance << ")";
+}
 
 std::string RowName(const ::testing::TestParamInfo<Row>& info) {
   std::string s = info.param.model;
@@ -71,7 +101,7 @@ std::string RowName(const ::testing::TestParamInfo<Row>& info) {
   for (char& c : s) {
     if (!isalnum(static_cast<unsigned char>(c))) c = '_';
   }
-  return s;
+  return info.param.fast ? s + "_fast" : s;
 }
 
 class ConformanceTest : public ::testing::TestWithParam<Row> {
@@ -79,7 +109,7 @@ class ConformanceTest : public ::testing::TestWithParam<Row> {
   void SetUp() override {
     CAIRN_REQUIRE_SHARED("golden/tokens.txt");
     ASSERT_TRUE(RegisterBuiltinBackends(registry_).ok());
-    backend_ = MakeBackend(BackendOptions{});
+    backend_ = MakeBackend(Options());
     ASSERT_NE(backend_, nullptr);
     auto seqs = ReadTokenFile(testing::SharedPath("golden/tokens.txt"));
     ASSERT_TRUE(seqs.ok()) << seqs.status();
@@ -87,6 +117,12 @@ class ConformanceTest : public ::testing::TestWithParam<Row> {
     ASSERT_GE(tokens_.size(), 3u);
     long_ = tokens_[2];  // 64 tokens
     ASSERT_GE(long_.size(), 40u);
+  }
+
+  BackendOptions Options() const {
+    BackendOptions o;
+    o.exact_activations = !GetParam().fast;
+    return o;
   }
 
   std::unique_ptr<Backend> MakeBackend(const BackendOptions& options) {
@@ -125,7 +161,8 @@ class ConformanceTest : public ::testing::TestWithParam<Row> {
   void ExpectClose(const SequenceLogits& got, const SequenceLogits& ref, const std::string& what) {
     auto c = CompareLogits(got, ref);
     ASSERT_TRUE(c.ok()) << what << ": " << c.status();
-    EXPECT_LE(c->max_rel, GetParam().tolerance) << what << ": max|diff| " << c->max_abs_diff << " std " << c->ref_std;
+    const double tolerance = GetParam().fast ? kFastSelfTolerance : GetParam().tolerance;
+    EXPECT_LE(c->max_rel, tolerance) << what << ": max|diff| " << c->max_abs_diff << " std " << c->ref_std;
     EXPECT_EQ(c->argmax_agree, c->rows) << what;
   }
 
@@ -158,7 +195,8 @@ TEST_P(ConformanceTest, MatchesGoldenLogits) {
   auto c = CompareAll(got, *ref);
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_LE(c->max_rel, GetParam().tolerance) << "max|diff| " << c->max_abs_diff << " std " << c->ref_std;
-  EXPECT_EQ(c->argmax_agree, c->rows);
+  EXPECT_GE(c->argmax_agree, GetParam().min_argmax * c->rows) << c->argmax_agree << " of " << c->rows;
+  RecordProperty("max_rel_vs_golden", std::to_string(c->max_rel));
 }
 
 TEST_P(ConformanceTest, BatchStepAndChunksAgree) {
@@ -419,7 +457,7 @@ TEST_P(ConformanceTest, InvalidForwardChangesNothing) {
   const int32_t rows01[] = {0, 1};
   const int32_t rows_oob[] = {2};
   const int32_t rows_desc[] = {1, 0};
-  auto foreign_backend = MakeBackend(BackendOptions{});
+  auto foreign_backend = MakeBackend(Options());
   ASSERT_NE(foreign_backend, nullptr);
   auto foreign_mem = foreign_backend->NewSequence();
   ASSERT_TRUE(foreign_mem.ok());
@@ -533,7 +571,7 @@ TEST_P(ConformanceTest, SnapshotRowsEqualCapturesAfterShorterRuns) {
 }
 
 TEST_P(ConformanceTest, BeyondContextIsResourceExhaustedAndChangesNothing) {
-  BackendOptions small;
+  BackendOptions small = Options();
   small.max_context = 16;
   auto b = MakeBackend(small);
   ASSERT_NE(b, nullptr);

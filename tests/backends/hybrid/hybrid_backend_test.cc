@@ -5,6 +5,7 @@
 // refusals.
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <functional>
 #include <memory>
 #include <string>
@@ -417,13 +418,22 @@ std::vector<uint8_t> QuantizeQ8_0(const std::vector<float>& x) {
 }
 
 // Quantized weights go through the same mathematics as their exact F32
-// dequantization (activations stay F32): every matrix of the hybrids as
-// Q8_0 against an F32 copy holding the dequantized values.
+// dequantization (with exact_activations, activations stay F32): every
+// matrix of the hybrids as Q8_0 against an F32 copy holding the dequantized
+// values. On the default path (8-bit activations in every mixer's
+// projections) the Q8_0 files stay near the exact logits: measured 0.02-0.21
+// x std on the dense hybrids (qwen35 the most: its DeltaNet state carries
+// the rounding along the sequence) and 0.55 / 0.87 on jamba / qwen3next,
+// whose MoE layers flip top-2 choices under any 8-bit rounding (the golden
+// README: llama.cpp's own Q8_0 run of qwen35moe is 0.90 x std off); argmax
+// 37-40 of 40 positions.
 TEST(HybridBackendTest, QuantizedWeightsMatchTheirDequantizedCopy) {
+  const std::string moe[] = {"golden/models/jamba.gguf", "golden/models/qwen3next.gguf"};
   for (const char* name : {"golden/models/qwen35.gguf", "golden/models/granitehybrid.gguf", "golden/models/jamba.gguf",
                            "golden/models/nemotron_h.gguf", "golden/models/lfm2.gguf", "golden/models/qwen3next.gguf",
                            "golden/models/falcon-h1.gguf"}) {
     SCOPED_TRACE(name);
+    const double fast_bound = std::find(std::begin(moe), std::end(moe), name) != std::end(moe) ? 1.0 : 0.25;
     CAIRN_REQUIRE_SHARED(name);
     auto orig = ModelFile::Open(testing::SharedPath(name));
     ASSERT_TRUE(orig.ok());
@@ -453,9 +463,13 @@ TEST(HybridBackendTest, QuantizedWeightsMatchTheirDequantizedCopy) {
     auto mq = ModelFile::FromBuffer(bq, "q8");
     auto mf = ModelFile::FromBuffer(bf, "f32");
     ASSERT_TRUE(mq.ok() && mf.ok());
-    auto q8 = CreateHybridBackend(std::shared_ptr<const ModelFile>(std::move(*mq)), BackendOptions{});
-    auto f32 = CreateHybridBackend(std::shared_ptr<const ModelFile>(std::move(*mf)), BackendOptions{});
-    ASSERT_TRUE(q8.ok() && f32.ok()) << q8.status() << f32.status();
+    BackendOptions exact;
+    exact.exact_activations = true;
+    std::shared_ptr<const ModelFile> q8_file(std::move(*mq));
+    auto q8 = CreateHybridBackend(q8_file, exact);
+    auto q8_fast = CreateHybridBackend(q8_file, BackendOptions{});
+    auto f32 = CreateHybridBackend(std::shared_ptr<const ModelFile>(std::move(*mf)), exact);
+    ASSERT_TRUE(q8.ok() && q8_fast.ok() && f32.ok()) << q8.status() << q8_fast.status() << f32.status();
     EXPECT_LT((*q8)->info().weight_bytes, (*f32)->info().weight_bytes / 3);
     std::vector<TokenId> toks;
     for (int i = 0; i < 40; ++i) toks.push_back((i * 37 + 1) % 512);
@@ -467,6 +481,15 @@ TEST(HybridBackendTest, QuantizedWeightsMatchTheirDequantizedCopy) {
       ASSERT_TRUE(c.ok());
       EXPECT_LE(c->max_rel, 1e-4) << "mode chunk " << mode.chunk;
       EXPECT_EQ(c->argmax_agree, c->rows);
+      auto lfast = EvalSequence(**q8_fast, toks, mode);
+      ASSERT_TRUE(lfast.ok());
+      auto d = CompareLogits(*lfast, *lf);
+      ASSERT_TRUE(d.ok());
+      EXPECT_GT(d->max_rel, 1e-6) << "the default path is not the 8-bit one";
+      EXPECT_LE(d->max_rel, fast_bound) << "fast, mode chunk " << mode.chunk;
+      EXPECT_GE(d->argmax_agree, 0.9 * d->rows) << "fast, mode chunk " << mode.chunk;
+      std::printf("[ fast     ] %s chunk %d: max %.4f x std, argmax %lld/%lld\n", name, mode.chunk, d->max_rel,
+                  static_cast<long long>(d->argmax_agree), static_cast<long long>(d->rows));
     }
   }
 }

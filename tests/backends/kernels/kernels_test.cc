@@ -140,7 +140,7 @@ TEST_P(QuantTest, MatMulBothPathsMatchReference) {
   for (int64_t tokens : {1, 2, 3, 4, 9, 16, 17, 33}) {
     std::vector<float> x = RandomVec(static_cast<size_t>(tokens * w.n_in), 11 + static_cast<uint32_t>(tokens));
     std::vector<float> y(static_cast<size_t>(tokens * w.n_out), std::numeric_limits<float>::quiet_NaN());
-    MatMul(w, x.data(), tokens, y.data(), pool);
+    MatMul(w, x.data(), tokens, y.data(), pool, MatMulPrecision::kExact);
     for (int64_t t = 0; t < tokens; ++t) {
       for (int64_t o = 0; o < w.n_out; ++o) {
         double want = 0, mag = 0;
@@ -191,7 +191,7 @@ TEST_P(MatMulTest, FloatTypesAllPaths) {
     for (int64_t tokens : {1, 3, 4, 5, 8, 13, 16, 17, 40}) {
       std::vector<float> x = RandomVec(static_cast<size_t>(tokens * n_in), 5);
       std::vector<float> y(static_cast<size_t>(tokens * n_out));
-      MatMul(w, x.data(), tokens, y.data(), pool);
+      MatMul(w, x.data(), tokens, y.data(), pool, MatMulPrecision::kExact);
       for (int64_t t = 0; t < tokens; ++t) {
         for (int64_t o = 0; o < n_out; ++o) {
           double want = 0, mag = 0;

@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <memory>
@@ -53,12 +55,19 @@ const GoldenRow kGolden[] = {
 
 class GoldenTest : public ::testing::TestWithParam<GoldenRow> {};
 
-// Quantized models are compared with the exact-dequantization logits: the
-// kernels keep activations in F32, so 1e-4 x std holds for them too.
+BackendOptions ExactActivations() {
+  BackendOptions o;
+  o.exact_activations = true;
+  return o;
+}
+
+// Quantized models are compared with the exact-dequantization logits: with
+// exact_activations the kernels keep activations in F32, so 1e-4 x std holds
+// for them too.
 TEST_P(GoldenTest, BatchAndStepMatchLlamaCpp) {
   CAIRN_REQUIRE_SHARED(GetParam().model);
   CAIRN_REQUIRE_SHARED(GetParam().logits);
-  auto backend = Load(GetParam().model);
+  auto backend = Load(GetParam().model, ExactActivations());
   ASSERT_NE(backend, nullptr);
   auto seqs = ReadTokenFile(testing::SharedPath("golden/tokens.txt"));
   auto ref = ReadLogitsFile(testing::SharedPath(GetParam().logits));
@@ -80,6 +89,104 @@ TEST_P(GoldenTest, BatchAndStepMatchLlamaCpp) {
 
 INSTANTIATE_TEST_SUITE_P(Models, GoldenTest, ::testing::ValuesIn(kGolden),
                          [](const ::testing::TestParamInfo<GoldenRow>& i) {
+                           std::string s = i.param.model;
+                           s = s.substr(s.rfind('/') + 1);
+                           s = s.substr(0, s.rfind('.'));
+                           for (char& c : s) {
+                             if (!isalnum(static_cast<unsigned char>(c))) c = '_';
+                           }
+                           return s;
+                         });
+
+// ------------------------------------------------ golden logits, fast path
+
+// The quantized models on the default path (8-bit activations where the
+// weight type has an integer kernel), against the exact-math file: within
+// 0.15 x std (the golden README's bound for 8-bit activations) at every
+// position, and the same argmax at 95% of positions at least (llama.cpp's
+// own quantized path agrees with the exact file on about 96%). Batch and
+// step agree with each other to within kFastBatchVsStep x std (below). The
+// deviation and agreement against llama.cpp's own quantized run
+// (*.llamacpp.bin) are printed and recorded, not asserted.
+struct FastGoldenRow {
+  const char* model;
+  const char* logits;     // exact math of the file
+  const char* llamacpp;   // llama.cpp on the quantized file
+};
+const FastGoldenRow kFastGolden[] = {
+    {"golden/models/llama-q8.gguf", "golden/logits/llama-q8.bin", "golden/logits/llama-q8.llamacpp.bin"},
+    {"golden/models/llama256-Q4_0.gguf", "golden/logits/llama256-Q4_0.bin",
+     "golden/logits/llama256-Q4_0.llamacpp.bin"},
+    {"golden/models/llama256-Q4_K_M.gguf", "golden/logits/llama256-Q4_K_M.bin",
+     "golden/logits/llama256-Q4_K_M.llamacpp.bin"},
+    {"golden/models/llama256-Q5_K_M.gguf", "golden/logits/llama256-Q5_K_M.bin",
+     "golden/logits/llama256-Q5_K_M.llamacpp.bin"},
+    {"golden/models/llama256-Q6_K.gguf", "golden/logits/llama256-Q6_K.bin",
+     "golden/logits/llama256-Q6_K.llamacpp.bin"},
+};
+constexpr double kFastTolerance = 0.15;
+constexpr double kFastMinArgmaxAgreement = 0.95;
+// Each activation row is quantized on its own and the integer products are
+// bit for bit the same in any batch (QuantMatMulTest), but attention is not:
+// 8 or more queries go through sgemm, fewer through a per-query loop, which
+// round differently (about 1e-7). Now and then such a difference moves an
+// activation across an 8-bit rounding boundary; that one step moves the
+// logits of its position, and of later ones through K/V, by up to about 2%
+// of std (llama256-Q4_0: 0.0186 x std batch vs step, at 13 of 16 and 39 of
+// 64 positions after the first flip; llama-q8: 2.3e-6, no flip). The floor
+// is that, with room.
+constexpr double kFastBatchVsStep = 0.05;
+
+class FastGoldenTest : public ::testing::TestWithParam<FastGoldenRow> {};
+
+TEST_P(FastGoldenTest, WithinEightBitBoundOfExactAndCloseToLlamaCppQuantized) {
+  const FastGoldenRow& row = GetParam();
+  CAIRN_REQUIRE_SHARED(row.model);
+  CAIRN_REQUIRE_SHARED(row.logits);
+  auto backend = Load(row.model);  // default options: the fast path
+  ASSERT_NE(backend, nullptr);
+  auto seqs = ReadTokenFile(testing::SharedPath("golden/tokens.txt"));
+  auto ref = ReadLogitsFile(testing::SharedPath(row.logits));
+  ASSERT_TRUE(seqs.ok() && ref.ok());
+  const bool have_llamacpp = std::filesystem::exists(testing::SharedPath(row.llamacpp));
+  std::vector<SequenceLogits> batch;
+  for (int32_t chunk : {0, 1}) {
+    std::vector<SequenceLogits> got;
+    for (const auto& s : *seqs) {
+      auto l = EvalSequence(*backend, s, EvalMode{chunk});
+      ASSERT_TRUE(l.ok()) << l.status();
+      got.push_back(std::move(*l));
+    }
+    const char* mode = chunk ? "step" : "batch";
+    auto c = CompareAll(got, *ref);
+    ASSERT_TRUE(c.ok()) << c.status();
+    EXPECT_LE(c->max_rel, kFastTolerance) << mode << ": max|diff| " << c->max_abs_diff;
+    EXPECT_GE(c->argmax_agree, kFastMinArgmaxAgreement * c->rows) << mode;
+    std::printf("[ fast     ] %s %s vs exact: max %.4f x std, argmax %lld/%lld\n", row.model, mode, c->max_rel,
+                static_cast<long long>(c->argmax_agree), static_cast<long long>(c->rows));
+    RecordProperty(std::string("max_rel_vs_exact_") + mode, std::to_string(c->max_rel));
+    if (have_llamacpp) {
+      auto lc = ReadLogitsFile(testing::SharedPath(row.llamacpp));
+      ASSERT_TRUE(lc.ok()) << lc.status();
+      auto d = CompareAll(got, *lc);
+      ASSERT_TRUE(d.ok()) << d.status();
+      std::printf("[ fast     ] %s %s vs llama.cpp quantized: max %.4f x std, argmax %lld/%lld\n", row.model, mode,
+                  d->max_rel, static_cast<long long>(d->argmax_agree), static_cast<long long>(d->rows));
+      RecordProperty(std::string("max_rel_vs_llamacpp_") + mode, std::to_string(d->max_rel));
+    }
+    if (chunk == 0) {
+      batch = std::move(got);
+    } else {
+      auto bs = CompareAll(got, batch);
+      ASSERT_TRUE(bs.ok()) << bs.status();
+      std::printf("[ fast     ] %s batch vs step: max %.3g x std\n", row.model, bs->max_rel);
+      EXPECT_LE(bs->max_rel, kFastBatchVsStep);
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, FastGoldenTest, ::testing::ValuesIn(kFastGolden),
+                         [](const ::testing::TestParamInfo<FastGoldenRow>& i) {
                            std::string s = i.param.model;
                            s = s.substr(s.rfind('/') + 1);
                            s = s.substr(0, s.rfind('.'));

@@ -1,0 +1,145 @@
+// Q8_0 and Q4_0 weights times q8_0 activations with AVX2 (vpmaddubsw).
+// Compiled with -mavx2 -mfma -mf16c -mno-avx512f whatever the build's
+// -march (so that it is a real AVX2 kernel even on an AVX-512 machine);
+// quant_dot.cc calls it only on CPUs that have AVX2 and FMA. Nothing here may
+// be shared with other files (see quant_dot_internal.h).
+//
+// A 256-bit register holds one 32-element block. vpmaddubsw multiplies
+// unsigned by signed bytes into 16-bit pairs, vpmaddwd by ones widens them
+// to 8 int32 lanes; the lanes are converted to float and scaled by the
+// block's (weight scale x activation scale).
+// - Q4_0: the nibbles (value + 8) are the unsigned operand as they are
+//   (15 x 127 x 2 cannot saturate); the lanes then add -sum(q) each.
+// - Q8_0: |w| times q with w's sign moved onto q (127 x 127 x 2 < 2^15).
+#include <immintrin.h>
+
+#include <cstring>
+
+#include "backends/kernels/quant_dot_internal.h"
+
+namespace cairn {
+namespace {
+
+inline float Half(const uint8_t* p) {
+  uint16_t h;
+  std::memcpy(&h, p, 2);
+  return _cvtsh_ss(h);
+}
+
+struct Q4_0 {
+  static constexpr int64_t kBlockBytes = kQ4_0BlockBytes;
+  // The unsigned operand (nibbles in element order).
+  static inline __m256i Unsigned(const uint8_t* blk) {
+    const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 2));
+    return _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(q, 4), q), _mm256_set1_epi8(0x0F));
+  }
+  static inline __m256i Signed(__m256i /*w*/, __m256i x) { return x; }
+  static inline __m256i Lanes(__m256i pairs, int32_t sum) {
+    return _mm256_add_epi32(_mm256_madd_epi16(pairs, _mm256_set1_epi16(1)), _mm256_set1_epi32(-sum));
+  }
+  static inline __m256i Weights(const uint8_t* blk) { return Unsigned(blk); }
+};
+
+struct Q8_0 {
+  static constexpr int64_t kBlockBytes = kQ8_0BlockBytes;
+  static inline __m256i Weights(const uint8_t* blk) {
+    return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 2));
+  }
+  static inline __m256i Unsigned(__m256i w) { return _mm256_abs_epi8(w); }
+  static inline __m256i Signed(__m256i w, __m256i x) { return _mm256_sign_epi8(x, w); }
+  static inline __m256i Lanes(__m256i pairs, int32_t /*sum*/) { return _mm256_madd_epi16(pairs, _mm256_set1_epi16(1)); }
+};
+
+inline float Reduce(__m256 v) {
+  const __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  const __m128 s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
+  return _mm_cvtss_f32(_mm_add_ss(s2, _mm_movehdup_ps(s2)));
+}
+
+// R weight rows x T activation rows, all blocks; out[r * T + t].
+template <class W, int R, int T>
+void Tile(const uint8_t* const* rows, const Q8ActivationRow* act, int64_t nb, float* out) {
+  __m256 acc[R][T];
+  for (int r = 0; r < R; ++r)
+    for (int t = 0; t < T; ++t) acc[r][t] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    __m256i w[R], u[R];
+    float wd[R];
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      const uint8_t* blk = rows[r] + b * W::kBlockBytes;
+      w[r] = W::Weights(blk);
+      if constexpr (W::kBlockBytes == kQ8_0BlockBytes) {
+        u[r] = W::Unsigned(w[r]);
+      } else {
+        u[r] = w[r];
+      }
+      wd[r] = Half(blk);
+    }
+#pragma GCC unroll 8
+    for (int t = 0; t < T; ++t) {
+      const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(act[t].q + b * kQ8BlockElems));
+      const float xd = act[t].d[b];
+      const int32_t sum = act[t].sum[b];
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) {
+        const __m256i lanes = W::Lanes(_mm256_maddubs_epi16(u[r], W::Signed(w[r], x)), sum);
+        acc[r][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(lanes), _mm256_set1_ps(wd[r] * xd), acc[r][t]);
+      }
+    }
+  }
+  for (int r = 0; r < R; ++r)
+    for (int t = 0; t < T; ++t) out[r * T + t] = Reduce(acc[r][t]);
+}
+
+template <class W, int R, int T>
+void TileInto(const uint8_t* w, size_t w_stride, int64_t r0, const Q8ActivationRow* act, int64_t t0, int64_t nb,
+              float* y, int64_t ldy) {
+  const uint8_t* rows[R];
+  for (int r = 0; r < R; ++r) rows[r] = w + (r0 + r) * w_stride;
+  float out[R * T];
+  Tile<W, R, T>(rows, act, nb, out);
+  for (int r = 0; r < R; ++r)
+    for (int t = 0; t < T; ++t) y[(t0 + t) * ldy + r0 + r] = out[r * T + t];
+}
+
+using TileFn = void (*)(const uint8_t*, size_t, int64_t, const Q8ActivationRow*, int64_t, int64_t, float*, int64_t);
+
+// Register blocks of 4 rows x 2 tokens (16 registers: 8 accumulators), and
+// every smaller shape for the tails.
+constexpr int kRows = 4;
+constexpr int kTokens = 2;
+
+template <class W>
+struct Tiles {
+  static constexpr TileFn kFns[kRows][kTokens] = {
+      {&TileInto<W, 1, 1>, &TileInto<W, 1, 2>},
+      {&TileInto<W, 2, 1>, &TileInto<W, 2, 2>},
+      {&TileInto<W, 3, 1>, &TileInto<W, 3, 2>},
+      {&TileInto<W, 4, 1>, &TileInto<W, 4, 2>},
+  };
+};
+
+template <class W>
+void Dot(const uint8_t* w, size_t w_stride, int64_t n_rows, const uint8_t* qx, size_t qx_stride, int64_t n_tokens,
+         int64_t n, float* y, int64_t ldy) {
+  const int64_t nb = n / kQ8BlockElems;
+  for (int64_t r0 = 0; r0 < n_rows; r0 += kRows) {
+    const int64_t nr = n_rows - r0 < kRows ? n_rows - r0 : kRows;
+    for (int64_t t0 = 0; t0 < n_tokens; t0 += kTokens) {
+      const int64_t nt = n_tokens - t0 < kTokens ? n_tokens - t0 : kTokens;
+      Q8ActivationRow act[kTokens];
+      for (int64_t t = 0; t < nt; ++t) act[t] = ViewQ8Activations(qx + (t0 + t) * qx_stride, nb);
+      Tiles<W>::kFns[nr - 1][nt - 1](w, w_stride, r0, act, t0, nb, y, ldy);
+    }
+  }
+}
+
+}  // namespace
+
+constinit const QuantDotKernel kQ8_0Avx2 = {GgmlType::kQ8_0, "avx2", kQ8BlockElems, &Q8ActivationRowBytes,
+                                            &QuantizeQ8Activations, &Dot<Q8_0>};
+constinit const QuantDotKernel kQ4_0Avx2 = {GgmlType::kQ4_0, "avx2", kQ8BlockElems, &Q8ActivationRowBytes,
+                                            &QuantizeQ8Activations, &Dot<Q4_0>};
+
+}  // namespace cairn

@@ -1,0 +1,183 @@
+// Q8_0 and Q4_0 weights times q8_0 activations with AVX-512 VNNI (vpdpbusd).
+// Compiled with -mavx512f -mavx512bw -mavx512vl -mavx512vnni -mavx2 -mfma
+// -mf16c whatever the build's -march; quant_dot.cc calls it only on CPUs
+// that have them. Nothing here may be shared with other files (see
+// quant_dot_internal.h): no std templates, helpers in an anonymous namespace.
+//
+// A 512-bit register holds two 32-element blocks. vpdpbusd multiplies
+// unsigned by signed bytes and adds groups of four into 16 int32 lanes, 8 per
+// block; the lanes are converted to float and scaled by their block's
+// (weight scale x activation scale) before they meet lanes of other blocks.
+// - Q4_0: the nibbles (value + 8) are the unsigned operand as they are; the
+//   lanes start at -sum(q) of their block (8 lanes: -8 * sum in all).
+// - Q8_0: the activations are made unsigned (q + 128, by flipping the sign
+//   bit); the lanes start at -128 * (their 4 weights' sum).
+#include <immintrin.h>
+
+#include <cstring>
+
+#include "backends/kernels/quant_dot_internal.h"
+
+namespace cairn {
+namespace {
+
+inline float Half(const uint8_t* p) {
+  uint16_t h;
+  std::memcpy(&h, p, 2);
+  return _cvtsh_ss(h);
+}
+
+// [a x 8, b x 8]
+inline __m512 PairScale(float a, float b) {
+  return _mm512_insertf32x8(_mm512_set1_ps(a), _mm256_set1_ps(b), 1);
+}
+
+// One activation row's operands for a pair of blocks (or one block, the
+// second half zero, when `half`).
+struct ActPair {
+  __m512i q;        // the 64 quants (Q8_0 kernel: made unsigned)
+  __m512 d;         // scales per lane
+  __m512i neg_sum;  // Q4_0: -sum of the lane's block, per lane
+};
+
+struct Q4_0 {
+  static constexpr int64_t kBlockBytes = kQ4_0BlockBytes;
+  static constexpr bool kUnsignedActivations = false;
+  // Nibbles of blocks b, b+1 as 64 unsigned bytes in element order.
+  static inline __m512i Quants(const uint8_t* blk, bool half) {
+    const __m128i lo = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 2));
+    const __m128i hi = half ? _mm_setzero_si128()
+                            : _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + kBlockBytes + 2));
+    // [lo, lo, hi, hi], then the odd 128-bit lanes shifted down a nibble.
+    const __m512i both = _mm512_castsi256_si512(_mm256_inserti128_si256(_mm256_castsi128_si256(lo), hi, 1));
+    const __m512i dup = _mm512_permutexvar_epi64(_mm512_set_epi64(3, 2, 3, 2, 1, 0, 1, 0), both);
+    const __m512i shifted =
+        _mm512_srlv_epi16(dup, _mm512_set_epi64(0x0004000400040004, 0x0004000400040004, 0, 0, 0x0004000400040004,
+                                                0x0004000400040004, 0, 0));
+    return _mm512_and_si512(shifted, _mm512_set1_epi8(0x0F));
+  }
+};
+
+struct Q8_0 {
+  static constexpr int64_t kBlockBytes = kQ8_0BlockBytes;
+  static constexpr bool kUnsignedActivations = true;
+  static inline __m512i Quants(const uint8_t* blk, bool half) {
+    const __m256i lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 2));
+    const __m256i hi = half ? _mm256_setzero_si256()
+                            : _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + kBlockBytes + 2));
+    return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
+  }
+  // Lane start values: (q + 128) . w - 128 * sum(w), per lane.
+  static inline __m512i WeightInit(__m512i wq) {
+    return _mm512_sub_epi32(_mm512_setzero_si512(),
+                            _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8(static_cast<char>(0x80)), wq));
+  }
+};
+
+template <class W>
+inline ActPair LoadAct(const Q8ActivationRow& a, int64_t b, bool half) {
+  const __mmask8 m2 = half ? 0x1 : 0x3;
+  const __m512i idx = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
+  ActPair p;
+  const __m512i q = half ? _mm512_maskz_loadu_epi8(0xFFFFFFFFull, a.q + b * kQ8BlockElems)
+                         : _mm512_loadu_si512(a.q + b * kQ8BlockElems);
+  p.q = W::kUnsignedActivations ? _mm512_xor_si512(q, _mm512_set1_epi8(static_cast<char>(0x80))) : q;
+  p.d = _mm512_permutexvar_ps(idx, _mm512_castps128_ps512(_mm_maskz_loadu_ps(m2, a.d + b)));
+  if constexpr (W::kUnsignedActivations) {
+    p.neg_sum = _mm512_setzero_si512();
+  } else {
+    const __m512i s = _mm512_permutexvar_epi32(idx, _mm512_castsi128_si512(_mm_maskz_loadu_epi32(m2, a.sum + b)));
+    p.neg_sum = _mm512_sub_epi32(_mm512_setzero_si512(), s);
+  }
+  return p;
+}
+
+// R weight rows x T activation rows, all blocks; out[r * T + t].
+template <class W, int R, int T>
+void Tile(const uint8_t* const* rows, const Q8ActivationRow* act, int64_t nb, float* out) {
+  __m512 acc[R][T];
+  for (int r = 0; r < R; ++r)
+    for (int t = 0; t < T; ++t) acc[r][t] = _mm512_setzero_ps();
+  for (int64_t b = 0; b < nb; b += 2) {
+    const bool half = b + 1 == nb;
+    __m512i wq[R];
+    __m512 wd[R];
+    __m512i winit[R];
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      const uint8_t* blk = rows[r] + b * W::kBlockBytes;
+      wq[r] = W::Quants(blk, half);
+      wd[r] = PairScale(Half(blk), half ? 0.0f : Half(blk + W::kBlockBytes));
+      if constexpr (W::kUnsignedActivations) winit[r] = W::WeightInit(wq[r]);
+    }
+#pragma GCC unroll 8
+    for (int t = 0; t < T; ++t) {
+      const ActPair a = LoadAct<W>(act[t], b, half);
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) {
+        __m512i dp;
+        if constexpr (W::kUnsignedActivations) {
+          dp = _mm512_dpbusd_epi32(winit[r], a.q, wq[r]);
+        } else {
+          dp = _mm512_dpbusd_epi32(a.neg_sum, wq[r], a.q);
+        }
+        acc[r][t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dp), _mm512_mul_ps(wd[r], a.d), acc[r][t]);
+      }
+    }
+  }
+  for (int r = 0; r < R; ++r)
+    for (int t = 0; t < T; ++t) out[r * T + t] = _mm512_reduce_add_ps(acc[r][t]);
+}
+
+template <class W, int R, int T>
+void TileInto(const uint8_t* w, size_t w_stride, int64_t r0, const Q8ActivationRow* act, int64_t t0, int64_t nb,
+              float* y, int64_t ldy) {
+  const uint8_t* rows[R];
+  for (int r = 0; r < R; ++r) rows[r] = w + (r0 + r) * w_stride;
+  float out[R * T];
+  Tile<W, R, T>(rows, act, nb, out);
+  for (int r = 0; r < R; ++r)
+    for (int t = 0; t < T; ++t) y[(t0 + t) * ldy + r0 + r] = out[r * T + t];
+}
+
+using TileFn = void (*)(const uint8_t*, size_t, int64_t, const Q8ActivationRow*, int64_t, int64_t, float*, int64_t);
+
+// Register blocks: 4 rows x 4 tokens (prompts), 4 rows x 1 token (decode:
+// the four rows are adjacent, so the weights still stream in order), and
+// every smaller shape for the tails.
+constexpr int kRows = 4;
+constexpr int kTokens = 4;
+
+template <class W>
+struct Tiles {
+  static constexpr TileFn kFns[kRows][kTokens] = {
+      {&TileInto<W, 1, 1>, &TileInto<W, 1, 2>, &TileInto<W, 1, 3>, &TileInto<W, 1, 4>},
+      {&TileInto<W, 2, 1>, &TileInto<W, 2, 2>, &TileInto<W, 2, 3>, &TileInto<W, 2, 4>},
+      {&TileInto<W, 3, 1>, &TileInto<W, 3, 2>, &TileInto<W, 3, 3>, &TileInto<W, 3, 4>},
+      {&TileInto<W, 4, 1>, &TileInto<W, 4, 2>, &TileInto<W, 4, 3>, &TileInto<W, 4, 4>},
+  };
+};
+
+template <class W>
+void Dot(const uint8_t* w, size_t w_stride, int64_t n_rows, const uint8_t* qx, size_t qx_stride, int64_t n_tokens,
+         int64_t n, float* y, int64_t ldy) {
+  const int64_t nb = n / kQ8BlockElems;
+  for (int64_t r0 = 0; r0 < n_rows; r0 += kRows) {
+    const int64_t nr = n_rows - r0 < kRows ? n_rows - r0 : kRows;
+    for (int64_t t0 = 0; t0 < n_tokens; t0 += kTokens) {
+      const int64_t nt = n_tokens - t0 < kTokens ? n_tokens - t0 : kTokens;
+      Q8ActivationRow act[kTokens];
+      for (int64_t t = 0; t < nt; ++t) act[t] = ViewQ8Activations(qx + (t0 + t) * qx_stride, nb);
+      Tiles<W>::kFns[nr - 1][nt - 1](w, w_stride, r0, act, t0, nb, y, ldy);
+    }
+  }
+}
+
+}  // namespace
+
+constinit const QuantDotKernel kQ8_0Avx512Vnni = {GgmlType::kQ8_0, "avx512vnni", kQ8BlockElems,
+                                                  &Q8ActivationRowBytes, &QuantizeQ8Activations, &Dot<Q8_0>};
+constinit const QuantDotKernel kQ4_0Avx512Vnni = {GgmlType::kQ4_0, "avx512vnni", kQ8BlockElems,
+                                                  &Q8ActivationRowBytes, &QuantizeQ8Activations, &Dot<Q4_0>};
+
+}  // namespace cairn

@@ -1,0 +1,448 @@
+// The K-quant integer dots on AVX2 (+FMA, F16C for the fp16 block scales).
+// Compiled with those target flags whatever CAIRN_NATIVE says; the registry
+// hands these kernels out only on CPUs that have them.
+//
+// Sixteen vector registers do not hold a whole unpacked block, so each block
+// is unpacked 64 elements at a time (two vectors of 32 unsigned bytes and
+// their int16 scale vectors) and used at once by every token of the group:
+// vpmaddubsw (u8 x s8 pairs to int16, exact) then vpmaddwd with the scales
+// into int32 lanes, which become F32 once per block. Mins and Q6_K's -32 are
+// the activations' group sums times the weights' mins, one vpmaddwd a block.
+// Prompts (16 tokens or more) take 8-row panels instead (below): 1.6x the
+// row-wise rate, about sgemm's.
+#include <immintrin.h>
+
+#include <cstring>
+
+#include "backends/kernels/quant_dot_kquant.h"
+
+namespace cairn {
+namespace {
+
+// No std:: templates here (std::max, std::vector ...): their out-of-line
+// copies are shared by every file at link time, and this file's would use
+// instructions other CPUs lack. Local helpers in this anonymous namespace
+// instead.
+inline int64_t Min(int64_t a, int64_t b) { return a < b ? a : b; }
+inline int64_t Max(int64_t a, int64_t b) { return a > b ? a : b; }
+
+// The loops over the small compile-time counts (rows, tokens, groups) carry
+// "#pragma GCC unroll": at -O2 GCC keeps them as loops, and the arrays of
+// accumulators they index then live in memory instead of registers (2x
+// slower measured).
+
+inline float Half(const uint8_t* p) {
+  uint16_t h;
+  std::memcpy(&h, p, 2);
+  return _cvtsh_ss(h);
+}
+
+inline uint32_t Load32(const uint8_t* p) {
+  uint32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+
+inline __m256i Load256(const uint8_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
+
+// Eight int8 or uint8 scales as eight int32 lanes, each holding its scale in
+// both int16 halves: vpermd then spreads any scale over any 128-bit lane.
+inline __m256i PairedScales(__m128i s16) {
+  return _mm256_setr_m128i(_mm_unpacklo_epi16(s16, s16), _mm_unpackhi_epi16(s16, s16));
+}
+
+// Per block: scale factors, the int16 mins of the 16 groups of 16 elements,
+// and the paired scales the 64-element groups index into.
+struct Header {
+  float d, dmin;
+  __m256i mins;
+  __m256i scales[2];
+};
+
+// 64 elements of a block: lo = elements 64g..64g+31, hi = the next 32, with
+// the int16 scale of each lane vpmaddubsw makes of them.
+struct Group {
+  __m256i lo, hi, s_lo, s_hi;
+};
+
+inline void ScalesMinsK4(const uint8_t* p, uint64_t* sc, uint64_t* mn) {
+  const uint32_t a = Load32(p), b = Load32(p + 4), c = Load32(p + 8);
+  const uint32_t sc_hi = (c & 0x0f0f0f0f) | ((a >> 2) & 0x30303030);
+  const uint32_t mn_hi = ((c >> 4) & 0x0f0f0f0f) | ((b >> 2) & 0x30303030);
+  *sc = (a & 0x3f3f3f3f) | (static_cast<uint64_t>(sc_hi) << 32);
+  *mn = (b & 0x3f3f3f3f) | (static_cast<uint64_t>(mn_hi) << 32);
+}
+
+inline void HeaderK4(const uint8_t* b, Header* h) {
+  h->d = Half(b);
+  h->dmin = Half(b + 2);
+  uint64_t sc, mn;
+  ScalesMinsK4(b + 4, &sc, &mn);
+  h->scales[0] = PairedScales(_mm_cvtepu8_epi16(_mm_cvtsi64_si128(static_cast<long long>(sc))));
+  const __m128i m8 = _mm_cvtsi64_si128(static_cast<long long>(mn));
+  h->mins = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(m8, m8));  // each min twice: two groups of 16
+}
+
+struct PanelScalesK4;
+struct PanelScalesQ6K;
+
+struct Q4_K {
+  using PanelScales = PanelScalesK4;
+  static constexpr size_t kBlockBytes = 144;
+  static void Head(const uint8_t* b, Header* h) { HeaderK4(b, h); }
+  static void Unpack(const uint8_t* b, const Header& h, int g, Group* out) {
+    const __m256i v = Load256(b + 16 + 32 * g);
+    const __m256i low4 = _mm256_set1_epi8(0x0F);
+    out->lo = _mm256_and_si256(v, low4);
+    out->hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), low4);
+    out->s_lo = _mm256_permutevar8x32_epi32(h.scales[0], _mm256_set1_epi32(2 * g));
+    out->s_hi = _mm256_permutevar8x32_epi32(h.scales[0], _mm256_set1_epi32(2 * g + 1));
+  }
+};
+
+struct Q5_K {
+  using PanelScales = PanelScalesK4;
+  static constexpr size_t kBlockBytes = 176;
+  static void Head(const uint8_t* b, Header* h) { HeaderK4(b, h); }
+  static void Unpack(const uint8_t* b, const Header& h, int g, Group* out) {
+    Q4_K::Unpack(b + 32, h, g, out);  // same nibbles, 32 bytes further on
+    // Bit 2g of qh[l] is bit 4 of element 64g + l, bit 2g + 1 that of 64g + 32 + l.
+    const __m256i qh = Load256(b + 16);
+    const __m256i bit4 = _mm256_set1_epi8(0x10);
+    const int lo_shift = 4 - 2 * g, hi_shift = 3 - 2 * g;
+    const __m256i lo = lo_shift >= 0 ? _mm256_slli_epi16(qh, lo_shift) : _mm256_srli_epi16(qh, -lo_shift);
+    const __m256i hi = hi_shift >= 0 ? _mm256_slli_epi16(qh, hi_shift) : _mm256_srli_epi16(qh, -hi_shift);
+    out->lo = _mm256_or_si256(out->lo, _mm256_and_si256(lo, bit4));
+    out->hi = _mm256_or_si256(out->hi, _mm256_and_si256(hi, bit4));
+  }
+};
+
+// Q6_K: quants u - 32 with u in [0, 63]; the offset becomes a min of
+// 32 * scale per group at the block scale.
+struct Q6_K {
+  using PanelScales = PanelScalesQ6K;
+  static constexpr size_t kBlockBytes = 210;
+  static void Head(const uint8_t* b, Header* h) {
+    h->d = Half(b + 208);
+    h->dmin = h->d;
+    const __m256i s16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 192)));
+    h->scales[0] = PairedScales(_mm256_castsi256_si128(s16));
+    h->scales[1] = PairedScales(_mm256_extracti128_si256(s16, 1));
+    h->mins = _mm256_slli_epi16(s16, 5);
+  }
+  static void Unpack(const uint8_t* b, const Header& h, int g, Group* out) {
+    // Half g / 2 of the block: ql[0..63] low nibbles are its elements 0..63,
+    // high nibbles 64..127; qh[l] bits 4-5 of elements l, l+32, l+64, l+96.
+    const int half = g / 2, upper = g % 2;
+    const uint8_t* ql = b + 64 * half;
+    const __m256i qh = Load256(b + 128 + 32 * half);
+    const __m256i low4 = _mm256_set1_epi8(0x0F);
+    const __m256i bits45 = _mm256_set1_epi8(0x30);
+    __m256i l0 = Load256(ql), l1 = Load256(ql + 32);
+    __m256i h0, h1;
+    if (upper) {
+      l0 = _mm256_srli_epi16(l0, 4);
+      l1 = _mm256_srli_epi16(l1, 4);
+      h0 = qh;
+      h1 = _mm256_srli_epi16(qh, 2);
+    } else {
+      h0 = _mm256_slli_epi16(qh, 4);
+      h1 = _mm256_slli_epi16(qh, 2);
+    }
+    out->lo = _mm256_or_si256(_mm256_and_si256(l0, low4), _mm256_and_si256(h0, bits45));
+    out->hi = _mm256_or_si256(_mm256_and_si256(l1, low4), _mm256_and_si256(h1, bits45));
+    // Groups of 16: 4g .. 4g + 3; each vector's 128-bit lanes take two.
+    const __m256i s = h.scales[half];
+    const int k = 4 * upper;
+    out->s_lo = _mm256_permutevar8x32_epi32(s, _mm256_setr_epi32(k, k, k, k, k + 1, k + 1, k + 1, k + 1));
+    out->s_hi = _mm256_permutevar8x32_epi32(s, _mm256_setr_epi32(k + 2, k + 2, k + 2, k + 2, k + 3, k + 3, k + 3, k + 3));
+  }
+};
+
+size_t Q8KRowBytes(int64_t n) { return static_cast<size_t>(n / kQ8KBlockElems) * kQ8KBlockBytes; }
+
+// Eight floats to eight int32, clamped to [-127, 127] (NaN -> 127) and
+// rounded to nearest even, as the portable quantizer does.
+inline __m256i Round8(const float* x, __m256 id) {
+  __m256 v = _mm256_mul_ps(_mm256_loadu_ps(x), id);
+  v = _mm256_max_ps(_mm256_min_ps(v, _mm256_set1_ps(127.0f)), _mm256_set1_ps(-127.0f));
+  return _mm256_cvtps_epi32(v);
+}
+
+void QuantizeQ8K(const float* x, int64_t n, uint8_t* qx) {
+  const __m256 sign = _mm256_set1_ps(-0.0f);
+  for (int64_t b = 0; b < n / kQ8KBlockElems; ++b, x += kQ8KBlockElems, qx += kQ8KBlockBytes) {
+    __m256 amax = _mm256_setzero_ps();
+    for (int i = 0; i < kQ8KBlockElems; i += 8) amax = _mm256_max_ps(_mm256_andnot_ps(sign, _mm256_loadu_ps(x + i)), amax);
+    __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(amax), _mm256_extractf128_ps(amax, 1));
+    m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+    m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
+    const float m = _mm_cvtss_f32(m4);
+    const float d = m / 127.0f;
+    const __m256 id = _mm256_set1_ps(m > 0 ? 127.0f / m : 0.0f);
+    int16_t sums[16];
+    for (int g = 0; g < 16; g += 2) {
+      // 32 elements: packs interleave 128-bit lanes, vpermq restores order.
+      const __m256i a = _mm256_permute4x64_epi64(
+          _mm256_packs_epi32(Round8(x + 16 * g, id), Round8(x + 16 * g + 8, id)), 0xD8);
+      const __m256i c = _mm256_permute4x64_epi64(
+          _mm256_packs_epi32(Round8(x + 16 * g + 16, id), Round8(x + 16 * g + 24, id)), 0xD8);
+      const __m256i q8 = _mm256_permute4x64_epi64(_mm256_packs_epi16(a, c), 0xD8);
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(qx + 4 + 16 * g), q8);
+      // Sums of 16: vpmaddwd by ones, then two horizontal adds.
+      const __m256i ones = _mm256_set1_epi16(1);
+      const __m256i pa = _mm256_madd_epi16(a, ones), pc = _mm256_madd_epi16(c, ones);
+      const __m256i s = _mm256_hadd_epi32(_mm256_hadd_epi32(pa, pc), _mm256_setzero_si256());
+      // s: lanes 0, 1 sum a[0..7], c[0..7]; lanes 4, 5 sum a[8..15], c[8..15].
+      alignas(32) int32_t part[8];
+      _mm256_store_si256(reinterpret_cast<__m256i*>(part), s);
+      sums[g] = static_cast<int16_t>(part[0] + part[4]);
+      sums[g + 1] = static_cast<int16_t>(part[1] + part[5]);
+    }
+    std::memcpy(qx, &d, 4);
+    std::memcpy(qx + 4 + kQ8KBlockElems, sums, sizeof sums);
+  }
+}
+
+template <class K, int kTokens>
+void RowTokens(const uint8_t* row, const uint8_t* qx, size_t qx_stride, int64_t nb, float* y, int64_t ldy) {
+  __m256 acc[kTokens];
+#pragma GCC unroll 8
+  for (int t = 0; t < kTokens; ++t) acc[t] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* wb = row + b * K::kBlockBytes;
+    Header h;
+    K::Head(wb, &h);
+    __m256i isum[kTokens];
+#pragma GCC unroll 8
+    for (int t = 0; t < kTokens; ++t) isum[t] = _mm256_setzero_si256();
+#pragma GCC unroll 4
+    for (int g = 0; g < 4; ++g) {
+      Group grp;
+      K::Unpack(wb, h, g, &grp);
+#pragma GCC unroll 8
+      for (int t = 0; t < kTokens; ++t) {
+        const uint8_t* xq = qx + t * qx_stride + b * kQ8KBlockBytes + 4 + 64 * g;
+        const __m256i p_lo = _mm256_madd_epi16(_mm256_maddubs_epi16(grp.lo, Load256(xq)), grp.s_lo);
+        const __m256i p_hi = _mm256_madd_epi16(_mm256_maddubs_epi16(grp.hi, Load256(xq + 32)), grp.s_hi);
+        isum[t] = _mm256_add_epi32(isum[t], _mm256_add_epi32(p_lo, p_hi));
+      }
+    }
+#pragma GCC unroll 8
+    for (int t = 0; t < kTokens; ++t) {
+      const uint8_t* xb = qx + t * qx_stride + b * kQ8KBlockBytes;
+      const __m256i m = _mm256_madd_epi16(h.mins, Load256(xb + 4 + kQ8KBlockElems));
+      float dx;
+      std::memcpy(&dx, xb, 4);
+      acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[t]), _mm256_set1_ps(h.d * dx), acc[t]);
+      acc[t] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(m), _mm256_set1_ps(h.dmin * dx), acc[t]);
+    }
+  }
+#pragma GCC unroll 8
+  for (int t = 0; t < kTokens; ++t) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(acc[t]), _mm256_extractf128_ps(acc[t], 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    y[t * ldy] = _mm_cvtss_f32(s);
+  }
+}
+
+// ---------------------------------------------------------------- prompts
+// With many tokens, 8 rows go together as a panel whose blocks are re-laid
+// out once (per tile of tokens) so that a 32-bit lane is a row: q[c][r]
+// holds elements 4c..4c+3 of row r. Two vpmaddubsw with four activation
+// bytes broadcast, added in int16 (|sum of 4 products| <= 4 * 63 * 127 <
+// 2^15), and one vpmaddwd by ones give 64 multiply-adds for 8 rows in four
+// instructions, with no horizontal sums; the per-row scales apply in F32
+// once per group of 32 (Q4_K, Q5_K) or 16 (Q6_K) elements.
+constexpr int kPanelRows = 8;
+constexpr int64_t kPanelMinTokens = 16;
+constexpr int64_t kMaxPanelTile = 256;  // tokens: their accumulators, 8 KiB, on the stack
+
+struct PanelBlock {
+  alignas(32) int32_t q[64][kPanelRows];
+  alignas(32) float scale[16][kPanelRows];      // [group][row]: d * scale
+  alignas(32) int32_t min_pair[8][kPanelRows];  // [k][row]: int16 mins of groups 2k, 2k+1
+  alignas(32) float dmin[kPanelRows];
+};
+
+// Per-type scales of a panel block: kGroupShift = log2(elements per scale).
+struct PanelScalesK4 {
+  static constexpr int kGroupShift = 5;
+  static void Fill(const uint8_t* b, int r, PanelBlock* pb) {
+    const float d = Half(b), dmin = Half(b + 2);
+    uint64_t sc, mn;
+    ScalesMinsK4(b + 4, &sc, &mn);
+    for (int g = 0; g < 8; ++g) {
+      const uint32_t m = (mn >> (8 * g)) & 0xFF;
+      pb->scale[g][r] = d * static_cast<float>((sc >> (8 * g)) & 0xFF);
+      pb->min_pair[g][r] = static_cast<int32_t>(m | (m << 16));  // both groups of 16 of sub-block g
+    }
+    pb->dmin[r] = dmin;
+  }
+};
+
+struct PanelScalesQ6K {
+  static constexpr int kGroupShift = 4;
+  static void Fill(const uint8_t* b, int r, PanelBlock* pb) {
+    const float d = Half(b + 208);
+    const int8_t* sc = reinterpret_cast<const int8_t*>(b + 192);
+    for (int g = 0; g < 16; ++g) pb->scale[g][r] = d * static_cast<float>(sc[g]);
+    for (int k = 0; k < 8; ++k) {
+      const uint32_t lo = static_cast<uint16_t>(32 * sc[2 * k]), hi = static_cast<uint16_t>(32 * sc[2 * k + 1]);
+      pb->min_pair[k][r] = static_cast<int32_t>(lo | (hi << 16));
+    }
+    pb->dmin[r] = d;
+  }
+};
+
+template <class K>
+void FillPanel(const uint8_t* w, size_t w_stride, int64_t b, PanelBlock* pb) {
+  alignas(32) uint8_t u[kPanelRows][256];
+  for (int r = 0; r < kPanelRows; ++r) {
+    const uint8_t* blk = w + r * w_stride + b * K::kBlockBytes;
+    Header h;
+    K::Head(blk, &h);
+#pragma GCC unroll 4
+    for (int g = 0; g < 4; ++g) {
+      Group grp;
+      K::Unpack(blk, h, g, &grp);
+      _mm256_store_si256(reinterpret_cast<__m256i*>(u[r] + 64 * g), grp.lo);
+      _mm256_store_si256(reinterpret_cast<__m256i*>(u[r] + 64 * g + 32), grp.hi);
+    }
+    K::PanelScales::Fill(blk, r, pb);
+  }
+  // 8 x 64 dwords to 64 x 8: rows become lanes.
+  for (int c = 0; c < 64; ++c) {
+    for (int r = 0; r < kPanelRows; ++r) std::memcpy(&pb->q[c][r], u[r] + 4 * c, 4);
+  }
+}
+
+inline __m256i Broadcast32(const uint8_t* p) { return _mm256_set1_epi32(static_cast<int>(Load32(p))); }
+
+// acc[t * 8 + r] += W[r] block . X[t] block for the panel's 8 rows and
+// kTokens tokens; xb points at the first token's activation block.
+// Not inlined: inlined into PanelDot, GCC spilled its accumulators (Q6_K
+// prompts ran at half the rate).
+template <int kGroupShift, int kTokens>
+__attribute__((noinline)) void PanelTokens(const PanelBlock& pb, const uint8_t* xb, size_t qx_stride, float* acc) {
+  constexpr int kChunks = (1 << kGroupShift) / 4, kGroups = 256 >> kGroupShift;
+  const __m256i ones = _mm256_set1_epi16(1);
+  __m256 blk[kTokens];
+#pragma GCC unroll 8
+  for (int t = 0; t < kTokens; ++t) blk[t] = _mm256_setzero_ps();
+#pragma GCC unroll 16
+  for (int g = 0; g < kGroups; ++g) {
+    __m256i dot[kTokens];
+#pragma GCC unroll 8
+    for (int t = 0; t < kTokens; ++t) dot[t] = _mm256_setzero_si256();
+#pragma GCC unroll 4
+    for (int c = g * kChunks; c < (g + 1) * kChunks; c += 2) {
+      const __m256i w0 = _mm256_load_si256(reinterpret_cast<const __m256i*>(pb.q[c]));
+      const __m256i w1 = _mm256_load_si256(reinterpret_cast<const __m256i*>(pb.q[c + 1]));
+#pragma GCC unroll 8
+      for (int t = 0; t < kTokens; ++t) {
+        const uint8_t* xq = xb + t * qx_stride + 4 + 4 * c;
+        const __m256i p = _mm256_add_epi16(_mm256_maddubs_epi16(w0, Broadcast32(xq)),
+                                           _mm256_maddubs_epi16(w1, Broadcast32(xq + 4)));
+        dot[t] = _mm256_add_epi32(dot[t], _mm256_madd_epi16(p, ones));
+      }
+    }
+    const __m256 sc = _mm256_load_ps(pb.scale[g]);
+#pragma GCC unroll 8
+    for (int t = 0; t < kTokens; ++t) blk[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot[t]), sc, blk[t]);
+  }
+  __m256i mins[kTokens];
+#pragma GCC unroll 8
+  for (int t = 0; t < kTokens; ++t) mins[t] = _mm256_setzero_si256();
+#pragma GCC unroll 8
+  for (int k = 0; k < 8; ++k) {
+    const __m256i m = _mm256_load_si256(reinterpret_cast<const __m256i*>(pb.min_pair[k]));
+#pragma GCC unroll 8
+    for (int t = 0; t < kTokens; ++t) {
+      mins[t] = _mm256_add_epi32(
+          mins[t], _mm256_madd_epi16(m, Broadcast32(xb + t * qx_stride + 4 + kQ8KBlockElems + 4 * k)));
+    }
+  }
+  const __m256 dmin = _mm256_load_ps(pb.dmin);
+#pragma GCC unroll 8
+  for (int t = 0; t < kTokens; ++t) {
+    float dx;
+    std::memcpy(&dx, xb + t * qx_stride, 4);
+    const __m256 v = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(mins[t]), dmin, blk[t]);
+    _mm256_storeu_ps(acc + 8 * t, _mm256_fmadd_ps(v, _mm256_set1_ps(dx), _mm256_loadu_ps(acc + 8 * t)));
+  }
+}
+
+// Rows in panels of 8 (n_rows a multiple of 8), tokens in tiles whose
+// activations stay in L2 while every panel passes over them.
+template <class K>
+void PanelDot(const uint8_t* w, size_t w_stride, int64_t n_rows, const uint8_t* qx, size_t qx_stride, int64_t n_tokens,
+              int64_t n, float* y, int64_t ldy) {
+  constexpr int kShift = K::PanelScales::kGroupShift;
+  const int64_t nb = n / kQ8KBlockElems;
+  const int64_t tile = Min(kMaxPanelTile, Max(kPanelMinTokens, static_cast<int64_t>((1 << 20) / Q8KRowBytes(n)) / 4 * 4));
+  alignas(32) float acc[kMaxPanelTile * kPanelRows];
+  PanelBlock pb;
+  for (int64_t t0 = 0; t0 < n_tokens; t0 += tile) {
+    const int64_t t1 = Min(n_tokens, t0 + tile);
+    for (int64_t r0 = 0; r0 < n_rows; r0 += kPanelRows) {
+      for (int64_t i = 0; i < (t1 - t0) * kPanelRows; ++i) acc[i] = 0.0f;
+      for (int64_t b = 0; b < nb; ++b) {
+        FillPanel<K>(w + r0 * w_stride, w_stride, b, &pb);
+        const uint8_t* xb = qx + b * kQ8KBlockBytes;
+        int64_t t = t0;
+        for (; t + 4 <= t1; t += 4) PanelTokens<kShift, 4>(pb, xb + t * qx_stride, qx_stride, &acc[(t - t0) * 8]);
+        if (t + 2 <= t1) {
+          PanelTokens<kShift, 2>(pb, xb + t * qx_stride, qx_stride, &acc[(t - t0) * 8]);
+          t += 2;
+        }
+        if (t < t1) PanelTokens<kShift, 1>(pb, xb + t * qx_stride, qx_stride, &acc[(t - t0) * 8]);
+      }
+      for (int64_t t = t0; t < t1; ++t) _mm256_storeu_ps(y + t * ldy + r0, _mm256_loadu_ps(&acc[(t - t0) * 8]));
+    }
+  }
+}
+
+// Prompts: panels of 8 rows, the rows left over (and fewer tokens) as
+// below. Tokens go in tiles whose activations stay in L2 while every row
+// passes over them; within a tile, each row's blocks are unpacked once per 4
+// tokens.
+template <class K>
+void DotK(const uint8_t* w, size_t w_stride, int64_t n_rows, const uint8_t* qx, size_t qx_stride, int64_t n_tokens,
+          int64_t n, float* y, int64_t ldy) {
+  if (n_tokens >= kPanelMinTokens && n_rows >= kPanelRows) {
+    const int64_t r0 = n_rows / kPanelRows * kPanelRows;
+    PanelDot<K>(w, w_stride, r0, qx, qx_stride, n_tokens, n, y, ldy);
+    if (r0 == n_rows) return;
+    w += r0 * w_stride;
+    y += r0;
+    n_rows -= r0;
+  }
+  const int64_t nb = n / kQ8KBlockElems;
+  const int64_t tile = Max(4, static_cast<int64_t>((256 << 10) / Q8KRowBytes(n)) / 4 * 4);
+  for (int64_t t0 = 0; t0 < n_tokens; t0 += tile) {
+    const int64_t t1 = Min(n_tokens, t0 + tile);
+    for (int64_t r = 0; r < n_rows; ++r) {
+      const uint8_t* row = w + r * w_stride;
+      int64_t t = t0;
+      for (; t + 4 <= t1; t += 4) RowTokens<K, 4>(row, qx + t * qx_stride, qx_stride, nb, y + t * ldy + r, ldy);
+      if (t + 2 <= t1) {
+        RowTokens<K, 2>(row, qx + t * qx_stride, qx_stride, nb, y + t * ldy + r, ldy);
+        t += 2;
+      }
+      if (t < t1) RowTokens<K, 1>(row, qx + t * qx_stride, qx_stride, nb, y + t * ldy + r, ldy);
+    }
+  }
+}
+
+}  // namespace
+
+constinit const QuantDotKernel kQ4_KAvx2 = {GgmlType::kQ4_K, "avx2", kQ8KBlockElems, Q8KRowBytes, QuantizeQ8K,
+                                            DotK<Q4_K>};
+constinit const QuantDotKernel kQ5_KAvx2 = {GgmlType::kQ5_K, "avx2", kQ8KBlockElems, Q8KRowBytes, QuantizeQ8K,
+                                            DotK<Q5_K>};
+constinit const QuantDotKernel kQ6_KAvx2 = {GgmlType::kQ6_K, "avx2", kQ8KBlockElems, Q8KRowBytes, QuantizeQ8K,
+                                            DotK<Q6_K>};
+
+}  // namespace cairn

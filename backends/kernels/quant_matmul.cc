@@ -1,0 +1,53 @@
+#include "backends/kernels/quant_matmul.h"
+
+#include <algorithm>
+#include <vector>
+
+namespace cairn {
+namespace {
+
+// A thread's output rows go in blocks of about this many weight bytes, which
+// stay in L2 while every group of tokens passes over them (the first group
+// streams them from memory).
+constexpr int64_t kWeightBlockBytes = 512 << 10;
+// Tokens go in groups of about this many quantized activation bytes, which
+// stay in L2 while the kernel walks the block's rows (4 at a time in L1).
+constexpr int64_t kActivationGroupBytes = 512 << 10;
+// Output rows per pool task at least: fewer make the split cost more than
+// it saves (routers, small projections).
+constexpr int64_t kMinRowsPerTask = 16;
+
+}  // namespace
+
+void QuantMatMul(const QuantDotKernel& kernel, const WeightMatrix& w, const float* x, int64_t n_tokens, float* y,
+                 ThreadPool& pool) {
+  const int64_t n = w.n_in;
+  const size_t qx_stride = kernel.activation_row_bytes(n);
+  // The calling thread's buffer; the pool's threads reach it through `q`
+  // (naming the thread_local inside the lambdas would give each its own).
+  thread_local std::vector<uint8_t> buffer;
+  buffer.resize(qx_stride * static_cast<size_t>(n_tokens));
+  uint8_t* const q = buffer.data();
+  if (n_tokens == 1) {
+    kernel.quantize(x, n, q);
+  } else {
+    pool.ParallelFor(n_tokens, 1, [&](int64_t begin, int64_t end) {
+      for (int64_t t = begin; t < end; ++t) kernel.quantize(x + t * n, n, q + t * qx_stride);
+    });
+  }
+
+  const size_t rb = w.row_bytes();
+  const int64_t block_rows = std::max<int64_t>(4, kWeightBlockBytes / static_cast<int64_t>(rb) / 4 * 4);
+  const int64_t group = std::max<int64_t>(1, kActivationGroupBytes / static_cast<int64_t>(qx_stride));
+  pool.ParallelFor(w.n_out, kMinRowsPerTask, [&](int64_t begin, int64_t end) {
+    for (int64_t r0 = begin; r0 < end; r0 += block_rows) {
+      const int64_t rows = std::min(block_rows, end - r0);
+      for (int64_t t0 = 0; t0 < n_tokens; t0 += group) {
+        kernel.dot(w.data + r0 * rb, rb, rows, q + t0 * qx_stride, qx_stride, std::min(group, n_tokens - t0), n,
+                   y + t0 * w.n_out + r0, w.n_out);
+      }
+    }
+  });
+}
+
+}  // namespace cairn

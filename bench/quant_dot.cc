@@ -1,0 +1,202 @@
+// bench/quant_dot: the K-quant integer dots (q8_K activations) per
+// instruction set beside the F32-activation path MatMul takes today, on the
+// same random weights in the same run, alternating rounds (medians):
+//  - decode: one token through n_out x n_in weights, copies of the matrix
+//    cycled so that the bytes read exceed the caches (L3 here is large):
+//    weight GB/s, beside MatMul (fused dequantize-and-dot, DotRow) and a
+//    plain read loop over 1 GiB;
+//  - prompt: P tokens through one matrix: GFLOP/s (2 n_in n_out P / s),
+//    beside MatMul (dequantize + sgemm). The portable kernel's prompt runs on
+//    an eighth of the rows (its rate per row is the same).
+// Threads split the rows, as MatMul does; the activations are quantized
+// once per call on the calling thread (decode) or split by tokens (prompt).
+//
+//   quant_dot [--threads 1] [--rounds 3] [--n-in 4096] [--n-out 4096]
+//             [--prompt 512] [--decode-bytes-mib 768] [--types q4_k,q5_k,q6_k]
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
+#include "backends/kernels/matmul.h"
+#include "backends/kernels/quant_dot.h"
+#include "backends/kernels/thread_pool.h"
+#include "backends/model/dequant.h"
+#include "bench/bench_util.h"
+
+namespace cairn {
+namespace {
+
+using bench::Best;
+using bench::Rng;
+
+// Random quant bytes with fp16 block scales of about 1/(64 sqrt(n_in)), as
+// bench/forward.cc makes its synthetic weights.
+std::vector<uint8_t> RandomMatrix(GgmlType type, int64_t n_in, int64_t n_out, Rng& rng) {
+  const size_t bytes = RowBytes(type, n_in) * static_cast<size_t>(n_out);
+  std::vector<uint8_t> data(bytes);
+  for (size_t i = 0; i + 8 <= bytes; i += 8) {
+    const uint64_t v = rng.Next();
+    std::memcpy(&data[i], &v, 8);
+  }
+  const float a = 1.0f / std::sqrt(static_cast<float>(n_in));
+  const uint16_t d = Fp32ToFp16(a / 64.0f), dmin = Fp32ToFp16(a / 256.0f);
+  for (size_t off = 0; off < bytes; off += Traits(type).block_bytes) {
+    if (type == GgmlType::kQ6_K) {
+      std::memcpy(&data[off + 208], &d, 2);
+    } else {
+      std::memcpy(&data[off], &d, 2);
+      std::memcpy(&data[off + 2], &dmin, 2);
+    }
+  }
+  return data;
+}
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// y = W x through kernel k: quantize on the calling thread, rows split.
+void IntegerDecode(const QuantDotKernel& k, const WeightMatrix& w, const float* x, uint8_t* qx, float* y,
+                   ThreadPool& pool) {
+  k.quantize(x, w.n_in, qx);
+  const size_t rb = w.row_bytes();
+  pool.ParallelFor(w.n_out, 16, [&](int64_t b, int64_t e) {
+    k.dot(w.data + static_cast<size_t>(b) * rb, rb, e - b, qx, 0, 1, w.n_in, y + b, w.n_out);
+  });
+}
+
+void IntegerPrompt(const QuantDotKernel& k, const WeightMatrix& w, const float* x, int64_t tokens, uint8_t* qx,
+                   float* y, ThreadPool& pool) {
+  const size_t qs = k.activation_row_bytes(w.n_in);
+  pool.ParallelFor(tokens, 8, [&](int64_t b, int64_t e) {
+    for (int64_t t = b; t < e; ++t) k.quantize(x + t * w.n_in, w.n_in, qx + static_cast<size_t>(t) * qs);
+  });
+  const size_t rb = w.row_bytes();
+  pool.ParallelFor(w.n_out, 16, [&](int64_t b, int64_t e) {
+    k.dot(w.data + static_cast<size_t>(b) * rb, rb, e - b, qx, qs, tokens, w.n_in, y + b, w.n_out);
+  });
+}
+
+// rms(a - b) / rms(b) over n values: the integer path's distance from the
+// F32 one (the 8-bit rounding of the activations), a check that the timed
+// code computes the product.
+double RelRms(const float* a, const float* b, int64_t n) {
+  double num = 0, den = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    num += (static_cast<double>(a[i]) - b[i]) * (static_cast<double>(a[i]) - b[i]);
+    den += static_cast<double>(b[i]) * b[i];
+  }
+  return std::sqrt(num / std::max(den, 1e-30));
+}
+
+int Run(int argc, char** argv) {
+  int threads = 1, rounds = 3;
+  int64_t n_in = 4096, n_out = 4096, prompt = 512, decode_mib = 768;
+  std::string types = "q4_k,q5_k,q6_k";
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string k = argv[i], v = argv[i + 1];
+    bool ok = true;
+    if (k == "--threads") ok = absl::SimpleAtoi(v, &threads) && threads > 0;
+    else if (k == "--rounds") ok = absl::SimpleAtoi(v, &rounds) && rounds > 0;
+    else if (k == "--n-in") ok = absl::SimpleAtoi(v, &n_in) && n_in > 0 && n_in % 256 == 0;
+    else if (k == "--n-out") ok = absl::SimpleAtoi(v, &n_out) && n_out >= 8;
+    else if (k == "--prompt") ok = absl::SimpleAtoi(v, &prompt) && prompt > 0;
+    else if (k == "--decode-bytes-mib") ok = absl::SimpleAtoi(v, &decode_mib) && decode_mib > 0;
+    else if (k == "--types") types = v;
+    else ok = false;
+    if (!ok) {
+      std::fprintf(stderr, "bad flag %s %s\n", k.c_str(), v.c_str());
+      return 2;
+    }
+  }
+  ThreadPool pool(threads);
+  const double read_bw = bench::ReadBandwidth1GiB(pool, 3);
+  std::printf("weights %lld x %lld (n_out x n_in); %d threads; %d alternating rounds, medians; "
+              "read loop over 1 GiB: %.1f GB/s\n",
+              static_cast<long long>(n_out), static_cast<long long>(n_in), threads, rounds, read_bw / 1e9);
+  std::printf("decode: weight GB/s (ratio to MatMul's F32-activation path); prompt of %lld tokens: GFLOP/s "
+              "(ratio to MatMul's dequantize + sgemm)\n\n",
+              static_cast<long long>(prompt));
+  std::printf("%-5s %-10s | %9s %7s %8s | %9s %7s | %s\n", "type", "path", "dec GB/s", "ratio", "rel.rms", "GFLOP/s",
+              "ratio", "");
+  Rng rng;
+  for (absl::string_view name : absl::StrSplit(types, ',')) {
+    GgmlType type;
+    if (name == "q4_k") type = GgmlType::kQ4_K;
+    else if (name == "q5_k") type = GgmlType::kQ5_K;
+    else if (name == "q6_k") type = GgmlType::kQ6_K;
+    else {
+      std::fprintf(stderr, "unknown type %s (q4_k, q5_k, q6_k)\n", std::string(name).c_str());
+      return 2;
+    }
+    const std::vector<uint8_t> one = RandomMatrix(type, n_in, n_out, rng);
+    const size_t copies = std::max<size_t>(1, static_cast<size_t>(decode_mib << 20) / one.size());
+    std::vector<uint8_t> all(one.size() * copies);
+    for (size_t c = 0; c < copies; ++c) std::memcpy(all.data() + c * one.size(), one.data(), one.size());
+    auto matrix = [&](size_t c) { return WeightMatrix{type, n_in, n_out, all.data() + c * one.size()}; };
+    const std::vector<float> x = rng.SymmetricVec(prompt * n_in, 1.0f);
+
+    struct Path {
+      std::string name;
+      const QuantDotKernel* k = nullptr;  // null: MatMul
+      std::vector<double> dec_gbs, dec_ratio, pr_gflops, pr_ratio;
+      double rel_rms = 0;
+    };
+    std::vector<Path> paths(1);
+    paths[0].name = "MatMul f32";
+    for (const QuantDotKernel* k : QuantDotKernelsFor(type)) paths.push_back(Path{std::string(k->isa), k, {}, {}, {}, {}, 0});
+    std::vector<uint8_t> qx(paths.back().k->activation_row_bytes(n_in) * static_cast<size_t>(prompt));
+    std::vector<float> y(static_cast<size_t>(n_out * prompt)), y_ref(static_cast<size_t>(n_out));
+    MatMul(matrix(0), x.data(), 1, y_ref.data(), pool, MatMulPrecision::kExact);
+    for (Path& p : paths) {
+      if (p.k == nullptr) continue;
+      IntegerDecode(*p.k, matrix(0), x.data(), qx.data(), y.data(), pool);
+      p.rel_rms = RelRms(y.data(), y_ref.data(), n_out);
+    }
+    const double total_bytes = static_cast<double>(all.size());
+    for (int r = 0; r < rounds; ++r) {
+      double base_dec = 0, base_pr = 0;
+      for (Path& p : paths) {
+        const double dec = Best(2, [&] {
+          for (size_t c = 0; c < copies; ++c) {
+            if (p.k == nullptr) MatMul(matrix(c), x.data(), 1, y.data(), pool, MatMulPrecision::kExact);
+            else IntegerDecode(*p.k, matrix(c), x.data(), qx.data(), y.data(), pool);
+          }
+        });
+        // The portable prompt on an eighth of the rows: same rate per row.
+        WeightMatrix w = matrix(0);
+        if (p.name == "portable") w.n_out = std::max<int64_t>(8, n_out / 8);
+        const double pr = Best(2, [&] {
+          if (p.k == nullptr) MatMul(w, x.data(), prompt, y.data(), pool, MatMulPrecision::kExact);
+          else IntegerPrompt(*p.k, w, x.data(), prompt, qx.data(), y.data(), pool);
+        });
+        const double gbs = total_bytes / dec / 1e9;
+        const double gflops = 2.0 * static_cast<double>(n_in) * static_cast<double>(w.n_out) * prompt / pr / 1e9;
+        if (p.k == nullptr) {
+          base_dec = gbs;
+          base_pr = gflops;
+        }
+        p.dec_gbs.push_back(gbs);
+        p.dec_ratio.push_back(gbs / base_dec);
+        p.pr_gflops.push_back(gflops);
+        p.pr_ratio.push_back(gflops / base_pr);
+      }
+    }
+    for (const Path& p : paths) {
+      std::printf("%-5s %-10s | %9.2f %7.2f %8.4f | %9.1f %7.2f |\n", std::string(name).c_str(), p.name.c_str(),
+                  Median(p.dec_gbs), Median(p.dec_ratio), p.rel_rms, Median(p.pr_gflops), Median(p.pr_ratio));
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace cairn
+
+int main(int argc, char** argv) { return cairn::Run(argc, argv); }

@@ -1,0 +1,273 @@
+// The integer (8-bit activation) dot products: every ISA kernel this CPU
+// runs against the portable one (same integer sums, float rounding apart)
+// and against the exact F32 product of the dequantized weights, with a bound
+// derived from the 8-bit rounding of the activations; odd shapes and strides.
+#include "backends/kernels/quant_dot.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "backends/kernels/matmul.h"
+#include "backends/kernels/thread_pool.h"
+#include "backends/model/dequant.h"
+#include "gtest/gtest.h"
+
+namespace cairn {
+namespace {
+
+constexpr GgmlType kTypes[] = {GgmlType::kQ8_0, GgmlType::kQ4_0};
+
+// `rows` weight rows of n elements with random quants and scales; rows are
+// `stride` bytes apart (stride >= row bytes: padding between rows).
+std::vector<uint8_t> RandomWeights(GgmlType type, int64_t rows, int64_t n, size_t stride, uint32_t seed) {
+  const GgmlTypeTraits& t = Traits(type);
+  std::mt19937 g(seed);
+  std::uniform_int_distribution<int> byte(0, 255);
+  std::uniform_real_distribution<float> scale(0.001f, 0.05f);
+  std::vector<uint8_t> w(static_cast<size_t>(rows) * stride);
+  for (uint8_t& b : w) b = static_cast<uint8_t>(byte(g));
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t b = 0; b < n / t.block_size; ++b) {
+      uint8_t* blk = w.data() + r * stride + b * t.block_bytes;
+      float s = scale(g) * (byte(g) < 32 ? -1.0f : 1.0f);
+      if (byte(g) < 8) s = 0.0f;
+      const uint16_t h = Fp32ToFp16(s);
+      std::memcpy(blk, &h, 2);
+    }
+  }
+  return w;
+}
+
+std::vector<float> RandomActivations(int64_t rows, int64_t n, uint32_t seed) {
+  std::mt19937 g(seed);
+  std::normal_distribution<float> d(0.0f, 1.0f);
+  std::vector<float> x(static_cast<size_t>(rows * n));
+  for (float& v : x) v = d(g);
+  // Some blocks all zero (scale 0), some with one outlier (coarse scale).
+  for (int64_t i = 0; i + 32 <= rows * n; i += 7 * 32) std::fill(x.begin() + i, x.begin() + i + 32, 0.0f);
+  for (int64_t i = 96; i < rows * n; i += 5 * 32 + 3) x[i] = 40.0f;
+  return x;
+}
+
+struct Case {
+  GgmlType type;
+  int64_t n_rows, n_tokens, n;
+};
+
+// Runs every kernel on one shape and checks them against the portable one and
+// against the exact product.
+void CheckShape(const Case& c, uint32_t seed) {
+  const std::vector<const QuantDotKernel*> kernels = QuantDotKernelsFor(c.type);
+  ASSERT_FALSE(kernels.empty());
+  ASSERT_EQ(kernels.back()->isa, "portable");
+  const QuantDotKernel& portable = *kernels.back();
+  const size_t rb = RowBytes(c.type, c.n);
+  const size_t w_stride = rb + (c.n_rows % 2) * 5;  // odd shapes get unaligned rows
+  const std::vector<uint8_t> w = RandomWeights(c.type, c.n_rows, c.n, w_stride, seed);
+  const std::vector<float> x = RandomActivations(c.n_tokens, c.n, seed + 1);
+  const size_t qx_stride = portable.activation_row_bytes(c.n);
+  std::vector<uint8_t> qx(qx_stride * static_cast<size_t>(c.n_tokens));
+  for (int64_t t = 0; t < c.n_tokens; ++t) portable.quantize(x.data() + t * c.n, c.n, qx.data() + t * qx_stride);
+
+  // The exact product and the 8-bit rounding bound, in double.
+  const int64_t ldy = c.n_rows + 3;
+  std::vector<double> exact(static_cast<size_t>(c.n_tokens * ldy)), bound(exact.size()), mag(exact.size());
+  std::vector<float> wrow(static_cast<size_t>(c.n));
+  for (int64_t r = 0; r < c.n_rows; ++r) {
+    DequantizeRow(c.type, w.data() + r * w_stride, wrow.data(), c.n);
+    for (int64_t t = 0; t < c.n_tokens; ++t) {
+      const float* xt = x.data() + t * c.n;
+      double e = 0, b = 0, m = 0;
+      for (int64_t blk = 0; blk < c.n / 32; ++blk) {
+        double amax = 0, wabs = 0;
+        for (int64_t i = blk * 32; i < blk * 32 + 32; ++i) {
+          e += static_cast<double>(wrow[i]) * xt[i];
+          m += std::fabs(static_cast<double>(wrow[i]) * xt[i]);
+          amax = std::max(amax, std::fabs(static_cast<double>(xt[i])));
+          wabs += std::fabs(static_cast<double>(wrow[i]));
+        }
+        b += wabs * (amax / 127.0) * 0.5;  // each activation rounds by at most half a step
+      }
+      exact[t * ldy + r] = e;
+      bound[t * ldy + r] = b;
+      mag[t * ldy + r] = m;
+    }
+  }
+
+  // The portable kernel first: the others are compared with its output.
+  std::vector<const QuantDotKernel*> order(kernels.rbegin(), kernels.rend());
+  std::vector<float> y_portable;
+  for (const QuantDotKernel* k : order) {
+    SCOPED_TRACE(std::string(TypeName(c.type)) + " " + std::string(k->isa) + " rows " + std::to_string(c.n_rows) +
+                 " tokens " + std::to_string(c.n_tokens) + " n " + std::to_string(c.n));
+    ASSERT_EQ(k->weight_type, c.type);
+    ASSERT_EQ(k->block_elems, 32);
+    ASSERT_EQ(k->activation_row_bytes(c.n), qx_stride);
+    // The same activation bytes from every kernel's quantizer.
+    std::vector<uint8_t> mine(qx.size());
+    for (int64_t t = 0; t < c.n_tokens; ++t) k->quantize(x.data() + t * c.n, c.n, mine.data() + t * qx_stride);
+    ASSERT_EQ(mine, qx);
+
+    const float sentinel = -12345.0f;
+    std::vector<float> y(exact.size(), sentinel);
+    k->dot(w.data(), w_stride, c.n_rows, qx.data(), qx_stride, c.n_tokens, c.n, y.data(), ldy);
+    if (k == &portable) y_portable = y;
+    for (int64_t t = 0; t < c.n_tokens; ++t) {
+      for (int64_t r = 0; r < ldy; ++r) {
+        const size_t i = static_cast<size_t>(t * ldy + r);
+        if (r >= c.n_rows) {
+          ASSERT_EQ(y[i], sentinel) << "wrote outside its rows at t " << t << " r " << r;
+          continue;
+        }
+        // Float rounding of the scaled block sums: a few ulps of the magnitude.
+        const double float_slack = 1e-5 * mag[i] + 1e-30;
+        EXPECT_NEAR(y[i], exact[i], bound[i] * 1.0001 + float_slack) << "t " << t << " r " << r;
+        if (!y_portable.empty() && k != &portable) {
+          EXPECT_NEAR(y[i], y_portable[i], float_slack) << "t " << t << " r " << r;
+        }
+      }
+    }
+  }
+}
+
+TEST(QuantDotTest, EveryKernelMatchesPortableAndExactOnOddShapes) {
+  uint32_t seed = 1;
+  for (GgmlType type : kTypes) {
+    for (int64_t n : {32, 64, 96, 160, 1024}) {
+      for (int64_t rows = 1; rows <= 9; ++rows) {
+        for (int64_t tokens = 1; tokens <= 20; ++tokens) {
+          // Every shape at small n; a sparser grid at the wide one.
+          if (n == 1024 && (rows % 4 != 1 || tokens % 3 != 1)) continue;
+          CheckShape({type, rows, tokens, n}, seed++);
+          if (HasFatalFailure()) return;
+        }
+      }
+    }
+  }
+}
+
+TEST(QuantDotTest, WideRowsAndManyTokens) {
+  CheckShape({GgmlType::kQ8_0, 13, 37, 4096}, 7);
+  CheckShape({GgmlType::kQ4_0, 13, 37, 4096}, 8);
+  CheckShape({GgmlType::kQ4_0, 64, 5, 2048 + 32}, 9);  // odd block count: the AVX-512 half pair
+}
+
+TEST(QuantDotTest, QuantizeIsRoundToNearestOfAmaxOver127) {
+  const QuantDotKernel* k = FindQuantDot(GgmlType::kQ8_0);
+  ASSERT_NE(k, nullptr);
+  const int64_t n = 256;
+  std::vector<float> x = RandomActivations(1, n, 3);
+  std::vector<uint8_t> qx(k->activation_row_bytes(n), 0xAB);
+  k->quantize(x.data(), n, qx.data());
+  const float* d = reinterpret_cast<const float*>(qx.data());
+  const int32_t* sum = reinterpret_cast<const int32_t*>(qx.data() + 4 * (n / 32));
+  const int8_t* q = reinterpret_cast<const int8_t*>(qx.data() + 8 * (n / 32));
+  for (int64_t b = 0; b < n / 32; ++b) {
+    float amax = 0;
+    int32_t s = 0;
+    for (int i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(x[b * 32 + i]));
+    EXPECT_EQ(d[b], amax / 127.0f) << "block " << b;
+    for (int i = 0; i < 32; ++i) {
+      const float v = x[b * 32 + i];
+      const int8_t qi = q[b * 32 + i];
+      s += qi;
+      EXPECT_LE(std::abs(qi), 127);
+      if (d[b] == 0) {
+        EXPECT_EQ(qi, 0);
+      } else {
+        EXPECT_LE(std::fabs(v - qi * d[b]), 0.5f * d[b] * 1.0001f) << "block " << b << " i " << i;
+      }
+    }
+    EXPECT_EQ(sum[b], s) << "block " << b;
+  }
+}
+
+TEST(QuantDotTest, FindReturnsTheFastestRunnableKernelOrNull) {
+  EXPECT_EQ(FindQuantDot(GgmlType::kF32), nullptr);
+  EXPECT_EQ(FindQuantDot(GgmlType::kF16), nullptr);
+  EXPECT_TRUE(QuantDotKernelsFor(GgmlType::kF32).empty());
+  for (GgmlType type : kTypes) {
+    const QuantDotKernel* k = FindQuantDot(type);
+    ASSERT_NE(k, nullptr);
+    EXPECT_EQ(k->weight_type, type);
+    const std::vector<const QuantDotKernel*> all = QuantDotKernelsFor(type);
+    const char* cap = std::getenv("CAIRN_ISA");
+    if (cap == nullptr || *cap == '\0') {
+      EXPECT_EQ(k, all.front());
+    } else {
+      // ctest runs this test again under CAIRN_ISA=avx2 and =portable: the
+      // cap's kernel (when the CPU runs it) or the fastest one below it.
+      bool seen_cap = false;
+      for (const QuantDotKernel* c : all) {
+        if (c->isa == cap) seen_cap = true;
+      }
+      if (seen_cap) {
+        EXPECT_EQ(k->isa, cap);
+      }
+    }
+  }
+}
+
+// MatMul(kInt8Activations) is the chosen kernel's dot over quantized rows,
+// split over threads, row blocks and token groups: equal to one dot() call
+// over everything, bit for bit, and each token's row equal to the same
+// token computed alone (the fast path does not depend on batch composition).
+TEST(QuantMatMulTest, EqualsDotAndDoesNotDependOnTheOtherTokens) {
+  ThreadPool pool(2);
+  for (GgmlType type : kTypes) {
+    const QuantDotKernel* k = FindQuantDot(type);
+    ASSERT_NE(k, nullptr);
+    for (int64_t n : {int64_t{64}, int64_t{4096}}) {
+      const int64_t n_out = n == 64 ? 37 : 300;  // several row blocks at 4096
+      const size_t rb = RowBytes(type, n);
+      const std::vector<uint8_t> wdata = RandomWeights(type, n_out, n, rb, 11);
+      const WeightMatrix w{type, n, n_out, wdata.data()};
+      for (int64_t tokens : {1, 5, 16, 17, 100}) {
+        SCOPED_TRACE(std::string(TypeName(type)) + " n " + std::to_string(n) + " tokens " + std::to_string(tokens));
+        const std::vector<float> x = RandomActivations(tokens, n, 12 + static_cast<uint32_t>(tokens));
+        std::vector<float> y(static_cast<size_t>(tokens * n_out));
+        MatMul(w, x.data(), tokens, y.data(), pool, MatMulPrecision::kInt8Activations);
+
+        const size_t qs = k->activation_row_bytes(n);
+        std::vector<uint8_t> qx(qs * static_cast<size_t>(tokens));
+        for (int64_t t = 0; t < tokens; ++t) k->quantize(x.data() + t * n, n, qx.data() + t * qs);
+        std::vector<float> want(y.size());
+        k->dot(wdata.data(), rb, n_out, qx.data(), qs, tokens, n, want.data(), n_out);
+        ASSERT_EQ(y, want);
+
+        for (int64_t t : {int64_t{0}, tokens / 2, tokens - 1}) {
+          std::vector<float> alone(static_cast<size_t>(n_out));
+          MatMul(w, x.data() + t * n, 1, alone.data(), pool, MatMulPrecision::kInt8Activations);
+          ASSERT_TRUE(std::equal(alone.begin(), alone.end(), y.begin() + t * n_out)) << "token " << t;
+        }
+      }
+    }
+  }
+}
+
+TEST(QuantMatMulTest, ExactPrecisionAndTypesWithoutKernelStayExact) {
+  ThreadPool pool(2);
+  const int64_t n = 64, n_out = 8, tokens = 3;
+  const std::vector<uint8_t> wdata = RandomWeights(GgmlType::kQ8_0, n_out, n, RowBytes(GgmlType::kQ8_0, n), 5);
+  const WeightMatrix w{GgmlType::kQ8_0, n, n_out, wdata.data()};
+  const std::vector<float> x = RandomActivations(tokens, n, 6);
+  std::vector<float> exact(static_cast<size_t>(tokens * n_out)), fast(exact.size());
+  MatMul(w, x.data(), tokens, exact.data(), pool, MatMulPrecision::kExact);
+  MatMul(w, x.data(), tokens, fast.data(), pool, MatMulPrecision::kInt8Activations);
+  EXPECT_NE(exact, fast);  // the flag reaches the kernel
+  std::vector<float> wf(static_cast<size_t>(n * n_out));
+  DequantizeRow(GgmlType::kQ8_0, wdata.data(), wf.data(), n * n_out);
+  const WeightMatrix w32{GgmlType::kF32, n, n_out, reinterpret_cast<const uint8_t*>(wf.data())};
+  std::vector<float> a(exact.size()), b(exact.size());
+  MatMul(w32, x.data(), tokens, a.data(), pool, MatMulPrecision::kExact);
+  MatMul(w32, x.data(), tokens, b.data(), pool, MatMulPrecision::kInt8Activations);
+  EXPECT_EQ(a, b);  // F32 weights: no integer kernel, exact either way
+}
+
+}  // namespace
+}  // namespace cairn
