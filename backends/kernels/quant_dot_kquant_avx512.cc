@@ -208,21 +208,33 @@ CAIRN_INLINE int32_t ReduceAdd(__m256i v) {
   return _mm_cvtsi128_si32(x);
 }
 
-CAIRN_INLINE int32_t ReduceAdd(__m512i v) {
-  return ReduceAdd(_mm256_add_epi32(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1)));
+// The sums of eight vectors of 8 int32: lane i holds the sum of v[i].
+CAIRN_INLINE __m256i SumEach(const __m256i* v) {
+  const __m256i a = _mm256_hadd_epi32(_mm256_hadd_epi32(v[0], v[1]), _mm256_hadd_epi32(v[2], v[3]));
+  const __m256i b = _mm256_hadd_epi32(_mm256_hadd_epi32(v[4], v[5]), _mm256_hadd_epi32(v[6], v[7]));
+  return _mm256_add_epi32(_mm256_permute2x128_si256(a, b, 0x20), _mm256_permute2x128_si256(a, b, 0x31));
+}
+
+CAIRN_INLINE __m256i Halves(__m512i v) {
+  return _mm256_add_epi32(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1));
 }
 
 // y[t * ldy + r] = W[r] . X[t] for kRows rows and kTokens tokens, over all
 // blocks: each weight block is unpacked once for the kTokens tokens, each
 // activation block loaded once for the kRows rows. Each block's integer
-// products are summed exactly, then accumulated as AccumulateBlock does.
+// products are summed exactly (all pairs of a tile at once where there are
+// four or eight), then accumulated as AccumulateBlock does, a pair per lane.
 template <void (*Prepare)(const uint8_t*, Prepared*), size_t kBlockBytes, int kRows, int kTokens>
 void Tile(const uint8_t* w, size_t w_stride, const uint8_t* qx, size_t qx_stride, int64_t nb, float* y, int64_t ldy) {
-  float acc[kRows][kTokens] = {};
+  constexpr int kPairs = kRows * kTokens;  // pair i = r * kTokens + t
+  static_assert(kPairs == 1 || kPairs == 2 || kPairs == 4 || kPairs == 8);
+  alignas(32) float acc[8] = {};
   for (int64_t b = 0; b < nb; ++b) {
     Prepared p[kRows];
 #pragma GCC unroll 8
     for (int r = 0; r < kRows; ++r) Prepare(w + r * w_stride + b * kBlockBytes, &p[r]);
+    __m256i dots[8], mins[8];
+    alignas(32) float d_dx[8], dmin_dx[8];
 #pragma GCC unroll 8
     for (int t = 0; t < kTokens; ++t) {
       const uint8_t* xb = qx + t * qx_stride + b * kQ8KBlockBytes;
@@ -231,16 +243,35 @@ void Tile(const uint8_t* w, size_t w_stride, const uint8_t* qx, size_t qx_stride
       std::memcpy(&dx, xb, 4);
 #pragma GCC unroll 8
       for (int r = 0; r < kRows; ++r) {
-        const int32_t dot = ReduceAdd(PackedSums(p[r], xb + 4));
-        const int32_t mins = ReduceAdd(_mm256_madd_epi16(p[r].mins, sums));
-        acc[r][t] = AccumulateBlock(acc[r][t], dot, mins, p[r].d * dx, p[r].dmin * dx);
+        const int i = r * kTokens + t;
+        dots[i] = Halves(PackedSums(p[r], xb + 4));
+        mins[i] = _mm256_madd_epi16(p[r].mins, sums);
+        d_dx[i] = p[r].d * dx;
+        dmin_dx[i] = p[r].dmin * dx;
+      }
+    }
+    if constexpr (kPairs == 8) {
+      const __m256 dot = _mm256_cvtepi32_ps(SumEach(dots)), min = _mm256_cvtepi32_ps(SumEach(mins));
+      __m256 a = _mm256_add_ps(_mm256_load_ps(acc), _mm256_mul_ps(dot, _mm256_load_ps(d_dx)));
+      a = _mm256_sub_ps(a, _mm256_mul_ps(min, _mm256_load_ps(dmin_dx)));
+      _mm256_store_ps(acc, a);
+    } else if constexpr (kPairs == 4) {
+      const __m256i both[8] = {dots[0], dots[1], dots[2], dots[3], mins[0], mins[1], mins[2], mins[3]};
+      const __m256 s = _mm256_cvtepi32_ps(SumEach(both));
+      __m128 a = _mm_add_ps(_mm_load_ps(acc), _mm_mul_ps(_mm256_castps256_ps128(s), _mm_load_ps(d_dx)));
+      a = _mm_sub_ps(a, _mm_mul_ps(_mm256_extractf128_ps(s, 1), _mm_load_ps(dmin_dx)));
+      _mm_store_ps(acc, a);
+    } else {
+#pragma GCC unroll 2
+      for (int i = 0; i < kPairs; ++i) {
+        acc[i] = AccumulateBlock(acc[i], ReduceAdd(dots[i]), ReduceAdd(mins[i]), d_dx[i], dmin_dx[i]);
       }
     }
   }
 #pragma GCC unroll 8
   for (int r = 0; r < kRows; ++r) {
 #pragma GCC unroll 8
-    for (int t = 0; t < kTokens; ++t) y[t * ldy + r] = acc[r][t];
+    for (int t = 0; t < kTokens; ++t) y[t * ldy + r] = acc[r * kTokens + t];
   }
 }
 
