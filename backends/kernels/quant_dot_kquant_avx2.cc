@@ -212,6 +212,13 @@ inline int32_t ReduceAdd(__m256i v) {
   return _mm_cvtsi128_si32(x);
 }
 
+// The sums of eight vectors of 8 int32: lane i holds the sum of v[i].
+inline __m256i SumEach(const __m256i* v) {
+  const __m256i a = _mm256_hadd_epi32(_mm256_hadd_epi32(v[0], v[1]), _mm256_hadd_epi32(v[2], v[3]));
+  const __m256i b = _mm256_hadd_epi32(_mm256_hadd_epi32(v[4], v[5]), _mm256_hadd_epi32(v[6], v[7]));
+  return _mm256_add_epi32(_mm256_permute2x128_si256(a, b, 0x20), _mm256_permute2x128_si256(a, b, 0x31));
+}
+
 // y[t * ldy] = row . X[t] for kTokens tokens; each block's integer products
 // are summed exactly, then accumulated as AccumulateBlock does.
 template <class K, int kTokens>
@@ -236,13 +243,29 @@ void RowTokens(const uint8_t* row, const uint8_t* qx, size_t qx_stride, int64_t 
         isum[t] = _mm256_add_epi32(isum[t], _mm256_add_epi32(p_lo, p_hi));
       }
     }
+    __m256i mins[kTokens];
+    alignas(16) float d_dx[kTokens], dmin_dx[kTokens];
 #pragma GCC unroll 8
     for (int t = 0; t < kTokens; ++t) {
       const uint8_t* xb = qx + t * qx_stride + b * kQ8KBlockBytes;
-      const int32_t mins = ReduceAdd(_mm256_madd_epi16(h.mins, Load256(xb + 4 + kQ8KBlockElems)));
+      mins[t] = _mm256_madd_epi16(h.mins, Load256(xb + 4 + kQ8KBlockElems));
       float dx;
       std::memcpy(&dx, xb, 4);
-      acc[t] = AccumulateBlock(acc[t], ReduceAdd(isum[t]), mins, h.d * dx, h.dmin * dx);
+      d_dx[t] = h.d * dx;
+      dmin_dx[t] = h.dmin * dx;
+    }
+    if constexpr (kTokens == 4) {
+      // All eight sums at once, then AccumulateBlock a token per lane.
+      const __m256i both[8] = {isum[0], isum[1], isum[2], isum[3], mins[0], mins[1], mins[2], mins[3]};
+      const __m256 s = _mm256_cvtepi32_ps(SumEach(both));
+      __m128 a = _mm_add_ps(_mm_loadu_ps(acc), _mm_mul_ps(_mm256_castps256_ps128(s), _mm_load_ps(d_dx)));
+      a = _mm_sub_ps(a, _mm_mul_ps(_mm256_extractf128_ps(s, 1), _mm_load_ps(dmin_dx)));
+      _mm_storeu_ps(acc, a);
+    } else {
+#pragma GCC unroll 2
+      for (int t = 0; t < kTokens; ++t) {
+        acc[t] = AccumulateBlock(acc[t], ReduceAdd(isum[t]), ReduceAdd(mins[t]), d_dx[t], dmin_dx[t]);
+      }
     }
   }
 #pragma GCC unroll 8
