@@ -153,7 +153,7 @@ int Run(int argc, char** argv) {
     for (const QuantDotKernel* k : QuantDotKernelsFor(type)) paths.push_back(Path{std::string(k->isa), k, {}, {}, {}, {}, 0});
     std::vector<uint8_t> qx(paths.back().k->activation_row_bytes(n_in) * static_cast<size_t>(prompt));
     std::vector<float> y(static_cast<size_t>(n_out * prompt)), y_ref(static_cast<size_t>(n_out));
-    MatMul(matrix(0), x.data(), 1, y_ref.data(), pool);
+    MatMul(matrix(0), x.data(), 1, y_ref.data(), pool, MatMulPrecision::kExact);
     for (Path& p : paths) {
       if (p.k == nullptr) continue;
       IntegerDecode(*p.k, matrix(0), x.data(), qx.data(), y.data(), pool);
@@ -165,7 +165,7 @@ int Run(int argc, char** argv) {
       for (Path& p : paths) {
         const double dec = Best(2, [&] {
           for (size_t c = 0; c < copies; ++c) {
-            if (p.k == nullptr) MatMul(matrix(c), x.data(), 1, y.data(), pool);
+            if (p.k == nullptr) MatMul(matrix(c), x.data(), 1, y.data(), pool, MatMulPrecision::kExact);
             else IntegerDecode(*p.k, matrix(c), x.data(), qx.data(), y.data(), pool);
           }
         });
@@ -173,7 +173,7 @@ int Run(int argc, char** argv) {
         WeightMatrix w = matrix(0);
         if (p.name == "portable") w.n_out = std::max<int64_t>(8, n_out / 8);
         const double pr = Best(2, [&] {
-          if (p.k == nullptr) MatMul(w, x.data(), prompt, y.data(), pool);
+          if (p.k == nullptr) MatMul(w, x.data(), prompt, y.data(), pool, MatMulPrecision::kExact);
           else IntegerPrompt(*p.k, w, x.data(), prompt, qx.data(), y.data(), pool);
         });
         const double gbs = total_bytes / dec / 1e9;
