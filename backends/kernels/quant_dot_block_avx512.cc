@@ -29,7 +29,9 @@ inline float Half(const uint8_t* p) {
 
 // [a x 8, b x 8]
 inline __m512 PairScale(float a, float b) {
-  return _mm512_insertf32x8(_mm512_set1_ps(a), _mm256_set1_ps(b), 1);
+  // (insertf64x4 rather than insertf32x8, which needs AVX512DQ)
+  return _mm512_castpd_ps(
+      _mm512_insertf64x4(_mm512_castps_pd(_mm512_set1_ps(a)), _mm256_castps_pd(_mm256_set1_ps(b)), 1));
 }
 
 // One activation row's operands for a pair of blocks (or one block, the
@@ -44,7 +46,7 @@ struct Q4_0 {
   static constexpr int64_t kBlockBytes = kQ4_0BlockBytes;
   static constexpr bool kUnsignedActivations = false;
   // Nibbles of blocks b, b+1 as 64 unsigned bytes in element order.
-  static inline __m512i Quants(const uint8_t* blk, bool half) {
+  __attribute__((always_inline)) static inline __m512i Quants(const uint8_t* blk, bool half) {
     const __m128i lo = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 2));
     const __m128i hi = half ? _mm_setzero_si128()
                             : _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + kBlockBytes + 2));
@@ -61,7 +63,7 @@ struct Q4_0 {
 struct Q8_0 {
   static constexpr int64_t kBlockBytes = kQ8_0BlockBytes;
   static constexpr bool kUnsignedActivations = true;
-  static inline __m512i Quants(const uint8_t* blk, bool half) {
+  __attribute__((always_inline)) static inline __m512i Quants(const uint8_t* blk, bool half) {
     const __m256i lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 2));
     const __m256i hi = half ? _mm256_setzero_si256()
                             : _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + kBlockBytes + 2));
@@ -75,7 +77,7 @@ struct Q8_0 {
 };
 
 template <class W>
-inline ActPair LoadAct(const Q8ActivationRow& a, int64_t b, bool half) {
+__attribute__((always_inline)) inline ActPair LoadAct(const Q8ActivationRow& a, int64_t b, bool half) {
   const __mmask8 m2 = half ? 0x1 : 0x3;
   const __m512i idx = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
   ActPair p;
@@ -92,39 +94,47 @@ inline ActPair LoadAct(const Q8ActivationRow& a, int64_t b, bool half) {
   return p;
 }
 
+// One pair of blocks (or, kHalf, the last odd block) of R weight rows x T
+// activation rows into the accumulators. Inlined with kHalf constant, so the
+// main loop has no branches.
+template <class W, int R, int T, bool kHalf>
+__attribute__((always_inline)) inline void Step(const uint8_t* const* rows, const Q8ActivationRow* act, int64_t b,
+                                                __m512 (&acc)[R][T]) {
+  __m512i wq[R];
+  __m512 wd[R];
+  __m512i winit[R];
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) {
+    const uint8_t* blk = rows[r] + b * W::kBlockBytes;
+    wq[r] = W::Quants(blk, kHalf);
+    wd[r] = PairScale(Half(blk), kHalf ? 0.0f : Half(blk + W::kBlockBytes));
+    if constexpr (W::kUnsignedActivations) winit[r] = W::WeightInit(wq[r]);
+  }
+#pragma GCC unroll 8
+  for (int t = 0; t < T; ++t) {
+    const ActPair a = LoadAct<W>(act[t], b, kHalf);
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      __m512i dp;
+      if constexpr (W::kUnsignedActivations) {
+        dp = _mm512_dpbusd_epi32(winit[r], a.q, wq[r]);
+      } else {
+        dp = _mm512_dpbusd_epi32(a.neg_sum, wq[r], a.q);
+      }
+      acc[r][t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dp), _mm512_mul_ps(wd[r], a.d), acc[r][t]);
+    }
+  }
+}
+
 // R weight rows x T activation rows, all blocks; out[r * T + t].
 template <class W, int R, int T>
 void Tile(const uint8_t* const* rows, const Q8ActivationRow* act, int64_t nb, float* out) {
   __m512 acc[R][T];
   for (int r = 0; r < R; ++r)
     for (int t = 0; t < T; ++t) acc[r][t] = _mm512_setzero_ps();
-  for (int64_t b = 0; b < nb; b += 2) {
-    const bool half = b + 1 == nb;
-    __m512i wq[R];
-    __m512 wd[R];
-    __m512i winit[R];
-#pragma GCC unroll 8
-    for (int r = 0; r < R; ++r) {
-      const uint8_t* blk = rows[r] + b * W::kBlockBytes;
-      wq[r] = W::Quants(blk, half);
-      wd[r] = PairScale(Half(blk), half ? 0.0f : Half(blk + W::kBlockBytes));
-      if constexpr (W::kUnsignedActivations) winit[r] = W::WeightInit(wq[r]);
-    }
-#pragma GCC unroll 8
-    for (int t = 0; t < T; ++t) {
-      const ActPair a = LoadAct<W>(act[t], b, half);
-#pragma GCC unroll 8
-      for (int r = 0; r < R; ++r) {
-        __m512i dp;
-        if constexpr (W::kUnsignedActivations) {
-          dp = _mm512_dpbusd_epi32(winit[r], a.q, wq[r]);
-        } else {
-          dp = _mm512_dpbusd_epi32(a.neg_sum, wq[r], a.q);
-        }
-        acc[r][t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dp), _mm512_mul_ps(wd[r], a.d), acc[r][t]);
-      }
-    }
-  }
+  int64_t b = 0;
+  for (; b + 2 <= nb; b += 2) Step<W, R, T, false>(rows, act, b, acc);
+  if (b < nb) Step<W, R, T, true>(rows, act, b, acc);
   for (int r = 0; r < R; ++r)
     for (int t = 0; t < T; ++t) out[r * T + t] = _mm512_reduce_add_ps(acc[r][t]);
 }

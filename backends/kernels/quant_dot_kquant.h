@@ -26,6 +26,22 @@ namespace cairn {
 inline constexpr int64_t kQ8KBlockElems = 256;
 inline constexpr size_t kQ8KBlockBytes = 4 + 256 + 2 * 16;
 
+// Every kernel, whatever its path (decode rows, prompt panels) and ISA,
+// computes each output the same way, so that a row's result does not depend
+// on the shape of the call (which other rows and tokens it came with) nor on
+// the ISA: per block b, in order, with the block's exact integer products
+//   dot = sum_g scale_g * (u . q)_g   and   mins = sum_g min_g * sums_g,
+//   acc = (acc + float(dot) * (d * dx)) - float(mins) * (dmin * dx)
+// each operation rounded to F32 on its own (no fused multiply-add; the
+// kernel files are built with -ffp-contract=off). AccumulateBlock spells
+// it for scalar code; vector code does the same per lane.
+namespace {  // NOLINT: one copy per ISA file (see quant_dot_internal.h)
+inline float AccumulateBlock(float acc, int32_t dot, int32_t mins, float d_dx, float dmin_dx) {
+  const float a = acc + static_cast<float>(dot) * d_dx;
+  return a - static_cast<float>(mins) * dmin_dx;
+}
+}  // namespace
+
 // The Q4_K, Q5_K and Q6_K kernels compiled for `isa` (a KernelFamily); the
 // caller checks that the CPU runs `isa` before calling them.
 std::vector<const QuantDotKernel*> KQuantKernels(Isa isa);

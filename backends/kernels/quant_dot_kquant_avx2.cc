@@ -6,10 +6,11 @@
 // is unpacked 64 elements at a time (two vectors of 32 unsigned bytes and
 // their int16 scale vectors) and used at once by every token of the group:
 // vpmaddubsw (u8 x s8 pairs to int16, exact) then vpmaddwd with the scales
-// into int32 lanes, which become F32 once per block. Mins and Q6_K's -32 are
-// the activations' group sums times the weights' mins, one vpmaddwd a block.
-// Prompts (16 tokens or more) take 8-row panels instead (below): 1.6x the
-// row-wise rate, about sgemm's.
+// into int32 lanes, summed to an exact integer once per block and
+// accumulated in F32 as quant_dot_kquant.h prescribes (the same bits on
+// every path and ISA). Mins and Q6_K's -32 are the activations' group sums
+// times the weights' mins, one vpmaddwd a block. Prompts (16 tokens or more)
+// take 8-row panels instead (below): about 1.5x the row-wise rate.
 #include <immintrin.h>
 
 #include <cstring>
@@ -204,11 +205,25 @@ void QuantizeQ8K(const float* x, int64_t n, uint8_t* qx) {
   }
 }
 
+inline int32_t ReduceAdd(__m256i v) {
+  __m128i x = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+  x = _mm_add_epi32(x, _mm_shuffle_epi32(x, 0x4E));
+  x = _mm_add_epi32(x, _mm_shuffle_epi32(x, 0xB1));
+  return _mm_cvtsi128_si32(x);
+}
+
+// The sums of eight vectors of 8 int32: lane i holds the sum of v[i].
+inline __m256i SumEach(const __m256i* v) {
+  const __m256i a = _mm256_hadd_epi32(_mm256_hadd_epi32(v[0], v[1]), _mm256_hadd_epi32(v[2], v[3]));
+  const __m256i b = _mm256_hadd_epi32(_mm256_hadd_epi32(v[4], v[5]), _mm256_hadd_epi32(v[6], v[7]));
+  return _mm256_add_epi32(_mm256_permute2x128_si256(a, b, 0x20), _mm256_permute2x128_si256(a, b, 0x31));
+}
+
+// y[t * ldy] = row . X[t] for kTokens tokens; each block's integer products
+// are summed exactly, then accumulated as AccumulateBlock does.
 template <class K, int kTokens>
 void RowTokens(const uint8_t* row, const uint8_t* qx, size_t qx_stride, int64_t nb, float* y, int64_t ldy) {
-  __m256 acc[kTokens];
-#pragma GCC unroll 8
-  for (int t = 0; t < kTokens; ++t) acc[t] = _mm256_setzero_ps();
+  float acc[kTokens] = {};
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* wb = row + b * K::kBlockBytes;
     Header h;
@@ -228,23 +243,33 @@ void RowTokens(const uint8_t* row, const uint8_t* qx, size_t qx_stride, int64_t 
         isum[t] = _mm256_add_epi32(isum[t], _mm256_add_epi32(p_lo, p_hi));
       }
     }
+    __m256i mins[kTokens];
+    alignas(16) float d_dx[kTokens], dmin_dx[kTokens];
 #pragma GCC unroll 8
     for (int t = 0; t < kTokens; ++t) {
       const uint8_t* xb = qx + t * qx_stride + b * kQ8KBlockBytes;
-      const __m256i m = _mm256_madd_epi16(h.mins, Load256(xb + 4 + kQ8KBlockElems));
+      mins[t] = _mm256_madd_epi16(h.mins, Load256(xb + 4 + kQ8KBlockElems));
       float dx;
       std::memcpy(&dx, xb, 4);
-      acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[t]), _mm256_set1_ps(h.d * dx), acc[t]);
-      acc[t] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(m), _mm256_set1_ps(h.dmin * dx), acc[t]);
+      d_dx[t] = h.d * dx;
+      dmin_dx[t] = h.dmin * dx;
+    }
+    if constexpr (kTokens == 4) {
+      // All eight sums at once, then AccumulateBlock a token per lane.
+      const __m256i both[8] = {isum[0], isum[1], isum[2], isum[3], mins[0], mins[1], mins[2], mins[3]};
+      const __m256 s = _mm256_cvtepi32_ps(SumEach(both));
+      __m128 a = _mm_add_ps(_mm_loadu_ps(acc), _mm_mul_ps(_mm256_castps256_ps128(s), _mm_load_ps(d_dx)));
+      a = _mm_sub_ps(a, _mm_mul_ps(_mm256_extractf128_ps(s, 1), _mm_load_ps(dmin_dx)));
+      _mm_storeu_ps(acc, a);
+    } else {
+#pragma GCC unroll 2
+      for (int t = 0; t < kTokens; ++t) {
+        acc[t] = AccumulateBlock(acc[t], ReduceAdd(isum[t]), ReduceAdd(mins[t]), d_dx[t], dmin_dx[t]);
+      }
     }
   }
 #pragma GCC unroll 8
-  for (int t = 0; t < kTokens; ++t) {
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(acc[t]), _mm256_extractf128_ps(acc[t], 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_movehdup_ps(s));
-    y[t * ldy] = _mm_cvtss_f32(s);
-  }
+  for (int t = 0; t < kTokens; ++t) y[t * ldy] = acc[t];
 }
 
 // ---------------------------------------------------------------- prompts
@@ -253,16 +278,18 @@ void RowTokens(const uint8_t* row, const uint8_t* qx, size_t qx_stride, int64_t 
 // holds elements 4c..4c+3 of row r. Two vpmaddubsw with four activation
 // bytes broadcast, added in int16 (|sum of 4 products| <= 4 * 63 * 127 <
 // 2^15), and one vpmaddwd by ones give 64 multiply-adds for 8 rows in four
-// instructions, with no horizontal sums; the per-row scales apply in F32
-// once per group of 32 (Q4_K, Q5_K) or 16 (Q6_K) elements.
+// instructions, with no horizontal sums; the per-row scales apply in int32
+// (vpmulld) once per group of 32 (Q4_K, Q5_K) or 16 (Q6_K) elements, and
+// each lane then follows AccumulateBlock.
 constexpr int kPanelRows = 8;
 constexpr int64_t kPanelMinTokens = 16;
 constexpr int64_t kMaxPanelTile = 256;  // tokens: their accumulators, 8 KiB, on the stack
 
 struct PanelBlock {
   alignas(32) int32_t q[64][kPanelRows];
-  alignas(32) float scale[16][kPanelRows];      // [group][row]: d * scale
+  alignas(32) int32_t scale[16][kPanelRows];    // [group][row]
   alignas(32) int32_t min_pair[8][kPanelRows];  // [k][row]: int16 mins of groups 2k, 2k+1
+  alignas(32) float d[kPanelRows];
   alignas(32) float dmin[kPanelRows];
 };
 
@@ -275,9 +302,10 @@ struct PanelScalesK4 {
     ScalesMinsK4(b + 4, &sc, &mn);
     for (int g = 0; g < 8; ++g) {
       const uint32_t m = (mn >> (8 * g)) & 0xFF;
-      pb->scale[g][r] = d * static_cast<float>((sc >> (8 * g)) & 0xFF);
+      pb->scale[g][r] = static_cast<int32_t>((sc >> (8 * g)) & 0xFF);
       pb->min_pair[g][r] = static_cast<int32_t>(m | (m << 16));  // both groups of 16 of sub-block g
     }
+    pb->d[r] = d;
     pb->dmin[r] = dmin;
   }
 };
@@ -287,11 +315,12 @@ struct PanelScalesQ6K {
   static void Fill(const uint8_t* b, int r, PanelBlock* pb) {
     const float d = Half(b + 208);
     const int8_t* sc = reinterpret_cast<const int8_t*>(b + 192);
-    for (int g = 0; g < 16; ++g) pb->scale[g][r] = d * static_cast<float>(sc[g]);
+    for (int g = 0; g < 16; ++g) pb->scale[g][r] = sc[g];
     for (int k = 0; k < 8; ++k) {
       const uint32_t lo = static_cast<uint16_t>(32 * sc[2 * k]), hi = static_cast<uint16_t>(32 * sc[2 * k + 1]);
       pb->min_pair[k][r] = static_cast<int32_t>(lo | (hi << 16));
     }
+    pb->d[r] = d;
     pb->dmin[r] = d;
   }
 };
@@ -328,14 +357,14 @@ template <int kGroupShift, int kTokens>
 __attribute__((noinline)) void PanelTokens(const PanelBlock& pb, const uint8_t* xb, size_t qx_stride, float* acc) {
   constexpr int kChunks = (1 << kGroupShift) / 4, kGroups = 256 >> kGroupShift;
   const __m256i ones = _mm256_set1_epi16(1);
-  __m256 blk[kTokens];
+  __m256i dot[kTokens];
 #pragma GCC unroll 8
-  for (int t = 0; t < kTokens; ++t) blk[t] = _mm256_setzero_ps();
+  for (int t = 0; t < kTokens; ++t) dot[t] = _mm256_setzero_si256();
 #pragma GCC unroll 16
   for (int g = 0; g < kGroups; ++g) {
-    __m256i dot[kTokens];
+    __m256i part[kTokens];
 #pragma GCC unroll 8
-    for (int t = 0; t < kTokens; ++t) dot[t] = _mm256_setzero_si256();
+    for (int t = 0; t < kTokens; ++t) part[t] = _mm256_setzero_si256();
 #pragma GCC unroll 4
     for (int c = g * kChunks; c < (g + 1) * kChunks; c += 2) {
       const __m256i w0 = _mm256_load_si256(reinterpret_cast<const __m256i*>(pb.q[c]));
@@ -345,12 +374,12 @@ __attribute__((noinline)) void PanelTokens(const PanelBlock& pb, const uint8_t* 
         const uint8_t* xq = xb + t * qx_stride + 4 + 4 * c;
         const __m256i p = _mm256_add_epi16(_mm256_maddubs_epi16(w0, Broadcast32(xq)),
                                            _mm256_maddubs_epi16(w1, Broadcast32(xq + 4)));
-        dot[t] = _mm256_add_epi32(dot[t], _mm256_madd_epi16(p, ones));
+        part[t] = _mm256_add_epi32(part[t], _mm256_madd_epi16(p, ones));
       }
     }
-    const __m256 sc = _mm256_load_ps(pb.scale[g]);
+    const __m256i sc = _mm256_load_si256(reinterpret_cast<const __m256i*>(pb.scale[g]));
 #pragma GCC unroll 8
-    for (int t = 0; t < kTokens; ++t) blk[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot[t]), sc, blk[t]);
+    for (int t = 0; t < kTokens; ++t) dot[t] = _mm256_add_epi32(dot[t], _mm256_mullo_epi32(part[t], sc));
   }
   __m256i mins[kTokens];
 #pragma GCC unroll 8
@@ -364,13 +393,16 @@ __attribute__((noinline)) void PanelTokens(const PanelBlock& pb, const uint8_t* 
           mins[t], _mm256_madd_epi16(m, Broadcast32(xb + t * qx_stride + 4 + kQ8KBlockElems + 4 * k)));
     }
   }
-  const __m256 dmin = _mm256_load_ps(pb.dmin);
+  // AccumulateBlock, a row per lane.
+  const __m256 d = _mm256_load_ps(pb.d), dmin = _mm256_load_ps(pb.dmin);
 #pragma GCC unroll 8
   for (int t = 0; t < kTokens; ++t) {
     float dx;
     std::memcpy(&dx, xb + t * qx_stride, 4);
-    const __m256 v = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(mins[t]), dmin, blk[t]);
-    _mm256_storeu_ps(acc + 8 * t, _mm256_fmadd_ps(v, _mm256_set1_ps(dx), _mm256_loadu_ps(acc + 8 * t)));
+    const __m256 vdx = _mm256_set1_ps(dx);
+    __m256 a = _mm256_add_ps(_mm256_loadu_ps(acc + 8 * t), _mm256_mul_ps(_mm256_cvtepi32_ps(dot[t]), _mm256_mul_ps(d, vdx)));
+    a = _mm256_sub_ps(a, _mm256_mul_ps(_mm256_cvtepi32_ps(mins[t]), _mm256_mul_ps(dmin, vdx)));
+    _mm256_storeu_ps(acc + 8 * t, a);
   }
 }
 

@@ -9,11 +9,13 @@
 // group of 64 is one vpdpbusd (u8 x s8, four products to an int32 lane that
 // fits in 16 bits), pairs of groups are packed to int16 and multiplied by
 // their scales with one vpmaddwd / vpdpwssd: six integer instructions per
-// block and token. The int32 lanes become F32 once per block. The part that
-// does not depend on the quants (mins, Q6_K's -32) is the group sums of the
-// activations times the weights' mins, one vpmaddwd per block. That is the
-// decode path (1 to 15 tokens); prompts take 16-row panels (below), which
-// measured 2.7x the row-wise rate and 1.9x cblas_sgemm's F32 rate.
+// block and token. The part that does not depend on the quants (mins, Q6_K's
+// -32) is the group sums of the activations times the weights' mins, one
+// vpmaddwd per block. Both int32 vectors are summed to exact integers once
+// per block and accumulated in F32 as quant_dot_kquant.h prescribes, so
+// that every path and ISA gives the same bits. That is the decode path (1 to
+// 15 tokens); prompts take 16-row panels (below), measured at 1.3-1.7x
+// cblas_sgemm's F32 rate.
 #include <immintrin.h>
 
 #include <cstring>
@@ -199,28 +201,40 @@ void QuantizeQ8K(const float* x, int64_t n, uint8_t* qx) {
   }
 }
 
+CAIRN_INLINE int32_t ReduceAdd(__m256i v) {
+  __m128i x = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+  x = _mm_add_epi32(x, _mm_shuffle_epi32(x, 0x4E));
+  x = _mm_add_epi32(x, _mm_shuffle_epi32(x, 0xB1));
+  return _mm_cvtsi128_si32(x);
+}
+
+// The sums of eight vectors of 8 int32: lane i holds the sum of v[i].
+CAIRN_INLINE __m256i SumEach(const __m256i* v) {
+  const __m256i a = _mm256_hadd_epi32(_mm256_hadd_epi32(v[0], v[1]), _mm256_hadd_epi32(v[2], v[3]));
+  const __m256i b = _mm256_hadd_epi32(_mm256_hadd_epi32(v[4], v[5]), _mm256_hadd_epi32(v[6], v[7]));
+  return _mm256_add_epi32(_mm256_permute2x128_si256(a, b, 0x20), _mm256_permute2x128_si256(a, b, 0x31));
+}
+
+CAIRN_INLINE __m256i Halves(__m512i v) {
+  return _mm256_add_epi32(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1));
+}
+
 // y[t * ldy + r] = W[r] . X[t] for kRows rows and kTokens tokens, over all
 // blocks: each weight block is unpacked once for the kTokens tokens, each
-// activation block loaded once for the kRows rows. With fewer than four
-// accumulators, the mins go to accumulators of their own so that the two
-// products of a block do not wait on each other.
+// activation block loaded once for the kRows rows. Each block's integer
+// products are summed exactly (all pairs of a tile at once where there are
+// four or eight), then accumulated as AccumulateBlock does, a pair per lane.
 template <void (*Prepare)(const uint8_t*, Prepared*), size_t kBlockBytes, int kRows, int kTokens>
 void Tile(const uint8_t* w, size_t w_stride, const uint8_t* qx, size_t qx_stride, int64_t nb, float* y, int64_t ldy) {
-  constexpr bool kSplitMins = kRows * kTokens < 4;
-  __m512 acc[kRows][kTokens];
-  __m256 acc_min[kRows][kTokens];
-#pragma GCC unroll 8
-  for (int r = 0; r < kRows; ++r) {
-#pragma GCC unroll 8
-    for (int t = 0; t < kTokens; ++t) {
-      acc[r][t] = _mm512_setzero_ps();
-      acc_min[r][t] = _mm256_setzero_ps();
-    }
-  }
+  constexpr int kPairs = kRows * kTokens;  // pair i = r * kTokens + t
+  static_assert(kPairs == 1 || kPairs == 2 || kPairs == 4 || kPairs == 8);
+  alignas(32) float acc[8] = {};
   for (int64_t b = 0; b < nb; ++b) {
     Prepared p[kRows];
 #pragma GCC unroll 8
     for (int r = 0; r < kRows; ++r) Prepare(w + r * w_stride + b * kBlockBytes, &p[r]);
+    __m256i dots[8], mins[8];
+    alignas(32) float d_dx[8], dmin_dx[8];
 #pragma GCC unroll 8
     for (int t = 0; t < kTokens; ++t) {
       const uint8_t* xb = qx + t * qx_stride + b * kQ8KBlockBytes;
@@ -229,26 +243,35 @@ void Tile(const uint8_t* w, size_t w_stride, const uint8_t* qx, size_t qx_stride
       std::memcpy(&dx, xb, 4);
 #pragma GCC unroll 8
       for (int r = 0; r < kRows; ++r) {
-        const __m512i dot = PackedSums(p[r], xb + 4);
-        const __m256i mins = _mm256_madd_epi16(p[r].mins, sums);
-        acc[r][t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_set1_ps(p[r].d * dx), acc[r][t]);
-        if (kSplitMins) {
-          acc_min[r][t] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(mins), _mm256_set1_ps(p[r].dmin * dx), acc_min[r][t]);
-        } else {
-          acc[r][t] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(_mm512_zextsi256_si512(mins)), _mm512_set1_ps(p[r].dmin * dx),
-                                       acc[r][t]);
-        }
+        const int i = r * kTokens + t;
+        dots[i] = Halves(PackedSums(p[r], xb + 4));
+        mins[i] = _mm256_madd_epi16(p[r].mins, sums);
+        d_dx[i] = p[r].d * dx;
+        dmin_dx[i] = p[r].dmin * dx;
+      }
+    }
+    if constexpr (kPairs == 8) {
+      const __m256 dot = _mm256_cvtepi32_ps(SumEach(dots)), min = _mm256_cvtepi32_ps(SumEach(mins));
+      __m256 a = _mm256_add_ps(_mm256_load_ps(acc), _mm256_mul_ps(dot, _mm256_load_ps(d_dx)));
+      a = _mm256_sub_ps(a, _mm256_mul_ps(min, _mm256_load_ps(dmin_dx)));
+      _mm256_store_ps(acc, a);
+    } else if constexpr (kPairs == 4) {
+      const __m256i both[8] = {dots[0], dots[1], dots[2], dots[3], mins[0], mins[1], mins[2], mins[3]};
+      const __m256 s = _mm256_cvtepi32_ps(SumEach(both));
+      __m128 a = _mm_add_ps(_mm_load_ps(acc), _mm_mul_ps(_mm256_castps256_ps128(s), _mm_load_ps(d_dx)));
+      a = _mm_sub_ps(a, _mm_mul_ps(_mm256_extractf128_ps(s, 1), _mm_load_ps(dmin_dx)));
+      _mm_store_ps(acc, a);
+    } else {
+#pragma GCC unroll 2
+      for (int i = 0; i < kPairs; ++i) {
+        acc[i] = AccumulateBlock(acc[i], ReduceAdd(dots[i]), ReduceAdd(mins[i]), d_dx[i], dmin_dx[i]);
       }
     }
   }
 #pragma GCC unroll 8
   for (int r = 0; r < kRows; ++r) {
 #pragma GCC unroll 8
-    for (int t = 0; t < kTokens; ++t) {
-      __m512 a = acc[r][t];
-      if (kSplitMins) a = _mm512_add_ps(a, _mm512_zextps256_ps512(acc_min[r][t]));
-      y[t * ldy + r] = _mm512_reduce_add_ps(a);
-    }
+    for (int t = 0; t < kTokens; ++t) y[t * ldy + r] = acc[r * kTokens + t];
   }
 }
 
@@ -272,18 +295,19 @@ void RowsAllTokens(const uint8_t* w, size_t w_stride, const uint8_t* qx, size_t 
 // re-laid out once (per tile of tokens) so that a vector lane is a row:
 // q[c][r] holds elements 4c..4c+3 of row r, and one vpdpbusd with four
 // activation bytes broadcast does 64 multiply-adds for 16 rows, with no
-// horizontal sums. The per-row scales then apply in F32 once per group of
-// 32 (Q4_K, Q5_K) or 16 (Q6_K) elements, the mins with vpdpwssd of the
-// activations' group sums; the panel costs about 1.3 instructions per
-// vpdpbusd instead of 3.5 for the row-wise tiles above.
+// horizontal sums. The per-row scales then apply in int32 (vpmulld) once per
+// group of 32 (Q4_K, Q5_K) or 16 (Q6_K) elements, the mins with vpdpwssd of
+// the activations' group sums, and each lane follows AccumulateBlock: about
+// 1.4 instructions per vpdpbusd instead of 4 in the row-wise tiles above.
 constexpr int kPanelRows = 16;
 constexpr int64_t kPanelMinTokens = 16;
 constexpr int64_t kMaxPanelTile = 256;  // tokens: their accumulators, 16 KiB, on the stack
 
 struct PanelBlock {
   alignas(64) int32_t q[64][kPanelRows];
-  alignas(64) float scale[16][kPanelRows];       // [group][row]: d * scale
+  alignas(64) int32_t scale[16][kPanelRows];     // [group][row]
   alignas(64) int32_t min_pair[8][kPanelRows];   // [k][row]: int16 mins of groups 2k, 2k+1
+  alignas(64) float d[kPanelRows];
   alignas(64) float dmin[kPanelRows];
 };
 
@@ -296,9 +320,10 @@ struct PanelScalesK4 {
     ScalesMinsK4(b + 4, &sc, &mn);
     for (int g = 0; g < 8; ++g) {
       const uint32_t m = (mn >> (8 * g)) & 0xFF;
-      pb->scale[g][r] = d * static_cast<float>((sc >> (8 * g)) & 0xFF);
+      pb->scale[g][r] = static_cast<int32_t>((sc >> (8 * g)) & 0xFF);
       pb->min_pair[g][r] = static_cast<int32_t>(m | (m << 16));  // both groups of 16 of sub-block g
     }
+    pb->d[r] = d;
     pb->dmin[r] = dmin;
   }
 };
@@ -308,11 +333,12 @@ struct PanelScalesQ6K {
   static void Fill(const uint8_t* b, int r, PanelBlock* pb) {
     const float d = Half(b + 208);
     const int8_t* sc = reinterpret_cast<const int8_t*>(b + 192);
-    for (int g = 0; g < 16; ++g) pb->scale[g][r] = d * static_cast<float>(sc[g]);
+    for (int g = 0; g < 16; ++g) pb->scale[g][r] = sc[g];
     for (int k = 0; k < 8; ++k) {
       const uint32_t lo = static_cast<uint16_t>(32 * sc[2 * k]), hi = static_cast<uint16_t>(32 * sc[2 * k + 1]);
       pb->min_pair[k][r] = static_cast<int32_t>(lo | (hi << 16));
     }
+    pb->d[r] = d;
     pb->dmin[r] = d;
   }
 };
@@ -343,23 +369,23 @@ CAIRN_INLINE __m512i Broadcast32(const uint8_t* p) { return _mm512_set1_epi32(st
 template <int kGroupShift, int kTokens>
 __attribute__((noinline)) void PanelTokens(const PanelBlock& pb, const uint8_t* xb, size_t qx_stride, float* acc) {
   constexpr int kChunks = (1 << kGroupShift) / 4, kGroups = 256 >> kGroupShift;
-  __m512 blk[kTokens];
+  __m512i dot[kTokens];
 #pragma GCC unroll 8
-  for (int t = 0; t < kTokens; ++t) blk[t] = _mm512_setzero_ps();
+  for (int t = 0; t < kTokens; ++t) dot[t] = _mm512_setzero_si512();
 #pragma GCC unroll 16
   for (int g = 0; g < kGroups; ++g) {
-    __m512i dot[kTokens];
+    __m512i part[kTokens];
 #pragma GCC unroll 8
-    for (int t = 0; t < kTokens; ++t) dot[t] = _mm512_setzero_si512();
+    for (int t = 0; t < kTokens; ++t) part[t] = _mm512_setzero_si512();
 #pragma GCC unroll 8
     for (int c = g * kChunks; c < (g + 1) * kChunks; ++c) {
       const __m512i wq = _mm512_load_si512(pb.q[c]);
 #pragma GCC unroll 8
-      for (int t = 0; t < kTokens; ++t) dot[t] = _mm512_dpbusd_epi32(dot[t], wq, Broadcast32(xb + t * qx_stride + 4 + 4 * c));
+      for (int t = 0; t < kTokens; ++t) part[t] = _mm512_dpbusd_epi32(part[t], wq, Broadcast32(xb + t * qx_stride + 4 + 4 * c));
     }
-    const __m512 sc = _mm512_load_ps(pb.scale[g]);
+    const __m512i sc = _mm512_load_si512(pb.scale[g]);
 #pragma GCC unroll 8
-    for (int t = 0; t < kTokens; ++t) blk[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot[t]), sc, blk[t]);
+    for (int t = 0; t < kTokens; ++t) dot[t] = _mm512_add_epi32(dot[t], _mm512_mullo_epi32(part[t], sc));
   }
   __m512i mins[kTokens];
 #pragma GCC unroll 8
@@ -372,13 +398,16 @@ __attribute__((noinline)) void PanelTokens(const PanelBlock& pb, const uint8_t* 
       mins[t] = _mm512_dpwssd_epi32(mins[t], m, Broadcast32(xb + t * qx_stride + 4 + kQ8KBlockElems + 4 * k));
     }
   }
-  const __m512 dmin = _mm512_load_ps(pb.dmin);
+  // AccumulateBlock, a row per lane.
+  const __m512 d = _mm512_load_ps(pb.d), dmin = _mm512_load_ps(pb.dmin);
 #pragma GCC unroll 8
   for (int t = 0; t < kTokens; ++t) {
     float dx;
     std::memcpy(&dx, xb + t * qx_stride, 4);
-    const __m512 v = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(mins[t]), dmin, blk[t]);
-    _mm512_storeu_ps(acc + 16 * t, _mm512_fmadd_ps(v, _mm512_set1_ps(dx), _mm512_loadu_ps(acc + 16 * t)));
+    const __m512 vdx = _mm512_set1_ps(dx);
+    __m512 a = _mm512_add_ps(_mm512_loadu_ps(acc + 16 * t), _mm512_mul_ps(_mm512_cvtepi32_ps(dot[t]), _mm512_mul_ps(d, vdx)));
+    a = _mm512_sub_ps(a, _mm512_mul_ps(_mm512_cvtepi32_ps(mins[t]), _mm512_mul_ps(dmin, vdx)));
+    _mm512_storeu_ps(acc + 16 * t, a);
   }
 }
 

@@ -157,7 +157,7 @@ void DotK(const uint8_t* w, size_t w_stride, int64_t n_rows, const uint8_t* qx, 
           dot += k.scale[g] * part;
           mins += k.min[g] * sums[g];
         }
-        y[t * ldy + r] += dx * (k.d * static_cast<float>(dot) - k.dmin * static_cast<float>(mins));
+        y[t * ldy + r] = AccumulateBlock(y[t * ldy + r], dot, mins, k.d * dx, k.dmin * dx);
       }
     }
   }

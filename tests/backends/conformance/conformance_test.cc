@@ -48,10 +48,12 @@ struct Row {
 // activation across an 8-bit rounding boundary; that one step moves the
 // logits of its position, and of later ones through K/V, by up to about 2%
 // of std (llama256-Q4_0: 0.0186 x std batch vs step, at 13 of 16 and 39 of
-// 64 positions after the first flip; llama-q8: 2.3e-6, no flip). The floor
-// is that, with room.
+// 64 positions after the first flip; llama-q8: 2.3e-6, no flip). The K-quant
+// kernels are batch-independent bit for bit too, and flip the same way:
+// llama256-Q4_K_M measured 0.0502 x std between chunkings here, 0.073 batch
+// vs step in FastGoldenTest. The floor is the largest, with room.
 // (transformer_test's FastGoldenTest measures it.)
-constexpr double kFastSelfTolerance = 0.05;
+constexpr double kFastSelfTolerance = 0.1;
 
 // One row per model; other families append theirs.
 const Row kRows[] = {

@@ -13,8 +13,10 @@
 #include <string>
 #include <vector>
 
+#include "backends/kernels/matmul.h"
 #include "backends/kernels/quant_dot.h"
 #include "backends/kernels/quant_dot_kquant.h"
+#include "backends/kernels/thread_pool.h"
 #include "backends/model/dequant.h"
 #include "backends/model/ggml_type.h"
 #include "gtest/gtest.h"
@@ -200,8 +202,10 @@ void CheckShapes(GgmlType type, int64_t n, int64_t max_rows, int64_t max_tokens,
           const Expected& e = want[static_cast<size_t>(t * max_rows + r)];
           const double fp = 1e-5 * e.scale;
           const float p = ref[static_cast<size_t>(t * ldy_full + r)];
-          ASSERT_NEAR(got, p, fp) << Name(*k) << " n " << n << " rows " << rows << " tokens " << tokens << " r " << r
-                                  << " t " << t;
+          // Bit for bit: every kernel rounds the same F32 operations in the
+          // same order, whatever the shape of the call (quant_dot_kquant.h).
+          ASSERT_EQ(got, p) << Name(*k) << " n " << n << " rows " << rows << " tokens " << tokens << " r " << r
+                            << " t " << t;
           ASSERT_NEAR(got, e.exact, e.bound + fp)
               << Name(*k) << " n " << n << " rows " << rows << " tokens " << tokens << " r " << r << " t " << t;
         }
@@ -279,6 +283,41 @@ TEST(KQuantDotTest, ExtremeBlocksAreExact) {
           // These activations are exact multiples of their scale: no rounding.
           EXPECT_NEAR(y[i], want[i].exact, 1e-6 * want[i].scale) << Name(*k) << " rows " << rows << " output " << i;
         }
+      }
+    }
+  }
+}
+
+// MatMul(kInt8Activations) on K-quant weights is the chosen kernel's dot over
+// quantized rows, split over threads, row blocks and token groups: equal to
+// one dot() call over everything, bit for bit, and each token's row equal to
+// the same token computed alone (the fast path does not depend on batch
+// composition, so chunked and cached prompts see the same products).
+TEST(KQuantDotTest, MatMulEqualsDotAndDoesNotDependOnTheOtherTokens) {
+  ThreadPool pool(2);
+  std::mt19937 g(44);
+  for (GgmlType type : kTypes) {
+    const QuantDotKernel* k = FindQuantDot(type);
+    ASSERT_NE(k, nullptr);
+    const int64_t n = 2816, n_out = 300;
+    const size_t rb = RowBytes(type, n);
+    const std::vector<uint8_t> wdata = RandomWeights(type, n, n_out, rb, g);
+    const WeightMatrix w{type, n, n_out, wdata.data()};
+    for (int64_t tokens : {1, 5, 16, 17, 100}) {
+      SCOPED_TRACE(std::string(TypeName(type)) + " tokens " + std::to_string(tokens));
+      const std::vector<float> x = RandomActivations(n, tokens, static_cast<size_t>(n), g);
+      std::vector<float> y(static_cast<size_t>(tokens * n_out));
+      MatMul(w, x.data(), tokens, y.data(), pool, MatMulPrecision::kInt8Activations);
+      const size_t qs = k->activation_row_bytes(n);
+      std::vector<uint8_t> qx(qs * static_cast<size_t>(tokens));
+      for (int64_t t = 0; t < tokens; ++t) k->quantize(x.data() + t * n, n, qx.data() + t * qs);
+      std::vector<float> want(y.size());
+      k->dot(wdata.data(), rb, n_out, qx.data(), qs, tokens, n, want.data(), n_out);
+      ASSERT_EQ(y, want);
+      for (int64_t t : {int64_t{0}, tokens / 2, tokens - 1}) {
+        std::vector<float> alone(static_cast<size_t>(n_out));
+        MatMul(w, x.data() + t * n, 1, alone.data(), pool, MatMulPrecision::kInt8Activations);
+        ASSERT_TRUE(std::equal(alone.begin(), alone.end(), y.begin() + t * n_out)) << "token " << t;
       }
     }
   }

@@ -133,9 +133,11 @@ constexpr double kFastMinArgmaxAgreement = 0.95;
 // activation across an 8-bit rounding boundary; that one step moves the
 // logits of its position, and of later ones through K/V, by up to about 2%
 // of std (llama256-Q4_0: 0.0186 x std batch vs step, at 13 of 16 and 39 of
-// 64 positions after the first flip; llama-q8: 2.3e-6, no flip). The floor
-// is that, with room.
-constexpr double kFastBatchVsStep = 0.05;
+// 64 positions after the first flip; llama-q8: 2.3e-6, no flip). With the
+// K-quant kernels (also bit for bit batch-independent, kquant_dot_test):
+// llama256-Q4_K_M 0.073, Q6_K 0.033, Q5_K_M 1.2e-6 (no flip); Q4_0 0.038.
+// The floor is the largest of these, with room.
+constexpr double kFastBatchVsStep = 0.1;
 
 class FastGoldenTest : public ::testing::TestWithParam<FastGoldenRow> {};
 
