@@ -22,17 +22,15 @@
 namespace cairn {
 namespace {
 
-inline float Half(const uint8_t* p) {
-  uint16_t h;
-  std::memcpy(&h, p, 2);
-  return _cvtsh_ss(h);
-}
-
-// [a x 8, b x 8]
-inline __m512 PairScale(float a, float b) {
-  // (insertf64x4 rather than insertf32x8, which needs AVX512DQ)
-  return _mm512_castpd_ps(
-      _mm512_insertf64x4(_mm512_castps_pd(_mm512_set1_ps(a)), _mm256_castps_pd(_mm256_set1_ps(b)), 1));
+// The F16 scales at a and b (b null: 0) as [a x 8, b x 8]: both converted
+// in one instruction, spread by one permute.
+__attribute__((always_inline)) inline __m512 PairScaleF16(const uint8_t* a, const uint8_t* b) {
+  uint16_t ha, hb = 0;
+  std::memcpy(&ha, a, 2);
+  if (b != nullptr) std::memcpy(&hb, b, 2);
+  const __m128 both = _mm_cvtph_ps(_mm_cvtsi32_si128(static_cast<int>(ha | (static_cast<uint32_t>(hb) << 16))));
+  return _mm512_permutexvar_ps(_mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0),
+                               _mm512_castps128_ps512(both));
 }
 
 // One activation row's operands for a pair of blocks (or one block, the
@@ -108,7 +106,7 @@ __attribute__((always_inline)) inline void Step(const uint8_t* const* rows, cons
   for (int r = 0; r < R; ++r) {
     const uint8_t* blk = rows[r] + b * W::kBlockBytes;
     wq[r] = W::Quants(blk, kHalf);
-    wd[r] = PairScale(Half(blk), kHalf ? 0.0f : Half(blk + W::kBlockBytes));
+    wd[r] = PairScaleF16(blk, kHalf ? nullptr : blk + W::kBlockBytes);
     if constexpr (W::kUnsignedActivations) winit[r] = W::WeightInit(wq[r]);
   }
 #pragma GCC unroll 8
