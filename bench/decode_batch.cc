@@ -7,6 +7,7 @@
 //
 //   decode_batch [--model demo-hybrid-large|NAME|PATH.gguf] [--sequences 8,16]
 //                [--rounds 15] [--steps 20] [--threads 2] [--context 64]
+//                [--exact-activations]
 //
 // NAME is any built-in demo model; --context is the prompt each sequence
 // holds before the timed steps.
@@ -35,6 +36,7 @@ struct Options {
   int steps = 20;
   int threads = 2;
   int context = 64;
+  bool exact_activations = false;  // BackendOptions::exact_activations
 };
 
 std::vector<std::unique_ptr<SequenceMemory>> Prefilled(Backend& b, int n, int context) {
@@ -100,6 +102,7 @@ int Run(const Options& o) {
   if (absl::Status s = RegisterBuiltinBackends(registry); !s.ok()) return 1;
   BackendOptions bo;
   bo.n_threads = o.threads;
+  bo.exact_activations = o.exact_activations;
   auto backend = registry.Create(*file, bo);
   if (!backend.ok()) {
     std::fprintf(stderr, "decode_batch: %s\n", backend.status().ToString().c_str());
@@ -139,6 +142,11 @@ int main(int argc, char** argv) {
   cairn::Options o;
   for (int i = 1; i < argc; i += 2) {
     const std::string k = argv[i];
+    if (k == "--exact-activations") {  // the one flag without a value
+      o.exact_activations = true;
+      --i;
+      continue;
+    }
     const std::string v = i + 1 < argc ? argv[i + 1] : "";
     bool ok = i + 1 < argc;
     if (ok && k == "--model") {
@@ -164,7 +172,7 @@ int main(int argc, char** argv) {
     if (!ok) {
       std::fprintf(stderr,
                    "usage: decode_batch [--model demo-hybrid-large|NAME|PATH.gguf] [--sequences 8,16] "
-                   "[--rounds 15] [--steps 20] [--threads 2] [--context 64]\n");
+                   "[--rounds 15] [--steps 20] [--threads 2] [--context 64] [--exact-activations]\n");
       return 2;
     }
   }

@@ -33,8 +33,10 @@ enum class MatMulPrecision {
   // the K-quants), the activations are quantized to 8 bits per block of 32
   // or 256 first, as llama.cpp's CPU path does; 2-3x faster prompts on
   // quantized weights. Each activation row is quantized on its own, so a
-  // row's result does not depend on the other rows of the call. Types
-  // without an integer kernel (F32, F16, ...) compute exactly.
+  // row's result depends on the other rows of the call only through the
+  // kernel their number selects (a prompt kernel from 8 rows on), by float
+  // rounding; never on the thread count. Types without an integer kernel
+  // (F32, F16, ...) compute exactly.
   kInt8Activations,
 };
 

@@ -15,23 +15,22 @@
 #include <immintrin.h>
 
 #include <cstring>
+#include <new>
 
 #include "backends/kernels/quant_dot_internal.h"
 
 namespace cairn {
 namespace {
 
-inline float Half(const uint8_t* p) {
-  uint16_t h;
-  std::memcpy(&h, p, 2);
-  return _cvtsh_ss(h);
-}
-
-// [a x 8, b x 8]
-inline __m512 PairScale(float a, float b) {
-  // (insertf64x4 rather than insertf32x8, which needs AVX512DQ)
-  return _mm512_castpd_ps(
-      _mm512_insertf64x4(_mm512_castps_pd(_mm512_set1_ps(a)), _mm256_castps_pd(_mm256_set1_ps(b)), 1));
+// The F16 scales at a and b (b null: 0) as [a x 8, b x 8]: both converted
+// in one instruction, spread by one permute.
+__attribute__((always_inline)) inline __m512 PairScaleF16(const uint8_t* a, const uint8_t* b) {
+  uint16_t ha, hb = 0;
+  std::memcpy(&ha, a, 2);
+  if (b != nullptr) std::memcpy(&hb, b, 2);
+  const __m128 both = _mm_cvtph_ps(_mm_cvtsi32_si128(static_cast<int>(ha | (static_cast<uint32_t>(hb) << 16))));
+  return _mm512_permutexvar_ps(_mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0),
+                               _mm512_castps128_ps512(both));
 }
 
 // One activation row's operands for a pair of blocks (or one block, the
@@ -107,7 +106,7 @@ __attribute__((always_inline)) inline void Step(const uint8_t* const* rows, cons
   for (int r = 0; r < R; ++r) {
     const uint8_t* blk = rows[r] + b * W::kBlockBytes;
     wq[r] = W::Quants(blk, kHalf);
-    wd[r] = PairScale(Half(blk), kHalf ? 0.0f : Half(blk + W::kBlockBytes));
+    wd[r] = PairScaleF16(blk, kHalf ? nullptr : blk + W::kBlockBytes);
     if constexpr (W::kUnsignedActivations) winit[r] = W::WeightInit(wq[r]);
   }
 #pragma GCC unroll 8
@@ -168,11 +167,151 @@ struct Tiles {
   };
 };
 
+// ---------------------------------------------------------------- prompts
+// Many tokens: 16 weight rows at a time are first repacked (per thread, once
+// for all the tokens of the call) so that lane r of a register holds row r:
+// per block, 8 registers of 4 consecutive unsigned quants of each of the 16
+// rows (Q4_0: the nibbles; Q8_0: value + 128), then the 16 row scales. A
+// token's 4 quants broadcast to every lane (an embedded-broadcast operand of
+// vpdpbusd), so after 8 vpdpbusd each lane holds its row's whole block dot
+// and the float scaling runs once per 16 rows instead of once per row: about
+// 11 vector operations per 512 multiply-adds instead of about 60.
+constexpr int kPackRows = 16;
+constexpr int kPackTokens = 8;
+constexpr int64_t kPackBlockBytes = 8 * 64 + 64;  // quants, then scales
+
+struct Q4_0Pack {
+  static constexpr int64_t kBlockBytes = kQ4_0BlockBytes;
+  static constexpr int32_t kOffset = 8;  // stored value = quant + 8
+  // The 8 chunks (elements 4k..4k+3, lane = row) of one block of 16 rows.
+  static inline void Chunks(const uint8_t* blk0, __m512i row_offsets, __m512i* out) {
+    const __m512i low = _mm512_set1_epi8(0x0F);
+    for (int k = 0; k < 4; ++k) {
+      const __m512i g = _mm512_i32gather_epi32(row_offsets, blk0 + 2 + 4 * k, 1);
+      out[k] = _mm512_and_si512(g, low);                          // elements 4k..4k+3
+      out[k + 4] = _mm512_and_si512(_mm512_srli_epi32(g, 4), low);  // elements 16+4k..
+    }
+  }
+};
+
+struct Q8_0Pack {
+  static constexpr int64_t kBlockBytes = kQ8_0BlockBytes;
+  static constexpr int32_t kOffset = 128;  // stored value = quant + 128
+  static inline void Chunks(const uint8_t* blk0, __m512i row_offsets, __m512i* out) {
+    const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
+    for (int k = 0; k < 8; ++k) {
+      out[k] = _mm512_xor_si512(_mm512_i32gather_epi32(row_offsets, blk0 + 2 + 4 * k, 1), flip);
+    }
+  }
+};
+
+template <class P>
+void PackRows(const uint8_t* w, size_t w_stride, int64_t nb, uint8_t* pack) {
+  const __m512i row_offsets =
+      _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
+                         _mm512_set1_epi32(static_cast<int32_t>(w_stride)));
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* blk0 = w + b * P::kBlockBytes;
+    __m512i chunks[8];
+    P::Chunks(blk0, row_offsets, chunks);
+    uint8_t* dst = pack + b * kPackBlockBytes;
+    for (int k = 0; k < 8; ++k) _mm512_store_si512(dst + 64 * k, chunks[k]);
+    // The F16 scale is the low half of the dword at the block's start.
+    const __m512i d = _mm512_i32gather_epi32(row_offsets, blk0, 1);
+    _mm512_store_ps(dst + 512, _mm512_cvtph_ps(_mm512_cvtepi32_epi16(d)));
+  }
+}
+
+// y[(t0 + t) * ldy + r] for the 16 packed rows and T tokens.
+template <class P, int T>
+void PackedTile(const uint8_t* pack, int64_t nb, const Q8ActivationRow* act, float* y, int64_t ldy) {
+  __m512 acc[T];
+  for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* blk = pack + b * kPackBlockBytes;
+    __m512i wq[8];
+    for (int k = 0; k < 8; ++k) wq[k] = _mm512_load_si512(blk + 64 * k);
+    const __m512 wd = _mm512_load_ps(blk + 512);
+#pragma GCC unroll 8
+    for (int t = 0; t < T; ++t) {
+      const int8_t* q = act[t].q + b * kQ8BlockElems;
+      __m512i dot = _mm512_set1_epi32(-P::kOffset * act[t].sum[b]);
+#pragma GCC unroll 8
+      for (int k = 0; k < 8; ++k) {
+        int32_t four;
+        std::memcpy(&four, q + 4 * k, 4);
+        dot = _mm512_dpbusd_epi32(dot, wq[k], _mm512_set1_epi32(four));
+      }
+      acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_mul_ps(wd, _mm512_set1_ps(act[t].d[b])), acc[t]);
+    }
+  }
+  for (int t = 0; t < T; ++t) _mm512_storeu_ps(y + t * ldy, acc[t]);
+}
+
+template <class P>
+struct PackedTiles {
+  static constexpr void (*kFns[kPackTokens])(const uint8_t*, int64_t, const Q8ActivationRow*, float*, int64_t) = {
+      &PackedTile<P, 1>, &PackedTile<P, 2>, &PackedTile<P, 3>, &PackedTile<P, 4>,
+      &PackedTile<P, 5>, &PackedTile<P, 6>, &PackedTile<P, 7>, &PackedTile<P, 8>};
+};
+
+// A per-thread buffer for the packed rows (no std containers in this file:
+// see quant_dot_internal.h).
+struct PackBuffer {
+  uint8_t* data = nullptr;
+  size_t bytes = 0;
+  ~PackBuffer() { ::operator delete[](data, std::align_val_t{64}); }
+  uint8_t* Get(size_t need) {
+    if (need > bytes) {
+      ::operator delete[](data, std::align_val_t{64});
+      data = static_cast<uint8_t*>(::operator new[](need, std::align_val_t{64}));
+      bytes = need;
+    }
+    return data;
+  }
+};
+
+// Tokens from which packing pays: the pack costs about what one token's
+// products cost.
+constexpr int64_t kPackMinTokens = 8;
+
+template <class P>
+void PackedDot(const uint8_t* w, size_t w_stride, int64_t n_rows, const uint8_t* qx, size_t qx_stride,
+               int64_t n_tokens, int64_t nb, float* y, int64_t ldy) {
+  thread_local PackBuffer buffer;
+  uint8_t* pack = buffer.Get(static_cast<size_t>(nb * kPackBlockBytes));
+  for (int64_t r0 = 0; r0 + kPackRows <= n_rows; r0 += kPackRows) {
+    PackRows<P>(w + r0 * w_stride, w_stride, nb, pack);
+    for (int64_t t0 = 0; t0 < n_tokens; t0 += kPackTokens) {
+      const int64_t nt = n_tokens - t0 < kPackTokens ? n_tokens - t0 : kPackTokens;
+      Q8ActivationRow act[kPackTokens];
+      for (int64_t t = 0; t < nt; ++t) act[t] = ViewQ8Activations(qx + (t0 + t) * qx_stride, nb);
+      PackedTiles<P>::kFns[nt - 1](pack, nb, act, y + t0 * ldy + r0, ldy);
+    }
+  }
+}
+
+template <class W>
+struct PackOf;
+template <>
+struct PackOf<Q4_0> {
+  using type = Q4_0Pack;
+};
+template <>
+struct PackOf<Q8_0> {
+  using type = Q8_0Pack;
+};
+
 template <class W>
 void Dot(const uint8_t* w, size_t w_stride, int64_t n_rows, const uint8_t* qx, size_t qx_stride, int64_t n_tokens,
          int64_t n, float* y, int64_t ldy) {
   const int64_t nb = n / kQ8BlockElems;
-  for (int64_t r0 = 0; r0 < n_rows; r0 += kRows) {
+  int64_t packed_rows = 0;
+  if (n_tokens >= kPackMinTokens && n_rows >= kPackRows) {
+    PackedDot<typename PackOf<W>::type>(w, w_stride, n_rows, qx, qx_stride, n_tokens, nb, y, ldy);
+    packed_rows = n_rows / kPackRows * kPackRows;
+  }
+  for (int64_t r0 = packed_rows; r0 < n_rows; r0 += kRows) {
     const int64_t nr = n_rows - r0 < kRows ? n_rows - r0 : kRows;
     for (int64_t t0 = 0; t0 < n_tokens; t0 += kTokens) {
       const int64_t nt = n_tokens - t0 < kTokens ? n_tokens - t0 : kTokens;

@@ -13,9 +13,11 @@ constexpr int64_t kWeightBlockBytes = 512 << 10;
 // Tokens go in groups of about this many quantized activation bytes, which
 // stay in L2 while the kernel walks the block's rows (4 at a time in L1).
 constexpr int64_t kActivationGroupBytes = 512 << 10;
-// Output rows per pool task at least: fewer make the split cost more than
-// it saves (routers, small projections).
-constexpr int64_t kMinRowsPerTask = 16;
+// Output rows are split (between threads and into blocks) in multiples of
+// this: kernels that group rows (the AVX-512 prompt kernel packs 16) then
+// see the same groups whatever the thread count, so results do not depend
+// on it. Also the least rows per pool task.
+constexpr int64_t kRowGroup = 16;
 
 }  // namespace
 
@@ -37,9 +39,12 @@ void QuantMatMul(const QuantDotKernel& kernel, const WeightMatrix& w, const floa
   }
 
   const size_t rb = w.row_bytes();
-  const int64_t block_rows = std::max<int64_t>(4, kWeightBlockBytes / static_cast<int64_t>(rb) / 4 * 4);
+  const int64_t block_rows =
+      std::max<int64_t>(kRowGroup, kWeightBlockBytes / static_cast<int64_t>(rb) / kRowGroup * kRowGroup);
   const int64_t group = std::max<int64_t>(1, kActivationGroupBytes / static_cast<int64_t>(qx_stride));
-  pool.ParallelFor(w.n_out, kMinRowsPerTask, [&](int64_t begin, int64_t end) {
+  const int64_t n_groups = (w.n_out + kRowGroup - 1) / kRowGroup;
+  pool.ParallelFor(n_groups, 1, [&](int64_t group_begin, int64_t group_end) {
+    const int64_t begin = group_begin * kRowGroup, end = std::min(group_end * kRowGroup, w.n_out);
     for (int64_t r0 = begin; r0 < end; r0 += block_rows) {
       const int64_t rows = std::min(block_rows, end - r0);
       for (int64_t t0 = 0; t0 < n_tokens; t0 += group) {

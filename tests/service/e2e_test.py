@@ -291,6 +291,68 @@ class MemoryBudgetTest(unittest.TestCase):
         self.assertEqual(nxt, fresh)
 
 
+class ExactActivationsTest(unittest.TestCase):
+    """--exact-activations reaches the backend: a Q8_0 golden model served
+    with and without it gives close but different log-probabilities (8-bit
+    activations by default), and each server is deterministic."""
+
+    MODEL = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "shared", "golden",
+                         "models", "llama-q8.gguf")
+
+    @classmethod
+    def setUpClass(cls):
+        if not os.path.exists(cls.MODEL):
+            if os.environ.get("CI") == "true":
+                raise AssertionError("shared data missing under CI: " + cls.MODEL)
+            raise unittest.SkipTest("shared data not present: " + cls.MODEL)
+        import grpc
+        from cairn.v1 import inference_pb2 as pb
+        cls.grpc, cls.pb = grpc, pb
+        cls.servers = [start_server("--model=q8=" + cls.MODEL),
+                       start_server("--model=q8=" + cls.MODEL, "--exact-activations")]
+        cls.channels = [grpc.insecure_channel("127.0.0.1:%d" % s[1]) for s in cls.servers]
+        cls.stubs = [pbg_stub(c) for c in cls.channels]
+
+    @classmethod
+    def tearDownClass(cls):
+        for c in cls.channels:
+            c.close()
+        for s in cls.servers:
+            s[0].send_signal(signal.SIGTERM)
+            s[0].wait(timeout=30)
+
+    def logprobs(self, stub):
+        r = self.pb.GenerateRequest(model="q8", logprobs=True, top_logprobs=5)
+        r.parts.add().tokens.ids.extend([1] + [3 + (i * 37) % 500 for i in range(40)])
+        r.stop.max_tokens = 4
+        r.stop.ignore_eos = True
+        r.sampling.temperature = 0
+        return [[(t.id, t.logprob) for t in e.token.top_logprobs] for e in stub.Generate(r) if e.HasField("token")]
+
+    def test_default_is_eight_bit_and_the_flag_is_exact(self):
+        fast, exact = self.logprobs(self.stubs[0]), self.logprobs(self.stubs[1])
+        self.assertEqual(len(fast), 4)
+        # The same request again (its prompt now comes from the prefix
+        # cache) on the same server: equal to rounding; across the servers
+        # 8-bit rounding apart.
+        for mine, again in ((fast, self.logprobs(self.stubs[0])), (exact, self.logprobs(self.stubs[1]))):
+            for step, step_again in zip(mine, again):
+                for (i, a), (j, b) in zip(step, step_again):
+                    self.assertEqual(i, j)
+                    self.assertAlmostEqual(a, b, delta=1e-3 * (1 + abs(b)))
+        worst = 0.0
+        for step_fast, step_exact in zip(fast, exact):
+            self.assertEqual(len(step_fast), 5)
+            self.assertEqual(step_fast[0][0], step_exact[0][0])  # the same greedy token
+            for (_, a), (_, b) in zip(step_fast, step_exact):
+                worst = max(worst, abs(a - b))
+        print("fast vs exact: max |logprob difference| %.4f" % worst)
+        self.assertGreater(worst, 1e-3)  # the default path is the 8-bit one
+        # 0.15 x std of these logits is about 0.5; a log-probability moves by
+        # at most twice a logit's move (measured 0.23).
+        self.assertLess(worst, 1.0)
+
+
 def main():
     global ARGS, SERVER
     p = argparse.ArgumentParser()

@@ -155,6 +155,14 @@ TEST(QuantDotTest, WideRowsAndManyTokens) {
   CheckShape({GgmlType::kQ8_0, 13, 37, 4096}, 7);
   CheckShape({GgmlType::kQ4_0, 13, 37, 4096}, 8);
   CheckShape({GgmlType::kQ4_0, 64, 5, 2048 + 32}, 9);  // odd block count: the AVX-512 half pair
+  // The AVX-512 prompt path (16 rows packed, 8 or more tokens), with row
+  // and token tails.
+  for (GgmlType type : kTypes) {
+    CheckShape({type, 16, 8, 64}, 10);
+    CheckShape({type, 37, 19, 4096}, 11);
+    CheckShape({type, 35, 9, 2048 + 32}, 12);
+    CheckShape({type, 48, 30, 96}, 13);
+  }
 }
 
 TEST(QuantDotTest, QuantizeIsRoundToNearestOfAmaxOver127) {
@@ -215,8 +223,11 @@ TEST(QuantDotTest, FindReturnsTheFastestRunnableKernelOrNull) {
 
 // MatMul(kInt8Activations) is the chosen kernel's dot over quantized rows,
 // split over threads, row blocks and token groups: equal to one dot() call
-// over everything, bit for bit, and each token's row equal to the same
-// token computed alone (the fast path does not depend on batch composition).
+// over everything, bit for bit (whatever the thread count). A token's
+// result does not depend on the other tokens of the call beyond the kernel
+// their number selects: bit for bit the same among calls of fewer than 8
+// tokens and among calls of 8 or more (the AVX-512 prompt kernel), and
+// within float rounding between the two.
 TEST(QuantMatMulTest, EqualsDotAndDoesNotDependOnTheOtherTokens) {
   ThreadPool pool(2);
   for (GgmlType type : kTypes) {
@@ -227,6 +238,8 @@ TEST(QuantMatMulTest, EqualsDotAndDoesNotDependOnTheOtherTokens) {
       const size_t rb = RowBytes(type, n);
       const std::vector<uint8_t> wdata = RandomWeights(type, n_out, n, rb, 11);
       const WeightMatrix w{type, n, n_out, wdata.data()};
+      std::vector<float> wf(static_cast<size_t>(n * n_out));
+      DequantizeRow(type, wdata.data(), wf.data(), n * n_out);
       for (int64_t tokens : {1, 5, 16, 17, 100}) {
         SCOPED_TRACE(std::string(TypeName(type)) + " n " + std::to_string(n) + " tokens " + std::to_string(tokens));
         const std::vector<float> x = RandomActivations(tokens, n, 12 + static_cast<uint32_t>(tokens));
@@ -240,10 +253,29 @@ TEST(QuantMatMulTest, EqualsDotAndDoesNotDependOnTheOtherTokens) {
         k->dot(wdata.data(), rb, n_out, qx.data(), qs, tokens, n, want.data(), n_out);
         ASSERT_EQ(y, want);
 
+        ThreadPool one(1);
+        std::vector<float> y1(y.size());
+        MatMul(w, x.data(), tokens, y1.data(), one, MatMulPrecision::kInt8Activations);
+        ASSERT_EQ(y1, y) << "depends on the thread count";
+
+        constexpr int64_t kGroup = 8;
         for (int64_t t : {int64_t{0}, tokens / 2, tokens - 1}) {
+          // The same token among as few others as the call's kernel allows.
+          const int64_t m = tokens >= kGroup ? kGroup : 1;
+          const int64_t first = std::min(t, tokens - m);
+          std::vector<float> part(static_cast<size_t>(m * n_out));
+          MatMul(w, x.data() + first * n, m, part.data(), pool, MatMulPrecision::kInt8Activations);
+          ASSERT_TRUE(std::equal(part.begin() + (t - first) * n_out, part.begin() + (t - first + 1) * n_out,
+                                 y.begin() + t * n_out))
+              << "token " << t;
           std::vector<float> alone(static_cast<size_t>(n_out));
           MatMul(w, x.data() + t * n, 1, alone.data(), pool, MatMulPrecision::kInt8Activations);
-          ASSERT_TRUE(std::equal(alone.begin(), alone.end(), y.begin() + t * n_out)) << "token " << t;
+          for (int64_t o = 0; o < n_out; ++o) {
+            // Float rounding of the block sums: a few ulps of sum |w x|.
+            double mag = 0;
+            for (int64_t i = 0; i < n; ++i) mag += std::fabs(double{wf[o * n + i]} * x[t * n + i]);
+            ASSERT_NEAR(alone[o], y[t * n_out + o], 1e-5 * mag) << "token " << t;
+          }
         }
       }
     }

@@ -126,10 +126,9 @@ const FastGoldenRow kFastGolden[] = {
 };
 constexpr double kFastTolerance = 0.15;
 constexpr double kFastMinArgmaxAgreement = 0.95;
-// Each activation row is quantized on its own and the integer products are
-// bit for bit the same in any batch (QuantMatMulTest), but attention is not:
-// 8 or more queries go through sgemm, fewer through a per-query loop, which
-// round differently (about 1e-7). Now and then such a difference moves an
+// Each activation row is quantized on its own, but a batch of 8 or more rows
+// takes other kernels than one row (the integer prompt kernel, attention's
+// sgemm), which round differently (about 1e-7 relative; QuantMatMulTest). Now and then such a difference moves an
 // activation across an 8-bit rounding boundary; that one step moves the
 // logits of its position, and of later ones through K/V, by up to about 2%
 // of std (llama256-Q4_0: 0.0186 x std batch vs step, at 13 of 16 and 39 of
