@@ -9,6 +9,7 @@
 #include <mutex>
 #include <vector>
 
+#include "backends/kernels/gemm.h"
 #include "backends/kernels/vec.h"
 #include "backends/model/dequant.h"
 
@@ -223,6 +224,10 @@ void RowStreamGrouped(const WeightMatrix& w, const float* x, int64_t n_tokens, i
 void MatMul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool) {
   if (n_tokens <= 0 || w.n_out <= 0) return;
   if (n_tokens >= kGemmMinTokens) {
+    if (GemmTakes(w.type)) {
+      GemmFloatWeights(w, x, n_tokens, y, pool);
+      return;
+    }
     UseSingleThreadedBlas();
     // Column blocks of at least 64 rows keep each sgemm call efficient.
     pool.ParallelFor(w.n_out, 64, [&](int64_t begin, int64_t end) {
