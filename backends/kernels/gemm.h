@@ -1,5 +1,6 @@
-// The prompt-sized product of F32 activations with F32 or F16 weights, on
-// cairn's own register-blocked kernel (no BLAS).
+// Products of F32 activations with F32 or F16 weights on cairn's own
+// kernels (no BLAS): a register-blocked GEMM for prompts, a prefetching row
+// stream for decode steps.
 #ifndef CAIRN_BACKENDS_KERNELS_GEMM_H_
 #define CAIRN_BACKENDS_KERNELS_GEMM_H_
 
@@ -25,6 +26,13 @@ bool GemmTakes(GgmlType type);
 // many tokens (prompts): for a few tokens the packing costs more than it
 // saves. Thread-safe for distinct y; uses `pool` (one job at a time).
 void GemmFloatWeights(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool);
+
+// The same product for a few tokens (decode steps, 1 to 3 tokens in
+// practice): each weight row is read once, in order, with software prefetch
+// ahead of it, for up to 3 tokens at a time; each thread streams a
+// contiguous part of the rows. Same contract as GemmFloatWeights otherwise
+// (results do not depend on the thread count).
+void StreamFloatWeights(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool);
 
 }  // namespace cairn
 

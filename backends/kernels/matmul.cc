@@ -251,6 +251,10 @@ void MatMul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, T
     });
     return;
   }
+  if (GemmTakes(w.type)) {
+    StreamFloatWeights(w, x, n_tokens, y, pool);
+    return;
+  }
   const size_t rb = w.row_bytes();
   pool.ParallelFor(w.n_out, 16, [&](int64_t begin, int64_t end) {
     for (int64_t o = begin; o < end; ++o) {

@@ -1,9 +1,11 @@
-// GemmFloatWeights (the prompt GEMM of F32 and F16 weights) against a
+// GemmFloatWeights (the prompt GEMM of F32 and F16 weights) and
+// StreamFloatWeights (their decode product) against a
 // double-precision reference on shapes that are not multiples of its blocking
 // (6 tokens x 64 outputs per register block, input blocks of up to 2048),
 // and the same bits whatever the thread count.
 #include "backends/kernels/gemm.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -71,6 +73,50 @@ TEST(GemmTest, MatchesReferenceOnOddShapesForF32AndF16) {
   }
 }
 
+// StreamFloatWeights (decode steps) on the same odd shapes, 1 to 7 tokens
+// (groups of 3 and a remainder), against the reference and across threads.
+TEST(GemmTest, StreamMatchesReferenceForFewTokens) {
+  if (!GemmTakes(GgmlType::kF32)) GTEST_SKIP() << "no AVX-512";
+  ThreadPool one(1), three(3);
+  for (GgmlType type : {GgmlType::kF32, GgmlType::kF16}) {
+    for (int64_t n_in : {1, 15, 16, 31, 33, 100, 2100}) {
+      const int64_t n_out = 67;
+      std::vector<float> wf = RandomVec(static_cast<size_t>(n_in * n_out), 3);
+      std::vector<uint8_t> bytes(RowBytes(type, n_in) * n_out);
+      for (size_t i = 0; i < wf.size(); ++i) {
+        if (type == GgmlType::kF32) {
+          std::memcpy(&bytes[i * 4], &wf[i], 4);
+        } else {
+          const uint16_t h = Fp32ToFp16(wf[i]);
+          std::memcpy(&bytes[i * 2], &h, 2);
+          wf[i] = Fp16ToFp32(h);
+        }
+      }
+      const WeightMatrix w{type, n_in, n_out, bytes.data()};
+      for (int64_t tokens = 1; tokens <= 7; ++tokens) {
+        const std::vector<float> x = RandomVec(static_cast<size_t>(tokens * n_in), 13);
+        std::vector<float> y1(static_cast<size_t>(tokens * n_out), -1.0f), y3(y1.size(), -2.0f);
+        StreamFloatWeights(w, x.data(), tokens, y1.data(), one);
+        StreamFloatWeights(w, x.data(), tokens, y3.data(), three);
+        for (int64_t t = 0; t < tokens; ++t) {
+          for (int64_t o = 0; o < n_out; ++o) {
+            double want = 0, mag = 0;
+            for (int64_t i = 0; i < n_in; ++i) {
+              const double p = static_cast<double>(wf[o * n_in + i]) * x[t * n_in + i];
+              want += p;
+              mag += std::fabs(p);
+            }
+            const size_t at = static_cast<size_t>(t * n_out + o);
+            ASSERT_LE(std::fabs(y1[at] - want), 1e-6 * mag + 1e-30)
+                << TypeName(type) << " n_in " << n_in << " tokens " << tokens << " t " << t << " o " << o;
+            ASSERT_EQ(y1[at], y3[at]);
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST(GemmTest, NoInputsGiveZeros) {
   if (!GemmTakes(GgmlType::kF32)) GTEST_SKIP() << "no AVX-512";
   ThreadPool pool(2);
@@ -78,6 +124,9 @@ TEST(GemmTest, NoInputsGiveZeros) {
   const WeightMatrix w{GgmlType::kF32, 0, 3, reinterpret_cast<const uint8_t*>(&dummy)};
   std::vector<float> y(2 * 3, 5.0f);
   GemmFloatWeights(w, &dummy, 2, y.data(), pool);
+  for (float v : y) EXPECT_EQ(v, 0.0f);
+  std::fill(y.begin(), y.end(), 5.0f);
+  StreamFloatWeights(w, &dummy, 2, y.data(), pool);
   for (float v : y) EXPECT_EQ(v, 0.0f);
 }
 
