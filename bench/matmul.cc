@@ -19,6 +19,7 @@
 #include <time.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -104,8 +105,26 @@ int main(int argc, char** argv) {
     const double s = Best(reps, [&] {
       for (int i = 0; i < n; ++i) pool.ParallelFor(threads, 1, [&](int64_t b, int64_t) { sink = sink + b; });
     });
-    std::printf("pool: %.2f us per empty ParallelFor over %d threads\n\n", 1e6 * s / n, threads);
+    std::printf("pool: %.2f us per empty ParallelFor over %d threads (the caller may run every chunk)\n", 1e6 * s / n,
+                threads);
   }
+  // The hand-off: each chunk waits until every chunk has started, so every
+  // thread must take one: the latency for spinning workers to join a job.
+  if (threads >= 2) {
+    const int n = 20000;
+    const double s = Best(reps, [&] {
+      for (int i = 0; i < n; ++i) {
+        std::atomic<int> started{0};
+        pool.ParallelFor(threads, 1, [&](int64_t, int64_t) {
+          started.fetch_add(1);
+          for (int spin = 0; started.load() < threads && spin < (1 << 24); ++spin) {
+          }
+        });
+      }
+    });
+    std::printf("pool: %.2f us per ParallelFor that every thread must join\n", 1e6 * s / n);
+  }
+  std::printf("\n");
 
   std::printf("%d threads, prompt %lld tokens; GFLOP/s (prompt), GB/s of weights (decode)\n", threads,
               static_cast<long long>(tokens));
