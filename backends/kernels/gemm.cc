@@ -20,10 +20,13 @@ namespace cairn {
 #ifdef CAIRN_GEMM_AVX512
 namespace {
 
-// The register block: kTokens tokens x kOuts outputs, 28 accumulators of
-// 16 lanes (two per token), plus two weight vectors: 30 of the 32 zmm
-// registers. Per input index: 2 vector loads, 14 broadcasts, 28 FMAs, so
-// the FMA units, not the loads, set the pace.
+// The register block: kTokens tokens x kOuts outputs, 24 accumulators of
+// 16 lanes (four per token) plus four weight vectors: 28 of the 32 zmm
+// registers. Per input index: 4 vector loads, 6 broadcasts, 24 FMAs, so
+// the FMA units, not the loads, set the pace. Measured at 1 thread (CPU
+// time, bench/matmul): 14 x 32 ran at 0.75-0.85x sgemm, 8 x 48 at about
+// the same, 6 x 64 at 0.82-0.92x with short input blocks and ~1.0x with
+// the blocks below.
 constexpr int kTokens = 6;
 constexpr int kOuts = 64;
 // At most this many inputs per block. A weight panel (kOuts x the block,

@@ -17,12 +17,13 @@ bool GemmTakes(GgmlType type);
 // y[t][o] = sum_i x[t][i] * W[o][i] for t < n_tokens (x: [n_tokens][n_in],
 // y: [n_tokens][n_out], row-major, not aliased), w.type F32 or F16
 // (GemmTakes). Each y element is an F32 sum over i in ascending order in
-// blocks (partial sums of 256 inputs added in order), the same whatever
+// blocks (partial sums of up to 2048 inputs added in order), the same whatever
 // the thread count or how rows are split, so results are reproducible; F16
 // weights are widened exactly. x is packed once per call (into a buffer of
 // the calling thread, reused across calls) and shared by the pool's threads;
-// each thread streams a contiguous half of the weight rows and widens /
-// transposes them panel by panel into its own L1-sized buffer. Meant for
+// each thread streams a contiguous part of the weight rows and widens /
+// transposes them panel by panel (64 rows) into its own L2-resident buffer;
+// GemmTakes false (no AVX-512): the caller keeps its BLAS path. Meant for
 // many tokens (prompts): for a few tokens the packing costs more than it
 // saves. Thread-safe for distinct y; uses `pool` (one job at a time).
 void GemmFloatWeights(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool);
