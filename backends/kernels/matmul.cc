@@ -9,6 +9,7 @@
 #include <mutex>
 #include <vector>
 
+#include "backends/kernels/gemm.h"
 #include "backends/kernels/quant_dot.h"
 #include "backends/kernels/quant_matmul.h"
 #include "backends/kernels/vec.h"
@@ -232,6 +233,10 @@ void MatMul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, T
     }
   }
   if (n_tokens >= kGemmMinTokens) {
+    if (GemmTakes(w.type)) {
+      GemmFloatWeights(w, x, n_tokens, y, pool);
+      return;
+    }
     UseSingleThreadedBlas();
     // Column blocks of at least 64 rows keep each sgemm call efficient.
     pool.ParallelFor(w.n_out, 64, [&](int64_t begin, int64_t end) {
@@ -253,6 +258,10 @@ void MatMul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, T
       // for n_in 4096) stay in L1/L2 for the next group of tokens.
       BlockedRange<4, 4>(w, x, n_tokens, y, begin, end);
     });
+    return;
+  }
+  if (GemmTakes(w.type)) {
+    StreamFloatWeights(w, x, n_tokens, y, pool);
     return;
   }
   const size_t rb = w.row_bytes();

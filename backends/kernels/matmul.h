@@ -44,14 +44,16 @@ enum class MatMulPrecision {
 // (x: [n_tokens][n_in], y: [n_tokens][n_out], both row-major, not aliased).
 // With kInt8Activations and a weight type that has an integer kernel, see
 // above (backends/kernels/quant_matmul.h); otherwise with F32 activations:
-// More than 16 tokens (prompts): W is dequantized tile by tile and
-// multiplied with cblas_sgemm; 4 to 16 tokens (batched decode steps): each
+// More than 16 tokens (prompts): F32 and F16 weights go through cairn's own
+// GEMM (gemm.h: activations packed once per product, weights widened panel
+// by panel, each thread streaming its half of the rows); other types are
+// dequantized tile by tile and multiplied with cblas_sgemm; 4 to 16 tokens (batched decode steps): each
 // weight row is read once for a group of tokens whose activations fit in L1
 // (for wide rows, a register-blocked kernel reads each row once per 4
 // tokens); fewer: a fused dequantize-and-dot kernel per token. All paths
 // keep activations in F32, so results match a dequantized F32 model to
-// rounding. Uses `pool` for parallelism: each pool thread runs a
-// single-threaded sgemm on its block of output columns, so on first use
+// rounding. Uses `pool` for parallelism: on the sgemm path each pool thread
+// runs a single-threaded sgemm on its block of output columns, so on first use
 // OpenBLAS is set to one thread for the whole process
 // (openblas_set_num_threads(1)).
 // `precision` has no default on purpose: every call site states whether it

@@ -1,0 +1,40 @@
+// Products of F32 activations with F32 or F16 weights on cairn's own
+// kernels (no BLAS): a register-blocked GEMM for prompts, a prefetching row
+// stream for decode steps.
+#ifndef CAIRN_BACKENDS_KERNELS_GEMM_H_
+#define CAIRN_BACKENDS_KERNELS_GEMM_H_
+
+#include <cstdint>
+
+#include "backends/kernels/matmul.h"
+#include "backends/kernels/thread_pool.h"
+
+namespace cairn {
+
+// True for the weight types GemmFloatWeights takes (F32, F16).
+bool GemmTakes(GgmlType type);
+
+// y[t][o] = sum_i x[t][i] * W[o][i] for t < n_tokens (x: [n_tokens][n_in],
+// y: [n_tokens][n_out], row-major, not aliased), w.type F32 or F16
+// (GemmTakes). Each y element is an F32 sum over i in ascending order in
+// blocks (partial sums of up to 2048 inputs added in order), the same whatever
+// the thread count or how rows are split, so results are reproducible; F16
+// weights are widened exactly. x is packed once per call (into a buffer of
+// the calling thread, reused across calls) and shared by the pool's threads;
+// each thread streams a contiguous part of the weight rows and widens /
+// transposes them panel by panel (64 rows) into its own L2-resident buffer;
+// GemmTakes false (no AVX-512): the caller keeps its BLAS path. Meant for
+// many tokens (prompts): for a few tokens the packing costs more than it
+// saves. Thread-safe for distinct y; uses `pool` (one job at a time).
+void GemmFloatWeights(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool);
+
+// The same product for a few tokens (decode steps, 1 to 3 tokens in
+// practice): each weight row is read once, in order, with software prefetch
+// ahead of it, for up to 3 tokens at a time; each thread streams a
+// contiguous part of the rows. Same contract as GemmFloatWeights otherwise
+// (results do not depend on the thread count).
+void StreamFloatWeights(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool);
+
+}  // namespace cairn
+
+#endif  // CAIRN_BACKENDS_KERNELS_GEMM_H_

@@ -1,0 +1,134 @@
+// GemmFloatWeights (the prompt GEMM of F32 and F16 weights) and
+// StreamFloatWeights (their decode product) against a
+// double-precision reference on shapes that are not multiples of its blocking
+// (6 tokens x 64 outputs per register block, input blocks of up to 2048),
+// and the same bits whatever the thread count.
+#include "backends/kernels/gemm.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "backends/model/dequant.h"
+#include "gtest/gtest.h"
+
+namespace cairn {
+namespace {
+
+std::vector<float> RandomVec(size_t n, uint32_t seed) {
+  std::mt19937 g(seed);
+  std::uniform_real_distribution<float> d(-1.0f, 1.0f);
+  std::vector<float> v(n);
+  for (float& x : v) x = d(g);
+  return v;
+}
+
+struct Case {
+  int64_t tokens, n_in, n_out;
+};
+
+TEST(GemmTest, MatchesReferenceOnOddShapesForF32AndF16) {
+  if (!GemmTakes(GgmlType::kF32)) GTEST_SKIP() << "no AVX-512: MatMul uses sgemm";
+  EXPECT_TRUE(GemmTakes(GgmlType::kF16));
+  EXPECT_FALSE(GemmTakes(GgmlType::kQ8_0));
+  const Case cases[] = {{1, 1, 1},      {5, 15, 63},   {6, 16, 64},    {7, 17, 65},
+                        {13, 100, 130}, {17, 33, 200}, {40, 2100, 70}, {100, 4097, 129}};
+  ThreadPool one(1), three(3);
+  for (GgmlType type : {GgmlType::kF32, GgmlType::kF16}) {
+    for (const Case& c : cases) {
+      std::vector<float> wf = RandomVec(static_cast<size_t>(c.n_in * c.n_out), 7);
+      std::vector<uint8_t> bytes(RowBytes(type, c.n_in) * c.n_out);
+      for (size_t i = 0; i < wf.size(); ++i) {
+        if (type == GgmlType::kF32) {
+          std::memcpy(&bytes[i * 4], &wf[i], 4);
+        } else {
+          const uint16_t h = Fp32ToFp16(wf[i]);
+          std::memcpy(&bytes[i * 2], &h, 2);
+          wf[i] = Fp16ToFp32(h);  // the value the row really holds
+        }
+      }
+      const WeightMatrix w{type, c.n_in, c.n_out, bytes.data()};
+      const std::vector<float> x = RandomVec(static_cast<size_t>(c.tokens * c.n_in), 11);
+      std::vector<float> y1(static_cast<size_t>(c.tokens * c.n_out), -1.0f), y3(y1.size(), -2.0f);
+      GemmFloatWeights(w, x.data(), c.tokens, y1.data(), one);
+      GemmFloatWeights(w, x.data(), c.tokens, y3.data(), three);
+      for (int64_t t = 0; t < c.tokens; ++t) {
+        for (int64_t o = 0; o < c.n_out; ++o) {
+          double want = 0, mag = 0;
+          for (int64_t i = 0; i < c.n_in; ++i) {
+            const double p = static_cast<double>(wf[o * c.n_in + i]) * x[t * c.n_in + i];
+            want += p;
+            mag += std::fabs(p);
+          }
+          const size_t at = static_cast<size_t>(t * c.n_out + o);
+          ASSERT_LE(std::fabs(y1[at] - want), 1e-6 * mag + 1e-30)
+              << TypeName(type) << " tokens " << c.tokens << " n_in " << c.n_in << " n_out " << c.n_out << " t " << t
+              << " o " << o;
+          ASSERT_EQ(y1[at], y3[at]) << "thread count changed the result at t " << t << " o " << o;
+        }
+      }
+    }
+  }
+}
+
+// StreamFloatWeights (decode steps) on the same odd shapes, 1 to 7 tokens
+// (groups of 3 and a remainder), against the reference and across threads.
+TEST(GemmTest, StreamMatchesReferenceForFewTokens) {
+  if (!GemmTakes(GgmlType::kF32)) GTEST_SKIP() << "no AVX-512";
+  ThreadPool one(1), three(3);
+  for (GgmlType type : {GgmlType::kF32, GgmlType::kF16}) {
+    for (int64_t n_in : {1, 15, 16, 31, 33, 100, 2100}) {
+      const int64_t n_out = 67;
+      std::vector<float> wf = RandomVec(static_cast<size_t>(n_in * n_out), 3);
+      std::vector<uint8_t> bytes(RowBytes(type, n_in) * n_out);
+      for (size_t i = 0; i < wf.size(); ++i) {
+        if (type == GgmlType::kF32) {
+          std::memcpy(&bytes[i * 4], &wf[i], 4);
+        } else {
+          const uint16_t h = Fp32ToFp16(wf[i]);
+          std::memcpy(&bytes[i * 2], &h, 2);
+          wf[i] = Fp16ToFp32(h);
+        }
+      }
+      const WeightMatrix w{type, n_in, n_out, bytes.data()};
+      for (int64_t tokens = 1; tokens <= 7; ++tokens) {
+        const std::vector<float> x = RandomVec(static_cast<size_t>(tokens * n_in), 13);
+        std::vector<float> y1(static_cast<size_t>(tokens * n_out), -1.0f), y3(y1.size(), -2.0f);
+        StreamFloatWeights(w, x.data(), tokens, y1.data(), one);
+        StreamFloatWeights(w, x.data(), tokens, y3.data(), three);
+        for (int64_t t = 0; t < tokens; ++t) {
+          for (int64_t o = 0; o < n_out; ++o) {
+            double want = 0, mag = 0;
+            for (int64_t i = 0; i < n_in; ++i) {
+              const double p = static_cast<double>(wf[o * n_in + i]) * x[t * n_in + i];
+              want += p;
+              mag += std::fabs(p);
+            }
+            const size_t at = static_cast<size_t>(t * n_out + o);
+            ASSERT_LE(std::fabs(y1[at] - want), 1e-6 * mag + 1e-30)
+                << TypeName(type) << " n_in " << n_in << " tokens " << tokens << " t " << t << " o " << o;
+            ASSERT_EQ(y1[at], y3[at]);
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(GemmTest, NoInputsGiveZeros) {
+  if (!GemmTakes(GgmlType::kF32)) GTEST_SKIP() << "no AVX-512";
+  ThreadPool pool(2);
+  const float dummy = 0;
+  const WeightMatrix w{GgmlType::kF32, 0, 3, reinterpret_cast<const uint8_t*>(&dummy)};
+  std::vector<float> y(2 * 3, 5.0f);
+  GemmFloatWeights(w, &dummy, 2, y.data(), pool);
+  for (float v : y) EXPECT_EQ(v, 0.0f);
+  std::fill(y.begin(), y.end(), 5.0f);
+  StreamFloatWeights(w, &dummy, 2, y.data(), pool);
+  for (float v : y) EXPECT_EQ(v, 0.0f);
+}
+
+}  // namespace
+}  // namespace cairn
