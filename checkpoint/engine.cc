@@ -700,13 +700,23 @@ absl::StatusOr<std::unique_ptr<PrefillJob>> CheckpointEngine::StartPrefill(Seque
     }
   }
   if (enabled()) {
-    // What the restored checkpoint saved beyond the best plan without it:
-    // its realized value, for the store's retention policy.
+    // What the restored checkpoint saved beyond the best plan without it
+    // and without the other snapshots inside its own message (tail points,
+    // the prompt end, points inside a reply, which a store under pressure
+    // rarely keeps together): its realized value, for the store's
+    // retention policy. Crediting a prompt end only the few positions past
+    // the tail point beside it made both look worthless.
     const uint64_t used = chosen.ckpt_id != 0 ? chosen.ckpt_id
                                               : (chosen.base_kind == EntryKind::kFull ? chosen.base_id : 0);
     if (used != 0 && chosen.c.kind != ReuseKind::kLive && chosen.c.kind != ReuseKind::kOtherSequence) {
       Pos without = 0;
+      size_t message_start = 0;
+      for (size_t m : prompt.message_ends()) {
+        if (m < chosen.c.symbols) message_start = std::max(message_start, m);
+      }
       for (const Plan& p : candidates) {
+        const bool stored = p.ckpt_id != 0 || (p.base_kind == EntryKind::kFull && p.base_id != 0);
+        if (stored && p.c.symbols > message_start) continue;
         if (p.ckpt_id != used && !(p.base_kind == EntryKind::kFull && p.base_id == used)) {
           without = std::max(without, p.c.positions);
         }

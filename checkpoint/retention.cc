@@ -66,7 +66,8 @@ double BucketMiddle(int b) { return b == 0 ? 0 : 0.75 * std::ldexp(1.0, b) - 0.5
 size_t ForecastRetention::Kind(const RetentionFacts& e) {
   const size_t reason = std::min<size_t>(static_cast<size_t>(e.reason), kCaptureReasons - 1);
   const size_t place = e.branches <= 0 ? 0 : (e.branches == 1 ? 1 : 2);
-  return ((reason * 2 + (e.stale ? 1 : 0)) * 2 + (e.uses > 0 ? 1 : 0)) * 3 + place;
+  const size_t full = e.scope == SnapshotScope::kFull ? 1 : 0;
+  return (((reason * 2 + (e.stale ? 1 : 0)) * 2 + (e.uses > 0 ? 1 : 0)) * 3 + place) * 2 + full;
 }
 
 int ForecastRetention::AgeBucket(uint64_t idle) {
@@ -122,7 +123,16 @@ double ForecastRetention::Score(const RetentionFacts& e, const RetentionClock& n
 
 bool ForecastRetention::Admit(const RetentionFacts& incoming, std::span<const RetentionFacts> victims,
                               const RetentionClock& now) const {
-  return OutscoresVictims(*this, incoming, victims, now);
+  // Value per byte against the byte-weighted mean of what would go (Score
+  // is log2 of it). Requiring it to beat every victim refused large full
+  // snapshots whenever one small victim among dozens was worth a little
+  // more; a burst of unlikely checkpoints still cannot flush likely ones.
+  double value = 0, bytes = 0;
+  for (const RetentionFacts& v : victims) {
+    value += std::exp2(Score(v, now)) * static_cast<double>(v.bytes);
+    bytes += static_cast<double>(v.bytes);
+  }
+  return bytes <= 0 || std::exp2(Score(incoming, now)) * bytes >= value;
 }
 
 void ForecastRetention::Count(size_t kind, bool used, uint64_t idle) {

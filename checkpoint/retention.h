@@ -118,7 +118,9 @@ bool OutscoresVictims(const RetentionPolicy& policy, const RetentionFacts& incom
 //   score = log2(P(used again) * saving / (bytes * E[prompts until that use]))
 // where the reuse forecast and the saving are learned per kind of checkpoint
 // (capture reason, whether its turn has passed, whether it was used before,
-// and its place in the prefix tree: the end of a path - a conversation's
+// whether it is a full snapshot - restorable anywhere, and dozens of times
+// the bytes of a checkpoint-scope one on a hybrid -, and its place in the
+// prefix tree: the end of a path - a conversation's
 // latest state, where it resumes -, a point a single path continues past,
 // or a branch point two or more continuations share - a system prompt, the
 // turns before alternatives) from what happened to earlier ones of the same
@@ -130,18 +132,23 @@ bool OutscoresVictims(const RetentionPolicy& policy, const RetentionFacts& incom
 //   kind has little data; conditioned on the checkpoint's own idle age, so
 //   one unused for long is worth less.
 // - The saving: what restores of the kind actually saved beyond the best
-//   plan without them (CheckpointStore::Credit), as a fraction of their
-//   position, applied to this one's position; before any restore, its cost
-//   (the positions beyond the nearest shallower checkpoint). Measured, not
-//   assumed: a conversation's end, whose shallower neighbours tend to be
-//   gone when a returning user needs it, is worth its whole turn or more,
-//   while a prompt end next to a tail point is worth a few positions.
+//   plan without them and without their neighbours in the same message
+//   (CheckpointStore::Credit; a store under pressure rarely keeps a
+//   message's points together), as a fraction of their position, applied
+//   to this one's position; before any restore, its cost (the positions
+//   beyond the nearest shallower checkpoint). Measured, not assumed: a
+//   conversation's end, whose shallower neighbours tend to be gone when a
+//   returning user needs it, is worth its whole turn or more, a prompt end
+//   its last message.
 // Counts decay so the forecast follows a changing workload. A regenerated
 // prompt's end is worth keeping for the next few prompts, a returning user's
 // conversation for longer, a system prompt's checkpoint used again and again
 // for good, a tail point nobody edits at hardly at all. Admission: a new
-// checkpoint enters only when it is worth more than everything it would push
-// out, so a burst of unlikely ones cannot flush a store of likely ones.
+// checkpoint enters only when its value per byte is at least the
+// byte-weighted mean of what it would push out, so a burst of unlikely ones
+// cannot flush a store of likely ones, while a large full snapshot is not
+// refused because one of the many small ones it displaces is worth a bit
+// more per byte.
 class ForecastRetention final : public RetentionPolicy {
  public:
   ForecastRetention() = default;
@@ -163,8 +170,9 @@ class ForecastRetention final : public RetentionPolicy {
   double Saving(const RetentionFacts& e) const;
 
  private:
-  // reason x stale x used before x branches below (0, 1, 2 or more)
-  static constexpr size_t kKinds = kCaptureReasons * 2 * 2 * 3;
+  // reason x stale x used before x branches below (0, 1, 2 or more) x
+  // scope (full or checkpoint)
+  static constexpr size_t kKinds = kCaptureReasons * 2 * 2 * 3 * 2;
   static constexpr int kAges = 24;  // idle ages 0, 1, 2-3, 4-7, ... in prompts
   static size_t Kind(const RetentionFacts& e);
   static int AgeBucket(uint64_t idle);

@@ -80,6 +80,40 @@ TEST(RetentionTest, ForecastLearnsWhichKindsAreUsedAgain) {
   EXPECT_TRUE(f.Admit(pe, std::vector<RetentionFacts>{tail}, now));
 }
 
+TEST(RetentionTest, ForecastAdmitsByTheMeanValueOfWhatItDisplaces) {
+  ForecastRetention f;
+  RetentionClock now{0, 0};
+  for (int i = 0; i < 50; ++i) {  // prompt ends are used again, tail points are not
+    now.request += 3;
+    RetentionFacts pe = Facts(1000 + i, 100, 50, now.tick, now.request - 2);
+    pe.reason = CaptureReason::kPromptEnd;
+    f.Observe(RetentionEvent::kUsed, pe, now);
+    RetentionFacts tail = Facts(2000 + i, 100, 50, now.tick, now.request - 2);
+    tail.reason = CaptureReason::kTail;
+    f.Observe(RetentionEvent::kRemoved, tail, now);
+  }
+  // To fit, a 1000-byte prompt end would push out nine small tail points and
+  // one small prompt end worth more per byte than itself.
+  std::vector<RetentionFacts> victims;
+  for (int i = 0; i < 9; ++i) {
+    victims.push_back(Facts(10 + i, 100, 50, now.tick, now.request));
+    victims.back().reason = CaptureReason::kTail;
+  }
+  victims.push_back(Facts(20, 100, 50, now.tick, now.request));
+  victims.back().reason = CaptureReason::kPromptEnd;
+  RetentionFacts big = Facts(30, 1000, 200, now.tick, now.request);
+  big.reason = CaptureReason::kPromptEnd;
+  EXPECT_LT(f.Score(big, now), f.Score(victims.back(), now));
+  EXPECT_FALSE(OutscoresVictims(f, big, victims, now));  // beating every victim: refused
+  EXPECT_TRUE(f.Admit(big, victims, now));               // worth more than them together
+  // A large tail point is worth less than what it would displace.
+  RetentionFacts big_tail = big;
+  big_tail.reason = CaptureReason::kTail;
+  EXPECT_FALSE(f.Admit(big_tail, victims, now));
+  // Room to spare: no victims, always admitted.
+  EXPECT_TRUE(f.Admit(big_tail, std::vector<RetentionFacts>{}, now));
+}
+
 TEST(RetentionTest, ForecastValuesAKindByWhatItsRestoresSaved) {
   ForecastRetention f;
   RetentionClock now{0, 10};
