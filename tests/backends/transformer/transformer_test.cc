@@ -87,16 +87,19 @@ TEST_P(GoldenTest, BatchAndStepMatchLlamaCpp) {
   }
 }
 
+// A model path as a test name: its file name without the extension, other
+// characters than letters and digits as '_'.
+std::string ModelTestName(const std::string& path) {
+  std::string s = path.substr(path.rfind('/') + 1);
+  s = s.substr(0, s.rfind('.'));
+  for (char& c : s) {
+    if (!isalnum(static_cast<unsigned char>(c))) c = '_';
+  }
+  return s;
+}
+
 INSTANTIATE_TEST_SUITE_P(Models, GoldenTest, ::testing::ValuesIn(kGolden),
-                         [](const ::testing::TestParamInfo<GoldenRow>& i) {
-                           std::string s = i.param.model;
-                           s = s.substr(s.rfind('/') + 1);
-                           s = s.substr(0, s.rfind('.'));
-                           for (char& c : s) {
-                             if (!isalnum(static_cast<unsigned char>(c))) c = '_';
-                           }
-                           return s;
-                         });
+                         [](const ::testing::TestParamInfo<GoldenRow>& i) { return ModelTestName(i.param.model); });
 
 // ------------------------------------------------ golden logits, fast path
 
@@ -187,15 +190,7 @@ TEST_P(FastGoldenTest, WithinEightBitBoundOfExactAndCloseToLlamaCppQuantized) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, FastGoldenTest, ::testing::ValuesIn(kFastGolden),
-                         [](const ::testing::TestParamInfo<FastGoldenRow>& i) {
-                           std::string s = i.param.model;
-                           s = s.substr(s.rfind('/') + 1);
-                           s = s.substr(0, s.rfind('.'));
-                           for (char& c : s) {
-                             if (!isalnum(static_cast<unsigned char>(c))) c = '_';
-                           }
-                           return s;
-                         });
+                         [](const ::testing::TestParamInfo<FastGoldenRow>& i) { return ModelTestName(i.param.model); });
 
 // ---------------------------------------------------------- greedy stories
 
