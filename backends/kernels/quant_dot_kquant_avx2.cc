@@ -16,6 +16,7 @@
 #include <cstring>
 
 #include "backends/kernels/quant_dot_kquant.h"
+#include "backends/kernels/quant_dot_kquant_blocks.h"
 
 namespace cairn {
 namespace {
@@ -31,18 +32,6 @@ inline int64_t Max(int64_t a, int64_t b) { return a > b ? a : b; }
 // "#pragma GCC unroll": at -O2 GCC keeps them as loops, and the arrays of
 // accumulators they index then live in memory instead of registers (2x
 // slower measured).
-
-inline float Half(const uint8_t* p) {
-  uint16_t h;
-  std::memcpy(&h, p, 2);
-  return _cvtsh_ss(h);
-}
-
-inline uint32_t Load32(const uint8_t* p) {
-  uint32_t v;
-  std::memcpy(&v, p, 4);
-  return v;
-}
 
 inline __m256i Load256(const uint8_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
 
@@ -66,14 +55,6 @@ struct Group {
   __m256i lo, hi, s_lo, s_hi;
 };
 
-inline void ScalesMinsK4(const uint8_t* p, uint64_t* sc, uint64_t* mn) {
-  const uint32_t a = Load32(p), b = Load32(p + 4), c = Load32(p + 8);
-  const uint32_t sc_hi = (c & 0x0f0f0f0f) | ((a >> 2) & 0x30303030);
-  const uint32_t mn_hi = ((c >> 4) & 0x0f0f0f0f) | ((b >> 2) & 0x30303030);
-  *sc = (a & 0x3f3f3f3f) | (static_cast<uint64_t>(sc_hi) << 32);
-  *mn = (b & 0x3f3f3f3f) | (static_cast<uint64_t>(mn_hi) << 32);
-}
-
 inline void HeaderK4(const uint8_t* b, Header* h) {
   h->d = Half(b);
   h->dmin = Half(b + 2);
@@ -84,8 +65,11 @@ inline void HeaderK4(const uint8_t* b, Header* h) {
   h->mins = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(m8, m8));  // each min twice: two groups of 16
 }
 
-struct PanelScalesK4;
-struct PanelScalesQ6K;
+// Prompt panels: kPanelRows weight rows, one per int32 lane (below).
+constexpr int kPanelRows = 8;
+using PanelBlock = PanelBlockOf<kPanelRows>;
+using PanelScalesK4 = PanelScalesK4Of<kPanelRows>;
+using PanelScalesQ6K = PanelScalesQ6KOf<kPanelRows>;
 
 struct Q4_K {
   using PanelScales = PanelScalesK4;
@@ -281,49 +265,9 @@ void RowTokens(const uint8_t* row, const uint8_t* qx, size_t qx_stride, int64_t 
 // instructions, with no horizontal sums; the per-row scales apply in int32
 // (vpmulld) once per group of 32 (Q4_K, Q5_K) or 16 (Q6_K) elements, and
 // each lane then follows AccumulateBlock.
-constexpr int kPanelRows = 8;
 constexpr int64_t kPanelMinTokens = 16;
 constexpr int64_t kMaxPanelTile = 256;  // tokens: their accumulators, 8 KiB, on the stack
 
-struct PanelBlock {
-  alignas(32) int32_t q[64][kPanelRows];
-  alignas(32) int32_t scale[16][kPanelRows];    // [group][row]
-  alignas(32) int32_t min_pair[8][kPanelRows];  // [k][row]: int16 mins of groups 2k, 2k+1
-  alignas(32) float d[kPanelRows];
-  alignas(32) float dmin[kPanelRows];
-};
-
-// Per-type scales of a panel block: kGroupShift = log2(elements per scale).
-struct PanelScalesK4 {
-  static constexpr int kGroupShift = 5;
-  static void Fill(const uint8_t* b, int r, PanelBlock* pb) {
-    const float d = Half(b), dmin = Half(b + 2);
-    uint64_t sc, mn;
-    ScalesMinsK4(b + 4, &sc, &mn);
-    for (int g = 0; g < 8; ++g) {
-      const uint32_t m = (mn >> (8 * g)) & 0xFF;
-      pb->scale[g][r] = static_cast<int32_t>((sc >> (8 * g)) & 0xFF);
-      pb->min_pair[g][r] = static_cast<int32_t>(m | (m << 16));  // both groups of 16 of sub-block g
-    }
-    pb->d[r] = d;
-    pb->dmin[r] = dmin;
-  }
-};
-
-struct PanelScalesQ6K {
-  static constexpr int kGroupShift = 4;
-  static void Fill(const uint8_t* b, int r, PanelBlock* pb) {
-    const float d = Half(b + 208);
-    const int8_t* sc = reinterpret_cast<const int8_t*>(b + 192);
-    for (int g = 0; g < 16; ++g) pb->scale[g][r] = sc[g];
-    for (int k = 0; k < 8; ++k) {
-      const uint32_t lo = static_cast<uint16_t>(32 * sc[2 * k]), hi = static_cast<uint16_t>(32 * sc[2 * k + 1]);
-      pb->min_pair[k][r] = static_cast<int32_t>(lo | (hi << 16));
-    }
-    pb->d[r] = d;
-    pb->dmin[r] = d;
-  }
-};
 
 template <class K>
 void FillPanel(const uint8_t* w, size_t w_stride, int64_t b, PanelBlock* pb) {

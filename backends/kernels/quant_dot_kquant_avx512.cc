@@ -21,6 +21,7 @@
 #include <cstring>
 
 #include "backends/kernels/quant_dot_kquant.h"
+#include "backends/kernels/quant_dot_kquant_blocks.h"
 
 namespace cairn {
 namespace {
@@ -37,9 +38,8 @@ inline int64_t Max(int64_t a, int64_t b) { return a > b ? a : b; }
 // accumulators they index then live in memory instead of registers (2x
 // slower measured).
 
-// The block helpers are small and called per block in the hot loops; GCC
-// does not inline them through the template's function pointer by itself.
-#define CAIRN_INLINE inline __attribute__((always_inline))
+// The block helpers are small and called per block in the hot loops:
+// CAIRN_KQUANT_INLINE (quant_dot_kquant_blocks.h) always inlines them.
 
 // A weight block ready for its products: q[g] holds elements 64g..64g+63 as
 // unsigned bytes, s[i] the int16 scales of the products of q[2i] and
@@ -51,18 +51,6 @@ struct Prepared {
   __m256i mins;
   float d, dmin;
 };
-
-CAIRN_INLINE float Half(const uint8_t* p) {
-  uint16_t h;
-  std::memcpy(&h, p, 2);
-  return _cvtsh_ss(h);
-}
-
-CAIRN_INLINE uint32_t Load32(const uint8_t* p) {
-  uint32_t v;
-  std::memcpy(&v, p, 4);
-  return v;
-}
 
 // vpdpbusd of q[g] with activations gives 16 int32 lanes, lane j the sum of
 // elements 64g + 4j .. 64g + 4j + 3 (|sum| <= 4 * 63 * 127 < 2^15);
@@ -87,21 +75,11 @@ template <int kSubBlockShift>
 constexpr ScaleIndexTable<kSubBlockShift> kScaleIndex;
 
 template <int kSubBlockShift>
-CAIRN_INLINE __m512i ScaleIndex(int i) {
+CAIRN_KQUANT_INLINE __m512i ScaleIndex(int i) {
   return _mm512_load_si512(kScaleIndex<kSubBlockShift>.idx[i]);
 }
 
-// Q4_K / Q5_K: eight 6-bit scales and eight 6-bit mins packed in 12 bytes,
-// unpacked as two words of eight bytes each.
-CAIRN_INLINE void ScalesMinsK4(const uint8_t* p, uint64_t* sc, uint64_t* mn) {
-  const uint32_t a = Load32(p), b = Load32(p + 4), c = Load32(p + 8);
-  const uint32_t sc_hi = (c & 0x0f0f0f0f) | ((a >> 2) & 0x30303030);
-  const uint32_t mn_hi = ((c >> 4) & 0x0f0f0f0f) | ((b >> 2) & 0x30303030);
-  *sc = (a & 0x3f3f3f3f) | (static_cast<uint64_t>(sc_hi) << 32);
-  *mn = (b & 0x3f3f3f3f) | (static_cast<uint64_t>(mn_hi) << 32);
-}
-
-CAIRN_INLINE void SubBlockScalesK4(uint64_t sc, uint64_t mn, Prepared* p) {
+CAIRN_KQUANT_INLINE void SubBlockScalesK4(uint64_t sc, uint64_t mn, Prepared* p) {
   const __m512i s16 = _mm512_castsi256_si512(_mm256_cvtepu8_epi16(_mm_cvtsi64_si128(static_cast<long long>(sc))));
   p->s[0] = _mm512_permutexvar_epi16(ScaleIndex<5>(0), s16);
   p->s[1] = _mm512_permutexvar_epi16(ScaleIndex<5>(1), s16);
@@ -110,13 +88,13 @@ CAIRN_INLINE void SubBlockScalesK4(uint64_t sc, uint64_t mn, Prepared* p) {
 }
 
 // Low nibbles of 32 bytes then their high nibbles: 64 elements in order.
-CAIRN_INLINE __m512i Nibbles(const uint8_t* qs) {
+CAIRN_KQUANT_INLINE __m512i Nibbles(const uint8_t* qs) {
   const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs));
   const __m512i both = _mm512_inserti64x4(_mm512_castsi256_si512(v), _mm256_srli_epi16(v, 4), 1);
   return _mm512_and_si512(both, _mm512_set1_epi8(0x0F));
 }
 
-CAIRN_INLINE void PrepareQ4_K(const uint8_t* b, Prepared* p) {
+CAIRN_KQUANT_INLINE void PrepareQ4_K(const uint8_t* b, Prepared* p) {
   p->d = Half(b);
   p->dmin = Half(b + 2);
   uint64_t sc, mn;
@@ -126,7 +104,7 @@ CAIRN_INLINE void PrepareQ4_K(const uint8_t* b, Prepared* p) {
   for (int g = 0; g < 4; ++g) p->q[g] = Nibbles(b + 16 + 32 * g);
 }
 
-CAIRN_INLINE void PrepareQ5_K(const uint8_t* b, Prepared* p) {
+CAIRN_KQUANT_INLINE void PrepareQ5_K(const uint8_t* b, Prepared* p) {
   p->d = Half(b);
   p->dmin = Half(b + 2);
   uint64_t sc, mn;
@@ -145,7 +123,7 @@ CAIRN_INLINE void PrepareQ5_K(const uint8_t* b, Prepared* p) {
 
 // Q6_K: the quants are u - 32 with u in [0, 63]; the offset becomes a min of
 // 32 * scale per group at the block scale.
-CAIRN_INLINE void PrepareQ6_K(const uint8_t* b, Prepared* p) {
+CAIRN_KQUANT_INLINE void PrepareQ6_K(const uint8_t* b, Prepared* p) {
   p->d = Half(b + 208);
   p->dmin = p->d;
   const __m512i low4 = _mm512_set1_epi8(0x0F);
@@ -169,7 +147,7 @@ CAIRN_INLINE void PrepareQ6_K(const uint8_t* b, Prepared* p) {
 
 // The scaled integer product of a prepared block with 256 activation quants:
 // 16 int32 lanes whose sum is sum_group scale * (u . q).
-CAIRN_INLINE __m512i PackedSums(const Prepared& p, const uint8_t* xq) {
+CAIRN_KQUANT_INLINE __m512i PackedSums(const Prepared& p, const uint8_t* xq) {
   const __m512i z = _mm512_setzero_si512();
   const __m512i d0 = _mm512_dpbusd_epi32(z, p.q[0], _mm512_loadu_si512(xq));
   const __m512i d1 = _mm512_dpbusd_epi32(z, p.q[1], _mm512_loadu_si512(xq + 64));
@@ -201,7 +179,7 @@ void QuantizeQ8K(const float* x, int64_t n, uint8_t* qx) {
   }
 }
 
-CAIRN_INLINE int32_t ReduceAdd(__m256i v) {
+CAIRN_KQUANT_INLINE int32_t ReduceAdd(__m256i v) {
   __m128i x = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
   x = _mm_add_epi32(x, _mm_shuffle_epi32(x, 0x4E));
   x = _mm_add_epi32(x, _mm_shuffle_epi32(x, 0xB1));
@@ -209,13 +187,13 @@ CAIRN_INLINE int32_t ReduceAdd(__m256i v) {
 }
 
 // The sums of eight vectors of 8 int32: lane i holds the sum of v[i].
-CAIRN_INLINE __m256i SumEach(const __m256i* v) {
+CAIRN_KQUANT_INLINE __m256i SumEach(const __m256i* v) {
   const __m256i a = _mm256_hadd_epi32(_mm256_hadd_epi32(v[0], v[1]), _mm256_hadd_epi32(v[2], v[3]));
   const __m256i b = _mm256_hadd_epi32(_mm256_hadd_epi32(v[4], v[5]), _mm256_hadd_epi32(v[6], v[7]));
   return _mm256_add_epi32(_mm256_permute2x128_si256(a, b, 0x20), _mm256_permute2x128_si256(a, b, 0x31));
 }
 
-CAIRN_INLINE __m256i Halves(__m512i v) {
+CAIRN_KQUANT_INLINE __m256i Halves(__m512i v) {
   return _mm256_add_epi32(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1));
 }
 
@@ -303,45 +281,9 @@ constexpr int kPanelRows = 16;
 constexpr int64_t kPanelMinTokens = 16;
 constexpr int64_t kMaxPanelTile = 256;  // tokens: their accumulators, 16 KiB, on the stack
 
-struct PanelBlock {
-  alignas(64) int32_t q[64][kPanelRows];
-  alignas(64) int32_t scale[16][kPanelRows];     // [group][row]
-  alignas(64) int32_t min_pair[8][kPanelRows];   // [k][row]: int16 mins of groups 2k, 2k+1
-  alignas(64) float d[kPanelRows];
-  alignas(64) float dmin[kPanelRows];
-};
-
-// Per-type scales of a panel block: kGroupShift = log2(elements per scale).
-struct PanelScalesK4 {
-  static constexpr int kGroupShift = 5;
-  static void Fill(const uint8_t* b, int r, PanelBlock* pb) {
-    const float d = Half(b), dmin = Half(b + 2);
-    uint64_t sc, mn;
-    ScalesMinsK4(b + 4, &sc, &mn);
-    for (int g = 0; g < 8; ++g) {
-      const uint32_t m = (mn >> (8 * g)) & 0xFF;
-      pb->scale[g][r] = static_cast<int32_t>((sc >> (8 * g)) & 0xFF);
-      pb->min_pair[g][r] = static_cast<int32_t>(m | (m << 16));  // both groups of 16 of sub-block g
-    }
-    pb->d[r] = d;
-    pb->dmin[r] = dmin;
-  }
-};
-
-struct PanelScalesQ6K {
-  static constexpr int kGroupShift = 4;
-  static void Fill(const uint8_t* b, int r, PanelBlock* pb) {
-    const float d = Half(b + 208);
-    const int8_t* sc = reinterpret_cast<const int8_t*>(b + 192);
-    for (int g = 0; g < 16; ++g) pb->scale[g][r] = sc[g];
-    for (int k = 0; k < 8; ++k) {
-      const uint32_t lo = static_cast<uint16_t>(32 * sc[2 * k]), hi = static_cast<uint16_t>(32 * sc[2 * k + 1]);
-      pb->min_pair[k][r] = static_cast<int32_t>(lo | (hi << 16));
-    }
-    pb->d[r] = d;
-    pb->dmin[r] = d;
-  }
-};
+using PanelBlock = PanelBlockOf<kPanelRows>;
+using PanelScalesK4 = PanelScalesK4Of<kPanelRows>;
+using PanelScalesQ6K = PanelScalesQ6KOf<kPanelRows>;
 
 template <void (*Prepare)(const uint8_t*, Prepared*), size_t kBlockBytes, class Scales>
 void FillPanel(const uint8_t* w, size_t w_stride, int64_t b, PanelBlock* pb) {
@@ -360,7 +302,7 @@ void FillPanel(const uint8_t* w, size_t w_stride, int64_t b, PanelBlock* pb) {
   }
 }
 
-CAIRN_INLINE __m512i Broadcast32(const uint8_t* p) { return _mm512_set1_epi32(static_cast<int>(Load32(p))); }
+CAIRN_KQUANT_INLINE __m512i Broadcast32(const uint8_t* p) { return _mm512_set1_epi32(static_cast<int>(Load32(p))); }
 
 // acc[t * 16 + r] += W[r] block . X[t] block for the panel's 16 rows and
 // kTokens tokens; xb points at the first token's activation block.

@@ -1,0 +1,94 @@
+// The K-quant block layout as the AVX2 and AVX-512 kernel files read it:
+// fp16 scales, the packed 6-bit scales and mins of Q4_K / Q5_K, and the
+// per-row scales of a prompt panel. Included only by those two files, each
+// compiled with its own ISA flags: everything here sits in an unnamed
+// namespace, so each file gets its own copy, built for its own ISA (with
+// external linkage the linker could keep one file's AVX-512 copy for both,
+// see quant_dot_internal.h).
+#ifndef CAIRN_BACKENDS_KERNELS_QUANT_DOT_KQUANT_BLOCKS_H_
+#define CAIRN_BACKENDS_KERNELS_QUANT_DOT_KQUANT_BLOCKS_H_
+
+#include <immintrin.h>
+
+#include <cstdint>
+#include <cstring>
+
+namespace cairn {
+namespace {  // NOLINT(build/namespaces_headers): one copy per ISA file, on purpose
+
+// Called per block in the hot loops: always inlined (GCC does not inline
+// them through the kernels' template function pointers by itself).
+#define CAIRN_KQUANT_INLINE inline __attribute__((always_inline))
+
+CAIRN_KQUANT_INLINE float Half(const uint8_t* p) {
+  uint16_t h;
+  std::memcpy(&h, p, 2);
+  return _cvtsh_ss(h);
+}
+
+CAIRN_KQUANT_INLINE uint32_t Load32(const uint8_t* p) {
+  uint32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+
+// Q4_K / Q5_K: eight 6-bit scales and eight 6-bit mins packed in 12 bytes,
+// unpacked as two words of eight bytes each.
+CAIRN_KQUANT_INLINE void ScalesMinsK4(const uint8_t* p, uint64_t* sc, uint64_t* mn) {
+  const uint32_t a = Load32(p), b = Load32(p + 4), c = Load32(p + 8);
+  const uint32_t sc_hi = (c & 0x0f0f0f0f) | ((a >> 2) & 0x30303030);
+  const uint32_t mn_hi = ((c >> 4) & 0x0f0f0f0f) | ((b >> 2) & 0x30303030);
+  *sc = (a & 0x3f3f3f3f) | (static_cast<uint64_t>(sc_hi) << 32);
+  *mn = (b & 0x3f3f3f3f) | (static_cast<uint64_t>(mn_hi) << 32);
+}
+
+// One block of a prompt panel of kRows weight rows (a row per int32 lane of
+// the ISA's vector: 8 for AVX2, 16 for AVX-512), each array aligned to one
+// vector.
+template <int kRows>
+struct PanelBlockOf {
+  alignas(4 * kRows) int32_t q[64][kRows];
+  alignas(4 * kRows) int32_t scale[16][kRows];     // [group][row]
+  alignas(4 * kRows) int32_t min_pair[8][kRows];   // [k][row]: int16 mins of groups 2k, 2k+1
+  alignas(4 * kRows) float d[kRows];
+  alignas(4 * kRows) float dmin[kRows];
+};
+
+// Per-type scales of a panel block: kGroupShift = log2(elements per scale).
+template <int kRows>
+struct PanelScalesK4Of {
+  static constexpr int kGroupShift = 5;
+  static void Fill(const uint8_t* b, int r, PanelBlockOf<kRows>* pb) {
+    const float d = Half(b), dmin = Half(b + 2);
+    uint64_t sc, mn;
+    ScalesMinsK4(b + 4, &sc, &mn);
+    for (int g = 0; g < 8; ++g) {
+      const uint32_t m = (mn >> (8 * g)) & 0xFF;
+      pb->scale[g][r] = static_cast<int32_t>((sc >> (8 * g)) & 0xFF);
+      pb->min_pair[g][r] = static_cast<int32_t>(m | (m << 16));  // both groups of 16 of sub-block g
+    }
+    pb->d[r] = d;
+    pb->dmin[r] = dmin;
+  }
+};
+
+template <int kRows>
+struct PanelScalesQ6KOf {
+  static constexpr int kGroupShift = 4;
+  static void Fill(const uint8_t* b, int r, PanelBlockOf<kRows>* pb) {
+    const float d = Half(b + 208);
+    const int8_t* sc = reinterpret_cast<const int8_t*>(b + 192);
+    for (int g = 0; g < 16; ++g) pb->scale[g][r] = sc[g];
+    for (int k = 0; k < 8; ++k) {
+      const uint32_t lo = static_cast<uint16_t>(32 * sc[2 * k]), hi = static_cast<uint16_t>(32 * sc[2 * k + 1]);
+      pb->min_pair[k][r] = static_cast<int32_t>(lo | (hi << 16));
+    }
+    pb->d[r] = d;
+    pb->dmin[r] = d;
+  }
+};
+
+}  // namespace
+}  // namespace cairn
+
+#endif  // CAIRN_BACKENDS_KERNELS_QUANT_DOT_KQUANT_BLOCKS_H_
