@@ -20,10 +20,10 @@ void ReferenceRecorder::Observe(RetentionEvent event, const RetentionFacts& e, c
     auto* f = dynamic_cast<checkpoint::ForecastRetention*>(inner_.get());
     if (f != nullptr) {
       const auto fc = f->Predict(e, now);
-      std::fprintf(stderr, "%s r%llu %s%s pos %d uses %u idle %llu P %.3f wait %.1f saving %.1f cost %.1f score %.2f\n",
+      std::fprintf(stderr, "%s r%llu %s%s pos %d uses %u idle %llu P %.3f stay %.1f saving %.1f cost %.1f score %.2f\n",
                    event == RetentionEvent::kEvicted ? "EVICT" : "USE  ",
                    (unsigned long long)now.request, checkpoint::CaptureReasonName(e.reason), e.stale ? "(stale)" : "",
-                   e.pos, e.uses, (unsigned long long)(now.request - e.last_use.request), fc.chance, fc.wait,
+                   e.pos, e.uses, (unsigned long long)(now.request - e.last_use.request), fc.chance, fc.stay,
                    f->Saving(e), e.cost, f->Score(e, now));
     }
   }

@@ -46,8 +46,8 @@ namespace {
 // Each new outcome of a kind weighs this much more than the one before: the
 // forecast follows the last thousand or so checkpoints of a kind.
 constexpr double kForget = 0.999;
-// Checkpoints at risk in an age bucket before a kind's own hazard there
-// counts as much as the one of all kinds together.
+// Checkpoints of a kind seen at an idle age or older before the kind's own
+// outcomes count as much as those of all kinds together.
 constexpr double kKindPrior = 2;
 // The reuse chance assumed where nothing is known at all.
 constexpr double kBlindChance = 0.5;
@@ -77,34 +77,30 @@ int ForecastRetention::AgeBucket(uint64_t idle) {
 
 ForecastRetention::Forecast ForecastRetention::Predict(const RetentionFacts& e, const RetentionClock& now) const {
   const uint64_t idle = now.request - std::min(now.request, e.last_use.request);
-  const int from = AgeBucket(idle);
   const Tally& t = tally_[Kind(e)];
-  // Hazards from the oldest bucket down (at-risk counts are suffix sums);
-  // none where no checkpoint of any kind was ever at risk (nothing is known
-  // to be reused that late).
-  std::array<double, kAges> hazard{};
-  double risk = 0, risk_all = 0;
-  for (int b = kAges - 1; b >= from; --b) {
-    risk += t.used[b] + t.left[b];
-    risk_all += all_.used[b] + all_.left[b];
-    const double prior = risk_all > 0 ? all_.used[b] / risk_all : 0;
-    hazard[b] = std::min((t.used[b] + kKindPrior * prior) / (risk + kKindPrior), 1.0);
+  // Over the checkpoints of the kind (and of all kinds) that stayed idle at
+  // least this long: their uses, how many they were, and the prompts each
+  // stayed on from this age until it was used or left.
+  double uses = 0, seen = 0, stay = 0, uses_all = 0, seen_all = 0, stay_all = 0;
+  for (int b = AgeBucket(idle); b < kAges; ++b) {
+    const double rest = std::max(BucketMiddle(b) - static_cast<double>(idle), 0.5);
+    uses += t.used[b];
+    seen += t.used[b] + t.left[b];
+    stay += (t.used[b] + t.left[b]) * rest;
+    uses_all += all_.used[b];
+    seen_all += all_.used[b] + all_.left[b];
+    stay_all += (all_.used[b] + all_.left[b]) * rest;
   }
   Forecast f;
-  double unused = 1, wait = 0;
-  for (int b = from; b < kAges; ++b) {
-    const double p = unused * hazard[b];
-    f.chance += p;
-    wait += p * std::max(BucketMiddle(b) - static_cast<double>(idle), 0.5);
-    unused *= 1 - hazard[b];
-  }
-  if (f.chance <= 0) {
-    // Nothing learned yet (a fresh store): the least recently used goes first.
+  if (seen_all <= 0) {
+    // Nothing known this late (a fresh store): the least recently used goes first.
     f.chance = kBlindChance;
-    f.wait = 1 + static_cast<double>(idle);
-  } else {
-    f.wait = wait / f.chance;
+    f.stay = 1 + static_cast<double>(idle);
+    return f;
   }
+  // The kind's own outcomes, plus kKindPrior average ones of all kinds.
+  f.chance = (uses + kKindPrior * uses_all / seen_all) / (seen + kKindPrior);
+  f.stay = (stay + kKindPrior * stay_all / seen_all) / (seen + kKindPrior);
   return f;
 }
 
@@ -116,9 +112,9 @@ double ForecastRetention::Saving(const RetentionFacts& e) const {
 
 double ForecastRetention::Score(const RetentionFacts& e, const RetentionClock& now) const {
   const Forecast f = Predict(e, now);
-  const double rate = std::max(f.chance, 1e-9) * std::max(Saving(e), 1e-9) /
-                      (static_cast<double>(std::max<size_t>(e.bytes, 1)) * std::max(f.wait, 0.5));
-  return std::log2(rate);
+  const double density = std::max(f.chance, 1e-9) * std::max(Saving(e), 1e-9) /
+                         (static_cast<double>(std::max<size_t>(e.bytes, 1)) * std::max(f.stay, 0.5));
+  return std::log2(density);
 }
 
 bool ForecastRetention::Admit(const RetentionFacts& incoming, std::span<const RetentionFacts> victims,

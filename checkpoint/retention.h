@@ -112,25 +112,29 @@ class RetentionPolicy {
 bool OutscoresVictims(const RetentionPolicy& policy, const RetentionFacts& incoming,
                       std::span<const RetentionFacts> victims, const RetentionClock& now);
 
-// cairn's retention, an online approximation of Belady's rule for items of
-// different sizes and values: keep what saves the most recomputation per
-// byte per unit of time it must be held until its next use,
-//   score = log2(P(used again) * saving / (bytes * E[prompts until that use]))
-// where the reuse forecast and the saving are learned per kind of checkpoint
-// (capture reason, whether its turn has passed, whether it was used before,
-// whether it is a full snapshot - restorable anywhere, and dozens of times
-// the bytes of a checkpoint-scope one on a hybrid -, and its place in the
-// prefix tree: the end of a path - a conversation's
-// latest state, where it resumes -, a point a single path continues past,
-// or a branch point two or more continuations share - a system prompt, the
-// turns before alternatives) from what happened to earlier ones of the same
-// kind:
-// - When it will be used, if at all: a Kaplan-Meier estimate of the time to
-//   the next use over log-spaced buckets of idle age (prompts since the last
-//   use), where a use is the event and a checkpoint that left unused is
-//   censored at its age, shrunk towards the estimate over all kinds where a
-//   kind has little data; conditioned on the checkpoint's own idle age, so
-//   one unused for long is worth less.
+// cairn's retention: keep what saves the most recomputation per byte per
+// prompt it is held, its hit density (after LHD, Beckmann et al., NSDI 2018:
+// "Least Hit Density"):
+//   score = log2(P(used next) * saving / (bytes * E[prompts it stays]))
+// where the stay counts until its next use or until it leaves unused, so a
+// checkpoint that is rarely used pays for the whole time it would sit in the
+// store (a ratio of reuse chance to wait given use, which it replaces,
+// borrowed reuse chances from other kinds for ages a kind was seldom seen
+// at and ranked never-used tail points above reused prompt ends). Both are
+// learned per kind of checkpoint (capture reason, whether its turn has
+// passed, whether it was used before, whether it is a full snapshot -
+// restorable anywhere, and dozens of times the bytes of a checkpoint-scope
+// one on a hybrid -, and its place in the prefix tree: the end of a path - a
+// conversation's latest state, where it resumes -, a point a single path
+// continues past, or a branch point two or more continuations share - a
+// system prompt, the turns before alternatives) from what happened to
+// earlier ones of the same kind:
+// - P and the stay: over the checkpoints of the kind that stayed idle
+//   (prompts since their last use) at least as long as this one, the share
+//   whose next outcome was a use, and the prompts from this age to that
+//   outcome (log-spaced age buckets), shrunk towards all kinds together where
+//   a kind has little data. Conditioned on the checkpoint's own idle age, so
+//   one unused for long is worth less where its kind's uses come early.
 // - The saving: what restores of the kind actually saved beyond the best
 //   plan without them and without their neighbours in the same message
 //   (CheckpointStore::Credit; a store under pressure rarely keeps a
@@ -141,14 +145,14 @@ bool OutscoresVictims(const RetentionPolicy& policy, const RetentionFacts& incom
 //   returning user needs it, is worth its whole turn or more, a prompt end
 //   its last message.
 // Counts decay so the forecast follows a changing workload. A regenerated
-// prompt's end is worth keeping for the next few prompts, a returning user's
-// conversation for longer, a system prompt's checkpoint used again and again
-// for good, a tail point nobody edits at hardly at all. Admission: a new
-// checkpoint enters only when its value per byte is at least the
-// byte-weighted mean of what it would push out, so a burst of unlikely ones
-// cannot flush a store of likely ones, while a large full snapshot is not
-// refused because one of the many small ones it displaces is worth a bit
-// more per byte.
+// prompt's end is worth keeping for the next few prompts, until its
+// conversation moves on (then it is stale: a kind of its own), a returning
+// user's conversation for longer, a system prompt's checkpoint used again
+// and again for good, a tail point nobody edits hardly at all. Admission: a
+// new checkpoint enters only when its density is at least the byte-weighted
+// mean of what it would push out, so a burst of unlikely ones cannot flush a
+// store of likely ones, while a large full snapshot is not refused because
+// one of the many small ones it displaces is worth a bit more per byte.
 class ForecastRetention final : public RetentionPolicy {
  public:
   ForecastRetention() = default;
@@ -159,11 +163,12 @@ class ForecastRetention final : public RetentionPolicy {
   void Observe(RetentionEvent event, const RetentionFacts& e, const RetentionClock& now) override;
   bool wants_branches() const override { return true; }
 
-  // The forecast for `e` now: the chance it is used again, and the expected
-  // prompts until then (given that it is).
+  // The forecast for `e` now: the chance that its next outcome is a use
+  // (not leaving the store), and the prompts it is expected to stay until
+  // either.
   struct Forecast {
     double chance = 0;
-    double wait = 0;
+    double stay = 0;
   };
   Forecast Predict(const RetentionFacts& e, const RetentionClock& now) const;
   // The positions a restore of `e` is expected to save.

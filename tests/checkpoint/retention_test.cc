@@ -80,6 +80,35 @@ TEST(RetentionTest, ForecastLearnsWhichKindsAreUsedAgain) {
   EXPECT_TRUE(f.Admit(pe, std::vector<RetentionFacts>{tail}, now));
 }
 
+TEST(RetentionTest, ForecastChargesTheStayOfCheckpointsNeverUsed) {
+  ForecastRetention f;
+  RetentionClock now{0, 1000};
+  // Tail points: one in ten used a prompt after capture, the other nine sit
+  // unused for a hundred prompts before they leave. Prompt ends: six in ten
+  // used twenty prompts after capture, the others leave then.
+  for (int i = 0; i < 100; ++i) {
+    RetentionFacts tail = Facts(1000 + i, 100, 50, 0, now.request - (i % 10 == 0 ? 1 : 100));
+    tail.reason = CaptureReason::kTail;
+    f.Observe(i % 10 == 0 ? RetentionEvent::kUsed : RetentionEvent::kRemoved, tail, now);
+    RetentionFacts pe = Facts(2000 + i, 100, 50, 0, now.request - 20);
+    pe.reason = CaptureReason::kPromptEnd;
+    f.Observe(i % 10 < 6 ? RetentionEvent::kUsed : RetentionEvent::kRemoved, pe, now);
+  }
+  RetentionFacts tail = Facts(1, 100, 50, 0, now.request);
+  tail.reason = CaptureReason::kTail;
+  RetentionFacts pe = Facts(2, 100, 50, 0, now.request);
+  pe.reason = CaptureReason::kPromptEnd;
+  // A tail point's rare use comes sooner, but the misses hold their bytes
+  // for a hundred prompts each: a prompt end saves more per byte held (a
+  // ratio of reuse chance to the wait given use ranked them the other way).
+  EXPECT_NEAR(f.Predict(tail, now).chance, 0.1, 0.03);
+  EXPECT_GT(f.Predict(tail, now).stay, 50);
+  EXPECT_GT(f.Score(pe, now), f.Score(tail, now));
+  std::vector<RetentionFacts> both = {tail, pe};
+  EXPECT_EQ(f.ChooseVictim(both, now), 0u);
+  EXPECT_FALSE(f.Admit(tail, std::vector<RetentionFacts>{pe}, now));
+}
+
 TEST(RetentionTest, ForecastAdmitsByTheMeanValueOfWhatItDisplaces) {
   ForecastRetention f;
   RetentionClock now{0, 0};
