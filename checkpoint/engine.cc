@@ -45,10 +45,6 @@ struct Sequence::State {
   // (see DropStaleTurnCheckpoints).
   std::vector<uint64_t> turn_ids;
   size_t turn_prompt_size = 0;
-  // The latest prompt's end (with its logits): a regenerate or a reply cut
-  // back resumes there, a later turn only passes it. Marked stale with the
-  // turn checkpoints, never erased (it is also a message boundary).
-  uint64_t turn_end_id = 0;
 };
 
 struct CheckpointEngine::Plan {
@@ -570,7 +566,6 @@ absl::Status CheckpointEngine::Keep(Sequence::State& s, CaptureReason reason, Sn
   // A drop between Put and Insert would leave a dangling index entry.
   if (!store_->Contains(*id)) Forget(*id);
   if (reason == CaptureReason::kTail || reason == CaptureReason::kDuringGeneration) s.turn_ids.push_back(*id);
-  if (reason == CaptureReason::kPromptEnd) s.turn_end_id = *id;
   s.newest_depth = s.history.size();
   s.newest_id = *id;
   s.newest_reason = reason;
@@ -603,8 +598,6 @@ void CheckpointEngine::RetireTurnCheckpoints(Sequence::State& s) {
     }
   }
   s.turn_ids.clear();
-  if (s.turn_end_id != 0) store_->MarkStale(s.turn_end_id);
-  s.turn_end_id = 0;
 }
 
 void CheckpointEngine::CaptureDuringGeneration(Sequence::State& s) {

@@ -145,8 +145,7 @@ bool OutscoresVictims(const RetentionPolicy& policy, const RetentionFacts& incom
 //   returning user needs it, is worth its whole turn or more, a prompt end
 //   its last message.
 // Counts decay so the forecast follows a changing workload. A regenerated
-// prompt's end is worth keeping for the next few prompts, until its
-// conversation moves on (then it is stale: a kind of its own), a returning
+// prompt's end is worth keeping for the next few prompts, a returning
 // user's conversation for longer, a system prompt's checkpoint used again
 // and again for good, a tail point nobody edits hardly at all. Admission: a
 // new checkpoint enters only when its density is at least the byte-weighted
