@@ -1,6 +1,9 @@
 // Products of F32 activations with F32 or F16 weights on cairn's own
 // kernels (no BLAS): a register-blocked GEMM for prompts, a prefetching row
-// stream for decode steps.
+// stream for decode steps. The kernels are AVX-512 (F, BW, VL), in every
+// build whatever CAIRN_NATIVE says, and run where the CPU has it
+// (cpu_isa.h); elsewhere, or under CAIRN_ISA=avx2 or portable, GemmTakes is
+// false and callers keep their BLAS path.
 #ifndef CAIRN_BACKENDS_KERNELS_GEMM_H_
 #define CAIRN_BACKENDS_KERNELS_GEMM_H_
 
@@ -11,7 +14,9 @@
 
 namespace cairn {
 
-// True for the weight types GemmFloatWeights takes (F32, F16).
+// True for the weight types GemmFloatWeights takes (F32, F16) when this CPU
+// runs the kernels and CAIRN_ISA allows AVX-512; false for every type
+// otherwise.
 bool GemmTakes(GgmlType type);
 
 // y[t][o] = sum_i x[t][i] * W[o][i] for t < n_tokens (x: [n_tokens][n_in],
@@ -22,10 +27,9 @@ bool GemmTakes(GgmlType type);
 // weights are widened exactly. x is packed once per call (into a buffer of
 // the calling thread, reused across calls) and shared by the pool's threads;
 // each thread streams a contiguous part of the weight rows and widens /
-// transposes them panel by panel (64 rows) into its own L2-resident buffer;
-// GemmTakes false (no AVX-512): the caller keeps its BLAS path. Meant for
-// many tokens (prompts): for a few tokens the packing costs more than it
-// saves. Thread-safe for distinct y; uses `pool` (one job at a time).
+// transposes them panel by panel (64 rows) into its own L2-resident buffer.
+// Does nothing when GemmTakes(w.type) is false. Meant for many tokens
+// (prompts): for a few tokens the packing costs more than it saves. Thread-safe for distinct y; uses `pool` (one job at a time).
 void GemmFloatWeights(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool);
 
 // The same product for a few tokens (decode steps, 1 to 3 tokens in

@@ -45,8 +45,9 @@ enum class MatMulPrecision {
 // With kInt8Activations and a weight type that has an integer kernel, see
 // above (backends/kernels/quant_matmul.h); otherwise with F32 activations:
 // More than 16 tokens (prompts): F32 and F16 weights go through cairn's own
-// GEMM (gemm.h: activations packed once per product, weights widened panel
-// by panel, each thread streaming its half of the rows); other types are
+// GEMM where GemmTakes them (gemm.h, AVX-512 CPUs: activations packed once
+// per product, weights widened panel by panel, each thread streaming its
+// half of the rows); other types are
 // dequantized tile by tile and multiplied with cblas_sgemm; 4 to 16 tokens (batched decode steps): each
 // weight row is read once for a group of tokens whose activations fit in L1
 // (for wide rows, a register-blocked kernel reads each row once per 4

@@ -1,5 +1,5 @@
-// Private to the quant_dot implementation files: the instruction sets, the
-// per-ISA kernel tables, and the q8_0 activation layout they share.
+// Private to the quant_dot implementation files: the per-ISA kernel tables
+// and the q8_0 activation layout they share (the ISAs: cpu_isa.h).
 //
 // Each ISA's kernels live in their own file compiled with that ISA's flags
 // (backends/kernels/CMakeLists.txt), so that a binary built without
@@ -16,12 +16,10 @@
 #include <cstdint>
 #include <vector>
 
+#include "backends/kernels/cpu_isa.h"
 #include "backends/kernels/quant_dot.h"
 
 namespace cairn {
-
-// Fastest first. A CPU that runs one also runs the ones after it.
-enum class Isa { kAvx512Vnni, kAvx2, kPortable };
 
 // A kernel family: its kernels built for `isa` (one per weight type it
 // covers). quant_dot.cc lists the families; a new family is one line there

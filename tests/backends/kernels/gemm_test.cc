@@ -2,20 +2,28 @@
 // StreamFloatWeights (their decode product) against a
 // double-precision reference on shapes that are not multiples of its blocking
 // (6 tokens x 64 outputs per register block, input blocks of up to 2048),
-// and the same bits whatever the thread count.
+// and the same bits whatever the thread count; GemmTakes under the CPU and
+// the CAIRN_ISA cap (ctest runs this binary again under CAIRN_ISA=avx2 and
+// =portable, where the products skip).
 #include "backends/kernels/gemm.h"
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <string_view>
 #include <random>
 #include <vector>
 
+#include "backends/kernels/cpu_isa.h"
 #include "backends/model/dequant.h"
 #include "gtest/gtest.h"
 
 namespace cairn {
 namespace {
+
+constexpr char kNoGemm[] = "GemmTakes is false (no AVX-512 F/BW/VL on this CPU, or CAIRN_ISA caps below avx512vnni): "
+                           "MatMul keeps sgemm";
 
 std::vector<float> RandomVec(size_t n, uint32_t seed) {
   std::mt19937 g(seed);
@@ -29,10 +37,30 @@ struct Case {
   int64_t tokens, n_in, n_out;
 };
 
-TEST(GemmTest, MatchesReferenceOnOddShapesForF32AndF16) {
-  if (!GemmTakes(GgmlType::kF32)) GTEST_SKIP() << "no AVX-512: MatMul uses sgemm";
-  EXPECT_TRUE(GemmTakes(GgmlType::kF16));
+// The kernels are in every build (CAIRN_NATIVE or not): GemmTakes F32 and
+// F16 exactly where the CPU runs AVX-512 F/BW/VL and CAIRN_ISA does not cap
+// it; when it does not take them, the products leave y alone.
+TEST(GemmTest, TakesF32AndF16WhereTheCpuAndCairnIsaAllow) {
+  const char* env = std::getenv("CAIRN_ISA");
+  const std::string_view cap = env == nullptr ? "" : env;
+  const bool capped = cap == "avx2" || cap == "portable";
+  const bool want = CpuRunsAvx512Float() && !capped;
+  EXPECT_EQ(GemmTakes(GgmlType::kF32), want) << "CAIRN_ISA=" << cap;
+  EXPECT_EQ(GemmTakes(GgmlType::kF16), want) << "CAIRN_ISA=" << cap;
   EXPECT_FALSE(GemmTakes(GgmlType::kQ8_0));
+  EXPECT_FALSE(GemmTakes(GgmlType::kBF16));
+  if (want) return;
+  ThreadPool pool(2);
+  const std::vector<float> wx(4 * 4, 1.0f);
+  const WeightMatrix w{GgmlType::kF32, 4, 4, reinterpret_cast<const uint8_t*>(wx.data())};
+  std::vector<float> y(4 * 4, 5.0f);
+  GemmFloatWeights(w, wx.data(), 4, y.data(), pool);
+  StreamFloatWeights(w, wx.data(), 4, y.data(), pool);
+  for (float v : y) EXPECT_EQ(v, 5.0f);
+}
+
+TEST(GemmTest, MatchesReferenceOnOddShapesForF32AndF16) {
+  if (!GemmTakes(GgmlType::kF32)) GTEST_SKIP() << kNoGemm;
   const Case cases[] = {{1, 1, 1},      {5, 15, 63},   {6, 16, 64},    {7, 17, 65},
                         {13, 100, 130}, {17, 33, 200}, {40, 2100, 70}, {100, 4097, 129}};
   ThreadPool one(1), three(3);
@@ -76,7 +104,7 @@ TEST(GemmTest, MatchesReferenceOnOddShapesForF32AndF16) {
 // StreamFloatWeights (decode steps) on the same odd shapes, 1 to 7 tokens
 // (groups of 3 and a remainder), against the reference and across threads.
 TEST(GemmTest, StreamMatchesReferenceForFewTokens) {
-  if (!GemmTakes(GgmlType::kF32)) GTEST_SKIP() << "no AVX-512";
+  if (!GemmTakes(GgmlType::kF32)) GTEST_SKIP() << kNoGemm;
   ThreadPool one(1), three(3);
   for (GgmlType type : {GgmlType::kF32, GgmlType::kF16}) {
     for (int64_t n_in : {1, 15, 16, 31, 33, 100, 2100}) {
@@ -118,7 +146,7 @@ TEST(GemmTest, StreamMatchesReferenceForFewTokens) {
 }
 
 TEST(GemmTest, NoInputsGiveZeros) {
-  if (!GemmTakes(GgmlType::kF32)) GTEST_SKIP() << "no AVX-512";
+  if (!GemmTakes(GgmlType::kF32)) GTEST_SKIP() << kNoGemm;
   ThreadPool pool(2);
   const float dummy = 0;
   const WeightMatrix w{GgmlType::kF32, 0, 3, reinterpret_cast<const uint8_t*>(&dummy)};
