@@ -6,9 +6,9 @@
 // a policy must never call the store; calls are serialized by that lock.
 //
 // Implementations (selected by CheckpointOptions::retention):
-//   ForecastRetention  cairn's default: value per byte weighted by a reuse
-//                      forecast learned per capture reason, with recency and
-//                      admission control (see its comment).
+//   ForecastRetention  cairn's default: hit density (reuse chance x saving
+//                      per byte per prompt held) learned per kind of
+//                      checkpoint, with admission control (see its comment).
 //   LruRetention       least recently used first, admits everything: the
 //                      plain prefix-cache baseline.
 //   MarconiRetention   Marconi's eviction (Pan et al., MLSys 2025): recency

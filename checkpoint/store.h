@@ -1,7 +1,7 @@
 // CheckpointStore: owns checkpoint snapshots under a byte budget; which ones
 // stay when they do not all fit (admission of new ones, eviction of stored
-// ones) is its RetentionPolicy's decision (retention.h; by default value per
-// byte with a learned reuse forecast and recency). Optionally spills evicted
+// ones) is its RetentionPolicy's decision (retention.h; by default the hit
+// density learned per kind of checkpoint). Optionally spills evicted
 // checkpoints (not those taken inside a reply: WorthSpilling) to a disk tier
 // from which they are read back.
 //
