@@ -36,7 +36,7 @@
 // default budget, recomputed / minimum per move, with cairn's placement and
 // with the placement before divergence points and kept turn checkpoints.
 //
-//   pressure [--users 64] [--seed 1] [--budgets 2,5,10,25,50,100]
+//   pressure [--users 64] [--seed 1 | --seeds 1,2,3] [--budgets 2,5,10,25,50,100]
 //            [--policies cairn,lru,marconi,offline] [--alphas 0.5,2]
 //            [--model NAME=PATH]... [--ttft-model demo-hybrid-large|none]
 //            [--ttft-users 12] [--sections sweep,noboundary,ttft] [--threads 1]
@@ -434,6 +434,59 @@ void Ttft(ModelUnderTest& m, const bench::WorkloadOptions& wo, const CheckpointO
   }
 }
 
+// The sweep on the trace of each seed (one point moves by a point or two
+// between traces), then per family, budget and policy the mean hit rate, and
+// per seed how many points meet the criteria.
+void SweepSeeds(std::vector<ModelUnderTest>& models, bench::WorkloadOptions wo, const std::vector<double>& seeds,
+                const CheckpointOptions& options, const SweepOptions& so) {
+  // family -> budget index -> policy (Marconi's alphas as one) -> hit rates
+  std::map<std::string, std::map<size_t, std::map<std::string, std::vector<double>>>> hits;
+  std::vector<std::string> counts;
+  for (double seed : seeds) {
+    wo.seed = static_cast<uint32_t>(seed);
+    const bench::Workload w = bench::MakeWorkload(wo);
+    std::printf("\nseed %u: %zu requests\n", wo.seed, w.requests.size());
+    std::vector<std::string> verdicts;
+    int at_least = 0, points = 0, within = 0, large = 0;
+    for (ModelUnderTest& m : models) {
+      const std::vector<SweepRow> rows = Sweep(m, w, options, so, &verdicts);
+      for (size_t b = 0; b < rows.size(); ++b) {
+        for (const auto& [name, f] : rows[b].results) {
+          hits[m.name][b][name.substr(0, name.find(':'))].push_back(100 * f.hit_rate());
+        }
+      }
+    }
+    for (const std::string& v : verdicts) {
+      ++points;
+      if (v.find(" >= ") != std::string::npos) ++at_least;
+      if (v.find("(within 10%)") != std::string::npos) ++within;
+      if (v.find("within 10%)") != std::string::npos) ++large;
+    }
+    counts.push_back(absl::StrCat("seed ", wo.seed, ": cairn >= the best baseline at ", at_least, " of ", points,
+                                  " points; within 10% of offline at ", within, " of ", large,
+                                  " points from 25% up"));
+  }
+  std::printf("\nmean hit rate %% over %zu seeds, per budget (%% of the working set):", seeds.size());
+  for (double b : so.budgets) std::printf(" %g%%", 100 * b);
+  std::printf("\n");
+  for (const auto& [family, budgets] : hits) {
+    std::map<std::string, std::vector<double>> by_policy;
+    for (const auto& [b, policies] : budgets) {
+      for (const auto& [policy, v] : policies) {
+        double sum = 0;
+        for (double x : v) sum += x;
+        by_policy[policy].push_back(sum / static_cast<double>(v.size()));
+      }
+    }
+    for (const auto& [policy, means] : by_policy) {
+      std::printf("  %-14s %-8s", family.c_str(), policy.c_str());
+      for (double x : means) std::printf(" %6.2f", x);
+      std::printf("\n");
+    }
+  }
+  for (const std::string& c : counts) std::printf("  %s\n", c.c_str());
+}
+
 std::vector<double> ParseList(const std::string& text, double scale) {
   std::vector<double> out;
   for (absl::string_view piece : absl::StrSplit(text, ',', absl::SkipEmpty())) {
@@ -463,12 +516,14 @@ int Main(int argc, char** argv) {
   std::string ttft_model = "demo-hybrid-large";
   int ttft_users = 12, threads = 1;
   std::vector<std::string> sections = {"sweep", "noboundary", "ttft"};
+  std::vector<double> seeds;  // --seeds: the sweep on each trace, then the means
   std::vector<std::pair<std::string, std::string>> files;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     auto value = [&] { return bench::FlagValue(args, &i); };
     if (a == "--users") wo.users = std::atoi(value().c_str());
     else if (a == "--seed") wo.seed = static_cast<uint32_t>(std::atoi(value().c_str()));
+    else if (a == "--seeds") seeds = ParseList(value(), 1);
     else if (a == "--budgets") so.budgets = ParseList(value(), 0.01);
     else if (a == "--policies") so.policies = absl::StrSplit(value(), ',', absl::SkipEmpty());
     else if (a == "--alphas") so.alphas = ParseList(value(), 1);
@@ -486,7 +541,7 @@ int Main(int argc, char** argv) {
       }
       files.emplace_back(v.substr(0, eq), v.substr(eq + 1));
     } else if (a == "--help" || a == "-h") {
-      std::printf("pressure [--users N] [--seed N] [--budgets 2,5,10,25,50,100] [--policies cairn,lru,marconi,offline]\n"
+      std::printf("pressure [--users N] [--seed N | --seeds 1,2,3] [--budgets 2,5,10,25,50,100] [--policies cairn,lru,marconi,offline]\n"
                   "         [--alphas 0.5,2] [--model NAME=PATH]... [--ttft-model NAME|none] [--ttft-users N]\n"
                   "         [--sections sweep,noboundary,ttft] [--threads N] [checkpoint flags]\n%s",
                   checkpoint::CheckpointFlagsHelp().c_str());
@@ -532,11 +587,12 @@ int Main(int argc, char** argv) {
   for (const auto& [move, n] : moves) std::printf(" %s %d", move.c_str(), n);
   std::printf("\n");
   std::vector<std::string> verdicts;
-  if (has("sweep")) {
+  if (has("sweep") && seeds.empty()) {
     for (ModelUnderTest& m : models) Sweep(m, w, options, so, &verdicts);
     std::printf("\nsummary (token hit rate; the best baseline per budget; offline = Belady-style reference):\n");
     for (const std::string& v : verdicts) std::printf("  %s\n", v.c_str());
   }
+  if (has("sweep") && !seeds.empty()) SweepSeeds(models, wo, seeds, options, so);
   if (has("noboundary")) {
     std::printf("\nplain-prompt clients only (no message boundaries; trims, early edits, cut replies), default "
                 "budget %s: recomputed / minimum, per move\n",
