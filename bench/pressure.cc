@@ -254,6 +254,15 @@ struct SweepRow {
   std::vector<std::pair<std::string, Figures>> results;  // per policy, in order
 };
 
+// The criteria at one (family, budget) point, and their line.
+struct Verdict {
+  std::string text;
+  bool compared = false;  // a baseline ran
+  bool at_least = false;  // cairn >= the best baseline
+  bool judged = false;    // offline ran and the budget is >= 25% of the working set
+  bool within = false;    // cairn >= 90% of offline
+};
+
 struct SweepOptions {
   std::vector<double> budgets;  // fractions of the working set
   std::vector<std::string> policies;
@@ -283,7 +292,7 @@ void PrintTally(const Figures& f) {
 // One family: the unlimited first run (working set, reference stream), then
 // every budget with every policy. Prints as it goes; returns the rows.
 std::vector<SweepRow> Sweep(ModelUnderTest& m, const bench::Workload& w, const CheckpointOptions& base,
-                            const SweepOptions& so, std::vector<std::string>* verdicts) {
+                            const SweepOptions& so, std::vector<Verdict>* verdicts) {
   CheckpointOptions unlimited = base;
   unlimited.ram_budget_bytes = size_t{64} << 30;
   const Figures all = Replay(*m.backend, m.flops, w, unlimited, nullptr);
@@ -354,19 +363,24 @@ std::vector<SweepRow> Sweep(ModelUnderTest& m, const bench::Workload& w, const C
       else if (f.hit_rate() > best_baseline) best_baseline = f.hit_rate(), best_baseline_name = name;
     }
     if (cairn == nullptr) continue;
-    std::string v = absl::StrCat(m.name, " ", absl::SixDigits(100 * row.fraction), "%: cairn ",
-                                 absl::SixDigits(100 * cairn->hit_rate()), "%");
+    Verdict v;
+    v.text = absl::StrCat(m.name, " ", absl::SixDigits(100 * row.fraction), "%: cairn ",
+                          absl::SixDigits(100 * cairn->hit_rate()), "%");
     if (!best_baseline_name.empty()) {
-      absl::StrAppend(&v, cairn->hit_rate() >= best_baseline ? " >= " : " < ", best_baseline_name, " ",
+      v.compared = true;
+      v.at_least = cairn->hit_rate() >= best_baseline;
+      absl::StrAppend(&v.text, v.at_least ? " >= " : " < ", best_baseline_name, " ",
                       absl::SixDigits(100 * best_baseline), "%");
     }
     if (offline != nullptr && offline->hit_rate() > 0) {
       const double share = cairn->hit_rate() / offline->hit_rate();
-      absl::StrAppend(&v, "; ", absl::SixDigits(100 * share), "% of offline ",
+      v.judged = row.fraction >= 0.25;
+      v.within = share >= 0.9;
+      absl::StrAppend(&v.text, "; ", absl::SixDigits(100 * share), "% of offline ",
                       absl::SixDigits(100 * offline->hit_rate()), "%",
-                      row.fraction >= 0.25 ? (share >= 0.9 ? " (within 10%)" : " (NOT within 10%)") : "");
+                      v.judged ? (v.within ? " (within 10%)" : " (NOT within 10%)") : "");
     }
-    verdicts->push_back(v);
+    verdicts->push_back(std::move(v));
   }
   return rows;
 }
@@ -446,8 +460,8 @@ void SweepSeeds(std::vector<ModelUnderTest>& models, bench::WorkloadOptions wo, 
     wo.seed = static_cast<uint32_t>(seed);
     const bench::Workload w = bench::MakeWorkload(wo);
     std::printf("\nseed %u: %zu requests\n", wo.seed, w.requests.size());
-    std::vector<std::string> verdicts;
-    int at_least = 0, points = 0, within = 0, large = 0;
+    std::vector<Verdict> verdicts;
+    int at_least = 0, points = 0, within = 0, judged = 0;
     for (ModelUnderTest& m : models) {
       const std::vector<SweepRow> rows = Sweep(m, w, options, so, &verdicts);
       for (size_t b = 0; b < rows.size(); ++b) {
@@ -456,14 +470,14 @@ void SweepSeeds(std::vector<ModelUnderTest>& models, bench::WorkloadOptions wo, 
         }
       }
     }
-    for (const std::string& v : verdicts) {
-      ++points;
-      if (v.find(" >= ") != std::string::npos) ++at_least;
-      if (v.find("(within 10%)") != std::string::npos) ++within;
-      if (v.find("within 10%)") != std::string::npos) ++large;
+    for (const Verdict& v : verdicts) {
+      points += v.compared;
+      at_least += v.compared && v.at_least;
+      judged += v.judged;
+      within += v.judged && v.within;
     }
     counts.push_back(absl::StrCat("seed ", wo.seed, ": cairn >= the best baseline at ", at_least, " of ", points,
-                                  " points; within 10% of offline at ", within, " of ", large,
+                                  " points; within 10% of offline at ", within, " of ", judged,
                                   " points from 25% up"));
   }
   std::printf("\nmean hit rate %% over %zu seeds, per budget (%% of the working set):", seeds.size());
@@ -586,11 +600,11 @@ int Main(int argc, char** argv) {
               wo.zipf, w.requests.size(), wo.reply, wo.session_timeout);
   for (const auto& [move, n] : moves) std::printf(" %s %d", move.c_str(), n);
   std::printf("\n");
-  std::vector<std::string> verdicts;
+  std::vector<Verdict> verdicts;
   if (has("sweep") && seeds.empty()) {
     for (ModelUnderTest& m : models) Sweep(m, w, options, so, &verdicts);
     std::printf("\nsummary (token hit rate; the best baseline per budget; offline = Belady-style reference):\n");
-    for (const std::string& v : verdicts) std::printf("  %s\n", v.c_str());
+    for (const Verdict& v : verdicts) std::printf("  %s\n", v.text.c_str());
   }
   if (has("sweep") && !seeds.empty()) SweepSeeds(models, wo, seeds, options, so);
   if (has("noboundary")) {
