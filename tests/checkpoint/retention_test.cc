@@ -22,6 +22,20 @@ RetentionFacts Facts(CheckpointId id, size_t bytes, double cost, uint64_t last_u
   return f;
 }
 
+// Fifty prompts 3 apart: each prompt end is regenerated two prompts after
+// capture, each tail point leaves unused at the same age.
+void LearnPromptEndsUsedTailPointsNot(ForecastRetention& f, RetentionClock& now) {
+  for (int i = 0; i < 50; ++i) {
+    now.request += 3;
+    RetentionFacts pe = Facts(1000 + i, 100, 50, now.tick, now.request - 2);
+    pe.reason = CaptureReason::kPromptEnd;
+    f.Observe(RetentionEvent::kUsed, pe, now);
+    RetentionFacts tail = Facts(2000 + i, 100, 50, now.tick, now.request - 2);
+    tail.reason = CaptureReason::kTail;
+    f.Observe(RetentionEvent::kRemoved, tail, now);
+  }
+}
+
 TEST(RetentionTest, LruEvictsTheLeastRecentlyUsedAndAdmitsEverything) {
   LruRetention lru;
   const RetentionClock now{100, 10};
@@ -56,16 +70,7 @@ TEST(RetentionTest, MarconiWeighsFlopEfficiencyAgainstRecencyByAlpha) {
 TEST(RetentionTest, ForecastLearnsWhichKindsAreUsedAgain) {
   ForecastRetention f;
   RetentionClock now{0, 0};
-  // Prompt ends are regenerated two prompts later; tail points leave unused.
-  for (int i = 0; i < 50; ++i) {
-    now.request += 3;
-    RetentionFacts pe = Facts(1000 + i, 100, 50, now.tick, now.request - 2);
-    pe.reason = CaptureReason::kPromptEnd;
-    f.Observe(RetentionEvent::kUsed, pe, now);
-    RetentionFacts tail = Facts(2000 + i, 100, 50, now.tick, now.request - 2);
-    tail.reason = CaptureReason::kTail;
-    f.Observe(RetentionEvent::kRemoved, tail, now);
-  }
+  LearnPromptEndsUsedTailPointsNot(f, now);
   RetentionFacts pe = Facts(1, 100, 50, now.tick, now.request);
   pe.reason = CaptureReason::kPromptEnd;
   RetentionFacts tail = Facts(2, 100, 50, now.tick, now.request);
@@ -112,15 +117,7 @@ TEST(RetentionTest, ForecastChargesTheStayOfCheckpointsNeverUsed) {
 TEST(RetentionTest, ForecastAdmitsByTheMeanValueOfWhatItDisplaces) {
   ForecastRetention f;
   RetentionClock now{0, 0};
-  for (int i = 0; i < 50; ++i) {  // prompt ends are used again, tail points are not
-    now.request += 3;
-    RetentionFacts pe = Facts(1000 + i, 100, 50, now.tick, now.request - 2);
-    pe.reason = CaptureReason::kPromptEnd;
-    f.Observe(RetentionEvent::kUsed, pe, now);
-    RetentionFacts tail = Facts(2000 + i, 100, 50, now.tick, now.request - 2);
-    tail.reason = CaptureReason::kTail;
-    f.Observe(RetentionEvent::kRemoved, tail, now);
-  }
+  LearnPromptEndsUsedTailPointsNot(f, now);
   // To fit, a 1000-byte prompt end would push out nine small tail points and
   // one small prompt end worth more per byte than itself.
   std::vector<RetentionFacts> victims;
