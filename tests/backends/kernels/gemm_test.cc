@@ -37,6 +37,43 @@ struct Case {
   int64_t tokens, n_in, n_out;
 };
 
+// Rows of `type` holding wf (n_out x n_in, row-major); for F16, wf is
+// rounded to the values the rows really hold.
+std::vector<uint8_t> Encode(GgmlType type, std::vector<float>& wf) {
+  std::vector<uint8_t> bytes(wf.size() * (type == GgmlType::kF32 ? 4 : 2));
+  for (size_t i = 0; i < wf.size(); ++i) {
+    if (type == GgmlType::kF32) {
+      std::memcpy(&bytes[i * 4], &wf[i], 4);
+    } else {
+      const uint16_t h = Fp32ToFp16(wf[i]);
+      std::memcpy(&bytes[i * 2], &h, 2);
+      wf[i] = Fp16ToFp32(h);
+    }
+  }
+  return bytes;
+}
+
+// y1 (one thread) within 1e-6 of the summed magnitudes of a double-precision
+// x . wf^T, and y3 (three threads) equal to it bit for bit.
+void ExpectReference(GgmlType type, const Case& c, const std::vector<float>& wf, const std::vector<float>& x,
+                     const std::vector<float>& y1, const std::vector<float>& y3) {
+  for (int64_t t = 0; t < c.tokens; ++t) {
+    for (int64_t o = 0; o < c.n_out; ++o) {
+      double want = 0, mag = 0;
+      for (int64_t i = 0; i < c.n_in; ++i) {
+        const double p = static_cast<double>(wf[o * c.n_in + i]) * x[t * c.n_in + i];
+        want += p;
+        mag += std::fabs(p);
+      }
+      const size_t at = static_cast<size_t>(t * c.n_out + o);
+      ASSERT_LE(std::fabs(y1[at] - want), 1e-6 * mag + 1e-30)
+          << TypeName(type) << " tokens " << c.tokens << " n_in " << c.n_in << " n_out " << c.n_out << " t " << t
+          << " o " << o;
+      ASSERT_EQ(y1[at], y3[at]) << "thread count changed the result at t " << t << " o " << o;
+    }
+  }
+}
+
 // The kernels are in every build (CAIRN_NATIVE or not): GemmTakes F32 and
 // F16 exactly where the CPU runs AVX-512 F/BW/VL and CAIRN_ISA does not cap
 // it; when it does not take them, the products leave y alone.
@@ -67,36 +104,13 @@ TEST(GemmTest, MatchesReferenceOnOddShapesForF32AndF16) {
   for (GgmlType type : {GgmlType::kF32, GgmlType::kF16}) {
     for (const Case& c : cases) {
       std::vector<float> wf = RandomVec(static_cast<size_t>(c.n_in * c.n_out), 7);
-      std::vector<uint8_t> bytes(RowBytes(type, c.n_in) * c.n_out);
-      for (size_t i = 0; i < wf.size(); ++i) {
-        if (type == GgmlType::kF32) {
-          std::memcpy(&bytes[i * 4], &wf[i], 4);
-        } else {
-          const uint16_t h = Fp32ToFp16(wf[i]);
-          std::memcpy(&bytes[i * 2], &h, 2);
-          wf[i] = Fp16ToFp32(h);  // the value the row really holds
-        }
-      }
+      const std::vector<uint8_t> bytes = Encode(type, wf);
       const WeightMatrix w{type, c.n_in, c.n_out, bytes.data()};
       const std::vector<float> x = RandomVec(static_cast<size_t>(c.tokens * c.n_in), 11);
       std::vector<float> y1(static_cast<size_t>(c.tokens * c.n_out), -1.0f), y3(y1.size(), -2.0f);
       GemmFloatWeights(w, x.data(), c.tokens, y1.data(), one);
       GemmFloatWeights(w, x.data(), c.tokens, y3.data(), three);
-      for (int64_t t = 0; t < c.tokens; ++t) {
-        for (int64_t o = 0; o < c.n_out; ++o) {
-          double want = 0, mag = 0;
-          for (int64_t i = 0; i < c.n_in; ++i) {
-            const double p = static_cast<double>(wf[o * c.n_in + i]) * x[t * c.n_in + i];
-            want += p;
-            mag += std::fabs(p);
-          }
-          const size_t at = static_cast<size_t>(t * c.n_out + o);
-          ASSERT_LE(std::fabs(y1[at] - want), 1e-6 * mag + 1e-30)
-              << TypeName(type) << " tokens " << c.tokens << " n_in " << c.n_in << " n_out " << c.n_out << " t " << t
-              << " o " << o;
-          ASSERT_EQ(y1[at], y3[at]) << "thread count changed the result at t " << t << " o " << o;
-        }
-      }
+      ASSERT_NO_FATAL_FAILURE(ExpectReference(type, {c.tokens, c.n_in, c.n_out}, wf, x, y1, y3));
     }
   }
 }
@@ -110,36 +124,14 @@ TEST(GemmTest, StreamMatchesReferenceForFewTokens) {
     for (int64_t n_in : {1, 15, 16, 31, 33, 100, 2100}) {
       const int64_t n_out = 67;
       std::vector<float> wf = RandomVec(static_cast<size_t>(n_in * n_out), 3);
-      std::vector<uint8_t> bytes(RowBytes(type, n_in) * n_out);
-      for (size_t i = 0; i < wf.size(); ++i) {
-        if (type == GgmlType::kF32) {
-          std::memcpy(&bytes[i * 4], &wf[i], 4);
-        } else {
-          const uint16_t h = Fp32ToFp16(wf[i]);
-          std::memcpy(&bytes[i * 2], &h, 2);
-          wf[i] = Fp16ToFp32(h);
-        }
-      }
+      const std::vector<uint8_t> bytes = Encode(type, wf);
       const WeightMatrix w{type, n_in, n_out, bytes.data()};
       for (int64_t tokens = 1; tokens <= 7; ++tokens) {
         const std::vector<float> x = RandomVec(static_cast<size_t>(tokens * n_in), 13);
         std::vector<float> y1(static_cast<size_t>(tokens * n_out), -1.0f), y3(y1.size(), -2.0f);
         StreamFloatWeights(w, x.data(), tokens, y1.data(), one);
         StreamFloatWeights(w, x.data(), tokens, y3.data(), three);
-        for (int64_t t = 0; t < tokens; ++t) {
-          for (int64_t o = 0; o < n_out; ++o) {
-            double want = 0, mag = 0;
-            for (int64_t i = 0; i < n_in; ++i) {
-              const double p = static_cast<double>(wf[o * n_in + i]) * x[t * n_in + i];
-              want += p;
-              mag += std::fabs(p);
-            }
-            const size_t at = static_cast<size_t>(t * n_out + o);
-            ASSERT_LE(std::fabs(y1[at] - want), 1e-6 * mag + 1e-30)
-                << TypeName(type) << " n_in " << n_in << " tokens " << tokens << " t " << t << " o " << o;
-            ASSERT_EQ(y1[at], y3[at]);
-          }
-        }
+        ASSERT_NO_FATAL_FAILURE(ExpectReference(type, {tokens, n_in, n_out}, wf, x, y1, y3));
       }
     }
   }
