@@ -20,6 +20,7 @@
 #include "backends/model/dequant.h"
 #include "backends/model/ggml_type.h"
 #include "gtest/gtest.h"
+#include "tests/backends/kernels/quant_dot_reference.h"
 
 namespace cairn {
 namespace {
@@ -308,12 +309,7 @@ TEST(KQuantDotTest, MatMulEqualsDotAndDoesNotDependOnTheOtherTokens) {
       const std::vector<float> x = RandomActivations(n, tokens, static_cast<size_t>(n), g);
       std::vector<float> y(static_cast<size_t>(tokens * n_out));
       MatMul(w, x.data(), tokens, y.data(), pool, MatMulPrecision::kInt8Activations);
-      const size_t qs = k->activation_row_bytes(n);
-      std::vector<uint8_t> qx(qs * static_cast<size_t>(tokens));
-      for (int64_t t = 0; t < tokens; ++t) k->quantize(x.data() + t * n, n, qx.data() + t * qs);
-      std::vector<float> want(y.size());
-      k->dot(wdata.data(), rb, n_out, qx.data(), qs, tokens, n, want.data(), n_out);
-      ASSERT_EQ(y, want);
+      ASSERT_EQ(y, QuantizeThenDot(*k, wdata.data(), rb, n_out, x.data(), tokens, n));
       for (int64_t t : {int64_t{0}, tokens / 2, tokens - 1}) {
         std::vector<float> alone(static_cast<size_t>(n_out));
         MatMul(w, x.data() + t * n, 1, alone.data(), pool, MatMulPrecision::kInt8Activations);

@@ -16,6 +16,7 @@
 #include "backends/kernels/thread_pool.h"
 #include "backends/model/dequant.h"
 #include "gtest/gtest.h"
+#include "tests/backends/kernels/quant_dot_reference.h"
 
 namespace cairn {
 namespace {
@@ -246,12 +247,7 @@ TEST(QuantMatMulTest, EqualsDotAndDoesNotDependOnTheOtherTokens) {
         std::vector<float> y(static_cast<size_t>(tokens * n_out));
         MatMul(w, x.data(), tokens, y.data(), pool, MatMulPrecision::kInt8Activations);
 
-        const size_t qs = k->activation_row_bytes(n);
-        std::vector<uint8_t> qx(qs * static_cast<size_t>(tokens));
-        for (int64_t t = 0; t < tokens; ++t) k->quantize(x.data() + t * n, n, qx.data() + t * qs);
-        std::vector<float> want(y.size());
-        k->dot(wdata.data(), rb, n_out, qx.data(), qs, tokens, n, want.data(), n_out);
-        ASSERT_EQ(y, want);
+        ASSERT_EQ(y, QuantizeThenDot(*k, wdata.data(), rb, n_out, x.data(), tokens, n));
 
         ThreadPool one(1);
         std::vector<float> y1(y.size());
