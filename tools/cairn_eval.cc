@@ -131,12 +131,9 @@ int main(int argc, char** argv) {
   if (!mode.ok()) return Usage(std::string(mode.status().message()).c_str());
   absl::StatusOr<std::vector<std::vector<cairn::TokenId>>> seqs = cairn::ReadTokenFile(args["tokens"]);
   if (!seqs.ok()) return Fail(seqs.status());
-  std::vector<cairn::SequenceLogits> logits;
-  for (const auto& seq : *seqs) {
-    absl::StatusOr<cairn::SequenceLogits> l = cairn::EvalSequence(**backend, seq, *mode);
-    if (!l.ok()) return Fail(l.status());
-    logits.push_back(std::move(*l));
-  }
+  absl::StatusOr<std::vector<cairn::SequenceLogits>> evaluated = cairn::EvalSequences(**backend, *seqs, *mode);
+  if (!evaluated.ok()) return Fail(evaluated.status());
+  const std::vector<cairn::SequenceLogits>& logits = *evaluated;
   if (absl::Status s = cairn::WriteLogitsFile(args["out"], logits); !s.ok()) return Fail(s);
   if (args.count("compare")) {
     absl::StatusOr<std::vector<cairn::SequenceLogits>> ref = cairn::ReadLogitsFile(args["compare"]);

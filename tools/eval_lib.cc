@@ -113,6 +113,19 @@ absl::StatusOr<SequenceLogits> EvalSequence(Backend& backend, const std::vector<
   return out;
 }
 
+absl::StatusOr<std::vector<SequenceLogits>> EvalSequences(Backend& backend,
+                                                          const std::vector<std::vector<TokenId>>& seqs,
+                                                          EvalMode mode) {
+  std::vector<SequenceLogits> out;
+  out.reserve(seqs.size());
+  for (const std::vector<TokenId>& tokens : seqs) {
+    absl::StatusOr<SequenceLogits> l = EvalSequence(backend, tokens, mode);
+    if (!l.ok()) return l.status();
+    out.push_back(std::move(*l));
+  }
+  return out;
+}
+
 absl::StatusOr<std::vector<PromptPart>> ReadMultimodalSpec(const std::string& path) {
   std::ifstream in(path);
   if (!in) return absl::NotFoundError(absl::StrCat("cannot open multimodal spec '", path, "'"));

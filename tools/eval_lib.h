@@ -40,6 +40,10 @@ struct EvalMode {
 // Runs `tokens` through a fresh sequence of `backend` and returns the logits
 // of every position.
 absl::StatusOr<SequenceLogits> EvalSequence(Backend& backend, const std::vector<TokenId>& tokens, EvalMode mode);
+// EvalSequence for each of `seqs`, in order; the first error.
+absl::StatusOr<std::vector<SequenceLogits>> EvalSequences(Backend& backend,
+                                                          const std::vector<std::vector<TokenId>>& seqs,
+                                                          EvalMode mode);
 
 // Greedy continuation: `n` new ids after `prompt` (argmax, lowest id wins ties).
 absl::StatusOr<std::vector<TokenId>> GenerateGreedy(Backend& backend, const std::vector<TokenId>& prompt, int32_t n);

@@ -187,13 +187,9 @@ TEST_P(ConformanceTest, MatchesGoldenLogits) {
   auto ref = ReadLogitsFile(testing::TestDataPath(GetParam().logits));
   ASSERT_TRUE(ref.ok()) << ref.status();
   ASSERT_EQ(ref->size(), tokens_.size());
-  std::vector<SequenceLogits> got;
-  for (const auto& seq : tokens_) {
-    auto l = EvalSequence(*backend_, seq, EvalMode{});
-    ASSERT_TRUE(l.ok()) << l.status();
-    got.push_back(std::move(*l));
-  }
-  auto c = CompareAll(got, *ref);
+  auto got = EvalSequences(*backend_, tokens_, EvalMode{});
+  ASSERT_TRUE(got.ok()) << got.status();
+  auto c = CompareAll(*got, *ref);
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_LE(c->max_rel, GetParam().tolerance) << "max|diff| " << c->max_abs_diff << " std " << c->ref_std;
   EXPECT_GE(c->argmax_agree, GetParam().min_argmax * c->rows) << c->argmax_agree << " of " << c->rows;

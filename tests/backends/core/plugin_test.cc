@@ -74,13 +74,9 @@ TEST(PluginTest, ItsBackendMatchesTheGoldenLogits) {
   auto tokens = ReadTokenFile(SharedPath("golden/tokens.txt"));
   auto ref = ReadLogitsFile(SharedPath("golden/logits/mamba2.bin"));
   ASSERT_TRUE(tokens.ok() && ref.ok());
-  std::vector<SequenceLogits> got;
-  for (const auto& seq : *tokens) {
-    auto l = EvalSequence(**backend, seq, EvalMode{});
-    ASSERT_TRUE(l.ok()) << l.status();
-    got.push_back(*l);
-  }
-  auto cmp = CompareAll(got, *ref);
+  auto got = EvalSequences(**backend, *tokens, EvalMode{});
+  ASSERT_TRUE(got.ok()) << got.status();
+  auto cmp = CompareAll(*got, *ref);
   ASSERT_TRUE(cmp.ok()) << cmp.status();
   EXPECT_LT(cmp->max_rel, 1e-4);
   EXPECT_EQ(cmp->argmax_agree, cmp->rows);

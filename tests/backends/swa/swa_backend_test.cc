@@ -122,12 +122,9 @@ TEST_F(SwaGoldenTest, MatchesGoldenInEveryChunkingAndRingSize) {
   for (int32_t slack : {512, 3, 1}) {
     auto b = Load(slack);
     ASSERT_NE(b, nullptr);
-    std::vector<SequenceLogits> batch;
-    for (const auto& seq : tokens_) {
-      auto l = EvalSequence(*b, seq, EvalMode{0});
-      ASSERT_TRUE(l.ok()) << l.status();
-      batch.push_back(*l);
-    }
+    auto evaluated = EvalSequences(*b, tokens_, EvalMode{0});
+    ASSERT_TRUE(evaluated.ok()) << evaluated.status();
+    const std::vector<SequenceLogits>& batch = *evaluated;
     auto c = CompareAll(batch, golden_);
     ASSERT_TRUE(c.ok()) << c.status();
     EXPECT_LE(c->max_rel, kGoldenTolerance) << "slack " << slack;

@@ -73,13 +73,9 @@ TEST_P(GoldenTest, BatchAndStepMatchLlamaCpp) {
   auto ref = ReadLogitsFile(testing::SharedPath(GetParam().logits));
   ASSERT_TRUE(seqs.ok() && ref.ok());
   for (int32_t chunk : {0, 1}) {
-    std::vector<SequenceLogits> got;
-    for (const auto& s : *seqs) {
-      auto l = EvalSequence(*backend, s, EvalMode{chunk});
-      ASSERT_TRUE(l.ok()) << l.status();
-      got.push_back(std::move(*l));
-    }
-    auto c = CompareAll(got, *ref);
+    auto got = EvalSequences(*backend, *seqs, EvalMode{chunk});
+    ASSERT_TRUE(got.ok()) << got.status();
+    auto c = CompareAll(*got, *ref);
     ASSERT_TRUE(c.ok()) << c.status();
     EXPECT_LE(c->max_rel, 1e-4) << (chunk ? "step" : "batch") << ": max|diff| " << c->max_abs_diff;
     EXPECT_EQ(c->argmax_agree, c->rows) << (chunk ? "step" : "batch");
@@ -155,12 +151,9 @@ TEST_P(FastGoldenTest, WithinEightBitBoundOfExactAndCloseToLlamaCppQuantized) {
   const bool have_llamacpp = std::filesystem::exists(testing::SharedPath(row.llamacpp));
   std::vector<SequenceLogits> batch;
   for (int32_t chunk : {0, 1}) {
-    std::vector<SequenceLogits> got;
-    for (const auto& s : *seqs) {
-      auto l = EvalSequence(*backend, s, EvalMode{chunk});
-      ASSERT_TRUE(l.ok()) << l.status();
-      got.push_back(std::move(*l));
-    }
+    auto evaluated = EvalSequences(*backend, *seqs, EvalMode{chunk});
+    ASSERT_TRUE(evaluated.ok()) << evaluated.status();
+    std::vector<SequenceLogits>& got = *evaluated;
     const char* mode = chunk ? "step" : "batch";
     auto c = CompareAll(got, *ref);
     ASSERT_TRUE(c.ok()) << c.status();
