@@ -48,7 +48,12 @@ void ReferenceRecorder::Observe(RetentionEvent event, const RetentionFacts& e, c
     case RetentionEvent::kCredited:
       t.credited += e.saved;
       break;
+    case RetentionEvent::kMissed:
+      ++t.missed;
+      break;
     case RetentionEvent::kEvicted:
+    case RetentionEvent::kRefused:
+    case RetentionEvent::kForgotten:
       break;
   }
   inner_->Observe(event, e, now);

@@ -36,6 +36,7 @@ struct ReasonTally {
   uint64_t uses = 0;
   double credited = 0;  // positions the uses saved beyond the best plan without them
   uint64_t removed_unused = 0;
+  uint64_t missed = 0;  // prompts that would have restored one pushed out or refused
 };
 
 // Wraps a policy and records every restore into a ReferenceStream, and what
@@ -56,6 +57,7 @@ class ReferenceRecorder final : public checkpoint::RetentionPolicy {
     return inner_->Admit(incoming, victims, now);
   }
   bool wants_branches() const override { return inner_->wants_branches(); }
+  bool wants_misses() const override { return inner_->wants_misses(); }
   void Observe(checkpoint::RetentionEvent event, const checkpoint::RetentionFacts& e,
                const checkpoint::RetentionClock& now) override;
 

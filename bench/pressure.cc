@@ -275,11 +275,11 @@ void PrintTally(const Figures& f) {
   for (size_t r = 0; r < checkpoint::kCaptureReasons; ++r) {
     const bench::ReasonTally& t = f.tally[r];
     if (t.added == 0) continue;
-    std::printf(" %s %llu/%.1fM used %llu (%.0f pos) lost %llu;",
+    std::printf(" %s %llu/%.1fM used %llu (%.0f pos) lost %llu missed %llu;",
                 checkpoint::CaptureReasonName(static_cast<checkpoint::CaptureReason>(r)),
                 static_cast<unsigned long long>(t.added), t.added_bytes / 1048576.0,
                 static_cast<unsigned long long>(t.uses), t.credited,
-                static_cast<unsigned long long>(t.removed_unused));
+                static_cast<unsigned long long>(t.removed_unused), static_cast<unsigned long long>(t.missed));
   }
   std::printf("\n            recomputed/minimum per move:");
   for (const auto& [move, mf] : f.by_move) {

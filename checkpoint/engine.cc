@@ -726,6 +726,24 @@ absl::StatusOr<std::unique_ptr<PrefillJob>> CheckpointEngine::StartPrefill(Seque
   }
   const size_t i = s.history.size();
   job->i_ = i;
+  if (enabled() && i < n && store_->RemembersMissed()) {
+    // Would a checkpoint the store pushed out or refused have resumed this
+    // prompt further on? Its policy learns from the answer. A checkpoint
+    // scope snapshot serves only up to where this sequence's own history or
+    // a full base (Candidates) holds the rest of the memory.
+    size_t partial_up_to = std::min(live_common, n);
+    for (const IndexHit& h : match.on_path) {
+      if (h.entry.kind != EntryKind::kCheckpoint && h.entry.id != s.live_id) {
+        partial_up_to = std::max(partial_up_to, h.depth);
+      }
+    }
+    for (const IndexHit& h : match.below) {
+      if (h.entry.kind != EntryKind::kCheckpoint && h.entry.id != s.live_id) {
+        partial_up_to = std::max(partial_up_to, match.matched);
+      }
+    }
+    store_->NoteMissed(PrefixPathKeys(s.tenant, prompt.keys(), i, n), n - std::max(partial_up_to, i));
+  }
   if (s.logits_depth > i) {
     s.logits.clear();
     s.logits_depth = 0;

@@ -28,6 +28,21 @@ uint64_t PathKey(std::string_view tenant, std::span<const SymbolKey> path) {
   return h.Finish() | 1;  // never 0 ("unknown")
 }
 
+std::vector<uint64_t> PrefixPathKeys(std::string_view tenant, std::span<const SymbolKey> path, size_t from,
+                                     size_t to) {
+  to = std::min(to, path.size());
+  std::vector<uint64_t> keys;
+  if (from >= to) return keys;
+  keys.resize(to - from);
+  Hash64 h = PathHash(tenant);
+  h.Update(path.data(), from * sizeof(SymbolKey));
+  for (size_t k = from; k < to; ++k) {
+    h.Update(&path[k], sizeof(SymbolKey));
+    keys[to - 1 - k] = h.Finish() | 1;
+  }
+  return keys;
+}
+
 absl::Status Prompt::AddChunk(const EmbeddingChunk& chunk, int32_t n_embd) {
   if (chunk.rows == nullptr || chunk.nx <= 0 || chunk.ny <= 0 || n_embd <= 0) {
     return absl::InvalidArgumentError("embedding chunk needs rows, nx > 0, ny > 0 and n_embd > 0");

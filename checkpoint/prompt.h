@@ -44,6 +44,10 @@ SymbolKey ChunkKey(const EmbeddingChunk& chunk, int32_t n_embd);
 // a benchmark following checkpoints across runs) tells prefixes apart without
 // keeping their symbols.
 uint64_t PathKey(std::string_view tenant, std::span<const SymbolKey> path);
+// PathKey(tenant, path.first(k)) for k = to, to - 1, ..., from + 1 (deepest
+// first), in one pass over the path.
+std::vector<uint64_t> PrefixPathKeys(std::string_view tenant, std::span<const SymbolKey> path, size_t from,
+                                     size_t to);
 
 // Positions a chunk advances the sequence by (backend.h: max(nx, ny)).
 inline Pos ChunkSpan(const EmbeddingChunk& chunk) { return std::max(chunk.nx, chunk.ny); }

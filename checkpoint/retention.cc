@@ -156,12 +156,18 @@ void ForecastRetention::Observe(RetentionEvent event, const RetentionFacts& e, c
     case RetentionEvent::kUsed:
       Count(Kind(e), true, idle);
       break;
-    case RetentionEvent::kAdded:
+    case RetentionEvent::kMissed:  // as if it had stayed until now
+      Count(Kind(e), true, idle);
       break;
     case RetentionEvent::kRemoved:
+      if (!e.remembered) Count(Kind(e), false, idle);  // else kMissed or kForgotten tells
+      break;
+    case RetentionEvent::kForgotten:
       Count(Kind(e), false, idle);
       break;
+    case RetentionEvent::kAdded:
     case RetentionEvent::kEvicted:
+    case RetentionEvent::kRefused:
       break;
   }
 }

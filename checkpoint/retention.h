@@ -65,6 +65,11 @@ struct RetentionFacts {
   // RetentionEvent::kCredited only: the positions a restore of it saved
   // beyond the best plan without it.
   double saved = 0;
+  // kRemoved (pushed out for room) and kRefused only: the store remembers
+  // its path for a while, and reports exactly one kMissed or kForgotten for
+  // it later (only to a policy that wants_misses(), and only with a path
+  // key).
+  bool remembered = false;
 };
 
 enum class RetentionEvent : uint8_t {
@@ -73,6 +78,14 @@ enum class RetentionEvent : uint8_t {
   kEvicted,  // left RAM (spilled to disk or gone)
   kCredited, // a restore of it saved RetentionFacts::saved positions
   kRemoved,  // gone from every tier (dropped or erased)
+  kRefused,  // not admitted (Admit said no to a Put or a WouldAdmit)
+  // A prompt would have restored a checkpoint the store pushed out or
+  // refused (facts as when it went; `now` is the prompt's): the use a policy
+  // that learns from uses would never see otherwise.
+  kMissed,
+  // A remembered one that no prompt missed while the store remembered it
+  // (facts and `now` as when it went).
+  kForgotten,
 };
 
 class RetentionPolicy {
@@ -98,6 +111,11 @@ class RetentionPolicy {
   // Whether ChooseVictim reads RetentionFacts::branches (the store then asks
   // the engines' indexes, which costs a lookup per candidate).
   virtual bool wants_branches() const { return false; }
+
+  // Whether the store should remember what it pushes out or refuses and
+  // report kMissed / kForgotten (costs a hash per prompt symbol past the
+  // resume point while it remembers any).
+  virtual bool wants_misses() const { return false; }
 
   // What happened to a checkpoint, for policies that learn.
   virtual void Observe(RetentionEvent event, const RetentionFacts& e, const RetentionClock& now) {
@@ -135,6 +153,10 @@ bool OutscoresVictims(const RetentionPolicy& policy, const RetentionFacts& incom
 //   outcome (log-spaced age buckets), shrunk towards all kinds together where
 //   a kind has little data. Conditioned on the checkpoint's own idle age, so
 //   one unused for long is worth less where its kind's uses come early.
+//   Outcomes include those of checkpoints the store pushed out or refused
+//   (kMissed: a prompt would have resumed from it; kForgotten: none did
+//   within CheckpointStore::kMissHorizon prompts), else a kind evicted or
+//   refused before its uses come would never be seen used, and stay out.
 // - The saving: what restores of the kind actually saved beyond the best
 //   plan without them and without their neighbours in the same message
 //   (CheckpointStore::Credit; a store under pressure rarely keeps a
@@ -161,6 +183,7 @@ class ForecastRetention final : public RetentionPolicy {
              const RetentionClock& now) const override;
   void Observe(RetentionEvent event, const RetentionFacts& e, const RetentionClock& now) override;
   bool wants_branches() const override { return true; }
+  bool wants_misses() const override { return true; }
 
   // The forecast for `e` now: the chance that its next outcome is a use
   // (not leaving the store), and the prompts it is expected to stay until

@@ -209,8 +209,48 @@ std::vector<RetentionFacts> CheckpointStore::VictimsLocked(size_t bytes, Checkpo
   return victims;
 }
 
-void CheckpointStore::RemovedLocked(const Entry& e) {
-  retention_->Observe(RetentionEvent::kRemoved, FactsLocked(e), NowLocked());
+void CheckpointStore::RemovedLocked(const Entry& e, bool displaced) {
+  RetentionFacts f = FactsLocked(e);
+  if (displaced) RememberLocked(f);
+  retention_->Observe(RetentionEvent::kRemoved, f, NowLocked());
+}
+
+void CheckpointStore::RememberLocked(RetentionFacts& f) {
+  // One on the same path is remembered already: the older one is what a
+  // store that had kept it would hold.
+  if (!retention_->wants_misses() || f.path_key == 0 || ghosts_.contains(f.path_key)) return;
+  f.remembered = true;
+  ghosts_[f.path_key] = Ghost{f, NowLocked(), ++ghost_serial_};
+  ghost_order_.emplace_back(f.path_key, ghost_serial_);
+  while (ghosts_.size() > kGhosts || ghost_order_.size() > 2 * kGhosts) {
+    const auto [key, serial] = ghost_order_.front();
+    ghost_order_.pop_front();
+    auto it = ghosts_.find(key);
+    if (it != ghosts_.end() && it->second.serial == serial) ForgetLocked(key);
+  }
+}
+
+void CheckpointStore::ForgetLocked(uint64_t path_key) {
+  auto it = ghosts_.find(path_key);
+  if (it == ghosts_.end()) return;
+  retention_->Observe(RetentionEvent::kForgotten, it->second.facts, NowLocked());
+  ghosts_.erase(it);
+}
+
+bool CheckpointStore::RemembersMissed() const {
+  absl::MutexLock lock(&mu_);
+  return !ghosts_.empty();
+}
+
+void CheckpointStore::NoteMissed(std::span<const uint64_t> path_keys, size_t full_only) {
+  absl::MutexLock lock(&mu_);
+  for (size_t k = 0; k < path_keys.size(); ++k) {
+    auto it = ghosts_.find(path_keys[k]);
+    if (it == ghosts_.end() || (k < full_only && it->second.facts.scope != SnapshotScope::kFull)) continue;
+    retention_->Observe(RetentionEvent::kMissed, it->second.facts, NowLocked());
+    ghosts_.erase(it);
+    return;
+  }
 }
 
 void CheckpointStore::EvictRamLocked(CheckpointId keep, Pending& pending) {
@@ -227,7 +267,7 @@ void CheckpointStore::EvictRamLocked(CheckpointId keep, Pending& pending) {
     } else {
       ++stats_.dropped;
       pending.dropped.push_back(victim->id);
-      RemovedLocked(*victim);
+      RemovedLocked(*victim, /*displaced=*/true);
       entries_.erase(victim->id);
     }
   }
@@ -252,7 +292,7 @@ void CheckpointStore::EvictDiskLocked(Pending& pending) {
     if (!victim->ram && !victim->spilling) {
       ++stats_.dropped;
       pending.dropped.push_back(victim->id);
-      RemovedLocked(*victim);
+      RemovedLocked(*victim, /*displaced=*/true);
       entries_.erase(victim->id);
     }
   }
@@ -443,12 +483,15 @@ absl::StatusOr<CheckpointId> CheckpointStore::Put(Checkpoint checkpoint, const P
     e.reason = info.reason;
     e.path_key = info.path_key;
     e.added = e.last_use = RetentionClock{++tick_, requests_};
-    const RetentionFacts facts = FactsLocked(e);
+    RetentionFacts facts = FactsLocked(e);
     if (!retention_->Admit(facts, VictimsLocked(bytes, 0), NowLocked())) {
       ++stats_.rejected;
+      RememberLocked(facts);
+      retention_->Observe(RetentionEvent::kRefused, facts, NowLocked());
       return absl::ResourceExhaustedError(absl::StrCat(
           "checkpoint of ", bytes, " bytes not admitted: worth less than what it would push out"));
     }
+    ghosts_.erase(e.path_key);  // a new checkpoint on its path: its outcome is unknowable
     id = next_id_++;
     e.id = id;
     e.tag = checkpoint.tag;
@@ -475,8 +518,11 @@ bool CheckpointStore::WouldAdmit(size_t bytes, SnapshotScope scope, Pos pos, con
   e.reason = info.reason;
   e.path_key = info.path_key;
   e.added = e.last_use = NowLocked();
-  if (retention_->Admit(FactsLocked(e), VictimsLocked(bytes, 0), NowLocked())) return true;
+  RetentionFacts facts = FactsLocked(e);
+  if (retention_->Admit(facts, VictimsLocked(bytes, 0), NowLocked())) return true;
   ++stats_.rejected;
+  RememberLocked(facts);
+  retention_->Observe(RetentionEvent::kRefused, facts, NowLocked());
   return false;
 }
 
@@ -510,6 +556,15 @@ void CheckpointStore::MarkStale(CheckpointId id) {
 void CheckpointStore::BeginRequest() {
   absl::MutexLock lock(&mu_);
   ++requests_;
+  while (!ghost_order_.empty()) {
+    const auto [key, serial] = ghost_order_.front();
+    auto it = ghosts_.find(key);
+    if (it != ghosts_.end() && it->second.serial == serial) {
+      if (requests_ - it->second.gone.request < kMissHorizon) break;
+      ForgetLocked(key);
+    }
+    ghost_order_.pop_front();
+  }
 }
 
 absl::StatusOr<std::shared_ptr<const Checkpoint>> CheckpointStore::Get(CheckpointId id) {

@@ -19,12 +19,15 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
 #include <optional>
 #include <span>
 #include <string>
+#include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -153,6 +156,26 @@ class CheckpointStore final {
   // Thread-safe.
   void BeginRequest();
 
+  // Prompts (BeginRequest) the store remembers a checkpoint it pushed out or
+  // refused: a use later than that is no longer told as a miss, and the
+  // policy hears it was forgotten (unused this long). Short, because a miss
+  // is told at once and a forgetting only this late: with a long memory the
+  // misses would outweigh the forgettings still to come.
+  static constexpr uint64_t kMissHorizon = 8;
+
+  // Whether NoteMissed can find anything: the store remembers checkpoints it
+  // pushed out or refused (only for a retention policy that wants_misses()).
+  // Thread-safe.
+  bool RemembersMissed() const;
+  // `path_keys`: PathKey of each prefix of a prompt past the point where its
+  // restore resumed, deepest first; at the first `full_only` of them only a
+  // full snapshot could have served (a checkpoint scope one needs the rest of
+  // the memory from somewhere). The first one the store remembers as pushed
+  // out or refused, and that could have served, would have spared
+  // recomputing: the policy learns of the use it never saw
+  // (RetentionEvent::kMissed), and the store forgets it. Thread-safe.
+  void NoteMissed(std::span<const uint64_t> path_keys, size_t full_only);
+
   // The checkpoint, read back from disk (and promoted to RAM) when spilled.
   // The returned pointer stays valid after eviction. NOT_FOUND for an
   // unknown or dropped id; DATA_LOSS when its file failed verification (the
@@ -245,9 +268,18 @@ class CheckpointStore final {
   // on one reclassifies it), so under a small RAM budget a long reply would
   // otherwise write a file every PolicyOptions::generation_every positions.
   static bool WorthSpilling(const Entry& e) { return e.reason != CaptureReason::kDuringGeneration; }
-  // Tells the policy that an entry leaves the store (before erasing it).
+  // Tells the policy that an entry leaves the store (before erasing it);
+  // `displaced`: pushed out for room, so remembered (RememberLocked).
   ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_)
-  void RemovedLocked(const Entry& e);
+  void RemovedLocked(const Entry& e, bool displaced = false);
+  // Remembers a checkpoint pushed out or refused, by its path key, when the
+  // policy wants_misses() (sets f.remembered); the oldest beyond kGhosts are
+  // forgotten (RetentionEvent::kForgotten), as is an older one on the same
+  // path.
+  ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_)
+  void RememberLocked(RetentionFacts& f);
+  ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_)
+  void ForgetLocked(uint64_t path_key);
   ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_)
   void EvictDiskLocked(Pending& pending);
   // Writes spills and deletes files outside the lock, then runs listeners.
@@ -264,6 +296,20 @@ class CheckpointStore final {
   CheckpointId next_id_ ABSL_GUARDED_BY(mu_) = 1;
   uint64_t tick_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t requests_ ABSL_GUARDED_BY(mu_) = 0;
+  // Checkpoints pushed out or refused, remembered so that the policy learns
+  // of the uses it would have had (a policy learning only from what it kept
+  // never sees the worth of what it keeps leaving out). By path key;
+  // `ghost_order_` holds (path key, serial) oldest first, some of them gone
+  // already.
+  struct Ghost {
+    RetentionFacts facts;
+    RetentionClock gone;
+    uint64_t serial = 0;
+  };
+  static constexpr size_t kGhosts = 4096;
+  std::unordered_map<uint64_t, Ghost> ghosts_ ABSL_GUARDED_BY(mu_);
+  std::deque<std::pair<uint64_t, uint64_t>> ghost_order_ ABSL_GUARDED_BY(mu_);
+  uint64_t ghost_serial_ ABSL_GUARDED_BY(mu_) = 0;
   std::map<int, BranchCounter> branch_counters_ ABSL_GUARDED_BY(mu_);
   int next_counter_ ABSL_GUARDED_BY(mu_) = 1;
   StoreStats stats_ ABSL_GUARDED_BY(mu_);

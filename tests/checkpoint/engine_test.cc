@@ -10,6 +10,7 @@
 
 #include "gtest/gtest.h"
 #include "tests/checkpoint/engine_testing.h"
+#include "tests/checkpoint/recording_retention.h"
 #include "tests/testing/fault_env.h"
 
 namespace cairn::checkpoint {
@@ -72,6 +73,7 @@ class EngineTest : public ::testing::TestWithParam<Row> {
     if (options_.enabled) {
       StoreOptions store_options = options_.store();
       store_options.env = env_;
+      if (retention_ != nullptr) store_options.retention = retention_;
       auto store = CheckpointStore::Create(store_options);
       ASSERT_TRUE(store.ok()) << store.status();
       store_ = std::move(*store);
@@ -150,6 +152,7 @@ class EngineTest : public ::testing::TestWithParam<Row> {
   // Declared before the store: it must outlive it.
   cairn::testing::FaultEnv fault_env_;
   Env* env_ = nullptr;  // the store's; null: the default
+  std::shared_ptr<RetentionPolicy> retention_;  // the store's; null: the default
   std::shared_ptr<CheckpointStore> store_;
   std::unique_ptr<CheckpointEngine> engine_;
   std::mt19937 rng_{42};
@@ -337,6 +340,38 @@ TEST_P(EngineTest, DroppedSessionResumesFromItsParkedState) {
   Add(p, RandomTokens(rng_, 9, vocab_));
   auto fresh = NewSeq();
   EXPECT_EQ(Run(*fresh, p).stats.recomputed, 9);
+}
+
+// The checkpoints of a conversation pushed out of a full store, then the
+// conversation sent again: the store's policy hears of the deepest one that
+// would have served (a policy learning only from what it kept would never
+// see what it keeps leaving out).
+TEST_P(EngineTest, PolicyHearsOfTheCheckpointAPromptMissed) {
+  auto policy = std::make_shared<RecordingRetention>();
+  retention_ = policy;
+  Rebuild();
+  Prompt p;
+  Add(p, RandomTokens(rng_, 70, vocab_));
+  Add(p, RandomTokens(rng_, 20, vocab_));
+  Run(*NewSeq(), p);  // the sequence ends: its state is kept as dropped
+  const size_t ram = store_->options().ram_budget_bytes;
+  for (int i = 0; i < 4; ++i) {
+    Checkpoint filler;
+    filler.snapshot.data.resize(ram / 3);
+    ASSERT_TRUE(store_->Put(std::move(filler), 1e12).ok());
+  }
+  size_t remembered = 0;
+  for (const auto& r : policy->Of(RetentionEvent::kRemoved)) remembered += r.remembered;
+  EXPECT_GT(remembered, 0u);
+  EXPECT_TRUE(policy->Of(RetentionEvent::kMissed).empty());
+
+  EXPECT_EQ(Run(*NewSeq(), p).stats.reused, 0);
+  const auto missed = policy->Of(RetentionEvent::kMissed);
+  ASSERT_EQ(missed.size(), 1u);
+  EXPECT_EQ(missed[0].path_key, PathKey("", p.keys()));
+  // Forgotten once told: the same prompt again misses nothing more.
+  Run(*NewSeq(), p);
+  EXPECT_EQ(policy->Of(RetentionEvent::kMissed).size(), 1u);
 }
 
 // An early turn edited in a plain-prompt conversation (no boundaries), two

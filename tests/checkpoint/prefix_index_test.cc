@@ -3,6 +3,7 @@
 #include <map>
 #include <random>
 
+#include "checkpoint/prompt.h"
 #include "gtest/gtest.h"
 
 namespace cairn::checkpoint {
@@ -22,6 +23,19 @@ IndexEntry E(uint64_t id, EntryKind kind = EntryKind::kCheckpoint) {
 }
 
 using Keys = std::vector<SymbolKey>;
+
+TEST(PathKeyTest, PrefixPathKeysAreThePathKeysOfEachPrefixDeepestFirst) {
+  Keys path;
+  for (uint64_t k = 0; k < 70; ++k) path.push_back(k * 7919 + (k % 3 == 0 ? kChunkKeyBit : 0));
+  const std::vector<uint64_t> keys = PrefixPathKeys("tenant", path, 5, 70);
+  ASSERT_EQ(keys.size(), 65u);
+  for (size_t k = 6; k <= 70; ++k) {
+    EXPECT_EQ(keys[70 - k], PathKey("tenant", std::span<const SymbolKey>(path).first(k))) << k;
+  }
+  EXPECT_NE(PrefixPathKeys("other", path, 69, 70)[0], keys[0]);  // tenants apart
+  EXPECT_TRUE(PrefixPathKeys("tenant", path, 70, 70).empty());
+  EXPECT_EQ(PrefixPathKeys("tenant", path, 68, 99).size(), 2u);  // clamped to the path
+}
 
 TEST(PrefixIndexTest, FindsEntriesAlongThePathAndTheMatchDepth) {
   auto index = MakeIndex();

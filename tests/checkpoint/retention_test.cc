@@ -36,6 +36,40 @@ void LearnPromptEndsUsedTailPointsNot(ForecastRetention& f, RetentionClock& now)
   }
 }
 
+// A kind the store keeps refusing is never used in the store: only the
+// misses the store reports (RetentionEvent::kMissed) show that it would be.
+TEST(RetentionTest, ForecastLearnsFromMissesOfWhatItLeftOut) {
+  ForecastRetention f;
+  RetentionClock now{0, 0};
+  for (int i = 0; i < 40; ++i) {
+    now.request += 3;
+    RetentionFacts pe = Facts(1000 + i, 100, 50, now.tick, now.request - 2);
+    pe.reason = CaptureReason::kPromptEnd;
+    pe.remembered = true;
+    f.Observe(RetentionEvent::kRefused, pe, now);
+    f.Observe(RetentionEvent::kMissed, pe, now);  // regenerated two prompts later
+    RetentionFacts tail = Facts(2000 + i, 100, 50, now.tick, now.request - 2);
+    tail.reason = CaptureReason::kTail;
+    tail.remembered = true;
+    f.Observe(RetentionEvent::kRemoved, tail, now);  // pushed out: no verdict yet
+  }
+  RetentionFacts pe = Facts(1, 100, 50, now.tick, now.request);
+  pe.reason = CaptureReason::kPromptEnd;
+  RetentionFacts tail = pe;
+  tail.reason = CaptureReason::kTail;
+  EXPECT_GT(f.Predict(pe, now).chance, 0.9);
+  // The tail points' chance is still every kind's (all uses so far).
+  EXPECT_GT(f.Predict(tail, now).chance, 0.9);
+  for (int i = 0; i < 40; ++i) {
+    RetentionFacts t = Facts(2000 + i, 100, 50, now.tick, now.request - 10);
+    t.reason = CaptureReason::kTail;
+    t.remembered = true;
+    f.Observe(RetentionEvent::kForgotten, t, now);  // no prompt missed them
+  }
+  EXPECT_LT(f.Predict(tail, now).chance, 0.1);
+  EXPECT_GT(f.Score(pe, now), f.Score(tail, now));
+}
+
 TEST(RetentionTest, LruEvictsTheLeastRecentlyUsedAndAdmitsEverything) {
   LruRetention lru;
   const RetentionClock now{100, 10};

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "gtest/gtest.h"
+#include "tests/checkpoint/recording_retention.h"
 #include "tests/testing/fault_env.h"
 
 namespace cairn::checkpoint {
@@ -131,6 +132,82 @@ TEST(CheckpointStoreTest, RejectsBadOptionsAndOversizedCheckpoints) {
             absl::StatusCode::kInvalidArgument);
   auto store = MustCreate(Opts(4096, "", 0));
   EXPECT_EQ(store->Put(Make(1, 5000, 1), 1).status().code(), absl::StatusCode::kResourceExhausted);
+}
+
+PutInfo OnPath(uint64_t path_key, CaptureReason reason = CaptureReason::kMessageBoundary) {
+  PutInfo info;
+  info.cost = 100;
+  info.reason = reason;
+  info.path_key = path_key;
+  return info;
+}
+
+TEST(CheckpointStoreTest, RemembersWhatItPushesOutOrRefusesAndReportsMisses) {
+  auto policy = std::make_shared<RecordingRetention>();
+  StoreOptions o = Opts(2500, "", 0);
+  o.retention = policy;
+  auto store = MustCreate(o);
+  EXPECT_FALSE(store->RemembersMissed());
+  store->BeginRequest();
+  ASSERT_TRUE(store->Put(Make(10, 1000, 1), OnPath(11)).ok());  // full scope (odd seed)
+  ASSERT_TRUE(store->Put(Make(20, 1000, 2), OnPath(12)).ok());  // checkpoint scope
+  ASSERT_TRUE(store->Put(Make(30, 1000, 3), OnPath(13)).ok());  // pushes 11 out
+  EXPECT_FALSE(store->Put(Make(40, 1000, 4), OnPath(14, CaptureReason::kTail)).ok());
+  EXPECT_FALSE(store->WouldAdmit(1000, SnapshotScope::kFull, 50, OnPath(15, CaptureReason::kTail)));
+  ASSERT_TRUE(store->Put(Make(60, 1000, 5), OnPath(0)).ok());  // pushes 12 out; no path: 13 stays known
+  ASSERT_EQ(policy->Of(RetentionEvent::kRemoved).size(), 2u);
+  for (const auto& r : policy->Of(RetentionEvent::kRemoved)) EXPECT_TRUE(r.remembered);
+  ASSERT_EQ(policy->Of(RetentionEvent::kRefused).size(), 2u);
+  EXPECT_TRUE(store->RemembersMissed());
+
+  // Deepest first: the first remembered one that could serve is the miss.
+  store->BeginRequest();
+  const uint64_t path[] = {99, 15, 11};
+  store->NoteMissed(path, 0);
+  ASSERT_EQ(policy->Of(RetentionEvent::kMissed).size(), 1u);
+  EXPECT_EQ(policy->Of(RetentionEvent::kMissed)[0].path_key, 15u);
+  EXPECT_EQ(policy->Of(RetentionEvent::kMissed)[0].request, 2u);
+  store->NoteMissed(std::span<const uint64_t>(path, 2), 0);  // 15 is forgotten once missed
+  EXPECT_EQ(policy->Of(RetentionEvent::kMissed).size(), 1u);
+  // Where only a full snapshot could serve, a checkpoint scope one (12) is
+  // no miss; the full one below it (11) is.
+  const uint64_t deeper[] = {12, 11};
+  store->NoteMissed(deeper, 1);
+  ASSERT_EQ(policy->Of(RetentionEvent::kMissed).size(), 2u);
+  EXPECT_EQ(policy->Of(RetentionEvent::kMissed)[1].path_key, 11u);
+  store->NoteMissed(deeper, 0);
+  ASSERT_EQ(policy->Of(RetentionEvent::kMissed).size(), 3u);
+  EXPECT_EQ(policy->Of(RetentionEvent::kMissed)[2].path_key, 12u);
+
+  // A new checkpoint on a remembered path ends its memory without a verdict;
+  // what no prompt missed is forgotten after kMissHorizon prompts, as unused
+  // until then.
+  ASSERT_TRUE(store->Put(Make(40, 100, 6), OnPath(14)).ok());  // fits: nothing pushed out
+  for (uint64_t i = 0; i < CheckpointStore::kMissHorizon; ++i) store->BeginRequest();
+  EXPECT_FALSE(store->RemembersMissed());
+  EXPECT_TRUE(policy->Of(RetentionEvent::kForgotten).empty());
+  ASSERT_TRUE(store->Put(Make(70, 1000, 7), OnPath(17, CaptureReason::kTail)).status().code() ==
+              absl::StatusCode::kResourceExhausted);
+  for (uint64_t i = 0; i < CheckpointStore::kMissHorizon; ++i) store->BeginRequest();
+  ASSERT_EQ(policy->Of(RetentionEvent::kForgotten).size(), 1u);
+  EXPECT_EQ(policy->Of(RetentionEvent::kForgotten)[0].path_key, 17u);
+  EXPECT_EQ(policy->Of(RetentionEvent::kForgotten)[0].request, 2 + 2 * CheckpointStore::kMissHorizon);
+  EXPECT_FALSE(store->RemembersMissed());
+}
+
+TEST(CheckpointStoreTest, RemembersNothingForAPolicyThatDoesNotAsk) {
+  auto policy = std::make_shared<RecordingRetention>();
+  policy->wants_misses_ = false;
+  StoreOptions o = Opts(2000, "", 0);
+  o.retention = policy;
+  auto store = MustCreate(o);
+  for (uint64_t k = 1; k <= 4; ++k) ASSERT_TRUE(store->Put(Make(10, 1000, k), OnPath(k)).ok());
+  EXPECT_FALSE(store->Put(Make(40, 1000, 9), OnPath(9, CaptureReason::kTail)).ok());
+  EXPECT_FALSE(store->RemembersMissed());
+  for (const auto& r : policy->Of(RetentionEvent::kRemoved)) EXPECT_FALSE(r.remembered);
+  const uint64_t path[] = {9, 1};
+  store->NoteMissed(path, 0);
+  EXPECT_TRUE(policy->Of(RetentionEvent::kMissed).empty());
 }
 
 TEST(CheckpointStoreTest, StaysWithinByteBudgetNotCount) {
