@@ -84,7 +84,8 @@ enum class RetentionEvent : uint8_t {
   // that learns from uses would never see otherwise.
   kMissed,
   // A remembered one that no prompt missed while the store remembered it
-  // (facts and `now` as when it went).
+  // (facts as when it went; `now` is when it is forgotten: kept, it would
+  // have sat unused until then).
   kForgotten,
 };
 
