@@ -20,6 +20,13 @@ double SecondsSince(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
+// Whether an index entry can be the base under a checkpoint-scope snapshot:
+// it holds a whole state (a full snapshot or another sequence), not a
+// checkpoint-scope one, and is not the sequence being restored.
+bool CanBeBase(const IndexHit& h, uint64_t live_id) {
+  return h.entry.kind != EntryKind::kCheckpoint && h.entry.id != live_id;
+}
+
 }  // namespace
 
 struct Sequence::State {
@@ -320,9 +327,7 @@ std::vector<CheckpointEngine::Plan> CheckpointEngine::Candidates(
   auto find_base = [&](size_t need, Plan& p) {
     bool found = false;
     auto consider = [&](const IndexHit& h) {
-      if (h.entry.kind == EntryKind::kCheckpoint || h.entry.id == s.live_id || is_excluded(h.entry.id)) {
-        return;
-      }
+      if (!CanBeBase(h, s.live_id) || is_excluded(h.entry.id)) return;
       if (!found || h.entry.bytes < p.c.copy_bytes) {
         p.base_kind = h.entry.kind;
         p.base_id = h.entry.id;
@@ -733,14 +738,11 @@ absl::StatusOr<std::unique_ptr<PrefillJob>> CheckpointEngine::StartPrefill(Seque
     // a full base (Candidates) holds the rest of the memory.
     size_t partial_up_to = std::min(live_common, n);
     for (const IndexHit& h : match.on_path) {
-      if (h.entry.kind != EntryKind::kCheckpoint && h.entry.id != s.live_id) {
-        partial_up_to = std::max(partial_up_to, h.depth);
-      }
+      if (CanBeBase(h, s.live_id)) partial_up_to = std::max(partial_up_to, h.depth);
     }
-    for (const IndexHit& h : match.below) {
-      if (h.entry.kind != EntryKind::kCheckpoint && h.entry.id != s.live_id) {
-        partial_up_to = std::max(partial_up_to, match.matched);
-      }
+    if (std::any_of(match.below.begin(), match.below.end(),
+                    [&](const IndexHit& h) { return CanBeBase(h, s.live_id); })) {
+      partial_up_to = std::max(partial_up_to, match.matched);
     }
     store_->NoteMissed(PrefixPathKeys(s.tenant, prompt.keys(), i, n), n - std::max(partial_up_to, i));
   }

@@ -222,12 +222,27 @@ void CheckpointStore::RememberLocked(RetentionFacts& f) {
   f.remembered = true;
   ghosts_[f.path_key] = Ghost{f, NowLocked(), ++ghost_serial_};
   ghost_order_.emplace_back(f.path_key, ghost_serial_);
-  while (ghosts_.size() > kGhosts || ghost_order_.size() > 2 * kGhosts) {
+  ForgetOldLocked();
+}
+
+void CheckpointStore::ForgetOldLocked() {
+  while (!ghost_order_.empty()) {
     const auto [key, serial] = ghost_order_.front();
-    ghost_order_.pop_front();
     auto it = ghosts_.find(key);
-    if (it != ghosts_.end() && it->second.serial == serial) ForgetLocked(key);
+    const bool current = it != ghosts_.end() && it->second.serial == serial;
+    if (current && ghosts_.size() <= kGhosts && ghost_order_.size() <= 2 * kGhosts &&
+        requests_ - it->second.gone.request < kMissHorizon) {
+      return;
+    }
+    if (current) ForgetLocked(key);
+    ghost_order_.pop_front();
   }
+}
+
+void CheckpointStore::RefusedLocked(RetentionFacts facts) {
+  ++stats_.rejected;
+  RememberLocked(facts);
+  retention_->Observe(RetentionEvent::kRefused, facts, NowLocked());
 }
 
 void CheckpointStore::ForgetLocked(uint64_t path_key) {
@@ -483,11 +498,9 @@ absl::StatusOr<CheckpointId> CheckpointStore::Put(Checkpoint checkpoint, const P
     e.reason = info.reason;
     e.path_key = info.path_key;
     e.added = e.last_use = RetentionClock{++tick_, requests_};
-    RetentionFacts facts = FactsLocked(e);
+    const RetentionFacts facts = FactsLocked(e);
     if (!retention_->Admit(facts, VictimsLocked(bytes, 0), NowLocked())) {
-      ++stats_.rejected;
-      RememberLocked(facts);
-      retention_->Observe(RetentionEvent::kRefused, facts, NowLocked());
+      RefusedLocked(facts);
       return absl::ResourceExhaustedError(absl::StrCat(
           "checkpoint of ", bytes, " bytes not admitted: worth less than what it would push out"));
     }
@@ -518,11 +531,9 @@ bool CheckpointStore::WouldAdmit(size_t bytes, SnapshotScope scope, Pos pos, con
   e.reason = info.reason;
   e.path_key = info.path_key;
   e.added = e.last_use = NowLocked();
-  RetentionFacts facts = FactsLocked(e);
+  const RetentionFacts facts = FactsLocked(e);
   if (retention_->Admit(facts, VictimsLocked(bytes, 0), NowLocked())) return true;
-  ++stats_.rejected;
-  RememberLocked(facts);
-  retention_->Observe(RetentionEvent::kRefused, facts, NowLocked());
+  RefusedLocked(facts);
   return false;
 }
 
@@ -556,15 +567,7 @@ void CheckpointStore::MarkStale(CheckpointId id) {
 void CheckpointStore::BeginRequest() {
   absl::MutexLock lock(&mu_);
   ++requests_;
-  while (!ghost_order_.empty()) {
-    const auto [key, serial] = ghost_order_.front();
-    auto it = ghosts_.find(key);
-    if (it != ghosts_.end() && it->second.serial == serial) {
-      if (requests_ - it->second.gone.request < kMissHorizon) break;
-      ForgetLocked(key);
-    }
-    ghost_order_.pop_front();
-  }
+  ForgetOldLocked();
 }
 
 absl::StatusOr<std::shared_ptr<const Checkpoint>> CheckpointStore::Get(CheckpointId id) {

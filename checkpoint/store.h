@@ -273,13 +273,21 @@ class CheckpointStore final {
   ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_)
   void RemovedLocked(const Entry& e, bool displaced = false);
   // Remembers a checkpoint pushed out or refused, by its path key, when the
-  // policy wants_misses() (sets f.remembered); the oldest beyond kGhosts are
-  // forgotten (RetentionEvent::kForgotten), as is an older one on the same
-  // path.
+  // policy wants_misses() and none on the same path is remembered already
+  // (sets f.remembered).
   ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_)
   void RememberLocked(RetentionFacts& f);
+  // Counts, remembers and tells the policy of a checkpoint Admit refused.
+  ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_)
+  void RefusedLocked(RetentionFacts facts);
+  // Tells the policy the remembered one on `path_key` is forgotten
+  // (RetentionEvent::kForgotten) and forgets it; no-op when none.
   ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_)
   void ForgetLocked(uint64_t path_key);
+  // Forgets the remembered ones kMissHorizon prompts old, and the oldest
+  // beyond kGhosts.
+  ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_)
+  void ForgetOldLocked();
   ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_)
   void EvictDiskLocked(Pending& pending);
   // Writes spills and deletes files outside the lock, then runs listeners.
