@@ -18,6 +18,7 @@
 #include "backends/kernels/cpu_isa.h"
 #include "backends/model/dequant.h"
 #include "gtest/gtest.h"
+#include "tests/backends/kernels/reference_dot.h"
 
 namespace cairn {
 namespace {
@@ -59,14 +60,9 @@ void ExpectReference(GgmlType type, const Case& c, const std::vector<float>& wf,
                      const std::vector<float>& y1, const std::vector<float>& y3) {
   for (int64_t t = 0; t < c.tokens; ++t) {
     for (int64_t o = 0; o < c.n_out; ++o) {
-      double want = 0, mag = 0;
-      for (int64_t i = 0; i < c.n_in; ++i) {
-        const double p = static_cast<double>(wf[o * c.n_in + i]) * x[t * c.n_in + i];
-        want += p;
-        mag += std::fabs(p);
-      }
+      const ReferenceDot want = DotInDouble(&wf[o * c.n_in], &x[t * c.n_in], c.n_in);
       const size_t at = static_cast<size_t>(t * c.n_out + o);
-      ASSERT_LE(std::fabs(y1[at] - want), 1e-6 * mag + 1e-30)
+      ASSERT_LE(std::fabs(y1[at] - want.value), 1e-6 * want.magnitude + 1e-30)
           << TypeName(type) << " tokens " << c.tokens << " n_in " << c.n_in << " n_out " << c.n_out << " t " << t
           << " o " << o;
       ASSERT_EQ(y1[at], y3[at]) << "thread count changed the result at t " << t << " o " << o;

@@ -22,6 +22,7 @@
 #include "backends/model/dequant.h"
 #include "backends/model/gguf.h"
 #include "gtest/gtest.h"
+#include "tests/backends/kernels/reference_dot.h"
 #include "tests/testing/shared_data.h"
 
 namespace cairn {
@@ -103,13 +104,9 @@ TEST_P(QuantTest, FusedDotMatchesDequantizedReference) {
   const float* expected = reinterpret_cast<const float*>((*e)->data);
   std::vector<float> x = RandomVec(static_cast<size_t>(n), 7);
   for (int64_t r = 0; r < (*q)->n_rows(); ++r) {
-    double want = 0, mag = 0;
-    for (int64_t i = 0; i < n; ++i) {
-      want += static_cast<double>(expected[r * n + i]) * x[i];
-      mag += std::fabs(static_cast<double>(expected[r * n + i]) * x[i]);
-    }
+    const ReferenceDot want = DotInDouble(expected + r * n, x.data(), n);
     const float got = DotRow(GetParam().type, (*q)->row(r), x.data(), n);
-    EXPECT_LT(RelError(got, want, mag), 1e-6) << "row " << r << " got " << got << " want " << want;
+    EXPECT_LT(RelError(got, want.value, want.magnitude), 1e-6) << "row " << r << " got " << got << " want " << want.value;
   }
 }
 
@@ -143,13 +140,9 @@ TEST_P(QuantTest, MatMulBothPathsMatchReference) {
     MatMul(w, x.data(), tokens, y.data(), pool, MatMulPrecision::kExact);
     for (int64_t t = 0; t < tokens; ++t) {
       for (int64_t o = 0; o < w.n_out; ++o) {
-        double want = 0, mag = 0;
-        for (int64_t i = 0; i < w.n_in; ++i) {
-          const double p = static_cast<double>(expected[o * w.n_in + i]) * x[t * w.n_in + i];
-          want += p;
-          mag += std::fabs(p);
-        }
-        EXPECT_LT(RelError(y[t * w.n_out + o], want, mag), 1e-6) << "tokens " << tokens << " t " << t << " o " << o;
+        const ReferenceDot want = DotInDouble(expected + o * w.n_in, x.data() + t * w.n_in, w.n_in);
+        EXPECT_LT(RelError(y[t * w.n_out + o], want.value, want.magnitude), 1e-6)
+            << "tokens " << tokens << " t " << t << " o " << o;
       }
     }
   }
@@ -194,12 +187,8 @@ TEST_P(MatMulTest, FloatTypesAllPaths) {
       MatMul(w, x.data(), tokens, y.data(), pool, MatMulPrecision::kExact);
       for (int64_t t = 0; t < tokens; ++t) {
         for (int64_t o = 0; o < n_out; ++o) {
-          double want = 0, mag = 0;
-          for (int64_t i = 0; i < n_in; ++i) {
-            want += static_cast<double>(exact[o * n_in + i]) * x[t * n_in + i];
-            mag += std::fabs(static_cast<double>(exact[o * n_in + i]) * x[t * n_in + i]);
-          }
-          ASSERT_LT(RelError(y[t * n_out + o], want, mag), 1e-6)
+          const ReferenceDot want = DotInDouble(&exact[o * n_in], &x[t * n_in], n_in);
+          ASSERT_LT(RelError(y[t * n_out + o], want.value, want.magnitude), 1e-6)
               << TypeName(type) << " tokens " << tokens << " t " << t << " o " << o;
         }
       }
@@ -212,12 +201,8 @@ INSTANTIATE_TEST_SUITE_P(RowWidths, MatMulTest, ::testing::Values(100, 700, 1500
 TEST(VecTest, DotF32AllLengths) {
   for (int64_t n = 0; n < 150; ++n) {
     auto a = RandomVec(static_cast<size_t>(n), 1), b = RandomVec(static_cast<size_t>(n), 2);
-    double want = 0, mag = 0;
-    for (int64_t i = 0; i < n; ++i) {
-      want += static_cast<double>(a[i]) * b[i];
-      mag += std::fabs(static_cast<double>(a[i]) * b[i]);
-    }
-    EXPECT_LT(RelError(DotF32(a.data(), b.data(), n), want, mag), 1e-6) << n;
+    const ReferenceDot want = DotInDouble(a.data(), b.data(), n);
+    EXPECT_LT(RelError(DotF32(a.data(), b.data(), n), want.value, want.magnitude), 1e-6) << n;
   }
 }
 
