@@ -250,6 +250,7 @@ namespace {
 struct Accum {
   double sum = 0, sum_sq = 0, max_abs = 0;
   int64_t count = 0, rows = 0, agree = 0;
+  std::vector<double> disagreeing_gaps;  // reference top minus reference at got's argmax
 };
 
 absl::Status Accumulate(const SequenceLogits& got, const SequenceLogits& ref, Accum& a) {
@@ -265,7 +266,13 @@ absl::Status Accumulate(const SequenceLogits& got, const SequenceLogits& ref, Ac
   a.count += static_cast<int64_t>(ref.values.size());
   for (int32_t t = 0; t < ref.n_tokens; ++t) {
     ++a.rows;
-    if (Argmax(got.row(t), got.n_vocab) == Argmax(ref.row(t), ref.n_vocab)) ++a.agree;
+    const int32_t got_top = Argmax(got.row(t), got.n_vocab);
+    const int32_t ref_top = Argmax(ref.row(t), ref.n_vocab);
+    if (got_top == ref_top) {
+      ++a.agree;
+    } else {
+      a.disagreeing_gaps.push_back(static_cast<double>(ref.row(t)[ref_top]) - ref.row(t)[got_top]);
+    }
   }
   return absl::OkStatus();
 }
@@ -278,6 +285,9 @@ LogitsComparison Finish(const Accum& a) {
   c.max_rel = c.ref_std > 0 ? c.max_abs_diff / c.ref_std : c.max_abs_diff;
   c.rows = a.rows;
   c.argmax_agree = a.agree;
+  for (double gap : a.disagreeing_gaps) {
+    if (gap <= kNearTieFraction * c.ref_std) ++c.argmax_near_tie;
+  }
   return c;
 }
 

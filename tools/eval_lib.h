@@ -75,7 +75,11 @@ struct LogitsComparison {
   double max_rel = 0;        // max_abs_diff / ref_std
   int64_t rows = 0;
   int64_t argmax_agree = 0;  // rows whose argmax is the same
+  // Rows whose argmax differs but whose reference holds the two tokens within
+  // kNearTieFraction x ref_std of each other: a tie that any rounding decides.
+  int64_t argmax_near_tie = 0;
 };
+inline constexpr double kNearTieFraction = 0.01;
 // INVALID_ARGUMENT when the shapes differ.
 absl::StatusOr<LogitsComparison> CompareLogits(const SequenceLogits& got, const SequenceLogits& ref);
 // Aggregate over sequences (std over all reference values together).

@@ -36,7 +36,7 @@ struct Row {
   // instead of exact_activations. Its golden check uses `tolerance` and
   // `min_argmax` (fraction of positions); its comparisons of the backend
   // with itself (batch, step, chunks, truncate, restore) use
-  // kFastSelfTolerance and require every argmax to agree.
+  // kFastSelfTolerance and require every argmax to agree but near ties.
   bool fast = false;
   double min_argmax = 1.0;
 };
@@ -164,7 +164,11 @@ class ConformanceTest : public ::testing::TestWithParam<Row> {
     ASSERT_TRUE(c.ok()) << what << ": " << c.status();
     const double tolerance = GetParam().fast ? kFastSelfTolerance : GetParam().tolerance;
     EXPECT_LE(c->max_rel, tolerance) << what << ": max|diff| " << c->max_abs_diff << " std " << c->ref_std;
-    EXPECT_EQ(c->argmax_agree, c->rows) << what;
+    // A near tie in the reference (the MoE file's expert choices flip under
+    // 8-bit rounding) may go either way on another batch shape; on an AVX2
+    // machine a restored continuation of qwen35moe-Q8_0 picks the other of two
+    // tokens 0.0007 x std apart.
+    EXPECT_EQ(c->argmax_agree + (GetParam().fast ? c->argmax_near_tie : 0), c->rows) << what;
   }
 
   static SequenceLogits Slice(const SequenceLogits& s, int32_t begin, int32_t end) {
