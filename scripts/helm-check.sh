@@ -17,7 +17,7 @@ cd "$(dirname "$0")/.."
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 need=()
-for p in golang-go golang-github-masterminds-sprig-dev golang-gopkg-yaml.v3-dev python3-kubernetes python3-yaml yamllint; do
+for p in golang-go golang-github-masterminds-sprig-dev golang-k8s-sigs-yaml-dev python3-kubernetes python3-yaml yamllint; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || need+=("$p")
 done
 if [ ${#need[@]} -gt 0 ]; then
