@@ -16,11 +16,14 @@
 //
 //	render [-f values.yaml]... [-namespace NS] [-release NAME]
 //	       [-kube-version v1.34.0] [-json OUT.json] CHART_DIR
+//	render -decode MANIFESTS.yaml -json OUT.json
 //
 // -json writes the manifests as a JSON array of {"source", "object"}, each
 // object converted by sigs.k8s.io/yaml as Helm's Kubernetes client converts
 // it before sending it to the API server. NOTES.txt goes to stderr. A
 // failing `fail`/`required` or template error exits 1 with its message.
+// -decode converts already rendered manifests (helm/check/rejected/) the
+// same way, for the checks that must refuse them.
 package main
 
 import (
@@ -54,7 +57,16 @@ func main() {
 	// What `helm template` of Helm 3.21 reports without --kube-version.
 	kube := flag.String("kube-version", "v1.34.0", "Kubernetes version for .Capabilities.KubeVersion")
 	jsonOut := flag.String("json", "", "also write the manifests as JSON to this file")
+	decode := flag.String("decode", "", "convert this file of rendered manifests to -json, render nothing")
 	flag.Parse()
+	if *decode != "" && *jsonOut != "" {
+		text, err := os.ReadFile(*decode)
+		check(err)
+		manifests, err := sortManifests(map[string]string{*decode: string(text)})
+		check(err)
+		check(writeJSON(*jsonOut, manifests))
+		return
+	}
 	if flag.NArg() != 1 {
 		fmt.Fprintln(os.Stderr, "usage: render [-f values.yaml]... [-json OUT] CHART_DIR")
 		os.Exit(2)
@@ -170,7 +182,10 @@ func writeJSON(path string, manifests []manifest) error {
 	}
 	entries := make([]entry, 0, len(manifests))
 	for _, m := range manifests {
-		entries = append(entries, entry{Source: m.source, Object: m.json})
+		// A document of comments only is no object: Helm's client skips it.
+		if string(m.json) != "null" {
+			entries = append(entries, entry{Source: m.source, Object: m.json})
+		}
 	}
 	data, err := json.MarshalIndent(entries, "", "  ")
 	if err != nil {

@@ -18,8 +18,8 @@ type manifest struct {
 }
 
 // head is what Helm decodes of every document before installing it (its
-// releaseutil.SimpleHead): a document that does not decode into it, e.g. an
-// annotation that is not a string, fails the install.
+// releaseutil.SimpleHead): a document that does not decode, i.e. is not
+// YAML, fails the install ("YAML parse error on ...").
 type head struct {
 	Version  string `json:"apiVersion"`
 	Kind     string `json:"kind,omitempty"`
