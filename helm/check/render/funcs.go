@@ -42,20 +42,9 @@ func helmFuncs(root *template.Template, renderTpl func(text string, data interfa
 		return strings.TrimSuffix(string(data), "\n")
 	}
 	funcs["toYamlPretty"] = func(interface{}) (string, error) { return "", notFollowed("toYamlPretty") }
-	funcs["fromYaml"] = func(s string) map[string]interface{} {
-		m := map[string]interface{}{}
-		if err := yaml.Unmarshal([]byte(s), &m); err != nil {
-			m["Error"] = err.Error()
-		}
-		return m
-	}
-	funcs["fromYamlArray"] = func(s string) []interface{} {
-		var a []interface{}
-		if err := yaml.Unmarshal([]byte(s), &a); err != nil {
-			a = []interface{}{err.Error()}
-		}
-		return a
-	}
+	fromYAML := func(data []byte, v interface{}) error { return yaml.Unmarshal(data, v) }
+	funcs["fromYaml"] = tableDecoder(fromYAML)
+	funcs["fromYamlArray"] = listDecoder(fromYAML)
 	funcs["toJson"] = func(v interface{}) string {
 		data, err := json.Marshal(v)
 		if err != nil {
@@ -63,20 +52,8 @@ func helmFuncs(root *template.Template, renderTpl func(text string, data interfa
 		}
 		return string(data)
 	}
-	funcs["fromJson"] = func(s string) map[string]interface{} {
-		m := map[string]interface{}{}
-		if err := json.Unmarshal([]byte(s), &m); err != nil {
-			m["Error"] = err.Error()
-		}
-		return m
-	}
-	funcs["fromJsonArray"] = func(s string) []interface{} {
-		var a []interface{}
-		if err := json.Unmarshal([]byte(s), &a); err != nil {
-			a = []interface{}{err.Error()}
-		}
-		return a
-	}
+	funcs["fromJson"] = tableDecoder(json.Unmarshal)
+	funcs["fromJsonArray"] = listDecoder(json.Unmarshal)
 	funcs["toToml"] = func(interface{}) (string, error) { return "", notFollowed("toToml") }
 	funcs["fromToml"] = func(string) (map[string]interface{}, error) { return nil, notFollowed("fromToml") }
 	funcs["lookup"] = func(string, string, string, string) (map[string]interface{}, error) {
@@ -95,6 +72,28 @@ func helmFuncs(root *template.Template, renderTpl func(text string, data interfa
 		return v, nil
 	}
 	return funcs
+}
+
+// tableDecoder and listDecoder make Helm's from* functions, which tolerate
+// errors: a table gets the message under "Error", a list holds it alone.
+func tableDecoder(unmarshal func([]byte, interface{}) error) func(string) map[string]interface{} {
+	return func(s string) map[string]interface{} {
+		m := map[string]interface{}{}
+		if err := unmarshal([]byte(s), &m); err != nil {
+			m["Error"] = err.Error()
+		}
+		return m
+	}
+}
+
+func listDecoder(unmarshal func([]byte, interface{}) error) func(string) []interface{} {
+	return func(s string) []interface{} {
+		var a []interface{}
+		if err := unmarshal([]byte(s), &a); err != nil {
+			a = []interface{}{err.Error()}
+		}
+		return a
+	}
 }
 
 // chartFiles is .Files: the chart's files outside templates/ (and other than
