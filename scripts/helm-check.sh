@@ -20,7 +20,8 @@
 #      image must name a registry), and every file of rendered manifests in
 #      helm/check/rejected/ (defects the chart once shipped) to be refused
 #      by the checks with every message its "# expect:" lines name;
-#   4. checks that the README's first-day values are helm/check/values/first-day.yaml.
+#   4. checks that the README's first-day values are helm/check/values/first-day.yaml
+#      and validates the manifests its first day applies (the model volume).
 # Not part of scripts/test.sh (CI): it installs Go and npm packages.
 #   bash scripts/helm-check.sh
 # Environment: CAIRN_HELM_CHECK_CACHE (default ~/.cache/cairn-helm-check)
@@ -129,6 +130,20 @@ if shown != values:
     sys.exit("README.md's first-day values (between <!-- first-day-values --> and <!-- end first-day-values -->) "
              "differ from " + sys.argv[2])
 PY
+
+# ... and the manifests it applies to fill the model volume must be valid.
+python3 - README.md "$work/first-day-fill.yaml" <<'PY' || failed=1
+import sys, textwrap
+readme = open(sys.argv[1]).read()
+start = readme.find("kubectl apply -f - <<'EOF'\n")
+end = readme.find("EOF\n", start + 30)
+if start < 0 or end < 0:
+    sys.exit("README.md: no first-day kubectl apply block")
+open(sys.argv[2], "w").write(textwrap.dedent(readme[start:end].split("\n", 1)[1].rstrip(" ")))
+PY
+"$work/render" -decode "$work/first-day-fill.yaml" -json "$work/first-day-fill.json" &&
+  node helm/check/schemas/validate.mjs --modules "$modules" "$work/first-day-fill.json" | sed 's|^.*first-day-fill.json|README first day (model volume)|' ||
+  failed=1
 
 if [ $failed = 0 ]; then
   echo "== chart checks passed: $sets value sets, $objects objects validated against their schemas, $refused refusals as expected"

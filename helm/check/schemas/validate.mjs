@@ -30,6 +30,7 @@ const SCHEMAS = {
   "v1/Service": ["kubernetes-models", "IoK8sApiCoreV1Service"],
   "v1/ServiceAccount": ["kubernetes-models", "IoK8sApiCoreV1ServiceAccount"],
   "v1/PersistentVolumeClaim": ["kubernetes-models", "IoK8sApiCoreV1PersistentVolumeClaim"],
+  "v1/Pod": ["kubernetes-models", "IoK8sApiCoreV1Pod"],
   "apps/v1/StatefulSet": ["kubernetes-models", "IoK8sApiAppsV1StatefulSet"],
   "apps/v1/Deployment": ["kubernetes-models", "IoK8sApiAppsV1Deployment"],
   "policy/v1/PodDisruptionBudget": ["kubernetes-models", "IoK8sApiPolicyV1PodDisruptionBudget"],
