@@ -26,7 +26,7 @@
 # Not part of scripts/test.sh (CI): it downloads a Debian base system and
 # compiles cairn inside the image build (10 to 30 minutes on 2 cores).
 #
-#   bash scripts/container-test.sh           # KEEP_IMAGE=1 keeps the image
+#   bash scripts/container-test.sh    # KEEP_IMAGE=1 keeps the image and the build stage (a cache)
 # Environment: BASE_IMAGE (default localhost/cairn-base:bookworm),
 # IMAGE (default localhost/cairn:test), PORT (default 50071), RUNTIME (the
 # OCI runtime, default runc: Debian 12's crun refuses hosts with hybrid
@@ -60,6 +60,9 @@ fi
 nofile=$(ulimit -Hn)
 [ "$nofile" = unlimited ] && nofile=1048576
 LIMITS=(--ulimit "nofile=$nofile:$nofile" --ulimit "nproc=4096:4096")
+# The script runs the HEALTHCHECK itself (podman healthcheck run): no
+# systemd timer for it (hosts without systemd print errors otherwise).
+DETACHED=(-d --health-interval=disable "${LIMITS[@]}")
 podman() { command podman --runtime="$RUNTIME" "$@"; }
 
 if podman image exists "$BASE_IMAGE"; then
@@ -92,12 +95,15 @@ start=$(date +%s)
 nice podman build --quiet --format docker --runtime "$RUNTIME" "${LIMITS[@]}" --build-arg "BASE=$BASE_IMAGE" -t "$IMAGE" . >/dev/null
 build_seconds=$(( $(date +%s) - start ))
 echo "built in $build_seconds s"
-# The build stage's image (compilers, sources) is not needed any more.
-podman image prune -f --filter label=cairn.stage=build >/dev/null
+# The build stage's image (compilers, sources) is not needed any more; with
+# KEEP_IMAGE=1 it stays, as the cache of the next build.
+if [ "${KEEP_IMAGE:-}" != "1" ]; then
+  podman image prune -f --filter label=cairn.stage=build >/dev/null
+fi
 size=$(podman image inspect --format '{{.Size}}' "$IMAGE")
 base_size=$(podman image inspect --format '{{.Size}}' "$BASE_IMAGE")
 echo "image size: $(( size / 1048576 )) MiB (base image $(( base_size / 1048576 )) MiB)"
-podman run --rm --entrypoint /bin/sh "$IMAGE" -c \
+podman run --rm --no-healthcheck "${LIMITS[@]}" --entrypoint /bin/sh "$IMAGE" -c \
   'cd /usr/local && ls -l bin/cairn-* lib/cairn/*.so | awk "{print \$5, \$9}"'
 shared=${CAIRN_SHARED_DIR:-../shared}
 tls_dir=$(mktemp -d)
@@ -107,13 +113,16 @@ cleanup() {
   podman rm -f "$NAME" "$NAME-hybrid" "$NAME-tls" "$NAME-model" "$NAME-pulled" >/dev/null 2>&1 || true
   [ -z "$registry_pid" ] || kill "$registry_pid" 2>/dev/null || true
   [ -z "${pushed:-}" ] || podman rmi -f "$pushed" >/dev/null 2>&1 || true
-  rm -rf "$tls_dir" "$registry_dir"
+  rm -rf "$tls_dir" "$registry_dir" "$tls_dir.requests"
   if [ "${KEEP_IMAGE:-}" != "1" ]; then podman rmi -f "$IMAGE" >/dev/null 2>&1 || true; fi
 }
 trap cleanup EXIT
 
-# Every request this script sends to a server in a container, for the summary.
-requests=()
+# Every request this script sends to a server in a container, for the
+# summary (a file: most requests run in a command substitution's subshell).
+requests_log="$tls_dir.requests"
+: >"$requests_log"
+request() { echo "$*" >>"$requests_log"; }
 # The client runs from the same image on the host's network, so the stream
 # goes through the port the container publishes. Extra podman flags come
 # before "--".
@@ -121,15 +130,16 @@ cli() {
   local flags=()
   while [ $# -gt 0 ] && [ "$1" != "--" ]; do flags+=("$1"); shift; done
   shift
-  requests+=("cairn-cli $*")
-  podman run --rm "${LIMITS[@]}" --network=host "${flags[@]}" --entrypoint /usr/local/bin/cairn-cli "$IMAGE" "$@"
+  request "cairn-cli $*"
+  podman run --rm --no-healthcheck "${LIMITS[@]}" --network=host "${flags[@]}" \
+    --entrypoint /usr/local/bin/cairn-cli "$IMAGE" "$@"
 }
 
 wait_healthy() {
   local name=$1
   for _ in $(seq 1 60); do
     if podman healthcheck run "$name" >/dev/null 2>&1; then
-      requests+=("HEALTHCHECK of $name (cairn-healthcheck)")
+      request "HEALTHCHECK of $name (cairn-healthcheck in the container)"
       return 0
     fi
     if [ "$(podman inspect --format '{{.State.Running}}' "$name")" != "true" ]; then
@@ -147,7 +157,7 @@ wait_healthy() {
 expect_refusal() {  # expect_refusal MESSAGE podman-run-arguments...
   local want=$1 out
   shift
-  if out=$(podman run --rm "${LIMITS[@]}" "$@" 2>&1); then
+  if out=$(podman run --rm --no-healthcheck "${LIMITS[@]}" "$@" 2>&1); then
     echo "the container started, but should refuse: $*" >&2; exit 1
   fi
   grep -qF "$want" <<<"$out" || { echo "refused with '$out', not '$want'" >&2; exit 1; }
@@ -161,7 +171,7 @@ expect_refusal "no family 'nope' in the image (families: hybrid recurrent swa tr
 expect_refusal "TLS needs CAIRN_TLS_CERT, CAIRN_TLS_KEY and CAIRN_TLS_CA" -e CAIRN_TLS_CERT=/x "$IMAGE"
 
 step "starting $NAME (every family linked in, built-in demo models), gRPC published on 127.0.0.1:$PORT"
-podman run -d "${LIMITS[@]}" --name "$NAME" -p "127.0.0.1:$PORT:50051" "$IMAGE" --threads=1 >/dev/null
+podman run "${DETACHED[@]}" --name "$NAME" -p "127.0.0.1:$PORT:50051" "$IMAGE" --threads=1 >/dev/null
 wait_healthy "$NAME"
 uid=$(podman exec "$NAME" id -u)
 echo "server runs as uid $uid: $(podman exec "$NAME" cat /proc/1/cmdline | tr '\0' ' ')"
@@ -185,7 +195,7 @@ if [ -f "$golden/granitehybrid.gguf" ]; then
 else
   echo "no $golden/granitehybrid.gguf: the built-in demo-hybrid only"
 fi
-podman run -d "${LIMITS[@]}" --name "$NAME-hybrid" -p "127.0.0.1:$PORT:50051" -e CAIRN_BACKENDS=hybrid \
+podman run "${DETACHED[@]}" --name "$NAME-hybrid" -p "127.0.0.1:$PORT:50051" -e CAIRN_BACKENDS=hybrid \
   "${mounts[@]}" "$IMAGE" "${hybrid_args[@]}" >/dev/null
 wait_healthy "$NAME-hybrid"
 cmdline=$(podman exec "$NAME-hybrid" cat /proc/1/cmdline | tr '\0' ' ')
@@ -205,7 +215,7 @@ echo "$out"
 grep -Eq "generated [1-9][0-9]* tokens" <<<"$out" || { echo "no stream from $model" >&2; exit 1; }
 podman stop --time 10 "$NAME-hybrid" >/dev/null
 if [ -f "$golden/mamba2.gguf" ]; then
-  expect_refusal "mamba2" -e CAIRN_BACKENDS=hybrid "${mounts[@]}" "$IMAGE" --model=m=/models/mamba2.gguf
+  expect_refusal "no backend family serves architecture 'mamba2'" -e CAIRN_BACKENDS=hybrid "${mounts[@]}" "$IMAGE" --model=m=/models/mamba2.gguf
 fi
 
 step "another port and TLS: the HEALTHCHECK must follow CAIRN_PORT and CAIRN_TLS_*"
@@ -218,7 +228,7 @@ openssl x509 -req -in "$tls_dir/tls.csr" -CA "$tls_dir/ca.crt" -CAkey "$tls_dir/
 chmod 0755 "$tls_dir"
 chmod 0644 "$tls_dir"/*
 mport=$((PORT + 1))
-podman run -d "${LIMITS[@]}" --name "$NAME-tls" -p "127.0.0.1:$PORT:6443" -p "127.0.0.1:$mport:9464" \
+podman run "${DETACHED[@]}" --name "$NAME-tls" -p "127.0.0.1:$PORT:6443" -p "127.0.0.1:$mport:9464" \
   -v "$tls_dir:/etc/cairn/tls:ro" -e CAIRN_PORT=6443 -e CAIRN_METRICS_PORT=9464 \
   -e CAIRN_TLS_CERT=/etc/cairn/tls/tls.crt -e CAIRN_TLS_KEY=/etc/cairn/tls/tls.key -e CAIRN_TLS_CA=/etc/cairn/tls/ca.crt \
   "$IMAGE" --threads=1 --model=demo-hybrid=demo-hybrid >/dev/null
@@ -231,14 +241,14 @@ grep -Eq "generated [1-9][0-9]* tokens" <<<"$out" || { echo "no stream over TLS"
 if cli -- --server=127.0.0.1:$PORT --health --timeout=2 >/dev/null 2>&1; then
   echo "a plaintext client was answered by the TLS port" >&2; exit 1
 fi
-requests+=("GET http://127.0.0.1:$mport/metrics")
-curl -fsS "http://127.0.0.1:$mport/metrics" | grep -m 1 "^cairn_requests_total" ||
-  { echo "no metrics on CAIRN_METRICS_PORT" >&2; exit 1; }
+request "GET http://127.0.0.1:$mport/metrics"
+metrics=$(curl -fsS "http://127.0.0.1:$mport/metrics")
+grep "^cairn_requests_total" <<<"$metrics" || { echo "no metrics on CAIRN_METRICS_PORT" >&2; exit 1; }
 podman stop --time 10 "$NAME-tls" >/dev/null
 
 if [ -f "$shared/models/stories260K.gguf" ]; then
   step "serving $shared/models/stories260K.gguf from a read-only mount at /models"
-  podman run -d "${LIMITS[@]}" --name "$NAME-model" -p "127.0.0.1:$PORT:50051" \
+  podman run "${DETACHED[@]}" --name "$NAME-model" -p "127.0.0.1:$PORT:50051" \
     -v "$(realpath "$shared/models"):/models:ro" "$IMAGE" --threads=1 \
     --model=stories=/models/stories260K.gguf >/dev/null
   wait_healthy "$NAME-model"
@@ -267,10 +277,10 @@ podman push --quiet --tls-verify=false "$pushed"
 podman rmi "$pushed" >/dev/null
 podman pull --quiet --tls-verify=false "$pushed" >/dev/null
 echo "pushed and pulled $pushed ($(curl -fsS "http://127.0.0.1:$rport/v2/team/cairn/tags/list"))"
-podman run -d "${LIMITS[@]}" --name "$NAME-pulled" -p "127.0.0.1:$PORT:50051" "$pushed" --threads=1 >/dev/null
+podman run "${DETACHED[@]}" --name "$NAME-pulled" -p "127.0.0.1:$PORT:50051" "$pushed" --threads=1 >/dev/null
 wait_healthy "$NAME-pulled"
-requests+=("cairn-cli --chat Hello (the pulled image)")
-first=$(podman run --rm "${LIMITS[@]}" --network=host --entrypoint cairn-cli "$pushed" \
+request "cairn-cli --server=127.0.0.1:$PORT --model=demo-chat --chat ... Hello (the pulled image's)"
+first=$(podman run --rm --no-healthcheck "${LIMITS[@]}" --network=host --entrypoint cairn-cli "$pushed" \
         --server=127.0.0.1:$PORT --model=demo-chat --chat --temperature=0 --max-tokens=8 "Hello")
 echo "$first"
 [ -n "$first" ] || { echo "no first reply" >&2; exit 1; }
@@ -278,5 +288,5 @@ podman stop --time 10 "$NAME-pulled" >/dev/null
 
 step "container test passed"
 echo "figures: build $build_seconds s, image $(( size / 1048576 )) MiB (base $(( base_size / 1048576 )) MiB)"
-echo "requests made (${#requests[@]}):"
-printf '  %s\n' "${requests[@]}"
+echo "requests made ($(wc -l <"$requests_log")):"
+sed 's/^/  /' "$requests_log"
