@@ -60,8 +60,9 @@ fi
 nofile=$(ulimit -Hn)
 [ "$nofile" = unlimited ] && nofile=1048576
 LIMITS=(--ulimit "nofile=$nofile:$nofile" --ulimit "nproc=4096:4096")
-# The script runs the HEALTHCHECK itself (podman healthcheck run): no
-# systemd timer for it (hosts without systemd print errors otherwise).
+# The script runs the HEALTHCHECK itself (podman healthcheck run), so no
+# timer is wanted; on hosts without systemd podman 4.3 still prints "unable to
+# get systemd connection" lines for it, which are harmless.
 DETACHED=(-d --health-interval=disable "${LIMITS[@]}")
 podman() { command podman --runtime="$RUNTIME" "$@"; }
 
