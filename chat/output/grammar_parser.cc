@@ -59,42 +59,6 @@ size_t IncompleteUtf8Tail(std::string_view text) {
   return 0;
 }
 
-// Tracks string literals and bracket depth over a captured block, one byte
-// at a time.
-class BracketScanner {
- public:
-  void Advance(char c, Quoting quoting) {
-    if (quote_ != 0) {
-      if (escaped_) {
-        escaped_ = false;
-      } else if (c == '\\') {
-        escaped_ = true;
-      } else if (c == quote_) {
-        quote_ = 0;
-      }
-      return;
-    }
-    if (quoting == Quoting::kNone) return;
-    if (c == '"' || (quoting == Quoting::kPython && c == '\'')) {
-      quote_ = c;
-    } else if (c == '{' || c == '[' || c == '(') {
-      ++depth_;
-      opened_ = true;
-    } else if ((c == '}' || c == ']' || c == ')') && depth_ > 0) {
-      --depth_;
-    }
-  }
-  bool in_string() const { return quote_ != 0; }
-  // The first bracketed value has closed.
-  bool closed() const { return opened_ && depth_ == 0; }
-
- private:
-  size_t depth_ = 0;
-  bool opened_ = false;
-  char quote_ = 0;
-  bool escaped_ = false;
-};
-
 // The earliest exit of `exits` in text at or after `from`: the longest
 // full match at the first position where one matches, unless an exit
 // matches only partially (the text ends inside it) at an earlier position.
@@ -108,7 +72,10 @@ struct ExitSearch {
 class GrammarParser final : public OutputParser {
  public:
   GrammarParser(Grammar grammar, std::function<std::string()> make_id)
-      : grammar_(std::move(grammar)), make_id_(std::move(make_id)), section_(grammar_.start) {}
+      : grammar_(std::move(grammar)),
+        make_id_(std::move(make_id)),
+        section_(grammar_.start),
+        scanner_(section().quoting) {}
 
   absl::StatusOr<std::vector<OutputEvent>> Feed(std::string_view piece) override {
     if (finished_) return absl::FailedPreconditionError("the reply is already finished");
@@ -220,7 +187,7 @@ class GrammarParser final : public OutputParser {
         }
         if (found.undecided != std::string_view::npos) break;
       }
-      scanner_.Advance(capture_[i], s.quoting);
+      scanner_.Advance(capture_[i]);
       if (s.ends_when_balanced && scanner_.closed()) {
         EndCapture(i + 1, i + 1, "", /*at_finish=*/false, s.next_when_balanced);
         return true;
@@ -253,7 +220,6 @@ class GrammarParser final : public OutputParser {
     buf_ = capture_.substr(rest_begin);
     capture_.clear();
     scanned_ = 0;
-    scanner_ = BracketScanner();
     const std::string opener = std::exchange(opener_, {});
     CaptureEnd end{opener, text, closer, at_finish, next};
     Reporter reporter(*this);
@@ -268,6 +234,7 @@ class GrammarParser final : public OutputParser {
     started_ = std::exchange(continues_content_, false) && section().sink == Sink::kContent;
     pending_space_.clear();
     opener_ = std::move(opener);
+    scanner_ = BracketScanner(section().quoting);
   }
 
   // Text of the current text section, trimmed at the run's edges.

@@ -20,15 +20,12 @@
 #include <string_view>
 #include <vector>
 
+#include "chat/output/bracket_scanner.h"
 #include "chat/output/output_parser.h"
 
 namespace cairn::chat::output {
 
 enum class Sink { kContent, kReasoning, kCapture };
-
-// Which string literals of a captured block hide marker-like text and
-// brackets: none, JSON's "...", or Python's "..." and '...'.
-enum class Quoting { kNone, kJson, kPython };
 
 // A marker that leaves the current section for section `next`.
 struct Exit {

@@ -7,6 +7,7 @@
 #include <string_view>
 #include <utility>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/numbers.h"
 
 namespace cairn::chat::output {
@@ -15,24 +16,6 @@ namespace {
 bool IsIdentifierChar(char c, bool first) {
   const bool letter = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
   return letter || (!first && c >= '0' && c <= '9');
-}
-
-void AppendUtf8(uint32_t cp, std::string* out) {
-  if (cp < 0x80) {
-    out->push_back(static_cast<char>(cp));
-  } else if (cp < 0x800) {
-    out->push_back(static_cast<char>(0xC0 | (cp >> 6)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else if (cp < 0x10000) {
-    out->push_back(static_cast<char>(0xE0 | (cp >> 12)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else {
-    out->push_back(static_cast<char>(0xF0 | (cp >> 18)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  }
 }
 
 // Reads Python calls and literals from text; every method returns nullopt
@@ -112,45 +95,17 @@ class PythonReader {
     return std::nullopt;
   }
 
+  // A quoted string; its escapes are C's, as Python's nearly are (an escape
+  // C lacks makes the string unparsed).
   std::optional<Json> String() {
     const char quote = text_[pos_++];
-    std::string out;
-    while (pos_ < text_.size() && text_[pos_] != quote) {
-      const char c = text_[pos_++];
-      if (c != '\\') {
-        out.push_back(c);
-        continue;
-      }
-      if (pos_ == text_.size()) return std::nullopt;
-      const char e = text_[pos_++];
-      switch (e) {
-        case 'n': out.push_back('\n'); break;
-        case 't': out.push_back('\t'); break;
-        case 'r': out.push_back('\r'); break;
-        case '0': out.push_back('\0'); break;
-        case '\\': case '\'': case '"': out.push_back(e); break;
-        case 'x': case 'u': case 'U': {
-          const size_t digits = e == 'x' ? 2 : e == 'u' ? 4 : 8;
-          uint32_t cp = 0;
-          if (pos_ + digits > text_.size()) return std::nullopt;
-          for (size_t k = 0; k < digits; ++k) {
-            const char h = text_[pos_++];
-            const int v = h >= '0' && h <= '9' ? h - '0' : h >= 'a' && h <= 'f' ? h - 'a' + 10
-                                                   : h >= 'A' && h <= 'F' ? h - 'A' + 10 : -1;
-            if (v < 0) return std::nullopt;
-            cp = cp * 16 + static_cast<uint32_t>(v);
-          }
-          if (cp > 0x10FFFF) return std::nullopt;
-          AppendUtf8(cp, &out);
-          break;
-        }
-        default:  // Python keeps an unknown escape as written
-          out.push_back('\\');
-          out.push_back(e);
-      }
-    }
-    if (pos_ == text_.size()) return std::nullopt;
+    const size_t begin = pos_;
+    while (pos_ < text_.size() && text_[pos_] != quote) pos_ += text_[pos_] == '\\' ? 2 : 1;
+    if (pos_ >= text_.size()) return std::nullopt;
+    const std::string_view body = text_.substr(begin, pos_ - begin);
     ++pos_;
+    std::string out;
+    if (!absl::CUnescape(absl::string_view(body.data(), body.size()), &out)) return std::nullopt;
     return Json(std::move(out));
   }
 

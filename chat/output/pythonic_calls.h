@@ -12,7 +12,7 @@ namespace cairn::chat::output {
 
 // A list `[call, ...]` or calls separated by commas, each `NAME(k=v, ...)`
 // with a dotted NAME and keyword arguments whose values are Python literals:
-// strings ('...' or "..." with backslash escapes), integers, floats,
+// strings ('...' or "..." with C's backslash escapes), integers, floats,
 // True/False/None, lists, tuples (as JSON arrays) and dicts (keys become
 // strings). Nesting beyond kMaxNesting, positional arguments or anything
 // else make the block unparsed, with the first call's name salvaged and the

@@ -7,57 +7,20 @@
 #include <utility>
 #include <vector>
 
+#include "chat/output/bracket_scanner.h"
+
 namespace cairn::chat::output {
 namespace {
 
 constexpr std::string_view kSpace = " \t\n\r";
 
-// The deepest bracket nesting of JSON text outside its strings.
-size_t JsonNesting(std::string_view text) {
-  size_t depth = 0, deepest = 0;
-  bool in_string = false, escaped = false;
-  for (char c : text) {
-    if (in_string) {
-      if (escaped) {
-        escaped = false;
-      } else if (c == '\\') {
-        escaped = true;
-      } else if (c == '"') {
-        in_string = false;
-      }
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '{' || c == '[') {
-      deepest = std::max(deepest, ++depth);
-    } else if ((c == '}' || c == ']') && depth > 0) {
-      --depth;
-    }
-  }
-  return deepest;
-}
-
 // The end of the JSON object or array that starts at text[begin] (one past
 // its closing bracket), or npos when it does not close.
 size_t ValueEnd(std::string_view text, size_t begin) {
-  size_t depth = 0;
-  bool in_string = false, escaped = false;
+  BracketScanner scanner(Quoting::kJson);
   for (size_t i = begin; i < text.size(); ++i) {
-    const char c = text[i];
-    if (in_string) {
-      if (escaped) {
-        escaped = false;
-      } else if (c == '\\') {
-        escaped = true;
-      } else if (c == '"') {
-        in_string = false;
-      }
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '{' || c == '[') {
-      ++depth;
-    } else if (c == '}' || c == ']') {
-      if (--depth == 0) return i + 1;
-    }
+    scanner.Advance(text[i]);
+    if (scanner.closed()) return i + 1;
   }
   return std::string_view::npos;
 }
@@ -146,7 +109,9 @@ std::string_view TrimSpace(std::string_view text) {
 }
 
 std::optional<Json> ParseJson(std::string_view text) {
-  if (JsonNesting(text) > kMaxNesting) return std::nullopt;
+  BracketScanner scanner(Quoting::kJson);
+  for (char c : text) scanner.Advance(c);
+  if (scanner.deepest() > kMaxNesting) return std::nullopt;
   Json value = Json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
   if (value.is_discarded()) return std::nullopt;
   return value;

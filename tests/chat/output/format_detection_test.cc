@@ -3,25 +3,16 @@
 #include "chat/output/format_detection.h"
 
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <map>
-#include <sstream>
 #include <string>
 
 #include "gtest/gtest.h"
-#include "nlohmann/json.hpp"
+#include "tests/chat/output/shared_templates.h"
 #include "tests/testing/shared_data.h"
 
 namespace cairn::chat::output {
 namespace {
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream out;
-  out << in.rdbuf();
-  return out.str();
-}
 
 // What each template's model writes. Templates whose models' tool-call
 // syntax is not parsed (GigaChat, Gemma 4, MiniMax's <minimax:tool_call>,
@@ -84,7 +75,7 @@ TEST(FormatDetectionTest, EveryTemplateOfTheSharedFolder) {
   std::map<std::string, OutputFormat> detected;
   for (const auto& entry : std::filesystem::directory_iterator(dir)) {
     if (entry.path().extension() != ".jinja") continue;
-    detected[entry.path().stem().string()] = DetectOutputFormat(ReadFile(entry.path().string()));
+    detected[entry.path().stem().string()] = DetectOutputFormat(testing::ReadFile(entry.path().string()));
   }
   std::cout << "template -> detected output format\n";
   for (const auto& [name, format] : detected) std::cout << "  " << name << " -> " << OutputFormatName(format) << "\n";
@@ -134,16 +125,9 @@ TEST(FormatDetectionTest, PromptOpensReasoningOnRenderedPrompts) {
       {"google-gemma-2-2b-it", "single_user", false},
   };
   for (const Row& row : rows) {
-    const std::string templ = ReadFile(::cairn::testing::SharedPath(std::string("chat_templates/templates/") +
-                                                           row.template_name + ".jinja"));
-    std::ifstream lines(::cairn::testing::SharedPath(std::string("chat_templates/expected/") + row.template_name + ".jsonl"));
-    std::string prompt;
-    for (std::string line; std::getline(lines, line);) {
-      const nlohmann::json c = nlohmann::json::parse(line);
-      if (c["case"] == row.case_name) prompt = c.at("text").get<std::string>();
-    }
+    const std::string prompt = testing::Rendering(row.template_name, row.case_name);
     ASSERT_FALSE(prompt.empty()) << row.template_name << " " << row.case_name;
-    EXPECT_EQ(PromptOpensReasoning(DetectOutputFormat(templ), prompt), row.opens)
+    EXPECT_EQ(PromptOpensReasoning(DetectOutputFormat(testing::TemplateSource(row.template_name)), prompt), row.opens)
         << row.template_name << " " << row.case_name;
   }
 }

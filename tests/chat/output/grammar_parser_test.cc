@@ -13,10 +13,6 @@
 namespace cairn::chat::output {
 namespace {
 
-using testing::Call;
-using testing::Content;
-using testing::Reasoning;
-
 // Content, <r>reasoning</r>, and [[captured]] blocks reported as a call of
 // the captured text's first word with raw arguments.
 std::unique_ptr<OutputParser> TinyParser() {

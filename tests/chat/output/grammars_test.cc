@@ -14,11 +14,6 @@
 namespace cairn::chat::output {
 namespace {
 
-using testing::Call;
-using testing::Content;
-using testing::Reasoning;
-using testing::Sample;
-
 constexpr char kOslo[] = R"({"city":"Oslo"})";
 constexpr char kLima[] = R"({"city":"Lima","unit":"celsius"})";
 constexpr char kEvict[] = R"({"pattern":"evict","max_results":5})";

@@ -11,11 +11,6 @@
 namespace cairn::chat::output {
 namespace {
 
-using testing::Call;
-using testing::Content;
-using testing::Reasoning;
-using testing::Sample;
-
 std::vector<Sample> HarmonySamples() {
   const OutputFormat f = OutputFormat::kHarmony;
   return {

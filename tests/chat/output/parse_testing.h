@@ -17,6 +17,7 @@
 #include "chat/output/output_format.h"
 #include "chat/output/output_parser.h"
 #include "gtest/gtest.h"
+#include "tests/chat/output/event_testing.h"
 
 namespace cairn::chat::output {
 
@@ -69,19 +70,6 @@ inline std::function<std::string()> CountingIds() {
   return [next] { return "call_" + std::to_string((*next)++); };
 }
 
-// Adjacent text events of one kind merged: how they read concatenated.
-inline std::vector<OutputEvent> Merged(const std::vector<OutputEvent>& events) {
-  std::vector<OutputEvent> out;
-  for (const OutputEvent& e : events) {
-    if (!out.empty() && e.kind != OutputEvent::Kind::kToolCall && out.back().kind == e.kind) {
-      out.back().text += e.text;
-    } else {
-      out.push_back(e);
-    }
-  }
-  return out;
-}
-
 struct Parsed {
   std::vector<OutputEvent> events;  // as returned, not merged
   bool has_tool_calls = false;
@@ -116,19 +104,6 @@ inline Parsed ParsePieces(OutputFormat format, bool starts_in_reasoning, const s
 
 inline std::vector<OutputEvent> Parse(OutputFormat format, std::string_view text, bool starts_in_reasoning = false) {
   return Merged(ParsePieces(format, starts_in_reasoning, {text}).events);
-}
-
-inline bool IsValidUtf8(std::string_view s) {
-  for (size_t i = 0; i < s.size();) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    const size_t n = c < 0x80 ? 1 : (c >> 5) == 6 && c >= 0xC2 ? 2 : (c >> 4) == 14 ? 3 : c >= 0xF0 && c <= 0xF4 ? 4 : 0;
-    if (n == 0 || i + n > s.size()) return false;
-    for (size_t k = 1; k < n; ++k) {
-      if ((static_cast<unsigned char>(s[i + k]) & 0xC0) != 0x80) return false;
-    }
-    i += n;
-  }
-  return true;
 }
 
 // A model's reply and the events it must parse into.
@@ -177,6 +152,13 @@ inline void ExpectParses(const Sample& s) {
 }
 
 }  // namespace testing
+
+// The sample tables read better unqualified.
+using testing::Call;
+using testing::Content;
+using testing::Reasoning;
+using testing::Sample;
+
 }  // namespace cairn::chat::output
 
 #endif  // CAIRN_TESTS_CHAT_OUTPUT_PARSE_TESTING_H_

@@ -6,9 +6,7 @@
 // the template rendered them. Each reply is also checked split at every
 // byte (parse_testing.h).
 #include <cctype>
-#include <fstream>
 #include <iostream>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -16,17 +14,11 @@
 #include "chat/output/tool_call_syntax.h"
 #include "gtest/gtest.h"
 #include "tests/chat/output/parse_testing.h"
+#include "tests/chat/output/shared_templates.h"
 #include "tests/testing/shared_data.h"
 
 namespace cairn::chat::output {
 namespace {
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream out;
-  out << in.rdbuf();
-  return out.str();
-}
 
 // Where a template's assistant turn starts (after the user message before
 // it) and ends.
@@ -47,61 +39,60 @@ constexpr char kLlama[] = "<|start_header_id|>assistant<|end_header_id|>\n\n";
 constexpr char kDeepSeek[] = "<｜Assistant｜>";
 constexpr char kCohere[] = "<|START_OF_TURN_TOKEN|><|CHATBOT_TOKEN|>";
 
+// A template's turns in the cases that have them: tool_roundtrip (two
+// calls, no content) and agent_loop (content, reasoning, one call).
+struct Template {
+  const char* name;
+  const char* header;
+  const char* end;
+  std::vector<const char*> cases = {"tool_roundtrip", "agent_loop"};
+  bool starts_in_reasoning = false;
+  size_t max_calls = 100;
+};
+
 const std::vector<Turn>& Turns() {
-  static const auto* const turns = new std::vector<Turn>{
-      {"Qwen3.5-4B", "tool_roundtrip", kChatml, "<|im_end|>"},
-      {"Qwen3.5-4B", "agent_loop", kChatml, "<|im_end|>"},
-      {"Qwen3-Coder", "tool_roundtrip", kChatml, "<|im_end|>"},
-      {"Qwen3-Coder", "agent_loop", kChatml, "<|im_end|>"},
-      {"NVIDIA-Nemotron-3-Nano-30B-A3B-BF16", "tool_roundtrip", kChatml, "<|im_end|>"},
-      {"NVIDIA-Nemotron-3-Nano-30B-A3B-BF16", "agent_loop", kChatml, "<|im_end|>"},
-      {"Qwen-Qwen2.5-7B-Instruct", "tool_roundtrip", kChatml, "<|im_end|>"},
-      {"Qwen-Qwen2.5-7B-Instruct", "agent_loop", kChatml, "<|im_end|>"},
-      {"Qwen-Qwen3-0.6B", "tool_roundtrip", kChatml, "<|im_end|>"},
-      {"Qwen-Qwen3-0.6B", "agent_loop", kChatml, "<|im_end|>"},
-      {"Qwen-QwQ-32B", "tool_roundtrip", kChatml, "<|im_end|>"},
-      {"Qwen-QwQ-32B", "agent_loop", kChatml, "<|im_end|>"},
-      {"NousResearch-Hermes-2-Pro-Llama-3-8B-tool_use", "tool_roundtrip", kChatml, "<|im_end|>"},
-      {"NousResearch-Hermes-2-Pro-Llama-3-8B-tool_use", "agent_loop", kChatml, "<|im_end|>"},
-      {"NousResearch-Hermes-3-Llama-3.1-8B-tool_use", "tool_roundtrip", kChatml, "<|im_end|>"},
-      {"NousResearch-Hermes-3-Llama-3.1-8B-tool_use", "agent_loop", kChatml, "<|im_end|>"},
-      {"ibm-granite-granite-4.0", "tool_roundtrip", "<|start_of_role|>assistant<|end_of_role|>", "<|end_of_text|>"},
-      {"ibm-granite-granite-4.0", "agent_loop", "<|start_of_role|>assistant<|end_of_role|>", "<|end_of_text|>"},
-      {"NVIDIA-Nemotron-Nano-v2", "tool_roundtrip", "<SPECIAL_11>Assistant\n", "<SPECIAL_12>"},
-      {"NVIDIA-Nemotron-Nano-v2", "agent_loop", "<SPECIAL_11>Assistant\n", "<SPECIAL_12>"},
-      {"openai-gpt-oss-120b", "tool_roundtrip", "<|start|>assistant", "<|start|>functions.", false, 1},
-      {"openai-gpt-oss-120b", "agent_loop", "<|start|>assistant", "<|start|>functions.", false, 1},
-      {"meta-llama-Llama-3.1-8B-Instruct", "agent_loop", kLlama, "<|eot_id|>"},
-      {"meta-llama-Llama-3.2-3B-Instruct", "agent_loop", kLlama, "<|eot_id|>"},
-      {"meta-llama-Llama-3.3-70B-Instruct", "agent_loop", kLlama, "<|eot_id|>"},
-      {"meetkai-functionary-medium-v3.1", "tool_roundtrip", kLlama, "<|eom_id|>"},
-      {"meetkai-functionary-medium-v3.1", "agent_loop", kLlama, "<|eom_id|>"},
-      {"moonshotai-Kimi-K2", "tool_roundtrip", "<|im_assistant|>assistant<|im_middle|>", "<|im_end|>"},
-      {"moonshotai-Kimi-K2", "agent_loop", "<|im_assistant|>assistant<|im_middle|>", "<|im_end|>"},
-      {"deepseek-ai-DeepSeek-R1-Distill-Qwen-32B", "tool_roundtrip", kDeepSeek, "<｜end▁of▁sentence｜>"},
-      {"deepseek-ai-DeepSeek-R1-Distill-Qwen-32B", "agent_loop", kDeepSeek, "<｜end▁of▁sentence｜>"},
-      {"deepseek-ai-DeepSeek-V3.1", "tool_roundtrip", kDeepSeek, "<｜end▁of▁sentence｜>"},
-      {"deepseek-ai-DeepSeek-V3.1", "agent_loop", kDeepSeek, "<｜end▁of▁sentence｜>"},
-      {"unsloth-mistral-Devstral-Small-2507", "tool_roundtrip", "[/INST]", "<|eos|>"},
-      {"unsloth-mistral-Devstral-Small-2507", "agent_loop", "[/INST]", "<|eos|>"},
-      {"GLM-4.6", "tool_roundtrip", "<|assistant|>", "<|observation|>"},
-      {"GLM-4.6", "agent_loop", "<|assistant|>", "<|observation|>"},
-      {"GLM-4.7-Flash", "tool_roundtrip", "<|assistant|>", "<|observation|>", true},
-      {"GLM-4.7-Flash", "agent_loop", "<|assistant|>", "<|observation|>", true},
-      {"poolside-Laguna-S-2.1", "tool_roundtrip", "<assistant>", "</assistant>", true},
-      {"poolside-Laguna-S-2.1", "agent_loop", "<assistant>", "</assistant>", true},
-      {"poolside-Laguna-XS-2.1", "tool_roundtrip", "<assistant>", "</assistant>", true},
-      {"poolside-Laguna-XS-2.1", "agent_loop", "<assistant>", "</assistant>"},
-      // Apriel's history drops the reasoning and its closing marker, which
-      // the model writes before content: only a turn without content is
-      // the model's reply as written.
-      {"Apriel-1.6-15b-Thinker-fixed", "tool_roundtrip", "<|begin_assistant|>\n", "<|end|>"},
-      {"unsloth-Apriel-1.5", "tool_roundtrip", "<|assistant|>\n", "<|end|>"},
-      {"Cohere2MoE", "tool_roundtrip", kCohere, "<|END_OF_TURN_TOKEN|>"},
-      {"Cohere2MoE", "agent_loop", kCohere, "<|END_OF_TURN_TOKEN|>"},
-      {"CohereForAI-c4ai-command-r7b-12-2024-tool_use", "tool_roundtrip", kCohere, "<|END_OF_TURN_TOKEN|>"},
-      {"CohereForAI-c4ai-command-r7b-12-2024-tool_use", "agent_loop", kCohere, "<|END_OF_TURN_TOKEN|>"},
-  };
+  static const auto* const turns = [] {
+    const char* const kRoundtrip = "tool_roundtrip";
+    const Template templates[] = {
+        {"Qwen3.5-4B", kChatml, "<|im_end|>"},
+        {"Qwen3-Coder", kChatml, "<|im_end|>"},
+        {"NVIDIA-Nemotron-3-Nano-30B-A3B-BF16", kChatml, "<|im_end|>"},
+        {"Qwen-Qwen2.5-7B-Instruct", kChatml, "<|im_end|>"},
+        {"Qwen-Qwen3-0.6B", kChatml, "<|im_end|>"},
+        {"Qwen-QwQ-32B", kChatml, "<|im_end|>"},
+        {"NousResearch-Hermes-2-Pro-Llama-3-8B-tool_use", kChatml, "<|im_end|>"},
+        {"NousResearch-Hermes-3-Llama-3.1-8B-tool_use", kChatml, "<|im_end|>"},
+        {"ibm-granite-granite-4.0", "<|start_of_role|>assistant<|end_of_role|>", "<|end_of_text|>"},
+        {"NVIDIA-Nemotron-Nano-v2", "<SPECIAL_11>Assistant\n", "<SPECIAL_12>"},
+        {"openai-gpt-oss-120b", "<|start|>assistant", "<|start|>functions.", {kRoundtrip, "agent_loop"}, false, 1},
+        // Llama 3 refuses two calls in one message.
+        {"meta-llama-Llama-3.1-8B-Instruct", kLlama, "<|eot_id|>", {"agent_loop"}},
+        {"meta-llama-Llama-3.2-3B-Instruct", kLlama, "<|eot_id|>", {"agent_loop"}},
+        {"meta-llama-Llama-3.3-70B-Instruct", kLlama, "<|eot_id|>", {"agent_loop"}},
+        {"meetkai-functionary-medium-v3.1", kLlama, "<|eom_id|>"},
+        {"moonshotai-Kimi-K2", "<|im_assistant|>assistant<|im_middle|>", "<|im_end|>"},
+        {"deepseek-ai-DeepSeek-R1-Distill-Qwen-32B", kDeepSeek, "<｜end▁of▁sentence｜>"},
+        {"deepseek-ai-DeepSeek-V3.1", kDeepSeek, "<｜end▁of▁sentence｜>"},
+        {"unsloth-mistral-Devstral-Small-2507", "[/INST]", "<|eos|>"},
+        {"GLM-4.6", "<|assistant|>", "<|observation|>"},
+        {"GLM-4.7-Flash", "<|assistant|>", "<|observation|>", {kRoundtrip, "agent_loop"}, true},
+        {"poolside-Laguna-S-2.1", "<assistant>", "</assistant>", {kRoundtrip, "agent_loop"}, true},
+        {"poolside-Laguna-XS-2.1", "<assistant>", "</assistant>", {kRoundtrip}, true},
+        {"poolside-Laguna-XS-2.1", "<assistant>", "</assistant>", {"agent_loop"}},
+        // Apriel's history drops the reasoning and its closing marker, which
+        // the model writes before content: only a turn without content is
+        // the model's reply as written.
+        {"Apriel-1.6-15b-Thinker-fixed", "<|begin_assistant|>\n", "<|end|>", {kRoundtrip}},
+        {"unsloth-Apriel-1.5", "<|assistant|>\n", "<|end|>", {kRoundtrip}},
+        {"Cohere2MoE", kCohere, "<|END_OF_TURN_TOKEN|>"},
+        {"CohereForAI-c4ai-command-r7b-12-2024-tool_use", kCohere, "<|END_OF_TURN_TOKEN|>"},
+    };
+    auto* all = new std::vector<Turn>();
+    for (const Template& t : templates) {
+      for (const char* c : t.cases) all->push_back({t.name, c, t.header, t.end, t.starts_in_reasoning, t.max_calls});
+    }
+    return all;
+  }();
   return *turns;
 }
 
@@ -110,20 +101,14 @@ class TemplateReplyTest : public ::testing::TestWithParam<Turn> {};
 TEST_P(TemplateReplyTest, ParsesIntoTheConversationsToolCalls) {
   CAIRN_REQUIRE_SHARED("chat_templates");
   const Turn& turn = GetParam();
-  const Json cases = Json::parse(ReadFile(::cairn::testing::SharedPath("chat_templates/cases.json")));
+  const Json cases = Json::parse(testing::ReadFile(::cairn::testing::SharedPath("chat_templates/cases.json")));
   Json conversation;
   for (const Json& c : cases.at("cases")) {
     if (c.at("case") == turn.case_name) conversation = c;
   }
-  std::string rendered;
-  std::ifstream lines(::cairn::testing::SharedPath(std::string("chat_templates/expected/") + turn.template_name + ".jsonl"));
-  for (std::string line; std::getline(lines, line);) {
-    const Json c = Json::parse(line);
-    if (c.at("case") == turn.case_name) rendered = c.at("text").get<std::string>();
-  }
+  const std::string rendered = testing::Rendering(turn.template_name, turn.case_name);
   ASSERT_FALSE(rendered.empty()) << "no rendering of " << turn.case_name;
-  const OutputFormat format = DetectOutputFormat(ReadFile(
-      ::cairn::testing::SharedPath(std::string("chat_templates/templates/") + turn.template_name + ".jinja")));
+  const OutputFormat format = DetectOutputFormat(testing::TemplateSource(turn.template_name));
 
   // The first assistant message with tool calls, and the user's before it.
   const Json& messages = conversation.at("messages");
@@ -170,7 +155,7 @@ TEST_P(TemplateReplyTest, ParsesIntoTheConversationsToolCalls) {
       EXPECT_FALSE(e.tool_call.id.empty());
     }
   }
-  testing::Sample sample{"reply", format, turn.starts_in_reasoning, reply, expected};
+  Sample sample{"reply", format, turn.starts_in_reasoning, reply, expected};
   testing::ExpectParses(sample);
 }
 
