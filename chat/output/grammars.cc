@@ -144,16 +144,16 @@ int ReportPythonTag(const CaptureEnd& end, CaptureOutput& out) {
 }
 
 Grammar Llama3Grammar(bool starts_in_reasoning) {
-  constexpr int kJsonCall = kFormatSection, kPythonTag = kFormatSection + 1;
+  constexpr int kJsonCall = kFormatSection, kPythonTag = kFormatSection + 1, kAfterCall = kFormatSection + 2;
   const std::vector<Exit> ends = {Exit{"<|eom_id|>", kContent}, Exit{"<|eot_id|>", kContent}};
-  GrammarBuilder builder(starts_in_reasoning);
+  std::vector<Exit> call_starts;
   for (const char* start : {"{ \"name\"", "{ \"type\""}) {
-    builder.ContentExit(
-        Exit{start, kJsonCall, /*only_at_start=*/true, /*flexible_space=*/true, /*keep=*/true});
+    call_starts.push_back(Exit{start, kJsonCall, /*only_at_start=*/true, /*flexible_space=*/true, /*keep=*/true});
   }
-  builder.ContentExit(Exit{";", kContent, /*only_at_start=*/true});  // between two calls
-  builder.ContentExit(Exit{"<|python_tag|>", kPythonTag});
-  builder.Add(BalancedSection(ends, Quoting::kJson, kContent, [](const CaptureEnd& end, CaptureOutput& out) {
+  call_starts.push_back(Exit{"<|python_tag|>", kPythonTag});
+  GrammarBuilder builder(starts_in_reasoning);
+  for (const Exit& exit : call_starts) builder.ContentExit(exit);
+  builder.Add(BalancedSection(ends, Quoting::kJson, kAfterCall, [](const CaptureEnd& end, CaptureOutput& out) {
     ParsedBlock block = ParseJsonCallBlock(end.text, /*require_arguments=*/true);
     if (!block.ok && block.name.empty()) {
       out.Content(end.text);  // a JSON object, not a call
@@ -163,6 +163,9 @@ Grammar Llama3Grammar(bool starts_in_reasoning) {
     return end.next;
   }));
   builder.Add(CaptureSection(ends, Quoting::kNone, ReportPythonTag));
+  // After a call: another one may follow, after a ';'.
+  call_starts.push_back(Exit{";", kAfterCall, /*only_at_start=*/true});
+  builder.Add(TextSection(Sink::kContent, std::move(call_starts)));
   return builder.Build();
 }
 

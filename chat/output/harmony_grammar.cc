@@ -40,7 +40,7 @@ Grammar HarmonyGrammar(bool starts_in_reasoning) {
     if (end.at_finish) {
       // A reply with no harmony framing at all is plain content; an
       // unfinished header is formatting.
-      if (!state->framed && end.text.find("<|") == std::string_view::npos) out.Content(end.text);
+      if (!state->framed && end.text.find("<|") == std::string_view::npos) out.Content(TrimSpace(end.text));
       return int{kBetween};
     }
     state->framed = true;

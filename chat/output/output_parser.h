@@ -3,12 +3,14 @@
 //
 // The parser is fed the reply's text in pieces as the model generates it,
 // split anywhere (inside a marker, inside a UTF-8 character), with the
-// special tokens of the format rendered as their text (the service
-// detokenizes with render_special for this). It returns events: reasoning
-// deltas, content deltas, and each tool call as one event once its text is
-// complete. Text that could still be the beginning of a marker (or of a
-// UTF-8 character) is held back until it is decided, and nothing else is,
-// so content streams with the latency of the tokens.
+// special tokens of the format rendered as their text (a caller
+// detokenizes with DetokenizeOptions::render_special for this; end-of-turn
+// tokens that stop generation need not be fed). It returns events:
+// reasoning deltas, content deltas, and each tool call as one event once
+// its text is complete. Besides a tool call's own text, only text that
+// could still be the beginning of a marker (or of a UTF-8 character) is
+// held back until it is decided, so content streams with the latency of
+// the tokens.
 //
 // Common to every format but kNone:
 // - Whitespace at the edges of each reasoning or content run (at the start
@@ -23,7 +25,9 @@
 //   OutputParserOptions::starts_in_reasoning, decided by
 //   PromptOpensReasoning (format_detection.h) from the rendered prompt.
 // - Markers are recognised only where the format writes them: inside a
-//   tool call's JSON strings, marker-like text is argument text.
+//   tool call's JSON (or Python) strings, marker-like text is argument
+//   text. The XML-like formats (kQwenXml, kGlm) do not quote values: their
+//   closing marker ends the block wherever it stands.
 // - A tool call's arguments are reported as compact JSON of an object
 //   (keys in the model's order). When they are not a JSON object, the call
 //   is still reported, with `arguments_raw` set and `arguments` holding the
@@ -35,13 +39,15 @@
 //   without the closing marker) it is a call; with a name but unfinished
 //   arguments it is a call with `arguments_raw`; with no name, content.
 // - Ids: the format's own where it writes one (kKimiK2 `functions.NAME:IDX`,
-//   kMistral and kCohere ids in the call), otherwise
+//   kMistral's `[CALL_ID]`, an "id" or Cohere's "tool_call_id" in a JSON
+//   call object, as Mistral Nemo, Apriel and Cohere write), otherwise
 //   OutputParserOptions::make_id (default: "call_" + 24 random
 //   alphanumerics, as OpenAI's ids look).
 //
 // Per format: what it parses, and the texts it expects in the stream.
 // - kNone: nothing; every byte is content.
-// - kThink: `<think>`...`</think>` reasoning, then content.
+// - kThink: `<think>`...`</think>` reasoning, then content (the reasoning
+//   every other format but kNone and kHarmony has too).
 // - kHermes: `<tool_call>{"name": N, "arguments": {...}}</tool_call>`, any
 //   number, anywhere in the content (a JSON array of such objects inside one
 //   block is several calls; "parameters" is accepted for "arguments").
@@ -50,9 +56,10 @@
 //   formatting; VALUE is JSON where it parses as JSON (numbers, booleans,
 //   objects, arrays, quoted strings) or is Python's True/False/None (the
 //   templates print values with Jinja's `string`), else it is a string.
-// - kLlama3: a reply that starts with a JSON object `{"name": N,
-//   "parameters": {...}}` (also `{"type": "function", ...}`) is a call;
-//   several may follow one another (separated by whitespace or `;`).
+// - kLlama3: a reply that starts with a JSON object whose first key is
+//   "name" or "type" is held until the object closes: with "parameters"
+//   (or "arguments") it is a call `{"name": N, "parameters": {...}}`,
+//   else content; more calls may follow, separated by whitespace or `;`.
 //   `<|python_tag|>` starts a call that runs to `<|eom_id|>` / `<|eot_id|>`
 //   or the end: a JSON call object, a built-in call `NAME.call(k=v, ...)`,
 //   or else Python code, reported as a call of "python" with {"code": ...}.
@@ -86,12 +93,14 @@
 //   in kLlama3.
 // - kGlm: `<tool_call>N\n<arg_key>K</arg_key>\n<arg_value>V</arg_value>...
 //   </tool_call>`, values as in kQwenXml.
-// - kApriel: the prompt ends with "Here are my reasoning steps:\n", so the
-//   reply starts in reasoning (whatever starts_in_reasoning says) up to
-//   `[BEGIN FINAL RESPONSE]`; `[END FINAL RESPONSE]` and `<|end|>` are
-//   dropped; `<tool_calls>[{"name": N, "arguments": {...}}, ...]</tool_calls>`.
+// - kApriel: Apriel reasons first (1.6's prompt ends with "Here are my
+//   reasoning steps:\n"), so the reply starts in reasoning whatever
+//   starts_in_reasoning says, up to `[BEGIN FINAL RESPONSE]` or a tool
+//   call block; `[END FINAL RESPONSE]` and `<|end|>` are dropped; calls are
+//   `<tool_calls>[{"name": N, "arguments": {...}, "id": ID}, ...]</tool_calls>`.
 // - kCohere: `<|START_THINKING|>`...`<|END_THINKING|>` is reasoning,
-//   `<|START_RESPONSE|>`, `<|END_RESPONSE|>` are dropped,
+//   `<|START_RESPONSE|>`, `<|END_RESPONSE|>`, `<|START_TEXT|>`,
+//   `<|END_TEXT|>` are dropped,
 //   `<|START_ACTION|>[{"tool_call_id": ID, "tool_name": N, "parameters":
 //   {...}}, ...]<|END_ACTION|>`; the id is ID.
 #ifndef CAIRN_CHAT_OUTPUT_OUTPUT_PARSER_H_

@@ -126,6 +126,7 @@ std::vector<Sample> Llama3Samples() {
       {"llama3_python_code", f, false, "<|python_tag|>import math\nprint(math.sqrt(2))",
        {Call("call_0", "python", R"j({"code":"import math\nprint(math.sqrt(2))"})j")}},
       {"llama3_plain_answer", f, false, "The capital of Peru is Lima.", {Content("The capital of Peru is Lima.")}},
+      {"llama3_semicolon_is_text_before_a_call", f, false, "; not a separator", {Content("; not a separator")}},
       {"llama3_cut_call", f, false, R"({"name": "get_weather", "parameters": {"city": "Os)",
        {Call("call_0", "get_weather", R"({"name": "get_weather", "parameters": {"city": "Os)", /*raw=*/true)}},
   };

@@ -45,7 +45,7 @@ std::vector<Sample> HarmonySamples() {
       {"prompt_opened_analysis", f, true,
        "Thinking it over.<|end|><|start|>assistant<|channel|>final<|message|>Done<|return|>",
        {Reasoning("Thinking it over."), Content("Done")}},
-      {"no_framing", f, false, "Just text.", {Content("Just text.")}},
+      {"no_framing", f, false, "\n Just text. \n", {Content("Just text.")}},
       {"builtin_recipient", f, false,
        "<|channel|>analysis<|message|>Search.<|end|><|start|>assistant<|channel|>commentary to=browser.search code"
        "<|message|>{\"query\": \"cairn\"}<|call|>",
