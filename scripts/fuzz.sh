@@ -52,21 +52,24 @@ printf 'POST / HTTP/1.1\r\nContent-Length: 3\r\n\r\nabc' > "$http_corpus/post"
 echo "fuzz: metrics HTTP endpoint for ${seconds}s"
 run_fuzzer metrics_http_fuzz "$http_corpus" 1024
 
-# Seeds: the first byte picks the format (chat/output/output_format.h's
-# order: 0 none, 1 think, 2 hermes, 3 qwen-xml, 4 llama3, 5 harmony, 6
-# nemotron, 7 granite, 8 lfm2, 9 deepseek, 10 kimi-k2, 11 mistral, 12
-# functionary, 13 glm, 14 apriel, 15 cohere; +16 starts in reasoning), the
-# second the split points.
-printf '\x11\x05The user asks.\n</think>\n\nHello <b>!' > "$chat_corpus/think"
-printf '\x02\x01<think>x</think><tool_call>\n{"name": "f", "arguments": {"a": [1, "</tool_call>"]}}\n</tool_call>' > "$chat_corpus/hermes"
-printf '\x03\x02Let me.\n\n<tool_call>\n<function=f>\n<parameter=a>\n5\n</parameter>\n</function>\n</tool_call>' > "$chat_corpus/qwen"
-printf '\x04\x03{"name": "f", "parameters": {"x": 1}}; <|python_tag|>b.call(q="x")' > "$chat_corpus/llama"
-printf '\x05\x04<|channel|>analysis<|message|>a<|end|><|start|>assistant<|channel|>commentary to=functions.f <|constrain|>json<|message|>{"a":1}<|call|>' > "$chat_corpus/harmony"
-printf '\x08\x06<|tool_call_start|>[f(a=1, b=[True, None], c={"k": (1,)})]<|tool_call_end|>' > "$chat_corpus/lfm2"
-printf '\x0b\x07[TOOL_CALLS]f[CALL_ID]abc123XYZ[ARGS]{"a": 1}[TOOL_CALLS][{"name": "g", "arguments": {}}]' > "$chat_corpus/mistral"
-printf '\x0a\x08<|tool_calls_section_begin|><|tool_call_begin|>functions.f:0<|tool_call_argument_begin|>{}<|tool_call_end|><|tool_calls_section_end|>' > "$chat_corpus/kimi"
-printf '\x0d\x09<tool_call>f<arg_key>a</arg_key><arg_value>{"b": 2}</arg_value></tool_call>' > "$chat_corpus/glm"
-n=9
+# Seeds: the first byte picks the format (its index in chat/output/
+# output_format.h's AllOutputFormats: 0 none, 1 think, 2 hermes, 3 qwen-xml,
+# 4 llama3, 5 harmony, 6 nemotron, 7 granite, 8 lfm2, 9 deepseek, 10
+# kimi-k2, 11 mistral, 12 functionary, 13 glm, 14 apriel, 15 cohere, 16
+# minimax-m2, 17 deepseek-v4, 18 gemma4), the second starts_in_reasoning
+# (bit 0) and the split points.
+printf '\x01\x05The user asks.\n</think>\n\nHello <b>!' > "$chat_corpus/think"
+printf '\x02\x02<think>x</think><tool_call>\n{"name": "f", "arguments": {"a": [1, "</tool_call>"]}}\n</tool_call>' > "$chat_corpus/hermes"
+printf '\x03\x04Let me.\n\n<tool_call>\n<function=f>\n<parameter=a>\n5\n</parameter>\n</function>\n</tool_call>' > "$chat_corpus/qwen"
+printf '\x04\x06{"name": "f", "parameters": {"x": 1}}; <|python_tag|>b.call(q="x")' > "$chat_corpus/llama"
+printf '\x05\x08<|channel|>analysis<|message|>a<|end|><|start|>assistant<|channel|>commentary to=functions.f <|constrain|>json<|message|>{"a":1}<|call|>' > "$chat_corpus/harmony"
+printf '\x08\x0a<|tool_call_start|>[f(a=1, b=[True, None], c={"k": (1,)})]<|tool_call_end|>' > "$chat_corpus/lfm2"
+printf '\x0b\x0c[TOOL_CALLS]f[CALL_ID]abc123XYZ[ARGS]{"a": 1}[TOOL_CALLS][{"name": "g", "arguments": {}}]' > "$chat_corpus/mistral"
+printf '\x0a\x0e<|tool_calls_section_begin|><|tool_call_begin|>functions.f:0<|tool_call_argument_begin|>{}<|tool_call_end|><|tool_calls_section_end|>' > "$chat_corpus/kimi"
+printf '\x0d\x10<tool_call>f<arg_key>a</arg_key><arg_value>{"b": 2}</arg_value></tool_call>' > "$chat_corpus/glm"
+printf '\x10\x12<minimax:tool_call>\n<invoke name="f">\n<parameter name="a">1</parameter>\n</invoke>\n</minimax:tool_call>' > "$chat_corpus/minimax"
+printf '\x12\x14<|channel>thought\nx<channel|><|tool_call>call:f{a:<|"|>s<|"|>,b:[1,true]}<tool_call|>' > "$chat_corpus/gemma4"
+n=11
 if [ -d ../shared/chat_templates/expected ]; then
   # Every rendering (prompts and replies of real templates), with formats
   # and split points spread over the seeds.
@@ -78,9 +81,9 @@ for path in sys.argv[2:]:
         case = json.loads(line)
         if "text" in case:
             with open(f"{out}/render{n}", "wb") as f:
-                f.write(bytes([n % 32, n % 251]) + case["text"].encode("utf-8"))
+                f.write(bytes([n % 19, n % 251]) + case["text"].encode("utf-8"))
             n += 1
-print(n + 9)
+print(n + 11)
 PY
 )
 fi

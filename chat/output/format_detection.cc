@@ -14,6 +14,9 @@ OutputFormat DetectOutputFormat(std::string_view t) {
   // and <function=, and most write <think>.
   if (Has(t, "<|channel|>") && Has(t, "<|message|>")) return OutputFormat::kHarmony;
   if (Has(t, "<|tool_calls_section_begin|>")) return OutputFormat::kKimiK2;
+  if (Has(t, "｜DSML｜")) return OutputFormat::kDeepSeekV4;  // a variable the template joins to "<"
+  if (Has(t, "<minimax:tool_call>")) return OutputFormat::kMiniMax;
+  if (Has(t, "<|tool_call>") && Has(t, "<|channel>")) return OutputFormat::kGemma4;
   if (Has(t, "<｜tool▁calls▁begin｜>")) return OutputFormat::kDeepSeek;
   if (Has(t, "<TOOLCALL>")) return OutputFormat::kNemotron;
   if (Has(t, "<function=") && Has(t, "<parameter=")) return OutputFormat::kQwenXml;
@@ -46,6 +49,8 @@ bool PromptOpensReasoning(OutputFormat format, std::string_view prompt) {
       return trimmed.ends_with("<|channel|>analysis<|message|>");
     case OutputFormat::kCohere:
       return trimmed.ends_with("<|START_THINKING|>");
+    case OutputFormat::kGemma4:
+      return trimmed.ends_with("<|channel>thought");
     case OutputFormat::kApriel:
       return true;
     default:

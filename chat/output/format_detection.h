@@ -18,7 +18,8 @@ OutputFormat DetectOutputFormat(std::string_view template_source);
 // Whether `prompt` (the rendered conversation with its generation prompt)
 // ends inside an opened reasoning block, so the reply starts in reasoning:
 // it ends with "<think>" (trailing whitespace aside) for the <think>
-// formats, "<|START_THINKING|>" for kCohere, an analysis header
+// formats, "<|START_THINKING|>" for kCohere, "<|channel>thought" for
+// kGemma4, an analysis header
 // "<|channel|>analysis<|message|>" for kHarmony. Always false for kNone;
 // kApriel's replies always start in reasoning whatever this says.
 bool PromptOpensReasoning(OutputFormat format, std::string_view prompt);

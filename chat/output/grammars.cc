@@ -116,6 +116,8 @@ Grammar BlockGrammar(GrammarBuilder builder, const BlockFormat& format) {
 }
 
 ParsedBlock ParseJsonBlock(std::string_view text) { return ParseJsonCallBlock(text); }
+ParsedBlock ParseMiniMaxBlock(std::string_view text) { return ParseInvokeBlock(text, ""); }
+ParsedBlock ParseDsmlBlock(std::string_view text) { return ParseInvokeBlock(text, "｜DSML｜"); }
 
 // LFM2 writes Python calls; a JSON list of call objects is accepted too.
 ParsedBlock ParseLfm2Block(std::string_view text) {
@@ -351,6 +353,15 @@ Grammar GrammarFor(OutputFormat format, bool starts_in_reasoning) {
                                                          "<|END_TEXT|>"})),
                           {"<|START_ACTION|>", "<|END_ACTION|>", Quoting::kJson,
                            ParseJsonBlock});
+    case OutputFormat::kMiniMax:
+      return BlockGrammar(GrammarBuilder(sir),
+                          {"<minimax:tool_call>", "</minimax:tool_call>", Quoting::kNone, ParseMiniMaxBlock});
+    case OutputFormat::kDeepSeekV4:
+      return BlockGrammar(GrammarBuilder(sir),
+                          {"<｜DSML｜tool_calls>", "</｜DSML｜tool_calls>", Quoting::kNone, ParseDsmlBlock});
+    case OutputFormat::kGemma4:
+      return BlockGrammar(GrammarBuilder("<|channel>thought", "<channel|>", sir),
+                          {"<|tool_call>", "<tool_call|>", Quoting::kNone, ParseGemma4Block});
     case OutputFormat::kLlama3:
       return Llama3Grammar(sir);
     case OutputFormat::kFunctionary:

@@ -17,6 +17,8 @@ constexpr std::pair<OutputFormat, std::string_view> kNames[] = {
     {OutputFormat::kKimiK2, "kimi-k2"},    {OutputFormat::kMistral, "mistral"},
     {OutputFormat::kFunctionary, "functionary"}, {OutputFormat::kGlm, "glm"},
     {OutputFormat::kApriel, "apriel"},     {OutputFormat::kCohere, "cohere"},
+    {OutputFormat::kMiniMax, "minimax-m2"}, {OutputFormat::kDeepSeekV4, "deepseek-v4"},
+    {OutputFormat::kGemma4, "gemma4"},
 };
 
 }  // namespace

@@ -29,6 +29,9 @@ enum class OutputFormat {
   kGlm,          // "glm": GLM 4.5-4.7 <tool_call>NAME<arg_key>..</arg_key><arg_value>..</arg_value>
   kApriel,       // "apriel": Apriel reasoning steps, [BEGIN FINAL RESPONSE], <tool_calls>[...]
   kCohere,       // "cohere": Command R7B / A <|START_THINKING|>, <|START_ACTION|>[...]
+  kMiniMax,      // "minimax-m2": MiniMax-M2 <minimax:tool_call><invoke name=...>
+  kDeepSeekV4,   // "deepseek-v4": DeepSeek V4 <｜DSML｜tool_calls><｜DSML｜invoke name=...>
+  kGemma4,       // "gemma4": Gemma 4 <|channel>thought, <|tool_call>call:N{...}<tool_call|>
 };
 
 // Every format, in declaration order.

@@ -19,7 +19,8 @@
 //   after it shows whether a marker follows. kNone passes everything
 //   through untouched.
 // - `<think>` as the first text of the reply opens reasoning, `</think>`
-//   closes it (kHarmony uses channels instead). A template that opens
+//   closes it (kHarmony uses channels; kApriel, kCohere and kGemma4 their
+//   own markers). A template that opens
 //   `<think>` in the generation prompt (Qwen3.5 with thinking on ends the
 //   prompt with "<think>\n") leaves the model inside reasoning:
 //   OutputParserOptions::starts_in_reasoning, decided by
@@ -47,7 +48,8 @@
 // Per format: what it parses, and the texts it expects in the stream.
 // - kNone: nothing; every byte is content.
 // - kThink: `<think>`...`</think>` reasoning, then content (the reasoning
-//   every other format but kNone and kHarmony has too).
+//   every other format but kNone, kHarmony, kApriel, kCohere and kGemma4
+//   has too).
 // - kHermes: `<tool_call>{"name": N, "arguments": {...}}</tool_call>`, any
 //   number, anywhere in the content (a JSON array of such objects inside one
 //   block is several calls; "parameters" is accepted for "arguments").
@@ -103,6 +105,17 @@
 //   `<|END_TEXT|>` are dropped,
 //   `<|START_ACTION|>[{"tool_call_id": ID, "tool_name": N, "parameters":
 //   {...}}, ...]<|END_ACTION|>`; the id is ID.
+// - kMiniMax: `<minimax:tool_call>` then calls `<invoke name="N">
+//   <parameter name="K">V</parameter>...</invoke>`, then
+//   `</minimax:tool_call>`; values as in kQwenXml.
+// - kDeepSeekV4: `<｜DSML｜tool_calls>` then calls `<｜DSML｜invoke name="N">
+//   <｜DSML｜parameter name="K" string="true|false">V</｜DSML｜parameter>...
+//   </｜DSML｜invoke>`, then `</｜DSML｜tool_calls>`; V is a string when
+//   string="true", else as in kQwenXml.
+// - kGemma4: `<|channel>thought`...`<channel|>` is reasoning (instead of
+//   <think>); calls are `<|tool_call>call:N{key:VALUE,...}<tool_call|>`,
+//   where strings are delimited by `<|"|>`, keys may be bare and other
+//   values are JSON's.
 #ifndef CAIRN_CHAT_OUTPUT_OUTPUT_PARSER_H_
 #define CAIRN_CHAT_OUTPUT_OUTPUT_PARSER_H_
 

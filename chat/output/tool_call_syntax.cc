@@ -100,6 +100,47 @@ std::string_view StripOneNewline(std::string_view value) {
   return value;
 }
 
+// Gemma 4's argument syntax as JSON text: <|"|>-delimited strings become
+// JSON strings, bare keys are quoted, Python's constants become JSON's.
+std::optional<std::string> Gemma4ToJson(std::string_view text) {
+  constexpr std::string_view kQuote = "<|\"|>";
+  std::string out;
+  for (size_t i = 0; i < text.size();) {
+    if (text.substr(i, kQuote.size()) == kQuote) {
+      const size_t end = text.find(kQuote, i + kQuote.size());
+      if (end == std::string_view::npos) return std::nullopt;
+      out += DumpJson(Json(std::string(text.substr(i + kQuote.size(), end - i - kQuote.size()))));
+      i = end + kQuote.size();
+      continue;
+    }
+    const char c = text[i];
+    const bool letter = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
+    const bool number = (c >= '0' && c <= '9') || c == '-';
+    if (!letter && !number) {
+      out.push_back(c);
+      ++i;
+      continue;
+    }
+    const size_t end = text.find_first_not_of(
+        number ? "0123456789.eE+-" : "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_", i);
+    const std::string_view word = text.substr(i, end - i);
+    i = std::min(end, text.size());
+    const size_t next = text.find_first_not_of(kSpace, i);
+    if (number) {
+      out.append(word);
+    } else if (next != std::string_view::npos && text[next] == ':') {
+      out += DumpJson(Json(std::string(word)));
+    } else if (word == "true" || word == "True" || word == "false" || word == "False") {
+      out += word.front() == 't' || word.front() == 'T' ? "true" : "false";
+    } else if (word == "null" || word == "None") {
+      out += "null";
+    } else {
+      return std::nullopt;
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string_view TrimSpace(std::string_view text) {
@@ -237,6 +278,56 @@ ParsedBlock ParseGlmBlock(std::string_view text) {
   ParsedBlock block;
   block.ok = true;
   block.calls.push_back(CallWithArgumentsValue(std::move(name), &arguments));
+  return block;
+}
+
+ParsedBlock ParseInvokeBlock(std::string_view text, std::string_view prefix) {
+  const std::string invoke = "<" + std::string(prefix) + "invoke name=\"";
+  const std::string invoke_end = "</" + std::string(prefix) + "invoke>";
+  const std::string parameter = "<" + std::string(prefix) + "parameter name=\"";
+  const std::string parameter_end = "</" + std::string(prefix) + "parameter>";
+  ParsedBlock block;
+  for (std::string_view rest = TrimSpace(text); !rest.empty(); rest = TrimSpace(rest)) {
+    const size_t name_end = Consume(&rest, invoke) ? rest.find("\">") : std::string_view::npos;
+    if (name_end == std::string_view::npos) return Unparsed("", text);
+    std::string name(rest.substr(0, name_end));
+    if (name.empty()) return Unparsed("", text);
+    rest.remove_prefix(name_end + 2);
+    Json arguments = Json::object();
+    for (rest = TrimSpace(rest); !Consume(&rest, invoke_end); rest = TrimSpace(rest)) {
+      if (!Consume(&rest, parameter)) return Unparsed(std::move(name), text);
+      const size_t key_end = rest.find('"');
+      const size_t open_end = rest.find('>');
+      const size_t value_end = rest.find(parameter_end);
+      // npos is the largest: these also catch a missing piece.
+      if (value_end == std::string_view::npos || open_end > value_end || key_end > open_end) {
+        return Unparsed(std::move(name), text);
+      }
+      const std::string_view value = rest.substr(open_end + 1, value_end - open_end - 1);
+      const bool is_string = rest.substr(key_end, open_end - key_end).find("string=\"true\"") != std::string_view::npos;
+      arguments[std::string(rest.substr(0, key_end))] = is_string ? Json(std::string(value)) : ParameterValue(value);
+      rest.remove_prefix(value_end + parameter_end.size());
+    }
+    block.calls.push_back(CallWithArgumentsValue(std::move(name), &arguments));
+  }
+  block.ok = true;
+  return block;
+}
+
+ParsedBlock ParseGemma4Block(std::string_view text) {
+  std::string_view rest = TrimSpace(text);
+  Consume(&rest, "call:");
+  const size_t open = rest.find('{');
+  std::string name(TrimSpace(rest.substr(0, open)));
+  if (name.empty() || name.find_first_of(" \t\n\r<>") != std::string::npos) return Unparsed("", text);
+  if (open == std::string_view::npos) return Unparsed(std::move(name), "");
+  const std::string_view arguments = rest.substr(open);
+  const std::optional<std::string> json = Gemma4ToJson(arguments);
+  const std::optional<Json> value = json.has_value() ? ParseJson(*json) : std::nullopt;
+  if (!value.has_value() || !value->is_object()) return Unparsed(std::move(name), arguments);
+  ParsedBlock block;
+  block.ok = true;
+  block.calls.push_back(CallWithArgumentsValue(std::move(name), &*value));
   return block;
 }
 

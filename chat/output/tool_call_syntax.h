@@ -66,6 +66,17 @@ ParsedBlock ParseQwenXmlBlock(std::string_view text);
 // N <arg_key>K</arg_key> <arg_value>V</arg_value>...
 ParsedBlock ParseGlmBlock(std::string_view text);
 
+// The calls of an invoke block (MiniMax-M2: prefix "", DeepSeek V4:
+// prefix "｜DSML｜"): <PREFIXinvoke name="N"> <PREFIXparameter name="K"
+// [string="true|false"]>V</PREFIXparameter>... </PREFIXinvoke>...; V is a
+// string when string="true", else as ParameterValue reads it.
+ParsedBlock ParseInvokeBlock(std::string_view text, std::string_view prefix);
+
+// The text between <|tool_call> and <tool_call|> in Gemma 4's syntax:
+// call:N{key:VALUE,...}, where strings are delimited by <|"|>, keys may be
+// bare, and other values are JSON's (Python's True/False/None too).
+ParsedBlock ParseGemma4Block(std::string_view text);
+
 // A parameter value as the XML syntaxes write it: JSON where it parses,
 // Python's True/False/None, else the string itself.
 Json ParameterValue(std::string_view text);

@@ -6,8 +6,9 @@
 //  - fed valid UTF-8 in pieces, no text event splits a character;
 //  - a tool call's arguments are a JSON object unless flagged raw, and
 //    Finish says whether a call came.
-// The first byte picks the format (low 4 bits) and starts_in_reasoning
-// (bit 4).
+// The first byte picks the format (its index in AllOutputFormats(), modulo
+// their number), the second starts_in_reasoning (bit 0) and the split
+// points.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -74,12 +75,12 @@ Result Parse(cairn::chat::output::OutputFormat format, bool reasoning, const std
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 2) return 0;
   const auto& formats = cairn::chat::output::AllOutputFormats();
-  const auto format = formats[data[0] % 16 % formats.size()];
-  const bool reasoning = (data[0] & 0x10) != 0;
+  const auto format = formats[data[0] % formats.size()];
+  const bool reasoning = (data[1] & 1) != 0;
   const std::string_view text(reinterpret_cast<const char*>(data + 2), size - 2);
   const Result whole = Parse(format, reasoning, {text}, false);
   std::vector<std::string_view> pieces;
-  std::minstd_rand rng(data[1]);
+  std::minstd_rand rng(data[1] >> 1);
   for (size_t at = 0; at < text.size();) {
     const size_t n = std::uniform_int_distribution<size_t>(1, 16)(rng);
     pieces.push_back(text.substr(at, n));

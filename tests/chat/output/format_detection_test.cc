@@ -15,9 +15,9 @@ namespace cairn::chat::output {
 namespace {
 
 // What each template's model writes. Templates whose models' tool-call
-// syntax is not parsed (GigaChat, Gemma 4, MiniMax's <minimax:tool_call>,
-// DeepSeek V4's DSML, Command R+'s "Action:") get the reasoning or plain
-// format their text needs.
+// syntax is not parsed (GigaChat's function call role, Command R+'s
+// "Action:", firefunction's "functools", Gemma 2 and Phi 3.5 without
+// tools) get the reasoning or plain format their text needs.
 const std::map<std::string, OutputFormat>& ExpectedFormats() {
   static const auto* const expected = new std::map<std::string, OutputFormat>{
       {"Apriel-1.6-15b-Thinker-fixed", OutputFormat::kApriel},
@@ -31,7 +31,7 @@ const std::map<std::string, OutputFormat>& ExpectedFormats() {
       {"Kimi-K2-Instruct", OutputFormat::kKimiK2},
       {"LFM2-8B-A1B", OutputFormat::kLfm2},
       {"LFM2.5-Instruct", OutputFormat::kLfm2},
-      {"MiniMax-M2", OutputFormat::kThink},
+      {"MiniMax-M2", OutputFormat::kMiniMax},
       {"Mistral-Small-3.2-24B-Instruct-2506", OutputFormat::kMistral},
       {"NVIDIA-Nemotron-3-Nano-30B-A3B-BF16", OutputFormat::kQwenXml},
       {"NVIDIA-Nemotron-Nano-v2", OutputFormat::kNemotron},
@@ -45,10 +45,10 @@ const std::map<std::string, OutputFormat>& ExpectedFormats() {
       {"deepseek-ai-DeepSeek-R1-Distill-Llama-8B", OutputFormat::kDeepSeek},
       {"deepseek-ai-DeepSeek-R1-Distill-Qwen-32B", OutputFormat::kDeepSeek},
       {"deepseek-ai-DeepSeek-V3.1", OutputFormat::kDeepSeek},
-      {"deepseek-ai-DeepSeek-V4", OutputFormat::kThink},
+      {"deepseek-ai-DeepSeek-V4", OutputFormat::kDeepSeekV4},
       {"fireworks-ai-llama-3-firefunction-v2", OutputFormat::kNone},
       {"google-gemma-2-2b-it", OutputFormat::kNone},
-      {"google-gemma-4-31B-it", OutputFormat::kNone},
+      {"google-gemma-4-31B-it", OutputFormat::kGemma4},
       {"ibm-granite-granite-3.3-2B-Instruct", OutputFormat::kGranite},
       {"ibm-granite-granite-4.0", OutputFormat::kHermes},
       {"llama-cpp-deepseek-r1", OutputFormat::kDeepSeek},
@@ -123,6 +123,8 @@ TEST(FormatDetectionTest, PromptOpensReasoningOnRenderedPrompts) {
       {"poolside-Laguna-S-2.1", "thinking_off", false},
       {"meta-llama-Llama-3.1-8B-Instruct", "single_user", false},
       {"google-gemma-2-2b-it", "single_user", false},
+      {"google-gemma-4-31B-it", "thinking_off", false},
+      {"deepseek-ai-DeepSeek-V4", "thinking_off", false},
   };
   for (const Row& row : rows) {
     const std::string prompt = testing::Rendering(row.template_name, row.case_name);
@@ -139,6 +141,8 @@ TEST(FormatDetectionTest, PromptOpensReasoningByFormat) {
   EXPECT_TRUE(PromptOpensReasoning(OutputFormat::kHarmony, "<|start|>assistant<|channel|>analysis<|message|>"));
   EXPECT_FALSE(PromptOpensReasoning(OutputFormat::kHarmony, "<|start|>assistant"));
   EXPECT_FALSE(PromptOpensReasoning(OutputFormat::kThink, ""));
+  EXPECT_TRUE(PromptOpensReasoning(OutputFormat::kGemma4, "<|turn>model\n<|channel>thought\n"));
+  EXPECT_FALSE(PromptOpensReasoning(OutputFormat::kGemma4, "<|turn>model\n<|channel>thought\n<channel|>"));
 }
 
 }  // namespace

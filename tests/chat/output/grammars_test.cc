@@ -253,10 +253,46 @@ std::vector<Sample> NamedCallSamples() {
   };
 }
 
+std::vector<Sample> XmlInvokeAndGemmaSamples() {
+  return {
+      // MiniMax-M2's prompt ends with "<think>\n".
+      {"minimax_reasoning_two_calls", OutputFormat::kMiniMax, true,
+       "Two cities.\n</think>\n\n<minimax:tool_call>\n<invoke name=\"get_weather\">\n<parameter name=\"city\">Oslo"
+       "</parameter>\n</invoke>\n<invoke name=\"get_weather\">\n<parameter name=\"city\">Lima</parameter>\n"
+       "<parameter name=\"unit\">celsius</parameter>\n</invoke>\n</minimax:tool_call>",
+       {Reasoning("Two cities."), Call("call_0", "get_weather", kOslo), Call("call_1", "get_weather", kLima)}},
+      {"minimax_unclosed_parameter", OutputFormat::kMiniMax, false,
+       "<minimax:tool_call><invoke name=\"f\"><parameter name=\"a\">1</invoke></minimax:tool_call>",
+       {Call("call_0", "f", "<invoke name=\"f\"><parameter name=\"a\">1</invoke>", /*raw=*/true)}},
+      {"deepseek_v4_reasoning_content_call", OutputFormat::kDeepSeekV4, true,
+       "Search.</think>Let me search.\n\n<｜DSML｜tool_calls>\n<｜DSML｜invoke name=\"search_files\">\n"
+       "<｜DSML｜parameter name=\"pattern\" string=\"true\">evict</｜DSML｜parameter>\n"
+       "<｜DSML｜parameter name=\"max_results\" string=\"false\">5</｜DSML｜parameter>\n</｜DSML｜invoke>\n"
+       "</｜DSML｜tool_calls>",
+       {Reasoning("Search."), Content("Let me search."), Call("call_0", "search_files", kEvict)}},
+      {"deepseek_v4_string_attribute", OutputFormat::kDeepSeekV4, false,
+       "<｜DSML｜tool_calls><｜DSML｜invoke name=\"f\"><｜DSML｜parameter name=\"zip\" string=\"true\">0150"
+       "</｜DSML｜parameter><｜DSML｜parameter name=\"n\" string=\"false\">[1]</｜DSML｜parameter></｜DSML｜invoke>"
+       "</｜DSML｜tool_calls>",
+       {Call("call_0", "f", R"({"zip":"0150","n":[1]})")}},
+      {"gemma4_thought_two_calls", OutputFormat::kGemma4, false,
+       "<|channel>thought\nNeed weather.<channel|><|tool_call>call:get_weather{city:<|\"|>Oslo<|\"|>}<tool_call|>"
+       "<|tool_call>call:get_weather{city:<|\"|>Lima<|\"|>,unit:<|\"|>celsius<|\"|>}<tool_call|>",
+       {Reasoning("Need weather."), Call("call_0", "get_weather", kOslo), Call("call_1", "get_weather", kLima)}},
+      {"gemma4_values", OutputFormat::kGemma4, false,
+       "<|tool_call>call:plan{steps:[<|\"|>a<|\"|>,<|\"|>b, c: {d}<|\"|>],n:-2.5e1,deep:true,"
+       "opts:{<|\"|>k<|\"|>:null,x:None}}<tool_call|>Planned.",
+       {Call("call_0", "plan", R"({"steps":["a","b, c: {d}"],"n":-25.0,"deep":true,"opts":{"k":null,"x":null}})"),
+        Content("Planned.")}},
+      {"gemma4_malformed", OutputFormat::kGemma4, false, "<|tool_call>call:f{a:oops}<tool_call|>",
+       {Call("call_0", "f", "{a:oops}", /*raw=*/true)}},
+  };
+}
+
 std::vector<Sample> AllSamples() {
   std::vector<Sample> all;
   for (auto samples : {ThinkSamples(), QwenXmlSamples(), HermesSamples(), Llama3Samples(), ListFormatSamples(),
-                       NamedCallSamples()}) {
+                       NamedCallSamples(), XmlInvokeAndGemmaSamples()}) {
     all.insert(all.end(), samples.begin(), samples.end());
   }
   return all;

@@ -15,7 +15,7 @@ TEST(OutputFormatTest, NamesAreUniqueAndRoundTrip) {
     EXPECT_TRUE(names.insert(name).second) << name;
     EXPECT_EQ(OutputFormatFromName(name), format) << name;
   }
-  EXPECT_EQ(names.size(), 16u);
+  EXPECT_EQ(names.size(), 19u);
   EXPECT_EQ(OutputFormatFromName("qwen-xml"), OutputFormat::kQwenXml);
   EXPECT_FALSE(OutputFormatFromName("Qwen-XML").has_value());
   EXPECT_FALSE(OutputFormatFromName("").has_value());

@@ -94,6 +94,35 @@ TEST(ToolCallSyntaxTest, Glm) {
   EXPECT_EQ(ParseGlmBlock("<arg_key>a</arg_key>").name, "");
 }
 
+TEST(ToolCallSyntaxTest, InvokeBlocks) {
+  ParsedBlock block = ParseInvokeBlock(
+      "<invoke name=\"a\"></invoke>\n<invoke name=\"b\">\n<parameter name=\"x\">{\"y\": 1}</parameter>\n</invoke>", "");
+  ASSERT_TRUE(block.ok);
+  ASSERT_EQ(block.calls.size(), 2u);
+  EXPECT_EQ(block.calls[0].arguments, "{}");
+  EXPECT_EQ(block.calls[1].arguments, R"({"x":{"y":1}})");
+  EXPECT_FALSE(ParseInvokeBlock("<invoke name=\"\"></invoke>", "").ok);
+  EXPECT_EQ(ParseInvokeBlock("<invoke name=\"\"></invoke>", "").name, "");
+  block = ParseInvokeBlock("<P|invoke name=\"c\"><P|parameter name=\"s\" string=\"true\">5</P|parameter></P|invoke>", "P|");
+  ASSERT_TRUE(block.ok);
+  EXPECT_EQ(block.calls[0].arguments, R"({"s":"5"})");
+  block = ParseInvokeBlock("<invoke name=\"d\"><parameter name=\"s\">5</invoke>", "");
+  EXPECT_FALSE(block.ok);
+  EXPECT_EQ(block.name, "d");
+}
+
+TEST(ToolCallSyntaxTest, Gemma4Calls) {
+  ParsedBlock block = ParseGemma4Block("call:f{a:<|\"|>x<|\"|>,b:{c:[1,2]},d:False}");
+  ASSERT_TRUE(block.ok);
+  EXPECT_EQ(block.calls[0].name, "f");
+  EXPECT_EQ(block.calls[0].arguments, R"({"a":"x","b":{"c":[1,2]},"d":false})");
+  EXPECT_EQ(ParseGemma4Block("call:g{}").calls.at(0).arguments, "{}");
+  block = ParseGemma4Block("call:h{a:<|\"|>unterminated}");
+  EXPECT_FALSE(block.ok);
+  EXPECT_EQ(block.name, "h");
+  EXPECT_EQ(ParseGemma4Block("call:{a:1}").name, "");
+}
+
 TEST(ToolCallSyntaxTest, InvalidUtf8IsReplacedWhenPrinted) {
   Json value = Json::object();
   value["s"] = std::string("a\xFF" "b");
