@@ -59,9 +59,10 @@ size_t IncompleteUtf8Tail(std::string_view text) {
   return 0;
 }
 
-// The earliest exit of `exits` in text at or after `from`: the longest
-// full match at the first position where one matches, unless an exit
-// matches only partially (the text ends inside it) at an earlier position.
+// Where a section's exit stands in a text: the longest full match at the
+// first position where one matches, unless an exit matches only partially
+// (the text ends inside it) at an earlier position; then nothing from that
+// position on is decided.
 struct ExitSearch {
   const Exit* exit = nullptr;  // a full match
   size_t pos = std::string_view::npos;

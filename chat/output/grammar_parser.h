@@ -35,7 +35,8 @@ struct Exit {
   bool only_at_start = false;
   // A ' ' in the marker matches any run of whitespace, none included.
   bool flexible_space = false;
-  // The marker's text is not consumed: the next section begins with it.
+  // The marker's text is not consumed: the next section, a capture,
+  // begins with it.
   bool keep = false;
 };
 
