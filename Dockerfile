@@ -38,6 +38,7 @@ WORKDIR /src
 COPY CMakeLists.txt ./
 COPY protos protos
 COPY backends backends
+COPY chat chat
 COPY checkpoint checkpoint
 COPY service service
 COPY tools tools
