@@ -12,7 +12,7 @@ clang=${CLANG:-clang++}
 [ -f "$build/compile_commands.json" ] || { echo "no $build/compile_commands.json: configure $build first" >&2; exit 2; }
 command -v "$clang" >/dev/null || { echo "$clang not found (scripts/setup.sh installs clang)" >&2; exit 2; }
 # The sources whose classes carry the annotations (headers come with them).
-sources="checkpoint/store.cc checkpoint/prefix_index.cc checkpoint/engine.cc
+sources="checkpoint/store.cc checkpoint/prefix_index.cc checkpoint/engine.cc checkpoint/sequence.cc checkpoint/sequence_registry.cc checkpoint/capturer.cc checkpoint/reuse_planner.cc checkpoint/prefill_job.cc
 service/sessions.cc service/session_dir.cc service/memory_budget.cc service/scheduler.cc
 service/server.cc"
 exec python3 - "$build" "$clang" $sources <<'PY'
