@@ -56,19 +56,12 @@ absl::Status CheckpointStore::Recover() {
     absl::MutexLock lock(&mu_);  // nobody else has the store yet: for the analysis
     stats_.corrupt += scan->corrupt;
     for (DiskTier::Found& found : scan->found) {
-      Entry e;
-      e.id = found.id;
-      e.pos = found.pos;
-      e.scope = found.scope;
-      e.layout = found.layout;
-      e.bytes = found.bytes;
-      e.cost = found.cost;
-      e.tag = std::move(found.tag);
-      e.on_disk = true;
-      stats_.disk_bytes += e.bytes;
+      stats_.disk_bytes += found.bytes;
       ++stats_.recovered;
       next_id_ = std::max(next_id_, found.id + 1);
-      entries_.emplace(found.id, std::move(e));
+      entries_.emplace(found.id, Entry{.id = found.id, .pos = found.pos, .scope = found.scope, .layout = found.layout,
+                                       .bytes = found.bytes, .cost = found.cost, .tag = std::move(found.tag),
+                                       .on_disk = true});
     }
     EvictDiskLocked(pending);
   }

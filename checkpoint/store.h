@@ -222,14 +222,14 @@ class CheckpointStore final {
     size_t bytes = 0;
     double cost = 0;
     std::string tag;
-    std::shared_ptr<Checkpoint> ram;       // set while in RAM
-    std::shared_ptr<Checkpoint> spilling;  // set while its file is being written
+    std::shared_ptr<Checkpoint> ram{};       // set while in RAM
+    std::shared_ptr<Checkpoint> spilling{};  // set while its file is being written
     bool on_disk = false;
     CaptureReason reason = CaptureReason::kMessageBoundary;
     bool stale = false;
     uint64_t path_key = 0;
-    RetentionClock added;
-    RetentionClock last_use;
+    RetentionClock added{};
+    RetentionClock last_use{};
     uint32_t uses = 0;
   };
   struct Pending;

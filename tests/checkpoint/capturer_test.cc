@@ -12,20 +12,13 @@
 namespace cairn::checkpoint {
 namespace {
 
-using testing::Deviation;
-using testing::FreshLogits;
-
 class CapturerTest : public EngineTest {};
 
 TEST_P(CapturerTest, DropThinkRecomputesOnlyTheShortenedReply) {
   auto seq = NewSeq();
-  Prompt p1;
-  Add(p1, RandomTokens(rng_, 60, vocab_));
-  Add(p1, RandomTokens(rng_, 20, vocab_));
-  auto r1 = Run(*seq, p1);
-  auto reply = Reply(*seq, r1.logits, 24);
-  Prompt p2 = p1;
-  Add(p2, std::vector<TokenId>(reply.begin() + 8, reply.end()));
+  const Turn t1 = FirstTurn(*seq, {60, 20}, 24);
+  Prompt p2 = t1.prompt;
+  Add(p2, std::vector<TokenId>(t1.reply.begin() + 8, t1.reply.end()));
   Add(p2, RandomTokens(rng_, 11, vocab_));
   auto r2 = Run(*seq, p2);
   EXPECT_EQ(r2.stats.recomputed, 16 + 11);
@@ -38,13 +31,9 @@ TEST_P(CapturerTest, ReplyResentCutShortResumesNearTheCut) {
   options_.generation_every = 16;
   Rebuild();
   auto seq = NewSeq();
-  Prompt p1;
-  Add(p1, RandomTokens(rng_, 50, vocab_));
-  Add(p1, RandomTokens(rng_, 20, vocab_));
-  auto r1 = Run(*seq, p1);
-  auto reply = Reply(*seq, r1.logits, 40);
-  Prompt p2 = p1;
-  Add(p2, std::vector<TokenId>(reply.begin(), reply.begin() + 37));  // cut at 37
+  const Turn t1 = FirstTurn(*seq, {50, 20}, 40);
+  Prompt p2 = t1.prompt;
+  Add(p2, std::vector<TokenId>(t1.reply.begin(), t1.reply.begin() + 37));  // cut at 37
   Add(p2, RandomTokens(rng_, 9, vocab_));
   auto r2 = Run(*seq, p2);
   // Checkpoints at 16 and 32 generated positions: 5 of the reply to redo
@@ -52,11 +41,7 @@ TEST_P(CapturerTest, ReplyResentCutShortResumesNearTheCut) {
   const bool cuts = backend_->info().caps.rollback_slack >= 3;
   EXPECT_EQ(r2.stats.recomputed, (cuts ? 0 : 37 - 32) + 9);
   // The next turn drops the reply's checkpoints with the turn that used them.
-  auto reply2 = Reply(*seq, r2.logits, 4);
-  Prompt p3 = p2;
-  Add(p3, reply2);
-  Add(p3, RandomTokens(rng_, 5, vocab_));
-  EXPECT_EQ(Run(*seq, p3).stats.recomputed, 5);
+  EXPECT_EQ(NextTurnRecomputed(*seq, p2, r2.logits, 4, 5), 5);
 }
 
 // Without message boundaries (plain token prompts) a shared system prompt is
@@ -143,10 +128,7 @@ TEST_P(CapturerTest, SpilledCheckpointsServeAfterRestart) {
 // second park adds nothing.
 TEST_P(CapturerTest, ParkKeepsOneFullSnapshotAtTheHistory) {
   auto seq = NewSeq();
-  Prompt p;
-  Add(p, RandomTokens(rng_, 50, vocab_));
-  auto r = Run(*seq, p);
-  const std::vector<TokenId> reply = Reply(*seq, r.logits, 6);
+  const Turn t1 = FirstTurn(*seq, {50}, 6);
   ASSERT_TRUE(engine_->Park(*seq).ok());
   std::vector<EntryKind> at_end;
   for (const IndexHit& h : engine_->index().Lookup("", seq->history().keys(), 0).on_path) {
@@ -158,8 +140,8 @@ TEST_P(CapturerTest, ParkKeepsOneFullSnapshotAtTheHistory) {
   ASSERT_TRUE(engine_->Park(*seq).ok());
   EXPECT_EQ(store_->stats().puts, puts);
   // The parked state serves a new sequence on its own.
-  Prompt next = p;
-  Add(next, reply);
+  Prompt next = t1.prompt;
+  Add(next, t1.reply);
   Add(next, RandomTokens(rng_, 5, vocab_));
   seq.reset();
   auto fresh = NewSeq();

@@ -5,8 +5,10 @@
 #ifndef CAIRN_TESTS_CHECKPOINT_ENGINE_FIXTURE_H_
 #define CAIRN_TESTS_CHECKPOINT_ENGINE_FIXTURE_H_
 
+#include <initializer_list>
 #include <memory>
 #include <random>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -126,6 +128,47 @@ class EngineTest : public ::testing::TestWithParam<Row> {
   static void Add(Prompt& p, const std::vector<TokenId>& message) {
     p.AddTokens(message);
     p.EndMessage();
+  }
+
+  // A conversation's first turn on `seq`: a prompt of messages of random
+  // tokens of the given lengths, computed and checked (Run), then a reply of
+  // `reply_tokens` tokens (Reply).
+  struct Turn {
+    Prompt prompt;
+    PrefillResult result;
+    std::vector<TokenId> reply;
+  };
+  Turn FirstTurn(Sequence& seq, std::initializer_list<int> message_lengths, int reply_tokens) {
+    Turn turn;
+    for (int n : message_lengths) Add(turn.prompt, RandomTokens(rng_, n, vocab_));
+    turn.result = Run(seq, turn.prompt);
+    turn.reply = Reply(seq, turn.result.logits, reply_tokens);
+    return turn;
+  }
+
+  // The next turn on `seq` after `prompt`, whose last row's logits are
+  // `logits`: a reply of `reply_tokens` (Reply), then a new message of
+  // `message_tokens` random tokens. Returns the positions its prompt
+  // recomputed (Run checks it).
+  Pos NextTurnRecomputed(Sequence& seq, const Prompt& prompt, const std::vector<float>& logits, int reply_tokens,
+                         int message_tokens) {
+    Prompt next = prompt;
+    Add(next, Reply(seq, logits, reply_tokens));
+    Add(next, RandomTokens(rng_, message_tokens, vocab_));
+    return Run(seq, next).stats.recomputed;
+  }
+
+  // A one-token decode run on `seq`'s memory for the caller's own Forward
+  // (under a SequenceHold when other threads use the engine); `token` must
+  // outlive the run.
+  static SequenceRun DecodeRun(Sequence& seq, const TokenId& token) {
+    static const int32_t kRow0 = 0;
+    SequenceRun run;
+    run.memory = seq.memory();
+    run.start_pos = seq.next_pos();
+    run.tokens = std::span<const TokenId>(&token, 1);
+    run.logit_rows = std::span<const int32_t>(&kRow0, 1);
+    return run;
   }
 
   // A store with its disk tier in `dir`; `p` (two messages) is computed and

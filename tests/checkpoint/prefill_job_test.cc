@@ -71,13 +71,7 @@ TEST_P(PrefillJobTest, PrefillJobBatchesWithAnotherSequencesDecode) {
   int steps = 0;
   while (!(*job)->done()) {
     const TokenId t = 3 + static_cast<TokenId>(rng_() % (vocab_ - 3));
-    const int32_t row = 0;
-    SequenceRun runs[2];
-    runs[0].memory = a->memory();
-    runs[0].start_pos = a->next_pos();
-    runs[0].tokens = std::span<const TokenId>(&t, 1);
-    runs[0].logit_rows = std::span<const int32_t>(&row, 1);
-    runs[1] = (*job)->NextRun(32);
+    SequenceRun runs[2] = {DecodeRun(*a, t), (*job)->NextRun(32)};
     auto out = backend_->Forward(runs);
     ASSERT_TRUE(out.ok()) << out.status();
     ASSERT_TRUE(engine_->Append(*a, std::span<const TokenId>(&t, 1)).ok());
@@ -113,14 +107,9 @@ TEST_P(PrefillJobTest, StartPrefillRefusesAMemoryAheadOfItsHistory) {
   Add(p, RandomTokens(rng_, 20, vocab_));
   Run(*seq, p);
   const TokenId t = 7;
-  const int32_t row = 0;
   {
     SequenceHold hold(*seq);
-    SequenceRun run;
-    run.memory = seq->memory();
-    run.start_pos = seq->next_pos();
-    run.tokens = std::span<const TokenId>(&t, 1);
-    run.logit_rows = std::span<const int32_t>(&row, 1);
+    SequenceRun run = DecodeRun(*seq, t);
     ASSERT_TRUE(backend_->Forward(std::span<const SequenceRun>(&run, 1)).ok());
   }  // released without Append
   Prompt q = p;

@@ -17,9 +17,6 @@
 namespace cairn::checkpoint {
 namespace {
 
-using testing::Deviation;
-using testing::FreshLogits;
-
 class ReusePlannerTest : public EngineTest {};
 
 TEST_P(ReusePlannerTest, RegenerateNeedsNoForwardPass) {
@@ -34,11 +31,7 @@ TEST_P(ReusePlannerTest, RegenerateNeedsNoForwardPass) {
   EXPECT_TRUE(r2.stats.logits_from_checkpoint);
   EXPECT_EQ(r2.logits, r1.logits);  // the very same numbers
   // And generation from there is exact too.
-  auto reply = Reply(*seq, r2.logits, 5);
-  Prompt p3 = p;
-  Add(p3, reply);
-  Add(p3, RandomTokens(rng_, 7, vocab_));
-  EXPECT_EQ(Run(*seq, p3).stats.recomputed, 7);
+  EXPECT_EQ(NextTurnRecomputed(*seq, p, r2.logits, 5, 7), 7);
 }
 
 TEST_P(ReusePlannerTest, EditOfTheLastMessageResumesAtItsStart) {

@@ -22,15 +22,12 @@ class SequenceTest : public EngineTest {};
 
 TEST_P(SequenceTest, ForkContinuesIndependently) {
   auto a = NewSeq();
-  Prompt p;
-  Add(p, RandomTokens(rng_, 40, vocab_));
-  auto r = Run(*a, p);
-  auto reply = Reply(*a, r.logits, 6);
+  const Turn t1 = FirstTurn(*a, {40}, 6);
   auto b = engine_->Fork(*a);
   ASSERT_TRUE(b.ok());
-  Prompt pa = p, pb = p;
-  Add(pa, reply);
-  Add(pb, reply);
+  Prompt pa = t1.prompt, pb = t1.prompt;
+  Add(pa, t1.reply);
+  Add(pb, t1.reply);
   Add(pa, RandomTokens(rng_, 5, vocab_));
   Add(pb, RandomTokens(rng_, 7, vocab_));
   EXPECT_EQ(Run(**b, pb).stats.recomputed, 7);
@@ -39,16 +36,13 @@ TEST_P(SequenceTest, ForkContinuesIndependently) {
 
 TEST_P(SequenceTest, ExportImportRoundTrips) {
   auto a = NewSeq();
-  Prompt p;
-  Add(p, RandomTokens(rng_, 30, vocab_));
-  auto r = Run(*a, p);
-  auto reply = Reply(*a, r.logits, 4);
+  const Turn t1 = FirstTurn(*a, {30}, 4);
   auto exported = engine_->Export(*a);
   ASSERT_TRUE(exported.ok()) << exported.status();
   auto b = engine_->Import(*exported, "other");
   ASSERT_TRUE(b.ok()) << b.status();
-  Prompt q = p;
-  Add(q, reply);
+  Prompt q = t1.prompt;
+  Add(q, t1.reply);
   Add(q, RandomTokens(rng_, 6, vocab_));
   EXPECT_EQ(Run(**b, q).stats.recomputed, 6);
   auto broken = *exported;
@@ -116,15 +110,10 @@ TEST_P(SequenceTest, PrefillCopyingASequenceThatDecodesConcurrentlyIsExact) {
   std::atomic<int> bad{0};
   std::thread decoder([&] {
     std::mt19937 rng(7);
-    const int32_t row = 0;
     for (int i = 0; i < 48 && (i < 8 || !stop.load()); ++i) {
       const TokenId t = 3 + static_cast<TokenId>(rng() % (vocab_ - 3));
       SequenceHold hold(*a);
-      SequenceRun run;
-      run.memory = a->memory();
-      run.start_pos = a->next_pos();
-      run.tokens = std::span<const TokenId>(&t, 1);
-      run.logit_rows = std::span<const int32_t>(&row, 1);
+      SequenceRun run = DecodeRun(*a, t);
       auto out = backend_->Forward(std::span<const SequenceRun>(&run, 1));
       if (!out.ok() || !hold.Append(std::span<const TokenId>(&t, 1)).ok()) {
         ++bad;
