@@ -30,7 +30,6 @@ namespace cairn::checkpoint {
 
 class Capturer;
 class CheckpointEngine;
-class EngineCounters;
 class SequenceRegistry;
 class SequenceMutex;
 struct SequenceState;
