@@ -13,7 +13,7 @@ clang=${CLANG:-clang++}
 command -v "$clang" >/dev/null || { echo "$clang not found (scripts/setup.sh installs clang)" >&2; exit 2; }
 # The sources whose classes carry the annotations (headers come with them).
 sources="checkpoint/store.cc checkpoint/prefix_index.cc checkpoint/engine.cc
-service/sessions.cc service/session_dir.cc service/memory_budget.cc service/scheduler.cc
+service/sessions/sessions.cc service/sessions/session_dir.cc service/host/memory_budget.cc service/scheduling/scheduler.cc
 service/server.cc"
 exec python3 - "$build" "$clang" $sources <<'PY'
 import json, os, shlex, subprocess, sys

@@ -10,12 +10,14 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "backends/plugin.h"
+#include "backends/register_builtin.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/health_check_service_interface.h"
 #include "grpcpp/resource_quota.h"
 #include "grpcpp/security/server_credentials.h"
 #include "grpcpp/server_builder.h"
-#include "service/listen_socket.h"
+#include "service/host/listen_socket.h"
 
 namespace cairn::service {
 namespace {
@@ -26,6 +28,17 @@ absl::StatusOr<std::string> ReadFile(const std::string& path) {
   std::stringstream buf;
   buf << in.rdbuf();
   return buf.str();
+}
+
+// The backend families this server runs: the ones linked into the binary
+// (cairn_backends_all, or cairn_backends_none) and those of the plugins.
+absl::StatusOr<BackendRegistry> BackendFamilies(const std::vector<std::string>& plugins) {
+  BackendRegistry families;
+  if (absl::Status st = RegisterBuiltinBackends(families); !st.ok()) return st;
+  for (const std::string& path : plugins) {
+    if (absl::Status st = LoadBackendPlugin(path, families); !st.ok()) return st;
+  }
+  return families;
 }
 
 }  // namespace
@@ -45,13 +58,15 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Create(const ServerOptions& opti
   if (!metrics.ok()) return metrics.status();
   s->metrics_ = std::move(*metrics);
   SchedulerOptions sched = options.scheduler;
-  sched.metrics = s->metrics_.get();
+  sched.metrics = &s->metrics_->scheduler;
   // The step budget is the prompt chunk size (--prefill-chunk): a step then
   // holds one full prompt chunk next to the decode rows.
   if (options.models_options.checkpoint.prefill_chunk > 0) {
     sched.step_tokens = options.models_options.checkpoint.prefill_chunk;
   }
-  auto models = ModelRegistry::Load(options.models, options.models_options, sched);
+  auto families = BackendFamilies(options.models_options.backend_plugins);
+  if (!families.ok()) return families.status();
+  auto models = ModelRegistry::Load(options.models, options.models_options, sched, *families);
   if (!models.ok()) return models.status();
   s->models_ = std::move(*models);
   s->memory_budget_ = std::make_unique<MemoryBudget>(options.memory_budget_bytes);
@@ -143,7 +158,7 @@ void Server::Housekeeping() {
     }
     Metrics::AdvanceTo(metrics_->checkpoints_captured, captured);
     Metrics::AdvanceTo(metrics_->checkpoints_restored, restored);
-    metrics_->queue_depth->Set(static_cast<double>(queued));
+    metrics_->scheduler.queue_depth->Set(static_cast<double>(queued));
     metrics_->sessions->Set(static_cast<double>(sessions_->size()));
     metrics_->sequence_memory_bytes->Set(static_cast<double>(memory_budget_->in_use()));
     if (checkpoint::CheckpointStore* store = models_->store()) {

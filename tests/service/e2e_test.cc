@@ -28,11 +28,12 @@
 #include "grpcpp/generic/generic_stub.h"
 #include "grpcpp/security/credentials.h"
 #include "gtest/gtest.h"
-#include "service/demo_models.h"
-#include "service/scheduler.h"
-#include "service/log.h"
+#include "service/host/log.h"
+#include "service/programs/demo_catalog.h"
+#include "service/programs/demo_models.h"
+#include "service/scheduling/scheduler.h"
 #include "service/server.h"
-#include "service/snapshot_seal.h"
+#include "service/sessions/snapshot_seal.h"
 #include "tests/testing/shared_data.h"
 
 namespace cairn::service {
@@ -202,6 +203,7 @@ class ServiceTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     ServerOptions opt;
+    opt.models_options.builtin = DemoModelCatalog();
     opt.listen = "127.0.0.1:0";
     opt.models_options.threads = 2;
     opt.sessions.max_sessions = 64;
@@ -1198,6 +1200,7 @@ TEST_F(ServiceTest, MetricsCountTokens) {
 // A server with small limits, for the bounds.
 TEST(ServiceLimitsTest, SessionCountAndIdleTimeAreBounded) {
   ServerOptions opt;
+  opt.models_options.builtin = DemoModelCatalog();
   opt.listen = "127.0.0.1:0";
   opt.models = {*ParseModelSpec("tiny=demo-transformer")};
   opt.sessions.max_sessions = 2;
@@ -1241,6 +1244,7 @@ TEST(ServiceLimitsTest, ModelSpecsAndLoadErrors) {
   EXPECT_TRUE(s->family.empty());
   EXPECT_FALSE(ParseModelSpec("x=").ok());
   ServerOptions opt;
+  opt.models_options.builtin = DemoModelCatalog();
   opt.listen = "127.0.0.1:0";
   opt.models = {*ParseModelSpec("m=/nonexistent/model.gguf")};
   auto server = Server::Create(opt);
@@ -1251,6 +1255,7 @@ TEST(ServiceLimitsTest, ModelSpecsAndLoadErrors) {
 
 TEST(ServiceLimitsTest, QueueAndConcurrencyBounds) {
   ServerOptions opt;
+  opt.models_options.builtin = DemoModelCatalog();
   opt.listen = "127.0.0.1:0";
   opt.models = {*ParseModelSpec("tiny=demo-transformer")};
   opt.limits.max_concurrent_generate = 1;
@@ -1276,6 +1281,7 @@ TEST(ServiceRestartTest, CheckpointsOnDiskServeAfterARestart) {
   char tmpl[] = "/tmp/cairn-restart-test-XXXXXX";
   const std::string dir = ::mkdtemp(tmpl);
   ServerOptions opt;
+  opt.models_options.builtin = DemoModelCatalog();
   opt.listen = "127.0.0.1:0";
   opt.models_options.threads = 2;
   opt.models_options.checkpoint.disk_dir = dir;
@@ -1320,6 +1326,7 @@ TEST(ServiceRestartTest, CheckpointsOnDiskServeAfterARestart) {
 
 TEST(ServiceLimitsTest, FullQueueIsResourceExhausted) {
   ServerOptions opt;
+  opt.models_options.builtin = DemoModelCatalog();
   opt.listen = "127.0.0.1:0";
   opt.models = {*ParseModelSpec("tiny=demo-transformer")};
   opt.scheduler.max_batch = 1;
@@ -1359,6 +1366,7 @@ class ServiceMemoryBudgetTest : public ::testing::Test {
   void Start(const std::vector<std::string>& specs,
              const std::function<size_t(const ModelRegistry&)>& budget) {
     ServerOptions opt;
+    opt.models_options.builtin = DemoModelCatalog();
     opt.listen = "127.0.0.1:0";
     opt.models_options.threads = 2;
     for (const std::string& spec : specs) opt.models.push_back(*ParseModelSpec(spec));
@@ -1555,6 +1563,7 @@ class BackpressureTest : public ::testing::Test {
  protected:
   void Start(std::chrono::milliseconds stall) {
     ServerOptions opt;
+    opt.models_options.builtin = DemoModelCatalog();
     opt.listen = "127.0.0.1:0";
     opt.models_options.threads = 2;
     opt.scheduler.stalled_stream = stall;
@@ -1578,7 +1587,7 @@ class BackpressureTest : public ::testing::Test {
         "");
   }
   Scheduler& SchedulerOf(const char* model) { return *(*server_->models().Find(model))->scheduler; }
-  double Generated() { return server_->metrics().generated_tokens->Value(); }
+  double Generated() { return server_->metrics().scheduler.generated_tokens->Value(); }
   // Polls `cond` for up to a minute (a condition to wait for, not a timing).
   static bool Eventually(const std::function<bool()>& cond) {
     for (int i = 0; i < 6000; ++i) {
@@ -1675,13 +1684,14 @@ TEST_F(BackpressureTest, AStalledReaderIsEndedAfterTheLimitAndKeepsWhatWasWritte
 }
 
 // Session snapshots carry a checksum and, with --snapshot-key, a signature
-// (service/snapshot_seal.h). Imported state the server cannot authenticate
+// (service/sessions/snapshot_seal.h). Imported state the server cannot authenticate
 // serves its own session and forks only, never the shared prefix cache.
 class SnapshotIntegrityTest : public ::testing::Test {
  protected:
   // A server with the built-in models and `key` as its snapshot key.
   static std::unique_ptr<Server> Start(const std::string& key) {
     ServerOptions opt;
+    opt.models_options.builtin = DemoModelCatalog();
     opt.listen = "127.0.0.1:0";
     opt.models_options.threads = 2;
     opt.snapshot_key = key;
@@ -1887,6 +1897,7 @@ TEST(ServiceAuthTest, TokensAuthenticateAndPartitionSessionsAndCache) {
   for (bool share : {false, true}) {
     SCOPED_TRACE(share ? "shared cache" : "partitioned cache");
     ServerOptions opt;
+    opt.models_options.builtin = DemoModelCatalog();
     opt.listen = "127.0.0.1:0";
     opt.models = {*ParseModelSpec("rec=demo-recurrent")};
     opt.auth_tokens = {"alpha-token", "beta-token"};
@@ -1980,6 +1991,7 @@ class ServiceTlsTest : public ::testing::Test {
 
 TEST_F(ServiceTlsTest, ServesTlsAndRefusesPlaintext) {
   ServerOptions opt;
+  opt.models_options.builtin = DemoModelCatalog();
   opt.listen = "127.0.0.1:0";
   opt.models = {*ParseModelSpec("tf=demo-transformer")};
   opt.tls_cert = dir_ + "/server.pem";
@@ -1999,6 +2011,7 @@ TEST_F(ServiceTlsTest, ServesTlsAndRefusesPlaintext) {
 
 TEST_F(ServiceTlsTest, MutualTlsRequiresAClientCertificate) {
   ServerOptions opt;
+  opt.models_options.builtin = DemoModelCatalog();
   opt.listen = "127.0.0.1:0";
   opt.models = {*ParseModelSpec("tf=demo-transformer")};
   opt.tls_cert = dir_ + "/server.pem";
@@ -2030,6 +2043,7 @@ TEST(ServiceRealModelTest, Stories260KGreedyMatchesLlamaCpp) {
   ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(buf.str(), &cases).ok());
   ASSERT_GT(cases.values_size(), 0);
   ServerOptions opt;
+  opt.models_options.builtin = DemoModelCatalog();
   opt.listen = "127.0.0.1:0";
   opt.models = {*ParseModelSpec("stories=" + testing::SharedPath("models/stories260K.gguf"))};
   auto server = Server::Create(opt);

@@ -13,7 +13,8 @@
 #include "cairn/v1/inference.grpc.pb.h"
 #include "grpcpp/create_channel.h"
 #include "gtest/gtest.h"
-#include "service/log.h"
+#include "service/host/log.h"
+#include "service/programs/demo_catalog.h"
 #include "service/server.h"
 
 namespace cairn::service {
@@ -41,6 +42,7 @@ class Replica {
   explicit Replica(const std::string& name, const std::string& session_dir = "",
                    std::vector<std::string> tokens = {}, const std::string& snapshot_key = "") {
     ServerOptions opt;
+    opt.models_options.builtin = DemoModelCatalog();
     opt.listen = "127.0.0.1:0";
     opt.models_options.threads = 1;
     opt.replica_name = name;
