@@ -19,6 +19,7 @@
 #include <cstdio>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -430,89 +431,63 @@ int Drain(Inference::Stub& source, Inference::Stub& target) {
   return failed == 0 ? 0 : 1;
 }
 
+// Every flag of cairn-cli, into `o` (the sampling and stop fields through
+// the numbers in `n`, set once parsed).
+struct Numbers {
+  std::optional<double> temperature, top_p, min_p, repetition_penalty;
+  std::optional<int64_t> top_k, seed;
+  int64_t max_tokens = 128;
+};
+
+void DeclareFlags(cairn::service::FlagParser& flags, Options& o, Numbers& n) {
+  flags.Switch("ids", &o.ids);
+  flags.Switch("stats", &o.stats);
+  flags.Switch("list-models", &o.list_models);
+  flags.Switch("chat", &o.chat);
+  flags.OptionalValue("health", &o.health, &o.health_service);
+  flags.Add("drain-to", &o.drain_to);
+  flags.Add("affinity-key", &o.affinity_key);
+  flags.Add("system", &o.system);
+  flags.Add("model", &o.model);
+  flags.Add("session", &o.session);
+  flags.Add("stop", [&o](const std::string& v) {
+    o.stop.add_stop_strings(v);
+    return absl::OkStatus();
+  });
+  flags.Add("max-tokens", &n.max_tokens);
+  flags.Add("temperature", &n.temperature);
+  flags.Add("top-k", &n.top_k);
+  flags.Add("top-p", &n.top_p);
+  flags.Add("min-p", &n.min_p);
+  flags.Add("repetition-penalty", &n.repetition_penalty);
+  flags.Add("seed", &n.seed);
+  flags.Add("timeout", &o.timeout);
+  cairn::service::AddClientFlags(flags, &o.server, &o.token, &o.tls);
+  flags.Positional(&o.prompt);
+}
+
+// The numbers given (the server's defaults for the others).
+void ApplyNumbers(const Numbers& n, Options& o) {
+  o.stop.set_max_tokens(static_cast<int32_t>(n.max_tokens));
+  if (n.temperature) o.sampling.set_temperature(static_cast<float>(*n.temperature));
+  if (n.top_k) o.sampling.set_top_k(static_cast<int32_t>(*n.top_k));
+  if (n.top_p) o.sampling.set_top_p(static_cast<float>(*n.top_p));
+  if (n.min_p) o.sampling.set_min_p(static_cast<float>(*n.min_p));
+  if (n.repetition_penalty) o.sampling.set_repetition_penalty(static_cast<float>(*n.repetition_penalty));
+  if (n.seed) o.sampling.set_seed(static_cast<uint64_t>(*n.seed));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   Options o;
-  o.stop.set_max_tokens(128);
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    auto value = [&](const std::string& name, std::string* out) {
-      const std::string p = "--" + name + "=";
-      if (a.rfind(p, 0) == 0) {
-        *out = a.substr(p.size());
-        return true;
-      }
-      if (a == "--" + name && i + 1 < argc) {
-        *out = argv[++i];
-        return true;
-      }
-      return false;
-    };
-    std::string v;
-    double d = 0;
-    int64_t n = 0;
-    if (a == "--help" || a == "-h") {
-      std::printf("%s", kUsage);
-      return 0;
-    } else if (a == "--ids") {
-      o.ids = true;
-    } else if (a == "--stats") {
-      o.stats = true;
-    } else if (a == "--list-models") {
-      o.list_models = true;
-    } else if (a == "--chat") {
-      o.chat = true;
-    } else if (a == "--health" || a.rfind("--health=", 0) == 0) {
-      o.health = true;
-      if (a.size() > 8) o.health_service = a.substr(9);
-    } else if (value("drain-to", &v)) {
-      o.drain_to = v;
-    } else if (value("affinity-key", &v)) {
-      o.affinity_key = v;
-    } else if (value("system", &v)) {
-      o.system = v;
-    } else if (value("server", &v)) {
-      o.server = v;
-    } else if (value("model", &v)) {
-      o.model = v;
-    } else if (value("session", &v)) {
-      o.session = v;
-    } else if (value("stop", &v)) {
-      o.stop.add_stop_strings(v);
-    } else if (value("max-tokens", &v) && absl::SimpleAtoi(v, &n)) {
-      o.stop.set_max_tokens(static_cast<int32_t>(n));
-    } else if (value("temperature", &v) && absl::SimpleAtod(v, &d)) {
-      o.sampling.set_temperature(static_cast<float>(d));
-    } else if (value("top-k", &v) && absl::SimpleAtoi(v, &n)) {
-      o.sampling.set_top_k(static_cast<int32_t>(n));
-    } else if (value("top-p", &v) && absl::SimpleAtod(v, &d)) {
-      o.sampling.set_top_p(static_cast<float>(d));
-    } else if (value("min-p", &v) && absl::SimpleAtod(v, &d)) {
-      o.sampling.set_min_p(static_cast<float>(d));
-    } else if (value("repetition-penalty", &v) && absl::SimpleAtod(v, &d)) {
-      o.sampling.set_repetition_penalty(static_cast<float>(d));
-    } else if (value("seed", &v) && absl::SimpleAtoi(v, &n)) {
-      o.sampling.set_seed(static_cast<uint64_t>(n));
-    } else if (value("token", &v)) {
-      o.token = v;
-    } else if (value("tls-ca", &v)) {
-      o.tls.ca = v;
-    } else if (value("tls-cert", &v)) {
-      o.tls.cert = v;
-    } else if (value("tls-key", &v)) {
-      o.tls.key = v;
-    } else if (value("tls-server-name", &v)) {
-      o.tls.server_name = v;
-    } else if (value("timeout", &v) && absl::SimpleAtod(v, &d)) {
-      o.timeout = d;
-    } else if (a.rfind("--", 0) == 0) {
-      std::fprintf(stderr, "cairn-cli: bad argument '%s' (see --help)\n", a.c_str());
-      return 2;
-    } else {
-      o.prompt.push_back(a);
-    }
+  Numbers n;
+  cairn::service::FlagParser flags("cairn-cli");
+  DeclareFlags(flags, o, n);
+  if (auto outcome = flags.Parse(argc, argv, kUsage); outcome != cairn::service::FlagParser::Outcome::kRun) {
+    return cairn::service::FlagParser::ExitCode(outcome);
   }
+  ApplyNumbers(n, o);
   g_options = &o;
   auto channel = cairn::service::ClientChannel(o.server, o.tls);
   if (!channel.ok()) {

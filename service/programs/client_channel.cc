@@ -21,6 +21,15 @@ absl::StatusOr<std::string> ReadPem(const std::string& flag, const std::string& 
 
 }  // namespace
 
+void AddClientFlags(FlagParser& flags, std::string* server, std::string* token, ClientTls* tls) {
+  flags.Add("server", server);
+  flags.Add("token", token);
+  flags.Add("tls-ca", &tls->ca);
+  flags.Add("tls-cert", &tls->cert);
+  flags.Add("tls-key", &tls->key);
+  flags.Add("tls-server-name", &tls->server_name);
+}
+
 absl::StatusOr<std::shared_ptr<grpc::Channel>> ClientChannel(const std::string& target, const ClientTls& tls,
                                                              grpc::ChannelArguments args) {
   if (!tls.enabled()) {

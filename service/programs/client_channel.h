@@ -1,5 +1,6 @@
-// What the command-line clients (cairn-cli, cairn-load) share: the channel
-// to a server from their TLS flags, and how a failed call is printed.
+// What the command-line clients (cairn-cli, cairn-load) share: their
+// connection flags, the channel to a server from them, and how a failed
+// call is printed.
 #ifndef CAIRN_SERVICE_PROGRAMS_CLIENT_CHANNEL_H_
 #define CAIRN_SERVICE_PROGRAMS_CLIENT_CHANNEL_H_
 
@@ -10,6 +11,7 @@
 #include "grpcpp/channel.h"
 #include "grpcpp/support/channel_arguments.h"
 #include "grpcpp/support/status.h"
+#include "service/programs/flags.h"
 
 namespace cairn::service {
 
@@ -21,6 +23,10 @@ struct ClientTls {
   std::string server_name;  // --tls-server-name: expected name in the server's certificate
   bool enabled() const { return !ca.empty() || !cert.empty() || !key.empty(); }
 };
+
+// --server=HOST:PORT, --token=TOKEN (a bearer token) and the TLS flags
+// (--tls-ca, --tls-cert, --tls-key, --tls-server-name) into their places.
+void AddClientFlags(FlagParser& flags, std::string* server, std::string* token, ClientTls* tls);
 
 // A channel to `target` ("HOST:PORT"). INVALID_ARGUMENT when only one of
 // cert and key is given, or --tls-server-name without TLS; NOT_FOUND when a

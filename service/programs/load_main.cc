@@ -31,7 +31,6 @@
 #include <thread>
 #include <vector>
 
-#include "absl/strings/numbers.h"
 #include "backends/memory.h"
 #include "cairn/v1/inference.grpc.pb.h"
 #include "checkpoint/options.h"
@@ -283,70 +282,32 @@ void Print(const char* label, int clients, const RunResult& r) {
               static_cast<long long>(r.tokens), r.seconds, r.tokens / r.seconds, r.p50 * 1e3, r.p99 * 1e3);
 }
 
+// Every flag of cairn-load, into `o`.
+void DeclareFlags(cairn::service::FlagParser& flags, Options& o) {
+  flags.Delegate([&o](std::string_view arg) { return cairn::checkpoint::ApplyCheckpointFlag(arg, &o.checkpoint); });
+  flags.Switch("batching-gain", &o.batching_gain);
+  flags.Add("serve", &o.serve);
+  flags.Add("model", &o.model);
+  flags.Add("clients", &o.clients);
+  flags.Add("seconds", &o.seconds);
+  flags.Add("prompt-tokens", &o.prompt_tokens);
+  flags.Add("max-tokens", &o.max_tokens);
+  flags.Add("stalled-clients", &o.stalled_clients, 0);
+  flags.Add("rounds", &o.rounds, 1);
+  flags.Add("threads", &o.threads);
+  flags.Add("max-backoff", &o.max_backoff, 0.0);
+  cairn::service::AddClientFlags(flags, &o.server, &o.token, &o.tls);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   cairn::KeepFreedSnapshotMemory();
   Options o;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    auto v = [&](const char* name) -> const char* {
-      const std::string p = std::string("--") + name + "=";
-      return a.rfind(p, 0) == 0 ? argv[i] + p.size() : nullptr;
-    };
-    const char* x;
-    bool ok = true;
-    absl::StatusOr<bool> checkpoint_flag = cairn::checkpoint::ApplyCheckpointFlag(a, &o.checkpoint);
-    if (!checkpoint_flag.ok()) {
-      std::fprintf(stderr, "cairn-load: %s\n", std::string(checkpoint_flag.status().message()).c_str());
-      return 2;
-    }
-    if (*checkpoint_flag) {
-      // a checkpoint flag for the in-process server
-    } else if (a == "--help" || a == "-h") {
-      std::printf("%s", kUsage);
-      return 0;
-    } else if (a == "--batching-gain") {
-      o.batching_gain = true;
-    } else if ((x = v("server"))) {
-      o.server = x;
-    } else if ((x = v("serve"))) {
-      o.serve.push_back(x);
-    } else if ((x = v("model"))) {
-      o.model = x;
-    } else if ((x = v("clients"))) {
-      ok = absl::SimpleAtoi(x, &o.clients);
-    } else if ((x = v("seconds"))) {
-      ok = absl::SimpleAtod(x, &o.seconds);
-    } else if ((x = v("prompt-tokens"))) {
-      ok = absl::SimpleAtoi(x, &o.prompt_tokens);
-    } else if ((x = v("max-tokens"))) {
-      ok = absl::SimpleAtoi(x, &o.max_tokens);
-    } else if ((x = v("stalled-clients"))) {
-      ok = absl::SimpleAtoi(x, &o.stalled_clients) && o.stalled_clients >= 0;
-    } else if ((x = v("rounds"))) {
-      ok = absl::SimpleAtoi(x, &o.rounds) && o.rounds > 0;
-    } else if ((x = v("threads"))) {
-      ok = absl::SimpleAtoi(x, &o.threads);
-    } else if ((x = v("max-backoff"))) {
-      ok = absl::SimpleAtod(x, &o.max_backoff) && o.max_backoff >= 0;
-    } else if ((x = v("token"))) {
-      o.token = x;
-    } else if ((x = v("tls-ca"))) {
-      o.tls.ca = x;
-    } else if ((x = v("tls-cert"))) {
-      o.tls.cert = x;
-    } else if ((x = v("tls-key"))) {
-      o.tls.key = x;
-    } else if ((x = v("tls-server-name"))) {
-      o.tls.server_name = x;
-    } else {
-      ok = false;
-    }
-    if (!ok) {
-      std::fprintf(stderr, "cairn-load: bad argument '%s' (see --help)\n", a.c_str());
-      return 2;
-    }
+  cairn::service::FlagParser flags("cairn-load");
+  DeclareFlags(flags, o);
+  if (auto outcome = flags.Parse(argc, argv, kUsage); outcome != cairn::service::FlagParser::Outcome::kRun) {
+    return cairn::service::FlagParser::ExitCode(outcome);
   }
   if (o.server.empty() && (o.tls.enabled() || !o.token.empty())) {
     std::fprintf(stderr, "cairn-load: --token and --tls-* are for --server (the in-process server has neither)\n");

@@ -9,14 +9,15 @@
 #include <thread>
 #include <vector>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "backends/memory.h"
 #include "checkpoint/options.h"
 #include "service/host/log.h"
 #include "service/host/memory_budget.h"
 #include "service/programs/demo_catalog.h"
 #include "service/programs/demo_models.h"
+#include "service/programs/flags.h"
 #include "service/server.h"
 #include "service/sessions/snapshot_seal.h"
 
@@ -36,7 +37,7 @@ const char kUsage[] = R"(cairn-server: a gRPC inference service (cairn.v1.Infere
   --model=NAME=PATH[:FAMILY]
                             serve a GGUF model under NAME (repeatable); the family
                             comes from general.architecture unless given. PATH may be
-                            a built-in synthetic model: %s.
+                            a built-in synthetic model: {demo models}.
                             Without --model: every built-in synthetic model (random
                             weights: their text is meaningless).
   --backend-plugin=PATH     load a backend family from its plugin library
@@ -60,9 +61,9 @@ const char kUsage[] = R"(cairn-server: a gRPC inference service (cairn.v1.Infere
   --max-queue=N             requests waiting per model (default 256)
   --max-concurrent=N        concurrent Generate calls (default 256)
   --max-sessions=N          live sessions (default 1024)
-  --memory-budget=SIZE|N%%   bytes of live sequence memory (KV caches, recurrent state)
+  --memory-budget=SIZE|N%   bytes of live sequence memory (KV caches, recurrent state)
                             of all sessions and running requests together, e.g. 8GiB
-                            or 25%% of the RAM (default 50%%; 0: unlimited). A request,
+                            or 25% of the RAM (default 50%; 0: unlimited). A request,
                             session create, fork or import that would exceed it gets
                             RESOURCE_EXHAUSTED and changes nothing.
   --session-idle-seconds=N  delete sessions idle this long (default 3600)
@@ -87,24 +88,106 @@ const char kUsage[] = R"(cairn-server: a gRPC inference service (cairn.v1.Infere
                             state signed with it may serve other sessions through the
                             shared prefix cache (without it, imported and restored
                             state serves only its own session and its forks)
-%s)";
+{checkpoint flags})";
 
-bool Flag(const std::string& arg, const std::string& name, std::string* value) {
-  const std::string p = "--" + name + "=";
-  if (arg.rfind(p, 0) != 0) return false;
-  *value = arg.substr(p.size());
-  return true;
+// The flags' values that ServerOptions does not take as they are
+// (FinishOptions turns them into options).
+struct ServerFlags {
+  std::string memory_budget = "50%";
+  std::string replica_name;
+  bool replica_name_given = false;
+  std::string auth_token_file;
+  std::string snapshot_key_file;
+  std::string log_level;
+  std::vector<std::string> models;
+  int32_t shutdown_grace = 5;
+  int32_t shutdown_persist = 5;
+  int32_t stalled_stream = 30;
+  int64_t session_idle = 3600;
+};
+
+// Every flag of cairn-server, into `opt` or `f`.
+void DeclareFlags(cairn::service::FlagParser& flags, ServerFlags& f, cairn::service::ServerOptions& opt) {
+  flags.Delegate([&opt](std::string_view arg) {
+    return cairn::checkpoint::ApplyCheckpointFlag(arg, &opt.models_options.checkpoint);
+  });
+  flags.Add("listen", &opt.listen);
+  flags.Add("model", &f.models);
+  flags.Add("backend-plugin", &opt.models_options.backend_plugins);
+  flags.Add("threads", &opt.models_options.threads, 0);
+  flags.Add("max-context", &opt.models_options.max_context, 0);
+  flags.Add("shutdown-grace", &f.shutdown_grace, 0);
+  flags.Add("shutdown-persist-seconds", &f.shutdown_persist, 0);
+  flags.Add("stalled-stream-seconds", &f.stalled_stream, 1);
+  flags.Add("max-batch", &opt.scheduler.max_batch, 0);
+  flags.Add("max-queue", &opt.scheduler.max_queue, 0);
+  flags.Add("max-concurrent", &opt.limits.max_concurrent_generate, 0);
+  flags.Add("memory-budget", &f.memory_budget);
+  flags.Add("max-sessions", &opt.sessions.max_sessions, 0);
+  flags.Add("session-idle-seconds", &f.session_idle, 0);
+  flags.Add("metrics-listen", &opt.metrics_listen);
+  flags.Add("log-level", &f.log_level);
+  flags.Add("tls-cert", &opt.tls_cert);
+  flags.Add("tls-key", &opt.tls_key);
+  flags.Add("tls-client-ca", &opt.tls_client_ca);
+  flags.Add("auth-token-file", &f.auth_token_file);
+  flags.Add("replica-name", [&f](const std::string& v) {
+    f.replica_name = v;
+    f.replica_name_given = true;
+    return absl::OkStatus();
+  });
+  flags.Add("session-dir", [&opt](const std::string& v) {
+    if (v.empty()) return absl::InvalidArgumentError("a path is needed");
+    opt.session_dir = v;
+    return absl::OkStatus();
+  });
+  flags.Add("snapshot-key", &f.snapshot_key_file);
+  flags.Switch("share-prefix-cache", &opt.share_prefix_cache);
+  flags.Switch("exact-activations", &opt.models_options.exact_activations);
 }
 
-template <typename T>
-bool ParseInt(const std::string& flag, const std::string& v, T* out) {
-  int64_t x;
-  if (!absl::SimpleAtoi(v, &x) || x < 0) {
-    std::fprintf(stderr, "cairn-server: bad value for --%s: '%s'\n", flag.c_str(), v.c_str());
-    return false;
+// `status` with the flag named first.
+absl::Status Prefixed(const char* flag, const absl::Status& status) {
+  return absl::Status(status.code(), absl::StrCat(flag, ": ", status.message()));
+}
+
+// What the flags name beyond a value: files read, sizes and levels parsed,
+// the host name. The error names the flag.
+absl::Status FinishOptions(const ServerFlags& f, cairn::service::ServerOptions& opt) {
+  using namespace cairn;
+  for (const std::string& m : f.models) {
+    auto spec = service::ParseModelSpec(m);
+    if (!spec.ok()) return spec.status();
+    opt.models.push_back(*spec);
   }
-  *out = static_cast<T>(x);
-  return true;
+  opt.shutdown_grace = std::chrono::seconds(f.shutdown_grace);
+  opt.shutdown_persist = std::chrono::seconds(f.shutdown_persist);
+  opt.scheduler.stalled_stream = std::chrono::seconds(f.stalled_stream);
+  opt.sessions.idle_timeout = std::chrono::seconds(f.session_idle);
+  if (!f.log_level.empty()) {
+    auto level = service::ParseLogLevel(f.log_level);
+    if (!level.ok()) return Prefixed("--log-level", level.status());
+    service::SetLogLevel(*level);
+  }
+  if (!f.auth_token_file.empty()) {
+    auto tokens = service::Authenticator::ReadTokenFile(f.auth_token_file);
+    if (!tokens.ok()) return tokens.status();
+    opt.auth_tokens = *tokens;
+  }
+  if (!f.snapshot_key_file.empty()) {
+    auto key = service::ReadSnapshotKey(f.snapshot_key_file);
+    if (!key.ok()) return Prefixed("--snapshot-key", key.status());
+    opt.snapshot_key = *key;
+  }
+  opt.replica_name = f.replica_name;
+  if (!f.replica_name_given) {
+    char host[256] = {};
+    if (gethostname(host, sizeof(host) - 1) == 0) opt.replica_name = host;
+  }
+  auto budget = service::ParseMemoryBudget(f.memory_budget);
+  if (!budget.ok()) return Prefixed("--memory-budget", budget.status());
+  opt.memory_budget_bytes = *budget;
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -112,134 +195,23 @@ bool ParseInt(const std::string& flag, const std::string& v, T* out) {
 int main(int argc, char** argv) {
   using namespace cairn;
   KeepFreedSnapshotMemory();
-  std::vector<std::string> args(argv + 1, argv + argc);
   service::ServerOptions opt;
   opt.models_options.builtin = service::DemoModelCatalog();
-  if (absl::Status st = checkpoint::ParseCheckpointFlags(&args, &opt.models_options.checkpoint); !st.ok()) {
+  std::string demo_names;
+  for (const auto& n : service::DemoModelNames()) demo_names += (demo_names.empty() ? "" : ", ") + n;
+  const std::string usage = absl::StrReplaceAll(
+      kUsage, {{"{demo models}", demo_names}, {"{checkpoint flags}", checkpoint::CheckpointFlagsHelp()}});
+  service::FlagParser flags("cairn-server");
+  ServerFlags f;
+  DeclareFlags(flags, f, opt);
+  if (auto outcome = flags.Parse(argc, argv, usage); outcome != service::FlagParser::Outcome::kRun) {
+    return service::FlagParser::ExitCode(outcome);
+  }
+  if (absl::Status st = FinishOptions(f, opt); !st.ok()) {
     std::fprintf(stderr, "cairn-server: %s\n", st.ToString().c_str());
     return 2;
   }
-  std::string memory_budget = "50%";
-  bool replica_name_given = false;
-  std::string demo_names;
-  for (const auto& n : service::DemoModelNames()) demo_names += (demo_names.empty() ? "" : ", ") + n;
-  for (size_t i = 0; i < args.size(); ++i) {
-    std::string a = args[i], v;
-    // Accept "--flag value" as well as "--flag=value".
-    if (a.rfind("--", 0) == 0 && a.find('=') == std::string::npos && a != "--help" &&
-        a != "--share-prefix-cache" && a != "--exact-activations" && i + 1 < args.size()) {
-      a += "=" + args[++i];
-    }
-    bool ok = true;
-    if (a == "--help" || a == "-h") {
-      std::printf(kUsage, demo_names.c_str(), checkpoint::CheckpointFlagsHelp().c_str());
-      return 0;
-    } else if (Flag(a, "listen", &v)) {
-      opt.listen = v;
-    } else if (Flag(a, "model", &v)) {
-      auto spec = service::ParseModelSpec(v);
-      if (!spec.ok()) {
-        std::fprintf(stderr, "cairn-server: %s\n", spec.status().ToString().c_str());
-        return 2;
-      }
-      opt.models.push_back(*spec);
-    } else if (Flag(a, "backend-plugin", &v)) {
-      opt.models_options.backend_plugins.push_back(v);
-    } else if (Flag(a, "threads", &v)) {
-      ok = ParseInt("threads", v, &opt.models_options.threads);
-    } else if (Flag(a, "max-context", &v)) {
-      ok = ParseInt("max-context", v, &opt.models_options.max_context);
-    } else if (Flag(a, "shutdown-grace", &v)) {
-      int32_t seconds = 0;
-      ok = ParseInt("shutdown-grace", v, &seconds);
-      opt.shutdown_grace = std::chrono::seconds(seconds);
-    } else if (Flag(a, "shutdown-persist-seconds", &v)) {
-      int32_t seconds = 0;
-      ok = ParseInt("shutdown-persist-seconds", v, &seconds);
-      opt.shutdown_persist = std::chrono::seconds(seconds);
-    } else if (Flag(a, "stalled-stream-seconds", &v)) {
-      int32_t seconds = 0;
-      ok = ParseInt("stalled-stream-seconds", v, &seconds);
-      if (ok && seconds <= 0) {
-        std::fprintf(stderr, "cairn-server: --stalled-stream-seconds must be > 0\n");
-        ok = false;
-      }
-      opt.scheduler.stalled_stream = std::chrono::seconds(seconds);
-    } else if (Flag(a, "max-batch", &v)) {
-      ok = ParseInt("max-batch", v, &opt.scheduler.max_batch);
-    } else if (Flag(a, "max-queue", &v)) {
-      ok = ParseInt("max-queue", v, &opt.scheduler.max_queue);
-    } else if (Flag(a, "max-concurrent", &v)) {
-      ok = ParseInt("max-concurrent", v, &opt.limits.max_concurrent_generate);
-    } else if (Flag(a, "memory-budget", &v)) {
-      memory_budget = v;
-    } else if (Flag(a, "max-sessions", &v)) {
-      ok = ParseInt("max-sessions", v, &opt.sessions.max_sessions);
-    } else if (Flag(a, "session-idle-seconds", &v)) {
-      int64_t s = 0;
-      ok = ParseInt("session-idle-seconds", v, &s);
-      opt.sessions.idle_timeout = std::chrono::seconds(s);
-    } else if (Flag(a, "metrics-listen", &v)) {
-      opt.metrics_listen = v;
-    } else if (Flag(a, "log-level", &v)) {
-      auto level = service::ParseLogLevel(v);
-      if (!level.ok()) {
-        std::fprintf(stderr, "cairn-server: --log-level: %s\n", level.status().ToString().c_str());
-        return 2;
-      }
-      service::SetLogLevel(*level);
-    } else if (Flag(a, "tls-cert", &v)) {
-      opt.tls_cert = v;
-    } else if (Flag(a, "tls-key", &v)) {
-      opt.tls_key = v;
-    } else if (Flag(a, "tls-client-ca", &v)) {
-      opt.tls_client_ca = v;
-    } else if (Flag(a, "auth-token-file", &v)) {
-      auto tokens = service::Authenticator::ReadTokenFile(v);
-      if (!tokens.ok()) {
-        std::fprintf(stderr, "cairn-server: %s\n", tokens.status().ToString().c_str());
-        return 2;
-      }
-      opt.auth_tokens = *tokens;
-    } else if (Flag(a, "replica-name", &v)) {
-      opt.replica_name = v;
-      replica_name_given = true;
-    } else if (Flag(a, "session-dir", &v)) {
-      if (v.empty()) {
-        std::fprintf(stderr, "cairn-server: --session-dir needs a path\n");
-        return 2;
-      }
-      opt.session_dir = v;
-    } else if (Flag(a, "snapshot-key", &v)) {
-      auto key = service::ReadSnapshotKey(v);
-      if (!key.ok()) {
-        std::fprintf(stderr, "cairn-server: --snapshot-key: %s\n", key.status().ToString().c_str());
-        return 2;
-      }
-      opt.snapshot_key = *key;
-    } else if (a == "--share-prefix-cache") {
-      opt.share_prefix_cache = true;
-    } else if (a == "--exact-activations") {
-      opt.models_options.exact_activations = true;
-    } else {
-      std::fprintf(stderr, "cairn-server: unknown argument '%s' (see --help)\n", a.c_str());
-      return 2;
-    }
-    if (!ok) return 2;
-  }
-
-  if (!replica_name_given) {
-    char host[256] = {};
-    if (gethostname(host, sizeof(host) - 1) == 0) opt.replica_name = host;
-  }
-  {
-    auto budget = service::ParseMemoryBudget(memory_budget);
-    if (!budget.ok()) {
-      std::fprintf(stderr, "cairn-server: --memory-budget: %s\n", budget.status().ToString().c_str());
-      return 2;
-    }
-    opt.memory_budget_bytes = *budget;
-  }
+  const std::string& memory_budget = f.memory_budget;
 
   // SIGINT/SIGTERM end the server cleanly. A handler (not a blocked mask and
   // sigwait) because library threads may run with their own masks: whichever
