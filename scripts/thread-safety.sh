@@ -14,7 +14,8 @@ command -v "$clang" >/dev/null || { echo "$clang not found (scripts/setup.sh ins
 # The sources whose classes carry the annotations (headers come with them).
 sources="checkpoint/store.cc checkpoint/prefix_index.cc checkpoint/engine.cc
 service/sessions/sessions.cc service/sessions/session_dir.cc service/host/memory_budget.cc service/scheduling/scheduler.cc
-service/server.cc"
+service/server.cc service/api/generate_call.cc service/api/worker_pool.cc service/scheduling/generate_job.cc
+service/scheduling/fair_backend.cc service/api/inference_service.cc"
 exec python3 - "$build" "$clang" $sources <<'PY'
 import json, os, shlex, subprocess, sys
 build, clang, sources = sys.argv[1], sys.argv[2], sys.argv[3:]

@@ -116,8 +116,9 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Create(const ServerOptions& opti
   builder.RegisterService(s->service_.get());
   builder.SetMaxReceiveMessageSize(options.max_message_bytes);
   builder.SetMaxSendMessageSize(options.max_message_bytes);
-  // The sync API runs each call on a pool thread; bound it (Generate calls
-  // beyond max_concurrent_generate are refused before they block).
+  // SessionControl and ListModels run on gRPC's synchronous pool, a thread
+  // each: bound it. (Generate calls hold no thread; they are bounded by
+  // max_concurrent_generate.)
   grpc::ResourceQuota quota("cairn");
   quota.SetMaxThreads(options.limits.max_concurrent_generate + 64);
   builder.SetResourceQuota(quota);
@@ -183,15 +184,13 @@ void Server::Shutdown() {
   }
   // New calls are refused with UNAVAILABLE by the service itself while the
   // running ones get the grace to finish; then gRPC stops and cancels what
-  // still runs (the handlers see IsCancelled and stop within a step).
+  // still runs (a Generate's OnCancel stops its job within a step).
   if (server_ == nullptr) return;
   if (auto* health = server_->GetHealthCheckService()) health->Shutdown();
   const auto deadline = std::chrono::system_clock::now() + options_.shutdown_grace;
   if (service_ != nullptr) {
     service_->StopAccepting();
-    while (service_->calls_in_flight() > 0 && std::chrono::system_clock::now() < deadline) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
+    service_->WaitForCalls(absl::FromChrono(deadline));
   }
   server_->Shutdown(deadline);
 }

@@ -46,7 +46,7 @@ absl::StatusOr<std::vector<std::string>> Authenticator::ReadTokenFile(const std:
   return out;
 }
 
-absl::StatusOr<Caller> Authenticator::Authenticate(const grpc::ServerContext& ctx) const {
+absl::StatusOr<Caller> Authenticator::Authenticate(const grpc::ServerContextBase& ctx) const {
   if (tokens_.empty()) return Caller{};
   const auto& md = ctx.client_metadata();
   auto it = md.find("authorization");

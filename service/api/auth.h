@@ -32,7 +32,7 @@ class Authenticator final {
   static absl::StatusOr<std::vector<std::string>> ReadTokenFile(const std::string& path);
 
   bool enabled() const { return !tokens_.empty(); }
-  absl::StatusOr<Caller> Authenticate(const grpc::ServerContext& ctx) const;
+  absl::StatusOr<Caller> Authenticate(const grpc::ServerContextBase& ctx) const;
 
  private:
   Authenticator() = default;

@@ -1,14 +1,14 @@
-// The cairn.v1.Inference service: request validation, prompt assembly
-// (text, ids, embedding chunks, messages), session bookkeeping, and the
-// bridge between a streaming RPC and the model's scheduler.
+// The cairn.v1.Inference service: Generate, SessionControl and ListModels,
+// and the session access both share (the live sessions and the session
+// directory).
 //
-// Threading: gRPC's synchronous API with its thread pool. A Generate
-// handler thread only relays events from the scheduler (which does all the
-// computation on its own threads) and watches for cancellation and the
-// deadline; it blocks, so the pool's size bounds concurrent streams
-// (--max-concurrent, beyond which calls get RESOURCE_EXHAUSTED). The
-// callback API would save those threads, but they are cheap next to the
-// memory of a live sequence, and the sync code is easier to get right.
+// Threading: Generate uses gRPC's callback API: a call is a reactor
+// (generate_call.h, which describes a request's path) woken by the
+// scheduler's events, by completed writes and by cancellation; its blocking
+// steps run on the service's WorkerPool, so no thread waits for a stream.
+// --max-concurrent bounds the Generate calls at once (RESOURCE_EXHAUSTED
+// beyond). SessionControl and ListModels are short, synchronous calls on
+// gRPC's thread pool.
 #ifndef CAIRN_SERVICE_API_INFERENCE_SERVICE_H_
 #define CAIRN_SERVICE_API_INFERENCE_SERVICE_H_
 
@@ -17,28 +17,23 @@
 #include <memory>
 #include <string>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "cairn/v1/inference.grpc.pb.h"
 #include "service/api/access_log.h"
 #include "service/api/auth.h"
+#include "service/api/limits.h"
+#include "service/api/worker_pool.h"
 #include "service/host/memory_budget.h"
 #include "service/host/metrics.h"
 #include "service/host/models.h"
-#include "service/scheduling/history.h"
 #include "service/sessions/session_dir.h"
 #include "service/sessions/sessions.h"
 
 namespace cairn::service {
-
-struct ServiceLimits {
-  int32_t max_concurrent_generate = 256;
-  int32_t max_prompt_parts = 4096;
-  int32_t max_stop_strings = 16;
-  int32_t max_stop_string_bytes = 256;
-  int32_t max_stop_tokens = 64;
-  int32_t max_text_bytes = 4 << 20;
-};
 
 // Scale-out: what a replica behind an affinity proxy needs (see "Routing
 // across replicas" in the proto).
@@ -55,7 +50,7 @@ struct ReplicaOptions {
   std::string snapshot_key;
 };
 
-class InferenceService final : public v1::Inference::Service {
+class InferenceService final : public v1::Inference::WithCallbackMethod_Generate<v1::Inference::Service> {
  public:
   // Borrowed: all must outlive the service. `budget` (may be null: no
   // bound) is the live-memory budget the sessions also reserve from.
@@ -65,8 +60,8 @@ class InferenceService final : public v1::Inference::Service {
       : models_(models), sessions_(sessions), metrics_(metrics), auth_(auth), limits_(limits),
         budget_(budget), replica_(std::move(replica)) {}
 
-  grpc::Status Generate(grpc::ServerContext* ctx, const v1::GenerateRequest* req,
-                        grpc::ServerWriter<v1::GenerateResponse>* writer) override;
+  grpc::ServerWriteReactor<v1::GenerateResponse>* Generate(grpc::CallbackServerContext* ctx,
+                                                           const v1::GenerateRequest* req) override;
   grpc::Status SessionControl(grpc::ServerContext* ctx, const v1::SessionRequest* req,
                               v1::SessionResponse* resp) override;
   grpc::Status ListModels(grpc::ServerContext* ctx, const v1::ListModelsRequest* req,
@@ -74,18 +69,21 @@ class InferenceService final : public v1::Inference::Service {
 
   // Shutdown's first step: from now on Generate and SessionControl answer
   // UNAVAILABLE (retryable elsewhere) while the calls already running go on;
-  // the server waits for calls_in_flight() to reach 0, or its grace to end,
+  // the server waits (WaitForCalls) for them to end, or its grace to end,
   // before it stops gRPC (whose own shutdown may cancel a call that arrives
   // at that moment: CANCELLED is not retried by clients).
   void StopAccepting() { stopping_.store(true); }
-  int32_t calls_in_flight() const { return in_flight_.load(); }
+  // Waits until no Generate or SessionControl call is running, or until
+  // `deadline`; true when none is.
+  bool WaitForCalls(absl::Time deadline) const ABSL_LOCKS_EXCLUDED(calls_mu_);
 
  private:
-  // One Generate call's state and its steps (defined in inference_service.cc).
-  class GenerateTurn;
-  // Fills `trace` (for the access log and metrics) as far as the call gets.
-  absl::Status DoGenerate(grpc::ServerContext* ctx, const Caller& caller, const v1::GenerateRequest& req,
-                          grpc::ServerWriter<v1::GenerateResponse>* writer, GenerateTrace* trace);
+  // One Generate call (generate_call.h).
+  class GenerateCall;
+  static absl::Status ShuttingDown();
+  // Counts the calls WaitForCalls waits for.
+  void CallStarted() ABSL_LOCKS_EXCLUDED(calls_mu_);
+  void CallEnded() ABSL_LOCKS_EXCLUDED(calls_mu_);
   absl::Status DoSession(const Caller& caller, const v1::SessionRequest& req,
                          v1::SessionResponse* resp);
   // One SessionControl operation each (DoSession dispatches).
@@ -96,9 +94,6 @@ class InferenceService final : public v1::Inference::Service {
   absl::Status GetSession(const Caller& caller, const v1::GetSession& req, v1::SessionResponse* resp);
   void ListSessions(const Caller& caller, v1::SessionResponse* resp);
   absl::Status ExportSession(const Caller& caller, const v1::ExportSession& req, v1::SessionResponse* resp);
-  // The request's new prompt parts (or rendered messages) as history items.
-  absl::StatusOr<History> BuildPrompt(const ServedModel& model, const v1::GenerateRequest& req,
-                                      bool at_start) const;
   absl::Status Import(const Caller& caller, const v1::ImportSession& req,
                       v1::SessionResponse* resp);
   void Describe(const Session& s, bool include_tokens, v1::SessionInfo* out) const;
@@ -114,7 +109,7 @@ class InferenceService final : public v1::Inference::Service {
   // ALREADY_EXISTS when a client-chosen id is taken in the session
   // directory (the live sessions are checked by SessionManager).
   absl::Status CheckIdIsFree(const std::string& id) const;
-  void AddReplicaMetadata(grpc::ServerContext* ctx) const;
+  void AddReplicaMetadata(grpc::ServerContextBase* ctx) const;
 
   ModelRegistry* const models_;
   SessionManager* const sessions_;
@@ -124,8 +119,13 @@ class InferenceService final : public v1::Inference::Service {
   MemoryBudget* const budget_;
   const ReplicaOptions replica_;
   std::atomic<int32_t> active_generate_{0};
-  std::atomic<int32_t> in_flight_{0};  // Generate and SessionControl calls inside their handlers
   std::atomic<bool> stopping_{false};
+  mutable absl::Mutex calls_mu_;
+  int32_t calls_ ABSL_GUARDED_BY(calls_mu_) = 0;  // Generate and SessionControl calls running
+  // Declared last, so destroyed first: its tasks use the members above.
+  // (None is left by then: the server destroys the service after every
+  // call ended.)
+  WorkerPool workers_;
 };
 
 }  // namespace cairn::service

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "service/host/log.h"
+#include "service/scheduling/fair_backend.h"
 #include "service/scheduling/scheduler.h"
 
 namespace cairn::service {

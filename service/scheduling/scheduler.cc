@@ -15,90 +15,17 @@ double Seconds(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double>(b - a).count();
 }
 
-class FairBackend final : public Backend {
- public:
-  explicit FairBackend(std::unique_ptr<Backend> inner) : inner_(std::move(inner)) {}
-  const ModelInfo& info() const override { return inner_->info(); }
-  absl::StatusOr<std::unique_ptr<SequenceMemory>> NewSequence() override {
-    return inner_->NewSequence();
-  }
-  absl::StatusOr<std::vector<RunLogits>> Forward(std::span<const SequenceRun> batch) override {
-    {
-      absl::MutexLock lock(&mu_);
-      const uint64_t ticket = next_++;
-      auto my_turn = [this, ticket]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return serving_ == ticket; };
-      mu_.Await(absl::Condition(&my_turn));
-    }
-    absl::StatusOr<std::vector<RunLogits>> out = inner_->Forward(batch);
-    absl::MutexLock lock(&mu_);
-    ++serving_;
-    return out;
-  }
-
- private:
-  std::unique_ptr<Backend> inner_;
-  absl::Mutex mu_;
-  uint64_t next_ ABSL_GUARDED_BY(mu_) = 0;
-  uint64_t serving_ ABSL_GUARDED_BY(mu_) = 0;
-};
+bool WaitsForWrites(const GenerateJob& job, int32_t generated, int32_t limit) {
+  return generated - job.acknowledged() >= limit;
+}
 
 }  // namespace
 
-std::unique_ptr<Backend> MakeFairBackend(std::unique_ptr<Backend> inner) {
-  return std::make_unique<FairBackend>(std::move(inner));
-}
-
-// ---------------------------------------------------------------------------
-// GenerateJob
-
-void GenerateJob::Acknowledge() {
-  acknowledged_.fetch_add(1);
-  if (wake_scheduler) wake_scheduler();
-}
-
-void GenerateJob::RequestStop(StopReason reason) {
-  int expected = 0;
-  stop_.compare_exchange_strong(expected, static_cast<int>(reason));
-  cancel_flag.store(true);
-}
-
-std::vector<GenerateEvent> GenerateJob::WaitEvents(std::chrono::milliseconds timeout) {
-  absl::MutexLock lock(&mu_);
-  auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !events_.empty() || done_; };
-  mu_.AwaitWithTimeout(absl::Condition(&ready), absl::FromChrono(timeout));
-  std::vector<GenerateEvent> out(std::make_move_iterator(events_.begin()),
-                                        std::make_move_iterator(events_.end()));
-  events_.clear();
-  return out;
-}
-
-bool GenerateJob::done() const {
-  absl::MutexLock lock(&mu_);
-  return done_ && events_.empty();
-}
-
-absl::Status GenerateJob::status() const {
-  absl::MutexLock lock(&mu_);
-  return status_;
-}
-
-void GenerateJob::Emit(GenerateEvent event) {
-  absl::MutexLock lock(&mu_);
-  events_.push_back(std::move(event));
-}
-
-void GenerateJob::Finish(absl::Status status) {
-  absl::MutexLock lock(&mu_);
-  if (done_) return;
-  done_ = true;
-  status_ = std::move(status);
-}
-
-// ---------------------------------------------------------------------------
-// Scheduler
-
 struct Scheduler::Running {
   std::shared_ptr<GenerateJob> job;
+  // The sequence the request runs on: the job's (a session's), or `fresh`.
+  checkpoint::Sequence* seq = nullptr;
+  std::unique_ptr<checkpoint::Sequence> fresh;
   Sampler sampler;
   std::optional<StreamingDetokenizer> detok;
   StopMatcher stops;
@@ -112,7 +39,7 @@ struct Scheduler::Running {
   GenerationFinished fin;  // reason, matched stop and trailing text; Complete adds the rest
 
   Running(std::shared_ptr<GenerateJob> j, const Tokenizer* tok)
-      : job(std::move(j)), sampler(job->sampling), stops(job->stop_strings) {
+      : job(std::move(j)), seq(job->seq), sampler(job->sampling), stops(job->stop_strings) {
     // Output continues the prompt: SPM's leading space on the first token
     // is a real space here, not the tokenizer's prefix.
     DetokenizeOptions opt;
@@ -141,28 +68,29 @@ Scheduler::~Scheduler() {
   {
     absl::MutexLock lock(&mu_);
     stopping_ = true;
-    for (auto& j : queue_) j->RequestStop(StopReason::kShutdown);
   }
   thread_.join();
-  absl::MutexLock lock(&mu_);
-  for (auto& j : queue_) j->Finish(absl::UnavailableError("server shutting down"));
+  std::deque<std::shared_ptr<GenerateJob>> queued;
+  {
+    absl::MutexLock lock(&mu_);
+    queued.swap(queue_);
+  }
+  for (auto& j : queued) EndUnstarted(*j, absl::UnavailableError("server shutting down"));
 }
 
 absl::Status Scheduler::Submit(std::shared_ptr<GenerateJob> job) {
-  {
-    absl::MutexLock lock(&mu_);
-    if (stopping_) return absl::UnavailableError("server shutting down");
-    if (queue_.size() >= static_cast<size_t>(options_.max_queue)) {
-      return absl::ResourceExhaustedError(absl::StrCat(
-          "model '", model_.name, "' has ", queue_.size(), " requests waiting (limit ",
-          options_.max_queue, ")"));
-    }
-    // Releasing mu_ makes the loop re-evaluate HasWork with the job's new
-    // acknowledged count (no wake-up lost between its check and its wait).
-    job->wake_scheduler = [this] { absl::MutexLock l(&mu_); };
-    queue_.push_back(std::move(job));
-    if (options_.metrics != nullptr) options_.metrics->queue_depth->Set(static_cast<double>(queue_.size()));
+  absl::MutexLock lock(&mu_);
+  if (stopping_) return absl::UnavailableError("server shutting down");
+  if (queue_.size() >= static_cast<size_t>(options_.max_queue)) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "model '", model_.name, "' has ", queue_.size(), " requests waiting (limit ", options_.max_queue, ")"));
   }
+  // Releasing mu_ makes the loop re-evaluate HasWork with the job's new
+  // acknowledged count or stop (no wake-up lost between its check and its
+  // wait).
+  job->wake_scheduler = [this] { absl::MutexLock l(&mu_); };
+  queue_.push_back(std::move(job));
+  if (options_.metrics != nullptr) options_.metrics->queue_depth->Set(static_cast<double>(queue_.size()));
   return absl::OkStatus();
 }
 
@@ -181,12 +109,6 @@ size_t Scheduler::paused() const {
   return n_paused_;
 }
 
-namespace {
-bool WaitsForWrites(const GenerateJob& job, int32_t generated, int32_t limit) {
-  return generated - job.acknowledged() >= limit;
-}
-}  // namespace
-
 bool Scheduler::Paused(Running& r, Clock::time_point now) const {
   const int64_t acked = r.job->acknowledged();
   const bool paused = WaitsForWrites(*r.job, r.generated, options_.max_unacknowledged_tokens);
@@ -199,11 +121,16 @@ bool Scheduler::Paused(Running& r, Clock::time_point now) const {
 
 bool Scheduler::Stalled(Running& r, Clock::time_point now) {
   if (!Paused(r, now) || now - r.progress_at < options_.stalled_stream) return false;
-  // The reason first: aborting fails the handler's blocked write, which
+  // The reason first: aborting fails the stream's pending write, which
   // would record kCancelled, and the first reason recorded wins.
   r.job->RequestStop(StopReason::kStalled);
   if (r.job->abort_stream) r.job->abort_stream();
   return true;
+}
+
+bool Scheduler::Stopping(GenerateJob& job, Clock::time_point now) {
+  if (now >= job.deadline) job.RequestStop(StopReason::kDeadline);
+  return job.stop_reason() != StopReason::kNone;
 }
 
 size_t Scheduler::CountPaused() const {
@@ -231,6 +158,16 @@ bool Scheduler::HasWork() const {
   return false;
 }
 
+// Only paused streams (or nothing) left: they end at their deadline or once
+// stalled, so the loop looks again then.
+Clock::time_point Scheduler::NextWake() const {
+  Clock::time_point wake = Clock::time_point::max();
+  for (const auto& r : decoding_) {
+    wake = std::min({wake, r->job->deadline, r->progress_at + options_.stalled_stream});
+  }
+  return wake;
+}
+
 absl::Status Scheduler::StopStatus(const GenerateJob& job) const {
   switch (job.stop_reason()) {
     case StopReason::kDeadline: return absl::DeadlineExceededError("deadline exceeded");
@@ -243,21 +180,45 @@ absl::Status Scheduler::StopStatus(const GenerateJob& job) const {
   }
 }
 
+std::optional<size_t> Scheduler::PromptPrefixHeld(const GenerateJob& job) const {
+  if (job.seq == nullptr) return std::nullopt;
+  checkpoint::Prompt p;
+  if (!job.prompt.ToPrompt(model_.backend->info().n_embd, &p).ok()) return std::nullopt;
+  const auto held = job.seq->history().keys();
+  const size_t common = checkpoint::CommonPrefix(held, p.keys());
+  if (common != held.size()) return std::nullopt;
+  return common;
+}
+
+void Scheduler::EndUnstarted(GenerateJob& job, absl::Status status) {
+  job.prompt_prefix_held = PromptPrefixHeld(job);
+  job.Finish(std::move(status));
+}
+
 void Scheduler::StartPrompt(std::shared_ptr<GenerateJob> job) {
-  if (job->stop_reason() != StopReason::kNone) {
-    job->Finish(StopStatus(*job));
+  if (Stopping(*job, Clock::now())) {
+    EndUnstarted(*job, StopStatus(*job));
     return;
   }
   auto p = std::make_unique<Prefilling>();
   p->r = std::make_unique<Running>(job, model_.tokenizer);
-  p->r->prefill_start = Clock::now();
+  Running& r = *p->r;
+  r.prefill_start = Clock::now();
+  if (r.seq == nullptr) {
+    auto fresh = model_.engine->NewSequence(job->tenant);
+    if (!fresh.ok()) {
+      job->Finish(fresh.status());
+      return;
+    }
+    r.fresh = std::move(*fresh);
+    r.seq = r.fresh.get();
+  }
   checkpoint::Prompt prompt;
   absl::Status st = job->prompt.ToPrompt(model_.backend->info().n_embd, &prompt);
   if (st.ok()) {
     // Chooses and applies the reuse (cut, restore, shared prefix) now; the
     // rest of the prompt is computed in this loop's batched steps.
-    absl::StatusOr<std::unique_ptr<checkpoint::PrefillJob>> pj =
-        model_.engine->StartPrefill(*job->seq, prompt);
+    absl::StatusOr<std::unique_ptr<checkpoint::PrefillJob>> pj = model_.engine->StartPrefill(*r.seq, prompt);
     if (pj.ok()) {
       p->job = std::move(*pj);
     } else {
@@ -265,7 +226,7 @@ void Scheduler::StartPrompt(std::shared_ptr<GenerateJob> job) {
     }
   }
   if (!st.ok()) {
-    job->Finish(st);
+    Retire(r, st);
     return;
   }
   prefilling_.push_back(std::move(p));
@@ -276,7 +237,7 @@ void Scheduler::PromptDone(std::unique_ptr<Prefilling> p, absl::StatusOr<checkpo
   GenerateJob& job = *r->job;
   r->prefill_end = Clock::now();
   if (!res.ok()) {
-    job.Finish(job.stop_reason() != StopReason::kNone ? StopStatus(job) : res.status());
+    Retire(*r, job.stop_reason() != StopReason::kNone ? StopStatus(job) : res.status());
     return;
   }
   job.prefilled = true;
@@ -300,12 +261,16 @@ void Scheduler::PromptDone(std::unique_ptr<Prefilling> p, absl::StatusOr<checkpo
 // from its logits.
 void Scheduler::Loop() {
   for (;;) {
-    std::vector<std::shared_ptr<GenerateJob>> admitted;
-    if (!WaitAndAdmit(&admitted)) break;
+    std::vector<std::shared_ptr<GenerateJob>> admitted, expired;
+    if (!WaitAndAdmit(&admitted, &expired)) break;
+    for (auto& job : expired) {
+      Stopping(*job, Clock::now());
+      EndUnstarted(*job, StopStatus(*job));
+    }
     for (auto& job : admitted) StartPrompt(std::move(job));
     // Stopped requests leave before the step (so within one step of the stop).
-    RetireStoppedPrompts();
     const Clock::time_point now = Clock::now();
+    RetireStoppedPrompts(now);
     RetireStoppedDecodes(now);
     StepBatch batch = BuildBatch(now);
     RunBatch(batch);
@@ -316,21 +281,33 @@ void Scheduler::Loop() {
   EndInFlight();
 }
 
-bool Scheduler::WaitAndAdmit(std::vector<std::shared_ptr<GenerateJob>>* admitted) {
+bool Scheduler::WaitAndAdmit(std::vector<std::shared_ptr<GenerateJob>>* admitted,
+                             std::vector<std::shared_ptr<GenerateJob>>* expired) {
   absl::MutexLock lock(&mu_);
-  // Only paused streams left: look again now and then for their stalls
-  // and stops (a completed write wakes the loop at once).
   const absl::Condition has_work(this, &Scheduler::HasWork);
-  if (decoding_.empty()) {
+  const Clock::time_point wake = NextWake();
+  if (wake == Clock::time_point::max()) {
     mu_.Await(has_work);
   } else {
-    mu_.AwaitWithTimeout(has_work, absl::Milliseconds(50));
+    mu_.AwaitWithTimeout(has_work, absl::FromChrono(std::max(wake - Clock::now(), Clock::duration::zero())));
   }
   if (stopping_) return false;
+  // Waiting requests past their deadline (or stopped) leave the queue now;
+  // the loop stops them (RequestStop wakes the loop through mu_, so not
+  // under it).
+  const Clock::time_point now = Clock::now();
+  for (auto it = queue_.begin(); it != queue_.end();) {
+    if (now >= (*it)->deadline || (*it)->stop_reason() != StopReason::kNone) {
+      expired->push_back(std::move(*it));
+      it = queue_.erase(it);
+    } else {
+      ++it;
+    }
+  }
   // Streams paused for a while take no place in the batch: stalled
   // clients must not keep the others waiting. (A stream briefly paused
   // while its handler catches up keeps its place.)
-  const size_t idle = CountIdle(Clock::now());
+  const size_t idle = CountIdle(now);
   while (!queue_.empty() && decoding_.size() - idle + prefilling_.size() + admitted->size() <
                                 static_cast<size_t>(options_.max_batch)) {
     admitted->push_back(std::move(queue_.front()));
@@ -340,9 +317,9 @@ bool Scheduler::WaitAndAdmit(std::vector<std::shared_ptr<GenerateJob>>* admitted
   return true;
 }
 
-void Scheduler::RetireStoppedPrompts() {
+void Scheduler::RetireStoppedPrompts(Clock::time_point now) {
   for (auto it = prefilling_.begin(); it != prefilling_.end();) {
-    if ((*it)->r->job->stop_reason() != StopReason::kNone) {
+    if (Stopping(*(*it)->r->job, now)) {
       std::unique_ptr<Prefilling> p = std::move(*it);
       it = prefilling_.erase(it);
       const absl::Status stop = StopStatus(*p->r->job);
@@ -358,7 +335,7 @@ void Scheduler::RetireStoppedPrompts() {
 
 void Scheduler::RetireStoppedDecodes(Clock::time_point now) {
   for (auto it = decoding_.begin(); it != decoding_.end();) {
-    if ((*it)->job->stop_reason() != StopReason::kNone || Stalled(**it, now)) {
+    if (Stopping(*(*it)->job, now) || Stalled(**it, now)) {
       Complete(**it, StopStatus(*(*it)->job));
       it = decoding_.erase(it);
     } else {
@@ -388,8 +365,8 @@ Scheduler::StepBatch Scheduler::BuildBatch(Clock::time_point now) {
   for (auto& r : decoding_) {
     if (Paused(*r, now)) continue;
     b.stepping.push_back(r.get());
-    b.holds.emplace_back(*r->job->seq);
-    SequenceMemory* mem = r->job->seq->memory();
+    b.holds.emplace_back(*r->seq);
+    SequenceMemory* mem = r->seq->memory();
     SequenceRun run;
     run.memory = mem;
     run.start_pos = mem->next_pos();
@@ -438,7 +415,7 @@ void Scheduler::FinishDecodeRows(StepBatch& b) {
     Running& r = *b.stepping[i];
     absl::Status st = b.out[i].status();
     if (st.ok()) st = b.holds[i].Append(std::span<const TokenId>(&r.pending, 1));
-    b.holds[i].Release();  // before Complete: the RPC thread then ends the generation
+    b.holds[i].Release();  // before Complete, whose engine calls take the sequence's lock
     if (!st.ok()) {
       Complete(r, st);
       r.over = true;
@@ -482,13 +459,14 @@ void Scheduler::PublishCounts() {
 }
 
 void Scheduler::EndInFlight() {
+  const absl::Status shutdown = absl::UnavailableError("server shutting down");
   for (auto& p : prefilling_) {
-    p->job->Finish(absl::UnavailableError("server shutting down")).IgnoreError();
+    p->job->Finish(shutdown).IgnoreError();
     p->job.reset();
-    p->r->job->Finish(absl::UnavailableError("server shutting down"));
+    Retire(*p->r, shutdown);
   }
   prefilling_.clear();
-  for (auto& r : decoding_) r->job->Finish(absl::UnavailableError("server shutting down"));
+  for (auto& r : decoding_) Retire(*r, shutdown);
   decoding_.clear();
 }
 
@@ -523,7 +501,7 @@ bool Scheduler::Step(Running& r, std::span<const float> logits) {
     }
   }
   job.streamed.push_back(tok->id);
-  job.Emit(ev);
+  job.Emit(std::move(ev));
   if (const SchedulerMetrics* m = options_.metrics) m->generated_tokens->Increment();
 
   if (!reason.has_value()) {
@@ -535,7 +513,7 @@ bool Scheduler::Step(Running& r, std::span<const float> logits) {
       reason = FinishReason::kEndOfGeneration;
     } else if (r.generated >= job.max_tokens) {
       reason = FinishReason::kLength;
-    } else if (job.seq->next_pos() + 1 >= model_.context_length) {
+    } else if (r.seq->next_pos() + 1 >= model_.context_length) {
       // The pending token still needs a position, and the next one another.
       reason = FinishReason::kContextFull;
     }
@@ -586,6 +564,23 @@ void Scheduler::Complete(Running& r, absl::Status status) {
       if (f.decode_tokens_per_second > 0) m->decode_tokens_per_second->Observe(f.decode_tokens_per_second);
     }
     job.Emit(f);
+  }
+  Retire(r, std::move(status));
+}
+
+void Scheduler::Retire(Running& r, absl::Status status) {
+  GenerateJob& job = *r.job;
+  if (job.prefilled) {
+    // A failed capture loses a cache entry, never correctness.
+    model_.engine->EndGeneration(*r.seq).IgnoreError();
+  } else if (r.fresh == nullptr) {
+    job.prompt_prefix_held = PromptPrefixHeld(job);
+  }
+  if (r.fresh != nullptr) {
+    // Sessionless: the state stays findable by the shared prefix index.
+    if (job.prefilled) model_.engine->Park(*r.fresh).IgnoreError();
+    r.fresh.reset();
+    r.seq = nullptr;
   }
   job.Finish(std::move(status));
 }

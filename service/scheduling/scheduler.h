@@ -1,4 +1,5 @@
-// The per-model scheduler: continuous batching of every running sequence.
+// The per-model scheduler: continuous batching of every running sequence,
+// and every engine call of a generation.
 //
 // One thread per model runs steps. Each step is ONE Backend::Forward over
 // the next token of every decoding sequence plus prompt runs of the
@@ -10,9 +11,17 @@
 // its PrefillJob hands out the remaining runs (and captures checkpoints as
 // they are absorbed).
 //
-// Cancellation and deadlines: the request's stop flag is checked before
-// every step, so a request stops within one step. What the session holds
-// afterwards is documented in inference.proto (GenerateRequest.session_id).
+// A request's engine calls are all made here, on the scheduler's thread, in
+// order: NewSequence (a request without a session), StartPrefill, the
+// prompt runs (PrefillJob::Absorbed) and decode rows (SequenceHold), then
+// EndGeneration and Park (a request without a session, whose sequence is
+// then freed). The caller only reads the job's events and, once it is done,
+// its summary (generate_job.h).
+//
+// Cancellation and deadlines: the request's stop flag and its deadline are
+// checked before every step (and the loop wakes for the next deadline), so
+// a request stops within one step. What the session holds afterwards is
+// documented in inference.proto (GenerateRequest.session_id).
 //
 // Backpressure: a request whose stream has max_unacknowledged_tokens token
 // deltas generated but not yet written (GenerateJob::Acknowledge counts the
@@ -21,18 +30,14 @@
 // stalled_stream, it is stopped (StopReason::kStalled, CANCELLED) and its
 // stream aborted. So a client that stops reading holds at most that many
 // tokens here, beyond what gRPC's flow-control window took.
-//
-// The backend is wrapped in a FIFO turnstile (FairBackend) because other
-// threads (a session export) may also run Forward on the model.
 #ifndef CAIRN_SERVICE_SCHEDULING_SCHEDULER_H_
 #define CAIRN_SERVICE_SCHEDULING_SCHEDULER_H_
 
-#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <deque>
-#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -44,73 +49,10 @@
 #include "backends/backend.h"
 #include "backends/model/tokenizer.h"
 #include "checkpoint/engine.h"
-#include "service/scheduling/generate_events.h"
-#include "service/scheduling/history.h"
-#include "service/scheduling/sampler.h"
+#include "service/scheduling/generate_job.h"
 #include "service/scheduling/scheduler_metrics.h"
 
 namespace cairn::service {
-
-using Clock = std::chrono::steady_clock;
-
-enum class StopReason : int { kNone = 0, kCancelled = 1, kDeadline = 2, kShutdown = 3, kStalled = 4 };
-
-// One Generate request as the scheduler runs it. Fields under "input" are
-// set before Submit and read-only afterwards; "output" is written by the
-// scheduler and read by the RPC handler through the event queue; the
-// summary fields are valid once done() is true.
-struct GenerateJob {
-  // --- input
-  checkpoint::Sequence* seq = nullptr;  // exclusively the job's while it runs
-  History prompt;                       // the whole prompt (owns chunk rows)
-  SamplingConfig sampling;
-  int32_t max_tokens = 256;
-  std::vector<TokenId> stop_tokens;
-  std::vector<std::string> stop_strings;
-  bool ignore_eos = false;
-  bool stream_text = true;
-  std::string session_id;
-  Clock::time_point received = Clock::now();
-  // Called on the scheduler's thread before a stalled request is stopped,
-  // to end its stream (ServerContext::TryCancel), whose handler may be
-  // blocked in a write the client never reads. May be empty.
-  std::function<void()> abort_stream;
-
-  // --- control (any thread)
-  // Asks the request to stop; the first reason wins.
-  void RequestStop(StopReason reason);
-  StopReason stop_reason() const { return static_cast<StopReason>(stop_.load()); }
-  // The handler completed the write of one token delta (backpressure).
-  void Acknowledge();
-  int64_t acknowledged() const { return acknowledged_.load(); }
-
-  // --- output (handler thread)
-  // Waits up to `timeout` for events; returns them (possibly none).
-  std::vector<GenerateEvent> WaitEvents(std::chrono::milliseconds timeout);
-  bool done() const;
-  absl::Status status() const;  // valid when done()
-
-  // --- summary (valid when done)
-  bool prefilled = false;          // the prompt was fully processed
-  std::vector<TokenId> streamed;   // ids of every TokenDelta sent
-  checkpoint::PrefillStats stats;
-
-  // --- scheduler internals
-  void Emit(GenerateEvent event);
-  void Finish(absl::Status status);
-  std::atomic<bool> cancel_flag{false};  // PrefillControl::cancel
-  std::atomic<int> stop_{0};
-  std::function<void()> wake_scheduler;  // set by Submit
-
- private:
-  // Waiters (WaitEvents) wake on the conditions they await when mu_ is
-  // released; no condition variable to notify.
-  mutable absl::Mutex mu_;
-  std::deque<GenerateEvent> events_ ABSL_GUARDED_BY(mu_);
-  bool done_ ABSL_GUARDED_BY(mu_) = false;
-  absl::Status status_ ABSL_GUARDED_BY(mu_);
-  std::atomic<int64_t> acknowledged_{0};
-};
 
 struct SchedulerOptions {
   // Sequences prefilling or decoding at once (streams paused for a second
@@ -130,11 +72,11 @@ struct SchedulerOptions {
 // What the scheduler runs one model with. Borrowed: the owner (a served
 // model) keeps them alive and stops the scheduler before they go. The
 // scheduler knows nothing else of the model, so it does not depend on
-// models.h (which owns the scheduler).
+// the host's models.h (which owns the scheduler).
 struct SchedulerModel {
   std::string name;                          // for error messages
   Backend* backend = nullptr;                // Forward of every step
-  checkpoint::CheckpointEngine* engine = nullptr;  // prefill with reuse
+  checkpoint::CheckpointEngine* engine = nullptr;  // every engine call of a request
   const Tokenizer* tokenizer = nullptr;      // null: token ids only
   Pos context_length = 0;                    // most positions a sequence may hold
 };
@@ -145,17 +87,17 @@ class Scheduler final {
   // non-positive max_batch or max_queue.
   static absl::StatusOr<std::unique_ptr<Scheduler>> Create(const SchedulerModel& model,
                                                            const SchedulerOptions& options);
-  // Stops both threads; jobs not finished end with UNAVAILABLE.
+  // Stops the thread; jobs not finished end with UNAVAILABLE.
   ~Scheduler();
 
   // Admits a job. RESOURCE_EXHAUSTED when the queue is full; the job is
   // then untouched. Thread-safe.
-  absl::Status Submit(std::shared_ptr<GenerateJob> job);
+  absl::Status Submit(std::shared_ptr<GenerateJob> job) ABSL_LOCKS_EXCLUDED(mu_);
 
-  size_t queue_depth() const;
-  size_t running() const;
+  size_t queue_depth() const ABSL_LOCKS_EXCLUDED(mu_);
+  size_t running() const ABSL_LOCKS_EXCLUDED(mu_);
   // Decoding requests paused by backpressure (as of the last step).
-  size_t paused() const;
+  size_t paused() const ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
   struct Running;
@@ -164,11 +106,13 @@ class Scheduler final {
   Scheduler(const SchedulerModel& model, const SchedulerOptions& options);
   // The loop thread, one step per turn (see the steps below).
   void Loop();
-  // Waits for work and moves queued jobs into the batch's free places
-  // (under mu_); false when the scheduler is stopping.
-  bool WaitAndAdmit(std::vector<std::shared_ptr<GenerateJob>>* admitted) ABSL_LOCKS_EXCLUDED(mu_);
-  // Ends the requests asked to stop (and, decoding, the stalled ones).
-  void RetireStoppedPrompts();
+  // Waits for work and moves queued jobs into the batch's free places;
+  // takes the queued jobs past their deadline out. False when stopping.
+  bool WaitAndAdmit(std::vector<std::shared_ptr<GenerateJob>>* admitted,
+                    std::vector<std::shared_ptr<GenerateJob>>* expired) ABSL_LOCKS_EXCLUDED(mu_);
+  // Ends the requests asked to stop or past their deadline (and, decoding,
+  // the stalled ones).
+  void RetireStoppedPrompts(Clock::time_point now);
   void RetireStoppedDecodes(Clock::time_point now);
   // The step's runs: a token per decoding stream not paused, then prompt
   // runs within the token budget.
@@ -183,26 +127,41 @@ class Scheduler final {
   void PublishCounts() ABSL_LOCKS_EXCLUDED(mu_);
   // Shutting down: ends what is in flight with UNAVAILABLE.
   void EndInFlight();
-  // Admits a job: the engine applies the best reuse; the rest of the prompt
-  // joins the next steps.
+  // Admits a job: its sequence (a fresh one without a session), then the
+  // engine applies the best reuse; the rest of the prompt joins the next
+  // steps.
   void StartPrompt(std::shared_ptr<GenerateJob> job);
   // A prompt ended (result or error): stream PromptInfo and the first token.
   void PromptDone(std::unique_ptr<Prefilling> p, absl::StatusOr<checkpoint::PrefillResult> res);
   // Samples from `logits` and streams the token; true when the job is over
   // (then it has been finished).
   bool Step(Running& r, std::span<const float> logits);
+  // The request is over: the final event when `status` is OK, the engine's
+  // end of generation (or the park and release of a fresh sequence), then
+  // the job finished with `status`.
+  void Complete(Running& r, absl::Status status);
+  void Retire(Running& r, absl::Status status);
+  // A job that ends before it ran (stopped in the queue, or refused).
+  void EndUnstarted(GenerateJob& job, absl::Status status);
   // Backpressure: whether `r` waits for its stream's writes; stops it (and
   // returns true) once it has waited stalled_stream without progress.
   bool Paused(Running& r, Clock::time_point now) const;
   bool Stalled(Running& r, Clock::time_point now);
-  // Whether the loop has something to run now (under mu_).
+  // Asks a request past its deadline to stop; true when it is stopping.
+  // Not under mu_ (a stop wakes the loop through it).
+  static bool Stopping(GenerateJob& job, Clock::time_point now);
+  // Whether the loop has something to run now, and when it must look again
+  // (the next deadline, or a paused stream's stall) otherwise (under mu_).
   bool HasWork() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  Clock::time_point NextWake() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Decoding requests waiting for their writes (loop thread); of them, the
   // ones waiting for a second or more without progress.
   size_t CountPaused() const;
   size_t CountIdle(Clock::time_point now) const;
-  void Complete(Running& r, absl::Status status);
   absl::Status StopStatus(const GenerateJob& job) const;
+  // The prompt symbols a session's sequence holds, when it holds a prefix
+  // of the job's prompt (GenerateJob::prompt_prefix_held).
+  std::optional<size_t> PromptPrefixHeld(const GenerateJob& job) const;
 
   const SchedulerModel model_;
   const SchedulerOptions options_;
@@ -216,7 +175,7 @@ class Scheduler final {
   size_t n_decoding_ ABSL_GUARDED_BY(mu_) = 0;  // decoding_.size() for other threads
   size_t n_paused_ ABSL_GUARDED_BY(mu_) = 0;
 
-  // Owned by the loop thread.
+  // Owned by the loop thread (HasWork reads them under mu_ on that thread).
   struct Prefilling {
     std::unique_ptr<Running> r;
     std::unique_ptr<checkpoint::PrefillJob> job;
@@ -236,11 +195,6 @@ class Scheduler final {
 
   std::thread thread_;
 };
-
-// Wraps a backend so that Forward calls enter in arrival order (a ticket
-// turnstile). std::mutex is not fair: without this a busy decode loop could
-// starve the prefill thread or the reverse.
-std::unique_ptr<Backend> MakeFairBackend(std::unique_ptr<Backend> inner);
 
 }  // namespace cairn::service
 
