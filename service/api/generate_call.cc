@@ -204,7 +204,7 @@ absl::Status InferenceService::GenerateCall::Submit() {
   // The wake-up holds no reference: a call gRPC is done with may go while
   // the scheduler still has the job.
   job->on_progress = [weak = weak_from_this()] {
-    if (std::shared_ptr<GenerateCall> call = weak.lock()) call->Pump();
+    if (std::shared_ptr<GenerateCall> call = weak.lock()) call->Wake();
   };
   grpc::CallbackServerContext* ctx = ctx_;
   job->abort_stream = [ctx] { ctx->TryCancel(); };
@@ -219,10 +219,25 @@ absl::Status InferenceService::GenerateCall::Submit() {
 // ---------------------------------------------------------------------------
 // Step 4: events to the stream.
 
+// On the scheduler's thread: the write (and its serialization and the
+// transport's work) goes to a worker, so that the scheduler's loop, which
+// every request waits for, does not carry it. A write in flight takes the
+// next event when it completes; one wake-up pending serves all events
+// queued until it runs.
+void InferenceService::GenerateCall::Wake() {
+  {
+    absl::MutexLock lock(&mu_);
+    if (write_in_flight_ || pump_pending_ || concluding_) return;
+    pump_pending_ = true;
+  }
+  service_.workers_.Run([call = shared_from_this()] { call->Pump(); });
+}
+
 void InferenceService::GenerateCall::Pump() {
   Next next;
   {
     absl::MutexLock lock(&mu_);
+    pump_pending_ = false;
     next = TakeNext();
   }
   if (next == Next::kWrite) {

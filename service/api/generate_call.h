@@ -14,9 +14,10 @@
 //     steps batched with the other requests, sampling, stops, the deadline,
 //     backpressure, and at the end the checkpoint after the reply and the
 //     park of a fresh sequence. Each event it queues on the job wakes the
-//     call (GenerateJob::on_progress -> Pump).
-//  4. [scheduler or gRPC] Pump: the next event becomes its message
-//     (generate_response.h) and is written, one write in flight at a time.
+//     call (GenerateJob::on_progress -> Wake), which hands Pump to a worker
+//     unless a write is in flight (its completion pumps).
+//  4. [worker, or gRPC after a write] Pump: the next event becomes its
+//     message (generate_response.h) and is written, one write in flight.
 //     OnWriteDone acknowledges each token written (the scheduler pauses a
 //     request whose writes fall behind); OnCancel stops the job.
 //  5. [worker] Conclude, once the job is done and its messages written: the
@@ -69,6 +70,7 @@ class InferenceService::GenerateCall final : public grpc::ServerWriteReactor<v1:
   absl::Status ReserveSequence(Pos positions);
   absl::Status Submit();
   // Step 4.
+  void Wake() ABSL_LOCKS_EXCLUDED(mu_);
   void Pump() ABSL_LOCKS_EXCLUDED(mu_);
   enum class Next { kNothing, kWrite, kConclude };
   Next TakeNext() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -101,6 +103,7 @@ class InferenceService::GenerateCall final : public grpc::ServerWriteReactor<v1:
   bool cancelled_ ABSL_GUARDED_BY(mu_) = false;  // OnCancel came
   bool write_in_flight_ ABSL_GUARDED_BY(mu_) = false;
   bool writing_token_ ABSL_GUARDED_BY(mu_) = false;
+  bool pump_pending_ ABSL_GUARDED_BY(mu_) = false;  // a worker will Pump
   bool concluding_ ABSL_GUARDED_BY(mu_) = false;
   bool client_gone_ ABSL_GUARDED_BY(mu_) = false;
   bool held_back_ ABSL_GUARDED_BY(mu_) = false;  // tokens not sent because the request was stopped

@@ -13,19 +13,11 @@
 #include "cairn/v1/inference.grpc.pb.h"
 #include "grpcpp/create_channel.h"
 #include "gtest/gtest.h"
-#include "service/host/log.h"
-#include "service/programs/demo_catalog.h"
 #include "service/server.h"
+#include "tests/service/e2e/service_fixture.h"
 
 namespace cairn::service {
 namespace {
-
-// The access log (one info line per call) would bury the test output; its
-// format is tested on a real server by observability_test.py.
-const bool kQuietAccessLog = [] {
-  SetLogLevel(LogLevel::kWarning);
-  return true;
-}();
 
 namespace fs = std::filesystem;
 constexpr char kModel[] = "demo-hybrid";
@@ -41,9 +33,7 @@ class Replica {
  public:
   explicit Replica(const std::string& name, const std::string& session_dir = "",
                    std::vector<std::string> tokens = {}, const std::string& snapshot_key = "") {
-    ServerOptions opt;
-    opt.models_options.builtin = DemoModelCatalog();
-    opt.listen = "127.0.0.1:0";
+    ServerOptions opt = e2e::TestServerOptions();
     opt.models_options.threads = 1;
     opt.replica_name = name;
     opt.session_dir = session_dir;

@@ -19,7 +19,8 @@ import time
 import unittest
 import urllib.request
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+# server_process.py is shared by the service tests in every folder.
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import server_process  # noqa: E402
 
 ARGS = None

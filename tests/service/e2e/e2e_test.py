@@ -16,7 +16,8 @@ import time
 import unittest
 import urllib.request
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+# server_process.py is shared by the service tests in every folder.
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import server_process  # noqa: E402
 
 ARGS = None
@@ -296,7 +297,7 @@ class ExactActivationsTest(unittest.TestCase):
     with and without it gives close but different log-probabilities (8-bit
     activations by default), and each server is deterministic."""
 
-    MODEL = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "shared", "golden",
+    MODEL = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "..", "shared", "golden",
                          "models", "llama-q8.gguf")
 
     @classmethod
