@@ -25,12 +25,13 @@
 #include <map>
 #include <cstdio>
 #include <memory>
-#include <mutex>
 #include <random>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "backends/memory.h"
 #include "cairn/v1/inference.grpc.pb.h"
 #include "checkpoint/options.h"
@@ -97,17 +98,21 @@ struct Options {
   cairn::service::ClientTls tls;
 };
 
+// What the clients of one run report, each under the lock.
 struct Stats {
-  std::mutex mu;
-  std::vector<double> ttft;
-  std::vector<double> decode_rates;  // per request: the server's Timings.decode_tokens_per_second
-  int64_t tokens = 0;
-  int64_t requests = 0;
-  int64_t errors = 0;
-  std::string first_error;
-  double backoff_seconds = 0;  // slept after failures, all clients
-  std::map<std::string, int64_t> stalled_ends;  // a stalled client's call: how it ended, how often
-  int64_t stalled_tokens = 0;                   // tokens the stalled calls had received
+  absl::Mutex mu;
+  std::vector<double> ttft ABSL_GUARDED_BY(mu);
+  // Per request: the server's Timings.decode_tokens_per_second.
+  std::vector<double> decode_rates ABSL_GUARDED_BY(mu);
+  int64_t tokens ABSL_GUARDED_BY(mu) = 0;
+  int64_t requests ABSL_GUARDED_BY(mu) = 0;
+  int64_t errors ABSL_GUARDED_BY(mu) = 0;
+  std::string first_error ABSL_GUARDED_BY(mu);
+  double backoff_seconds ABSL_GUARDED_BY(mu) = 0;  // slept after failures, all clients
+  // A stalled client's call: how it ended, how often; tokens the stalled
+  // calls had received.
+  std::map<std::string, int64_t> stalled_ends ABSL_GUARDED_BY(mu);
+  int64_t stalled_tokens ABSL_GUARDED_BY(mu) = 0;
 };
 
 // A key per run, so two runs' clients do not share keys.
@@ -181,7 +186,7 @@ void StalledClient(const std::string& addr, const Options& o, int index, Clock::
   cq.Shutdown();
   for (void* tag; cq.Next(&tag, &ok);) {
   }
-  std::lock_guard<std::mutex> lock(stats->mu);
+  absl::MutexLock lock(&stats->mu);
   ++stats->stalled_ends[cancelled ? "still open at the end (cancelled by cairn-load)"
                                   : "ended by the server, " + cairn::service::StatusText(st)];
   stats->stalled_tokens += tokens;
@@ -199,7 +204,7 @@ void Client(const std::string& addr, const Options& o, int index, Clock::time_po
       const auto from = Clock::now();
       std::this_thread::sleep_until(std::min(end, from + std::chrono::microseconds(static_cast<int64_t>(wait * 1e6))));
       {
-        std::lock_guard<std::mutex> lock(stats->mu);
+        absl::MutexLock lock(&stats->mu);
         stats->backoff_seconds += std::chrono::duration<double>(Clock::now() - from).count();
       }
       if (Clock::now() >= end) break;
@@ -218,7 +223,7 @@ void Client(const std::string& addr, const Options& o, int index, Clock::time_po
     }
     grpc::Status st = reader->Finish();
     backoff = st.ok() ? 0 : std::min(o.max_backoff, backoff == 0 ? 0.05 : 2 * backoff);
-    std::lock_guard<std::mutex> lock(stats->mu);
+    absl::MutexLock lock(&stats->mu);
     ++stats->requests;
     stats->tokens += n;
     if (!st.ok()) {
@@ -254,6 +259,7 @@ RunResult Run(const std::string& addr, const Options& o, int clients, double sec
     threads.emplace_back(i < o.stalled_clients ? StalledClient : Client, addr, std::cref(o), i, end, &stats);
   }
   for (auto& t : threads) t.join();
+  absl::MutexLock lock(&stats.mu);
   RunResult r;
   r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   r.tokens = stats.tokens;

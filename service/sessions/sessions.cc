@@ -1,6 +1,7 @@
 #include "service/sessions/sessions.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <random>
 #include <utility>
@@ -18,18 +19,33 @@ void SessionLease::Reset() {
 
 SessionManager::~SessionManager() { Clear(); }
 
-std::string SessionManager::NewId() {
-  // std::random_device reads the OS CSPRNG (getrandom) on Linux/glibc.
-  static std::mutex mu;
-  static std::random_device rd;
-  uint32_t words[4];
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    for (uint32_t& w : words) w = rd();
+namespace {
+
+// Ids from the OS CSPRNG (std::random_device reads getrandom on
+// Linux/glibc), one reader at a time.
+class RandomIds {
+ public:
+  std::string Next() ABSL_LOCKS_EXCLUDED(mu_) {
+    uint32_t words[4];
+    {
+      absl::MutexLock lock(&mu_);
+      for (uint32_t& w : words) w = device_();
+    }
+    char buf[33];
+    std::snprintf(buf, sizeof(buf), "%08x%08x%08x%08x", words[0], words[1], words[2], words[3]);
+    return buf;
   }
-  char buf[33];
-  std::snprintf(buf, sizeof(buf), "%08x%08x%08x%08x", words[0], words[1], words[2], words[3]);
-  return buf;
+
+ private:
+  absl::Mutex mu_;
+  std::random_device device_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace
+
+std::string SessionManager::NewId() {
+  static RandomIds ids;
+  return ids.Next();
 }
 
 absl::Status SessionManager::ValidateId(const std::string& id) {
@@ -55,10 +71,8 @@ absl::StatusOr<SessionLease> SessionManager::Insert(std::shared_ptr<Session> s, 
       s->id = NewId();
     } while (sessions_.count(s->id));
   }
-  s->busy = true;
   s->busy_tokens.store(s->history.size());
-  s->last_used = std::chrono::steady_clock::now();
-  sessions_[s->id] = s;
+  sessions_[s->id] = Entry{s, true, std::chrono::steady_clock::now()};
   return SessionLease(this, std::move(s));
 }
 
@@ -118,22 +132,24 @@ absl::StatusOr<SessionLease> SessionManager::Acquire(const std::string& id, cons
   if (it == sessions_.end()) {
     return absl::NotFoundError(absl::StrCat("session '", id, "' not found (deleted or expired)"));
   }
-  Session& s = *it->second;
-  if (s.tenant != tenant) {
+  Entry& e = it->second;
+  if (e.session->tenant != tenant) {
     return absl::PermissionDeniedError(absl::StrCat("session '", id, "' belongs to another client"));
   }
-  if (s.busy) {
+  if (e.busy) {
     return absl::FailedPreconditionError(absl::StrCat("session '", id, "' is busy with another request"));
   }
-  s.busy = true;
-  s.busy_tokens.store(s.history.size());
-  return SessionLease(this, it->second);
+  e.busy = true;
+  e.session->busy_tokens.store(e.session->history.size());
+  return SessionLease(this, e.session);
 }
 
 void SessionManager::Release(const std::shared_ptr<Session>& s) {
   absl::MutexLock lock(&mu_);
-  s->busy = false;
-  s->last_used = std::chrono::steady_clock::now();
+  auto it = sessions_.find(s->id);
+  if (it == sessions_.end() || it->second.session != s) return;  // cleared meanwhile
+  it->second.busy = false;
+  it->second.last_used = std::chrono::steady_clock::now();
 }
 
 absl::Status SessionManager::Delete(const std::string& id, const std::string& tenant) {
@@ -142,13 +158,13 @@ absl::Status SessionManager::Delete(const std::string& id, const std::string& te
     absl::MutexLock lock(&mu_);
     auto it = sessions_.find(id);
     if (it == sessions_.end()) return absl::NotFoundError(absl::StrCat("session '", id, "' not found"));
-    if (it->second->tenant != tenant) {
+    if (it->second.session->tenant != tenant) {
       return absl::PermissionDeniedError(absl::StrCat("session '", id, "' belongs to another client"));
     }
-    if (it->second->busy) {
+    if (it->second.busy) {
       return absl::FailedPreconditionError(absl::StrCat("session '", id, "' is busy with another request"));
     }
-    gone = std::move(it->second);
+    gone = std::move(it->second.session);
     sessions_.erase(it);
   }
   return absl::OkStatus();  // `gone` (its sequence) is freed outside the lock
@@ -158,19 +174,20 @@ std::vector<SessionManager::Summary> SessionManager::List(const std::string& ten
   std::vector<Summary> out;
   const auto now = std::chrono::steady_clock::now();
   absl::MutexLock lock(&mu_);
-  for (const auto& [id, s] : sessions_) {
-    if (s->tenant != tenant) continue;
+  for (const auto& [id, e] : sessions_) {
+    const Session& s = *e.session;
+    if (s.tenant != tenant) continue;
     Summary x;
     x.id = id;
-    x.model = s->model->name;
-    x.busy = s->busy;
+    x.model = s.model->name;
+    x.busy = e.busy;
     // A busy session's history is being changed by its request: its
     // progress instead.
-    x.tokens = s->busy_tokens.load();
-    if (!s->busy) {
-      x.tokens = s->history.size();
-      x.positions = s->history.PositionsOf(s->history.size());
-      x.idle_seconds = std::chrono::duration<double>(now - s->last_used).count();
+    x.tokens = s.busy_tokens.load();
+    if (!e.busy) {
+      x.tokens = s.history.size();
+      x.positions = s.history.PositionsOf(s.history.size());
+      x.idle_seconds = std::chrono::duration<double>(now - e.last_used).count();
     }
     out.push_back(std::move(x));
   }
@@ -183,8 +200,8 @@ size_t SessionManager::Sweep() {
   {
     absl::MutexLock lock(&mu_);
     for (auto it = sessions_.begin(); it != sessions_.end();) {
-      if (!it->second->busy && now - it->second->last_used > options_.idle_timeout) {
-        gone.push_back(std::move(it->second));
+      if (!it->second.busy && now - it->second.last_used > options_.idle_timeout) {
+        gone.push_back(std::move(it->second.session));
         it = sessions_.erase(it);
       } else {
         ++it;
@@ -203,8 +220,8 @@ size_t SessionManager::ParkAll() {
   std::vector<std::shared_ptr<Session>> idle;
   {
     absl::MutexLock lock(&mu_);
-    for (auto& [id, s] : sessions_) {
-      if (!s->busy) idle.push_back(s);
+    for (auto& [id, e] : sessions_) {
+      if (!e.busy) idle.push_back(e.session);
     }
   }
   size_t parked = 0;
@@ -215,9 +232,12 @@ size_t SessionManager::ParkAll() {
 }
 
 void SessionManager::Clear() {
-  std::map<std::string, std::shared_ptr<Session>> gone;
-  absl::MutexLock lock(&mu_);
-  gone.swap(sessions_);
+  std::map<std::string, Entry> gone;
+  {
+    absl::MutexLock lock(&mu_);
+    gone.swap(sessions_);
+  }
+  // The sequences are freed outside the lock.
 }
 
 }  // namespace cairn::service

@@ -8,7 +8,6 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
@@ -38,9 +37,6 @@ struct Session {
   // streamed tokens, its prompt plus the tokens written to the stream (what
   // the history will hold if the request stops now). Set by the lease holder.
   std::atomic<size_t> busy_tokens{0};
-  // Guarded by SessionManager's mutex:
-  std::chrono::steady_clock::time_point last_used;
-  bool busy = false;
 };
 
 struct SessionOptions {
@@ -138,10 +134,18 @@ class SessionManager final {
   absl::StatusOr<SessionLease> Insert(std::shared_ptr<Session> s, const std::string& id = "");
   static std::string NewId();
 
+  // A live session and whether it is leased (the lease holder alone uses
+  // the session then), and since when it is idle.
+  struct Entry {
+    std::shared_ptr<Session> session;
+    bool busy = false;
+    std::chrono::steady_clock::time_point last_used;
+  };
+
   const SessionOptions options_;
   MemoryBudget* const budget_;
-  mutable absl::Mutex mu_;  // also guards each Session's busy and last_used
-  std::map<std::string, std::shared_ptr<Session>> sessions_ ABSL_GUARDED_BY(mu_);
+  mutable absl::Mutex mu_;
+  std::map<std::string, Entry> sessions_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace cairn::service
