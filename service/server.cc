@@ -30,6 +30,30 @@ absl::StatusOr<std::string> ReadFile(const std::string& path) {
   return buf.str();
 }
 
+// Plaintext, or TLS with the certificate chain and key (both or neither),
+// requiring client certificates signed by the client CA when there is one.
+absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> Credentials(const ServerOptions& options) {
+  if (options.tls_cert.empty() && options.tls_key.empty() && options.tls_client_ca.empty()) {
+    return grpc::InsecureServerCredentials();
+  }
+  if (options.tls_cert.empty() || options.tls_key.empty()) {
+    return absl::InvalidArgumentError("TLS needs both a certificate and a key");
+  }
+  auto cert = ReadFile(options.tls_cert);
+  if (!cert.ok()) return cert.status();
+  auto key = ReadFile(options.tls_key);
+  if (!key.ok()) return key.status();
+  grpc::SslServerCredentialsOptions ssl;
+  ssl.pem_key_cert_pairs.push_back({*key, *cert});
+  if (!options.tls_client_ca.empty()) {
+    auto ca = ReadFile(options.tls_client_ca);
+    if (!ca.ok()) return ca.status();
+    ssl.pem_root_certs = *ca;
+    ssl.client_certificate_request = GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY;
+  }
+  return grpc::SslServerCredentials(ssl);
+}
+
 // The backend families this server runs: the ones linked into the binary
 // (cairn_backends_all, or cairn_backends_none) and those of the plugins.
 absl::StatusOr<BackendRegistry> BackendFamilies(const std::vector<std::string>& plugins) {
@@ -86,25 +110,8 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Create(const ServerOptions& opti
   s->service_ = std::make_unique<InferenceService>(s->models_.get(), s->sessions_.get(),
                                                    s->metrics_.get(), s->auth_.get(), options.limits,
                                                    s->memory_budget_.get(), std::move(replica));
-  std::shared_ptr<grpc::ServerCredentials> creds = grpc::InsecureServerCredentials();
-  if (!options.tls_cert.empty() || !options.tls_key.empty() || !options.tls_client_ca.empty()) {
-    if (options.tls_cert.empty() || options.tls_key.empty()) {
-      return absl::InvalidArgumentError("TLS needs both a certificate and a key");
-    }
-    auto cert = ReadFile(options.tls_cert);
-    if (!cert.ok()) return cert.status();
-    auto key = ReadFile(options.tls_key);
-    if (!key.ok()) return key.status();
-    grpc::SslServerCredentialsOptions ssl;
-    ssl.pem_key_cert_pairs.push_back({*key, *cert});
-    if (!options.tls_client_ca.empty()) {
-      auto ca = ReadFile(options.tls_client_ca);
-      if (!ca.ok()) return ca.status();
-      ssl.pem_root_certs = *ca;
-      ssl.client_certificate_request = GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY;
-    }
-    creds = grpc::SslServerCredentials(ssl);
-  }
+  auto creds = Credentials(options);
+  if (!creds.ok()) return creds.status();
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
@@ -112,7 +119,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Create(const ServerOptions& opti
   // gRPC sets SO_REUSEPORT by default: a second server on a taken port would
   // then start and split the calls with the first. Off, the bind fails.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
-  builder.AddListeningPort(options.listen, creds, &s->port_);
+  builder.AddListeningPort(options.listen, *creds, &s->port_);
   builder.RegisterService(s->service_.get());
   builder.SetMaxReceiveMessageSize(options.max_message_bytes);
   builder.SetMaxSendMessageSize(options.max_message_bytes);

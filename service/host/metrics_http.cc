@@ -21,8 +21,6 @@
 namespace cairn::service {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
 std::string Response(int code, absl::string_view reason, absl::string_view body, bool send_body,
                      absl::string_view extra_headers = "") {
   std::string r = absl::StrCat("HTTP/1.1 ", code, " ", reason, "\r\n", extra_headers,
@@ -108,7 +106,9 @@ std::string HttpReplyFor(absl::string_view head, const std::function<std::string
                   "Content-Type: text/plain; version=0.0.4; charset=utf-8\r\n");
 }
 
-struct Connection {
+}  // namespace
+
+struct MetricsHttpServer::Connection {
   int fd = -1;
   enum class State { kReading, kWriting, kDraining } state = State::kReading;
   std::string in;
@@ -116,9 +116,12 @@ struct Connection {
   size_t sent = 0;
   size_t drained = 0;
   Clock::time_point deadline;
-};
 
-}  // namespace
+  void Close() {
+    close(fd);
+    fd = -1;
+  }
+};
 
 std::string HttpReplyWhenDecided(absl::string_view in, size_t max_bytes, const std::function<std::string()>& body) {
   const size_t line_end = in.find('\n');
@@ -167,78 +170,113 @@ MetricsHttpServer::~MetricsHttpServer() {
   if (listen_fd_ >= 0) close(listen_fd_);
 }
 
+// Reads what the socket has; once the request can be answered (or refused),
+// the reply is ready to write. Closes the connection when the request can no
+// longer complete.
+void MetricsHttpServer::ReadRequest(Connection& c) const {
+  char buf[4096];
+  bool eof = false;  // a client may half-close after its request
+  for (;;) {
+    const ssize_t n = recv(c.fd, buf, sizeof(buf), 0);
+    if (n > 0) {
+      c.in.append(buf, static_cast<size_t>(n));
+      if (c.in.size() >= options_.max_request_bytes) break;
+    } else if (n < 0 && errno == EINTR) {
+      continue;
+    } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      break;
+    } else if (n == 0) {
+      eof = true;
+      break;
+    } else {
+      return c.Close();
+    }
+  }
+  c.out = HttpReplyWhenDecided(c.in, options_.max_request_bytes, render_);
+  if (c.out.empty()) {
+    if (eof) c.Close();
+    return;
+  }
+  c.in.clear();
+  c.state = Connection::State::kWriting;
+}
+
+// Writes what the socket takes of the reply; all written, closes gracefully:
+// stop sending, then read what the client still sends (briefly), so unread
+// input does not turn the close into a reset that loses the reply.
+void MetricsHttpServer::WriteReply(Connection& c) const {
+  while (c.sent < c.out.size()) {
+    const ssize_t n = send(c.fd, c.out.data() + c.sent, c.out.size() - c.sent, MSG_NOSIGNAL);
+    if (n > 0) {
+      c.sent += static_cast<size_t>(n);
+    } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      return;
+    } else if (n < 0 && errno == EINTR) {
+      continue;
+    } else {
+      return c.Close();
+    }
+  }
+  shutdown(c.fd, SHUT_WR);
+  c.state = Connection::State::kDraining;
+  c.deadline = std::min(c.deadline, Clock::now() + std::chrono::seconds(1));
+}
+
+// Reads and drops what the client still sends; closes at its end (or when
+// it sends too much).
+void MetricsHttpServer::Drain(Connection& c) const {
+  char buf[4096];
+  for (;;) {
+    const ssize_t n = recv(c.fd, buf, sizeof(buf), 0);
+    if (n > 0) {
+      c.drained += static_cast<size_t>(n);
+      if (c.drained > 16 * options_.max_request_bytes) return c.Close();
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
+    return c.Close();
+  }
+}
+
+// Moves a connection as far as its socket allows; closes it when done.
+void MetricsHttpServer::Advance(Connection& c) const {
+  if (c.state == Connection::State::kReading) ReadRequest(c);
+  if (c.fd >= 0 && c.state == Connection::State::kWriting) WriteReply(c);
+  if (c.fd >= 0 && c.state == Connection::State::kDraining) Drain(c);
+}
+
+// Takes every pending connection (beyond max_connections the oldest is
+// closed). After an accept error other than EAGAIN (EMFILE: out of
+// descriptors) the listening socket stays readable: accepting pauses
+// instead of spinning.
+void MetricsHttpServer::AcceptAll(std::vector<Connection>& conns, Clock::time_point now,
+                                  Clock::time_point* accept_paused_until) const {
+  for (;;) {
+    const int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) {
+      if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR && errno != ECONNABORTED) {
+        *accept_paused_until = now + std::chrono::milliseconds(100);
+      }
+      return;
+    }
+    if (conns.size() >= static_cast<size_t>(std::max(1, options_.max_connections))) {
+      close(conns.front().fd);
+      conns.erase(conns.begin());
+    }
+    Connection c;
+    c.fd = fd;
+    c.deadline = now + options_.request_timeout;
+    conns.push_back(std::move(c));
+    Advance(conns.back());
+    if (conns.back().fd < 0) conns.pop_back();
+  }
+}
+
 void MetricsHttpServer::Serve() {
   std::vector<Connection> conns;  // in accept order: the front is the oldest
   std::vector<pollfd> fds;
-  char buf[4096];
-  // After an accept error other than EAGAIN (EMFILE: out of descriptors) the
-  // listening socket stays readable; pause accepting instead of spinning.
   Clock::time_point accept_paused_until;
-  auto close_conn = [](Connection& c) {
-    close(c.fd);
-    c.fd = -1;
-  };
-  // Moves a connection as far as its socket allows; closes it when done.
-  auto advance = [&](Connection& c) {
-    if (c.state == Connection::State::kReading) {
-      bool eof = false;  // a client may half-close after its request
-      for (;;) {
-        const ssize_t n = recv(c.fd, buf, sizeof(buf), 0);
-        if (n > 0) {
-          c.in.append(buf, static_cast<size_t>(n));
-          if (c.in.size() >= options_.max_request_bytes) break;
-        } else if (n < 0 && errno == EINTR) {
-          continue;
-        } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-          break;
-        } else if (n == 0) {
-          eof = true;
-          break;
-        } else {
-          return close_conn(c);
-        }
-      }
-      c.out = HttpReplyWhenDecided(c.in, options_.max_request_bytes, render_);
-      if (c.out.empty()) {
-        if (eof) close_conn(c);  // the request can no longer complete
-        return;
-      }
-      c.in.clear();
-      c.state = Connection::State::kWriting;
-    }
-    if (c.state == Connection::State::kWriting) {
-      while (c.sent < c.out.size()) {
-        const ssize_t n = send(c.fd, c.out.data() + c.sent, c.out.size() - c.sent, MSG_NOSIGNAL);
-        if (n > 0) {
-          c.sent += static_cast<size_t>(n);
-        } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-          return;
-        } else if (n < 0 && errno == EINTR) {
-          continue;
-        } else {
-          return close_conn(c);
-        }
-      }
-      // Close gracefully: stop sending, then read what the client still
-      // sends (briefly), so unread input does not turn the close into a
-      // reset that loses the reply.
-      shutdown(c.fd, SHUT_WR);
-      c.state = Connection::State::kDraining;
-      c.deadline = std::min(c.deadline, Clock::now() + std::chrono::seconds(1));
-    }
-    for (;;) {  // kDraining
-      const ssize_t n = recv(c.fd, buf, sizeof(buf), 0);
-      if (n > 0) {
-        c.drained += static_cast<size_t>(n);
-        if (c.drained > 16 * options_.max_request_bytes) return close_conn(c);
-        continue;
-      }
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
-      return close_conn(c);
-    }
-  };
-
   for (;;) {
     fds.clear();
     fds.push_back({wake_fd_, POLLIN, 0});
@@ -257,33 +295,14 @@ void MetricsHttpServer::Serve() {
     if (poll(fds.data(), fds.size(), timeout_ms) < 0 && errno != EINTR) return;
     if (fds[0].revents != 0) return;  // woken to stop
     for (size_t i = 0; i < conns.size(); ++i) {
-      if (fds[i + 2].revents != 0) advance(conns[i]);
+      if (fds[i + 2].revents != 0) Advance(conns[i]);
     }
     const Clock::time_point now = Clock::now();
     for (Connection& c : conns) {
-      if (c.fd >= 0 && now >= c.deadline) close_conn(c);
+      if (c.fd >= 0 && now >= c.deadline) c.Close();
     }
     std::erase_if(conns, [](const Connection& c) { return c.fd < 0; });
-    if (fds[1].revents == 0) continue;
-    for (;;) {
-      const int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
-      if (fd < 0) {
-        if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR && errno != ECONNABORTED) {
-          accept_paused_until = now + std::chrono::milliseconds(100);
-        }
-        break;
-      }
-      if (conns.size() >= static_cast<size_t>(std::max(1, options_.max_connections))) {
-        close(conns.front().fd);
-        conns.erase(conns.begin());
-      }
-      Connection c;
-      c.fd = fd;
-      c.deadline = now + options_.request_timeout;
-      conns.push_back(std::move(c));
-      advance(conns.back());
-      if (conns.back().fd < 0) conns.pop_back();
-    }
+    if (fds[1].revents != 0) AcceptAll(conns, now, &accept_paused_until);
   }
 }
 

@@ -11,6 +11,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -58,8 +59,17 @@ class MetricsHttpServer final {
   int port() const { return port_; }
 
  private:
+  using Clock = std::chrono::steady_clock;
+  struct Connection;
   MetricsHttpServer() = default;
+  // The thread: polls the listening socket and every connection.
   void Serve();
+  void AcceptAll(std::vector<Connection>& conns, Clock::time_point now,
+                 Clock::time_point* accept_paused_until) const;
+  void Advance(Connection& c) const;
+  void ReadRequest(Connection& c) const;
+  void WriteReply(Connection& c) const;
+  void Drain(Connection& c) const;
 
   MetricsHttpOptions options_;
   std::function<std::string()> render_;

@@ -111,6 +111,37 @@ absl::StatusOr<std::shared_ptr<const ModelFile>> OpenModel(const ModelSpec& spec
   return std::shared_ptr<const ModelFile>(std::move(*file));
 }
 
+// What serves requests on a loaded backend: the tokenizer (none: token ids
+// only) and chat template, the checkpoint engine on the shared store, the
+// scheduler.
+absl::Status Equip(ServedModel& m, const std::shared_ptr<checkpoint::CheckpointStore>& store,
+                   const ModelsOptions& options, const SchedulerOptions& scheduler_options) {
+  auto tok = Tokenizer::Create(*m.file);
+  if (tok.ok()) {
+    m.tokenizer = std::move(*tok);
+  } else if (tok.status().code() != absl::StatusCode::kNotFound) {
+    return absl::Status(tok.status().code(), absl::StrCat("model '", m.name, "' tokenizer: ", tok.status().message()));
+  }
+  if (m.tokenizer != nullptr) {
+    auto tmpl = ChatTemplate::FromMetadata(m.file->metadata());
+    if (!tmpl.ok()) tmpl = ChatTemplate::FromName("plain");
+    if (tmpl.ok()) m.chat_template = *tmpl;
+  }
+  auto engine = checkpoint::CheckpointEngine::Create(m.backend.get(), store, options.checkpoint);
+  if (!engine.ok()) return engine.status();
+  m.engine = std::move(*engine);
+  SchedulerModel runs;
+  runs.name = m.name;
+  runs.backend = m.backend.get();
+  runs.engine = m.engine.get();
+  runs.tokenizer = m.tokenizer.get();
+  runs.context_length = m.context_length();
+  auto sched = Scheduler::Create(runs, scheduler_options);
+  if (!sched.ok()) return sched.status();
+  m.scheduler = std::move(*sched);
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 Pos ServedModel::context_length() const {
@@ -178,30 +209,7 @@ absl::StatusOr<std::unique_ptr<ModelRegistry>> ModelRegistry::Load(
       return absl::Status(st.code(), absl::StrCat("model '", spec.name, "': measuring a sequence's memory: ",
                                                   st.message()));
     }
-    auto tok = Tokenizer::Create(*m->file);
-    if (tok.ok()) {
-      m->tokenizer = std::move(*tok);
-    } else if (tok.status().code() != absl::StatusCode::kNotFound) {
-      return absl::Status(tok.status().code(),
-                          absl::StrCat("model '", spec.name, "' tokenizer: ", tok.status().message()));
-    }
-    if (m->tokenizer != nullptr) {
-      auto tmpl = ChatTemplate::FromMetadata(m->file->metadata());
-      if (!tmpl.ok()) tmpl = ChatTemplate::FromName("plain");
-      if (tmpl.ok()) m->chat_template = *tmpl;
-    }
-    auto engine = checkpoint::CheckpointEngine::Create(m->backend.get(), reg->store_, options.checkpoint);
-    if (!engine.ok()) return engine.status();
-    m->engine = std::move(*engine);
-    SchedulerModel runs;
-    runs.name = m->name;
-    runs.backend = m->backend.get();
-    runs.engine = m->engine.get();
-    runs.tokenizer = m->tokenizer.get();
-    runs.context_length = m->context_length();
-    auto sched = Scheduler::Create(runs, scheduler_options);
-    if (!sched.ok()) return sched.status();
-    m->scheduler = std::move(*sched);
+    if (absl::Status st = Equip(*m, reg->store_, options, scheduler_options); !st.ok()) return st;
     reg->models_.emplace(spec.name, std::move(m));
   }
   if (reg->models_.empty()) return absl::NotFoundError("no model could be loaded");

@@ -174,8 +174,8 @@ void PrintStats(const LastStats& s) {
 }
 
 // Streams one request; prints text (or ids) as it arrives.
-grpc::Status Run(Inference::Stub& stub, const Options& o, const cairn::v1::GenerateRequest& req,
-                 LastStats* stats) {
+grpc::Status Stream(Inference::Stub& stub, const Options& o, const cairn::v1::GenerateRequest& req,
+                    LastStats* stats) {
   grpc::ClientContext ctx;
   Prepare(ctx);
   if (o.timeout > 0) {
@@ -236,138 +236,169 @@ bool Retriable(const grpc::Status& st) {
   }
 }
 
-int Interactive(Inference::Stub& stub, Options o) {
-  // The system message opens a conversation this run starts, once.
-  bool send_system = o.session.empty() && !o.system.empty();
-  // The conversation as messages, to send again whole when the session was
-  // lost with its replica; not known for a session this run did not start,
-  // nor after a rewind (tokens, not messages).
-  std::vector<cairn::v1::ChatMessage> conversation;
-  bool can_resend = o.session.empty();
-  if (o.session.empty()) {
-    cairn::v1::SessionRequest req;
-    req.mutable_create()->set_model(o.model);
-    req.mutable_create()->set_session_id(NewSessionId());
-    if (g_affinity_key.empty()) g_affinity_key = req.create().session_id();
-    cairn::v1::SessionResponse resp;
-    if (grpc::Status st = Session(stub, req, &resp); !st.ok()) return Fail(st);
-    o.session = resp.session().session_id();
+// A system message (when `system` is not empty), then the user's.
+void AddChatTurn(const std::string& system, const std::string& user, cairn::v1::GenerateRequest* req) {
+  if (!system.empty()) {
+    auto* sys = req->add_messages();
+    sys->set_role("system");
+    sys->set_content(system);
   }
-  if (g_affinity_key.empty()) g_affinity_key = o.session;
-  std::fprintf(stderr, "cairn-cli: model %s, session %s. /help lists the commands\n", o.model.c_str(),
-               o.session.c_str());
-  LastStats stats;
-  std::string line;
-  while (true) {
-    std::fprintf(stderr, "> ");
-    if (!std::getline(std::cin, line)) {
-      std::fprintf(stderr, "\n");  // end the prompt's line
-      break;
+  auto* m = req->add_messages();
+  m->set_role("user");
+  m->set_content(user);
+}
+
+// The interactive chat: a session (created here unless --session names
+// one), a user message a line, and the commands of kCommands.
+class Chat {
+ public:
+  Chat(Inference::Stub& stub, Options o)
+      : stub_(stub), o_(std::move(o)), send_system_(o_.session.empty() && !o_.system.empty()),
+        can_resend_(o_.session.empty()) {}
+
+  // Until /quit or the end of the input; the exit status.
+  int Run() {
+    if (grpc::Status st = OpenSession(); !st.ok()) return Fail(st);
+    std::fprintf(stderr, "cairn-cli: model %s, session %s. /help lists the commands\n", o_.model.c_str(),
+                 o_.session.c_str());
+    std::string line;
+    while (true) {
+      std::fprintf(stderr, "> ");
+      if (!std::getline(std::cin, line)) {
+        std::fprintf(stderr, "\n");  // end the prompt's line
+        return 0;
+      }
+      if (line.empty()) continue;
+      if (line == "/quit" || line == "/exit") return 0;
+      if (line == "/help") {
+        std::fprintf(stderr, "%s", kCommands);
+      } else if (line == "/stats") {
+        PrintStats(stats_);
+      } else if (line == "/sessions" || line == "/fork" || line == "/rewind" || line.rfind("/rewind ", 0) == 0) {
+        SessionCommand(line);
+      } else if (line == "/models") {
+        if (grpc::Status st = ListModels(); !st.ok()) return Fail(st);
+      } else if (line.rfind("//", 0) == 0) {
+        Turn(line.substr(1));  // an escaped slash: text for the model
+      } else if (line[0] == '/') {
+        // A mistyped command must not reach the model as a message.
+        std::fprintf(stderr, "cairn-cli: unknown command '%s' (/help lists them; start a line with // to send "
+                     "it as text)\n", line.substr(0, line.find(' ')).c_str());
+      } else {
+        Turn(line);
+      }
     }
-    if (line.empty()) continue;
-    if (line == "/quit" || line == "/exit") break;
-    if (line == "/help") {
-      std::fprintf(stderr, "%s", kCommands);
-      continue;
-    }
-    if (line == "/stats") {
-      PrintStats(stats);
-      continue;
-    }
-    const bool rewind = line == "/rewind" || line.rfind("/rewind ", 0) == 0;
-    if (line == "/sessions" || line == "/fork" || rewind) {
+  }
+
+ private:
+  // A new session with an id chosen here, so that the create already routes
+  // where the session will live; its id is the affinity key.
+  grpc::Status OpenSession() {
+    if (o_.session.empty()) {
       cairn::v1::SessionRequest req;
-      if (line == "/sessions") {
-        req.mutable_list();
-      } else if (line == "/fork") {
-        req.mutable_fork()->set_session_id(o.session);
-      } else {
-        int n = -1;
-        if (!absl::SimpleAtoi(line.substr(7), &n)) {
-          std::fprintf(stderr, "usage: /rewind N (tokens to keep)\n");
-          continue;
-        }
-        req.mutable_rewind()->set_session_id(o.session);
-        req.mutable_rewind()->set_tokens(n);
-        can_resend = false;
-      }
+      req.mutable_create()->set_model(o_.model);
+      req.mutable_create()->set_session_id(NewSessionId());
+      if (g_affinity_key.empty()) g_affinity_key = req.create().session_id();
       cairn::v1::SessionResponse resp;
-      if (grpc::Status st = Session(stub, req, &resp); !st.ok()) {
-        Fail(st);
-        continue;
+      if (grpc::Status st = Session(stub_, req, &resp); !st.ok()) return st;
+      o_.session = resp.session().session_id();
+    }
+    if (g_affinity_key.empty()) g_affinity_key = o_.session;
+    return grpc::Status::OK;
+  }
+
+  // /sessions, /fork, /rewind N.
+  void SessionCommand(const std::string& line) {
+    cairn::v1::SessionRequest req;
+    if (line == "/sessions") {
+      req.mutable_list();
+    } else if (line == "/fork") {
+      req.mutable_fork()->set_session_id(o_.session);
+    } else {
+      int n = -1;
+      if (!absl::SimpleAtoi(line.substr(7), &n)) {
+        std::fprintf(stderr, "usage: /rewind N (tokens to keep)\n");
+        return;
       }
-      if (resp.has_sessions()) {
-        for (const auto& s : resp.sessions().sessions()) {
-          std::fprintf(stderr, "%s %s %d tokens, idle %.0fs%s%s\n", s.session_id().c_str(),
-                       s.model().c_str(), s.tokens(), s.idle_seconds(), s.busy() ? ", busy" : "",
-                       s.session_id() == o.session ? "  (current)" : "");
-        }
-      } else if (line == "/fork") {
-        std::fprintf(stderr, "forked %s -> %s (now current; %d tokens)\n", o.session.c_str(),
-                     resp.session().session_id().c_str(), resp.session().tokens());
-        o.session = resp.session().session_id();
-      } else {
-        std::fprintf(stderr, "session now holds %d tokens\n", resp.session().tokens());
+      req.mutable_rewind()->set_session_id(o_.session);
+      req.mutable_rewind()->set_tokens(n);
+      can_resend_ = false;
+    }
+    cairn::v1::SessionResponse resp;
+    if (grpc::Status st = Session(stub_, req, &resp); !st.ok()) {
+      Fail(st);
+      return;
+    }
+    if (resp.has_sessions()) {
+      for (const auto& s : resp.sessions().sessions()) {
+        std::fprintf(stderr, "%s %s %d tokens, idle %.0fs%s%s\n", s.session_id().c_str(), s.model().c_str(),
+                     s.tokens(), s.idle_seconds(), s.busy() ? ", busy" : "",
+                     s.session_id() == o_.session ? "  (current)" : "");
       }
-      continue;
+    } else if (line == "/fork") {
+      std::fprintf(stderr, "forked %s -> %s (now current; %d tokens)\n", o_.session.c_str(),
+                   resp.session().session_id().c_str(), resp.session().tokens());
+      o_.session = resp.session().session_id();
+    } else {
+      std::fprintf(stderr, "session now holds %d tokens\n", resp.session().tokens());
     }
-    if (line == "/models") {
-      cairn::v1::ListModelsResponse resp;
-      grpc::ClientContext ctx;
-      Prepare(ctx);
-      if (grpc::Status st = stub.ListModels(&ctx, {}, &resp); !st.ok()) return Fail(st);
-      for (const auto& m : resp.models()) std::fprintf(stderr, "%s (%s)\n", m.name().c_str(), m.arch().c_str());
-      continue;
-    }
-    if (line.rfind("//", 0) == 0) {
-      line.erase(0, 1);  // an escaped slash: text for the model
-    } else if (line[0] == '/') {
-      // A mistyped command must not reach the model as a message.
-      std::fprintf(stderr, "cairn-cli: unknown command '%s' (/help lists them; start a line with // to send "
-                   "it as text)\n", line.substr(0, line.find(' ')).c_str());
-      continue;
-    }
+  }
+
+  grpc::Status ListModels() {
+    cairn::v1::ListModelsResponse resp;
+    grpc::ClientContext ctx;
+    Prepare(ctx);
+    if (grpc::Status st = stub_.ListModels(&ctx, {}, &resp); !st.ok()) return st;
+    for (const auto& m : resp.models()) std::fprintf(stderr, "%s (%s)\n", m.name().c_str(), m.arch().c_str());
+    return grpc::Status::OK;
+  }
+
+  // One user message and the reply. A turn that failed because the replica
+  // went away is sent once more with the whole conversation, which any
+  // replica continues (from the session directory, or re-created).
+  void Turn(const std::string& text) {
     cairn::v1::GenerateRequest req;
-    req.set_model(o.model);
-    req.set_session_id(o.session);
+    req.set_model(o_.model);
+    req.set_session_id(o_.session);
     req.set_append(true);
-    if (send_system) {
-      auto* sys = req.add_messages();
-      sys->set_role("system");
-      sys->set_content(o.system);
-    }
-    auto* m = req.add_messages();
-    m->set_role("user");
-    m->set_content(line);
-    *req.mutable_sampling() = o.sampling;
-    *req.mutable_stop() = o.stop;
-    grpc::Status st = Run(stub, o, req, &stats);
-    if (!st.ok() && can_resend && Retriable(st)) {
-      // The replica went away: once more with the whole conversation, which
-      // any replica continues (from the session directory, or re-created).
+    AddChatTurn(send_system_ ? o_.system : "", text, &req);
+    *req.mutable_sampling() = o_.sampling;
+    *req.mutable_stop() = o_.stop;
+    grpc::Status st = Stream(stub_, o_, req, &stats_);
+    if (!st.ok() && can_resend_ && Retriable(st)) {
       std::fprintf(stderr, "cairn-cli: %s; sending the whole conversation again\n",
                    cairn::service::StatusText(st).c_str());
       cairn::v1::GenerateRequest whole = req;
       whole.set_append(false);
       whole.set_create_session(true);
       whole.clear_messages();
-      for (const auto& c : conversation) *whole.add_messages() = c;
+      for (const auto& c : conversation_) *whole.add_messages() = c;
       for (const auto& c : req.messages()) *whole.add_messages() = c;
-      st = Run(stub, o, whole, &stats);
+      st = Stream(stub_, o_, whole, &stats_);
     }
     if (!st.ok()) {
       Fail(st);
-      continue;
+      return;
     }
-    send_system = false;
-    for (const auto& c : req.messages()) conversation.push_back(c);
+    send_system_ = false;
+    for (const auto& c : req.messages()) conversation_.push_back(c);
     cairn::v1::ChatMessage reply;
     reply.set_role("assistant");
-    reply.set_content(stats.text);
-    conversation.push_back(std::move(reply));
+    reply.set_content(stats_.text);
+    conversation_.push_back(std::move(reply));
   }
-  return 0;
-}
+
+  Inference::Stub& stub_;
+  Options o_;
+  // The system message opens a conversation this run starts, once.
+  bool send_system_;
+  // The conversation as messages, to send again whole when the session was
+  // lost with its replica; not known for a session this run did not start,
+  // nor after a rewind (tokens, not messages).
+  bool can_resend_;
+  std::vector<cairn::v1::ChatMessage> conversation_;
+  LastStats stats_;
+};
 
 int Health(const std::shared_ptr<grpc::Channel>& channel, const Options& o) {
   auto stub = grpc::health::v1::Health::NewStub(channel);
@@ -526,7 +557,7 @@ int main(int argc, char** argv) {
     }
     o.model = resp.models(0).name();
   }
-  if (o.prompt.empty()) return Interactive(*stub, o);
+  if (o.prompt.empty()) return Chat(*stub, o).Run();
 
   std::string text;
   for (const auto& p : o.prompt) text += (text.empty() ? "" : " ") + p;
@@ -535,14 +566,7 @@ int main(int argc, char** argv) {
   req.set_session_id(o.session);
   req.set_append(!o.session.empty());
   if (o.chat) {
-    if (!o.system.empty()) {
-      auto* sys = req.add_messages();
-      sys->set_role("system");
-      sys->set_content(o.system);
-    }
-    auto* m = req.add_messages();
-    m->set_role("user");
-    m->set_content(text);
+    AddChatTurn(o.system, text, &req);
   } else {
     req.add_parts()->set_text(text);
   }
@@ -553,7 +577,7 @@ int main(int argc, char** argv) {
   // reply stands alone.
   if (!o.ids && !o.chat) Out(text);
   LastStats stats;
-  grpc::Status st = Run(*stub, o, req, &stats);
+  grpc::Status st = Stream(*stub, o, req, &stats);
   if (!st.ok()) return Fail(st);
   if (o.stats) PrintStats(stats);
   return 0;

@@ -34,116 +34,131 @@ void Sampler::AddHistory(std::span<const TokenId> tokens) {
   history_.insert(history_.end(), tokens.begin(), tokens.end());
 }
 
-absl::StatusOr<SampledToken> Sampler::Sample(std::span<const float> logits) {
-  const int32_t n = static_cast<int32_t>(logits.size());
-  if (n == 0) return absl::InvalidArgumentError("empty logits row");
-  SampledToken out;
+namespace {
 
-  // Log-probabilities of the model's own distribution (before any sampling
-  // transform), so clients can score text independently of their settings.
-  std::vector<float> logprobs;
-  if (config_.logprobs || config_.top_logprobs > 0) {
-    const float mx = *std::max_element(logits.begin(), logits.end());
-    double sum = 0;
-    for (float l : logits) sum += std::exp(static_cast<double>(l - mx));
-    const float lse = mx + static_cast<float>(std::log(sum));
-    logprobs.resize(n);
-    for (int32_t i = 0; i < n; ++i) logprobs[i] = logits[i] - lse;
-  }
+// Log-probabilities of the model's own distribution.
+std::vector<float> LogProbs(std::span<const float> logits) {
+  const float mx = *std::max_element(logits.begin(), logits.end());
+  double sum = 0;
+  for (float l : logits) sum += std::exp(static_cast<double>(l - mx));
+  const float lse = mx + static_cast<float>(std::log(sum));
+  std::vector<float> out(logits.size());
+  for (size_t i = 0; i < logits.size(); ++i) out[i] = logits[i] - lse;
+  return out;
+}
 
-  work_.assign(logits.begin(), logits.end());
-  // Penalties over the window of recent tokens (each distinct token once).
-  if (config_.penalty_last_n != 0 &&
-      (config_.repetition_penalty != 1.0f || config_.presence_penalty != 0.0f)) {
-    size_t from = 0;
-    if (config_.penalty_last_n > 0 && history_.size() > static_cast<size_t>(config_.penalty_last_n)) {
-      from = history_.size() - config_.penalty_last_n;
-    }
-    std::unordered_set<TokenId> seen;
-    for (size_t i = from; i < history_.size(); ++i) {
-      const TokenId t = history_[i];
-      if (t < 0 || t >= n || !seen.insert(t).second) continue;
-      float& l = work_[t];
-      if (config_.repetition_penalty != 1.0f) {
-        l = l > 0 ? l / config_.repetition_penalty : l * config_.repetition_penalty;
-      }
-      l -= config_.presence_penalty;
-    }
-  }
+// The k most likely ids (ties by id) with their log-probabilities.
+std::vector<std::pair<TokenId, float>> TopLogprobs(const std::vector<float>& logprobs, int32_t k) {
+  std::vector<int32_t> idx(logprobs.size());
+  std::iota(idx.begin(), idx.end(), 0);
+  std::partial_sort(idx.begin(), idx.begin() + k, idx.end(), [&](int32_t a, int32_t b) {
+    return logprobs[a] != logprobs[b] ? logprobs[a] > logprobs[b] : a < b;
+  });
+  std::vector<std::pair<TokenId, float>> out;
+  for (int32_t i = 0; i < k; ++i) out.emplace_back(idx[i], logprobs[idx[i]]);
+  return out;
+}
 
-  TokenId chosen = 0;
-  if (config_.temperature == 0.0f) {
-    chosen = static_cast<TokenId>(std::max_element(work_.begin(), work_.end()) - work_.begin());
-  } else {
-    index_.resize(n);
-    std::iota(index_.begin(), index_.end(), 0);
-    int32_t keep = n;
-    if (config_.top_k > 0 && config_.top_k < n) keep = config_.top_k;
-    // Sort the candidates by logit, descending (ties by id for determinism).
-    auto by_logit = [&](int32_t a, int32_t b) {
-      return work_[a] != work_[b] ? work_[a] > work_[b] : a < b;
-    };
-    std::partial_sort(index_.begin(), index_.begin() + keep, index_.end(), by_logit);
-    index_.resize(keep);
-    std::vector<double> p(keep);
-    const double mx = work_[index_[0]];
-    double sum = 0;
-    for (int32_t i = 0; i < keep; ++i) {
-      p[i] = std::exp((work_[index_[i]] - mx) / config_.temperature);
-      sum += p[i];
-    }
-    for (double& v : p) v /= sum;
-    // min-p relative to the most likely candidate, then top-p.
-    int32_t cut = keep;
-    if (config_.min_p > 0) {
-      const double floor = config_.min_p * p[0];
-      for (int32_t i = 1; i < cut; ++i) {
-        if (p[i] < floor) {
-          cut = i;
-          break;
-        }
-      }
-    }
-    if (config_.top_p < 1.0f) {
-      double acc = 0;
-      for (int32_t i = 0; i < cut; ++i) {
-        acc += p[i];
-        if (acc >= config_.top_p) {
-          cut = i + 1;
-          break;
-        }
-      }
-    }
-    double total = 0;
-    for (int32_t i = 0; i < cut; ++i) total += p[i];
-    std::uniform_real_distribution<double> uniform(0.0, total);
-    const double r = uniform(rng_);
-    double acc = 0;
-    chosen = index_[cut - 1];
-    for (int32_t i = 0; i < cut; ++i) {
-      acc += p[i];
-      if (r < acc) {
-        chosen = index_[i];
+// The candidates left after min-p (relative to the most likely one), then
+// top-p, of `p` (probabilities, descending).
+int32_t Cut(const std::vector<double>& p, float min_p, float top_p) {
+  int32_t cut = static_cast<int32_t>(p.size());
+  if (min_p > 0) {
+    const double floor = min_p * p[0];
+    for (int32_t i = 1; i < cut; ++i) {
+      if (p[i] < floor) {
+        cut = i;
         break;
       }
     }
   }
-
-  out.id = chosen;
-  if (!logprobs.empty()) {
-    out.logprob = logprobs[chosen];
-    if (config_.top_logprobs > 0) {
-      const int32_t k = std::min(config_.top_logprobs, n);
-      std::vector<int32_t> idx(n);
-      std::iota(idx.begin(), idx.end(), 0);
-      std::partial_sort(idx.begin(), idx.begin() + k, idx.end(), [&](int32_t a, int32_t b) {
-        return logprobs[a] != logprobs[b] ? logprobs[a] > logprobs[b] : a < b;
-      });
-      for (int32_t i = 0; i < k; ++i) out.top.emplace_back(idx[i], logprobs[idx[i]]);
+  if (top_p < 1.0f) {
+    double acc = 0;
+    for (int32_t i = 0; i < cut; ++i) {
+      acc += p[i];
+      if (acc >= top_p) {
+        cut = i + 1;
+        break;
+      }
     }
   }
-  history_.push_back(chosen);
+  return cut;
+}
+
+}  // namespace
+
+absl::StatusOr<SampledToken> Sampler::Sample(std::span<const float> logits) {
+  const int32_t n = static_cast<int32_t>(logits.size());
+  if (n == 0) return absl::InvalidArgumentError("empty logits row");
+  SampledToken out;
+  // Log-probabilities before any sampling transform, so clients can score
+  // text independently of their settings.
+  std::vector<float> logprobs;
+  if (config_.logprobs || config_.top_logprobs > 0) logprobs = LogProbs(logits);
+  work_.assign(logits.begin(), logits.end());
+  ApplyPenalties();
+  out.id = config_.temperature == 0.0f
+               ? static_cast<TokenId>(std::max_element(work_.begin(), work_.end()) - work_.begin())
+               : Draw();
+  if (!logprobs.empty()) {
+    out.logprob = logprobs[out.id];
+    if (config_.top_logprobs > 0) out.top = TopLogprobs(logprobs, std::min(config_.top_logprobs, n));
+  }
+  history_.push_back(out.id);
   return out;
+}
+
+// Over the window of recent tokens, each distinct token once.
+void Sampler::ApplyPenalties() {
+  if (config_.penalty_last_n == 0 || (config_.repetition_penalty == 1.0f && config_.presence_penalty == 0.0f)) {
+    return;
+  }
+  const TokenId n = static_cast<TokenId>(work_.size());
+  size_t from = 0;
+  if (config_.penalty_last_n > 0 && history_.size() > static_cast<size_t>(config_.penalty_last_n)) {
+    from = history_.size() - config_.penalty_last_n;
+  }
+  std::unordered_set<TokenId> seen;
+  for (size_t i = from; i < history_.size(); ++i) {
+    const TokenId t = history_[i];
+    if (t < 0 || t >= n || !seen.insert(t).second) continue;
+    float& l = work_[t];
+    if (config_.repetition_penalty != 1.0f) {
+      l = l > 0 ? l / config_.repetition_penalty : l * config_.repetition_penalty;
+    }
+    l -= config_.presence_penalty;
+  }
+}
+
+TokenId Sampler::Draw() {
+  const int32_t n = static_cast<int32_t>(work_.size());
+  index_.resize(n);
+  std::iota(index_.begin(), index_.end(), 0);
+  int32_t keep = n;
+  if (config_.top_k > 0 && config_.top_k < n) keep = config_.top_k;
+  // Sort the candidates by logit, descending (ties by id for determinism).
+  auto by_logit = [&](int32_t a, int32_t b) { return work_[a] != work_[b] ? work_[a] > work_[b] : a < b; };
+  std::partial_sort(index_.begin(), index_.begin() + keep, index_.end(), by_logit);
+  index_.resize(keep);
+  std::vector<double> p(keep);
+  const double mx = work_[index_[0]];
+  double sum = 0;
+  for (int32_t i = 0; i < keep; ++i) {
+    p[i] = std::exp((work_[index_[i]] - mx) / config_.temperature);
+    sum += p[i];
+  }
+  for (double& v : p) v /= sum;
+  const int32_t cut = Cut(p, config_.min_p, config_.top_p);
+  double total = 0;
+  for (int32_t i = 0; i < cut; ++i) total += p[i];
+  std::uniform_real_distribution<double> uniform(0.0, total);
+  const double r = uniform(rng_);
+  double acc = 0;
+  for (int32_t i = 0; i < cut; ++i) {
+    acc += p[i];
+    if (r < acc) return index_[i];
+  }
+  return index_[cut - 1];
 }
 
 }  // namespace cairn::service

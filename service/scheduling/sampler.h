@@ -51,6 +51,11 @@ class Sampler final {
   absl::StatusOr<SampledToken> Sample(std::span<const float> logits);
 
  private:
+  // Repetition and presence penalties on work_.
+  void ApplyPenalties();
+  // A token drawn from work_ at the temperature, within top-k, min-p, top-p.
+  TokenId Draw();
+
   SamplingConfig config_;
   std::mt19937_64 rng_;
   std::vector<TokenId> history_;
