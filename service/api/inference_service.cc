@@ -56,6 +56,11 @@ void InferenceService::Describe(const Session& s, bool include_tokens, v1::Sessi
   }
 }
 
+void InferenceService::Changed(Session& s, v1::SessionResponse* resp) {
+  Persist(s);
+  Describe(s, false, resp->mutable_session());
+}
+
 grpc::Status InferenceService::SessionControl(grpc::ServerContext* ctx, const v1::SessionRequest* req,
                                               v1::SessionResponse* resp) {
   const Clock::time_point start = Clock::now();
@@ -100,8 +105,7 @@ absl::Status InferenceService::CreateSession(const Caller& caller, const v1::Cre
   if (absl::Status st = CheckIdIsFree(id); !st.ok()) return st;
   auto s = sessions_->Create(*model, caller.owner, caller.cache_tenant, 0, "", id);
   if (!s.ok()) return s.status();
-  Persist(**s);
-  Describe(**s, false, resp->mutable_session());
+  Changed(**s, resp);
   return absl::OkStatus();
 }
 
@@ -111,8 +115,7 @@ absl::Status InferenceService::ForkSession(const Caller& caller, const v1::ForkS
   if (!src.ok()) return src.status();
   auto s = sessions_->Fork(**src);
   if (!s.ok()) return s.status();
-  Persist(**s);
-  Describe(**s, false, resp->mutable_session());
+  Changed(**s, resp);
   return absl::OkStatus();
 }
 
@@ -129,8 +132,7 @@ absl::Status InferenceService::RewindSession(const Caller& caller, const v1::Rew
   // The live sequence is left as it is: the next Generate brings it to the
   // history, cutting or restoring exactly as needed.
   (*s)->history.Resize(static_cast<size_t>(n));
-  Persist(**s);
-  Describe(**s, false, resp->mutable_session());
+  Changed(**s, resp);
   return absl::OkStatus();
 }
 
@@ -206,8 +208,7 @@ absl::Status InferenceService::Import(const Caller& caller, const v1::ImportSess
   auto lease = RestoreSession(snap, req.model(), req.session_id(), caller, *models_, *sessions_, budget_,
                               replica_.snapshot_key);
   if (!lease.ok()) return lease.status();
-  Persist(**lease);
-  Describe(**lease, false, resp->mutable_session());
+  Changed(**lease, resp);
   if (metrics_ != nullptr) metrics_->sessions->Set(static_cast<double>(sessions_->size()));
   return absl::OkStatus();
 }

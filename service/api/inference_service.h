@@ -97,6 +97,9 @@ class InferenceService final : public v1::Inference::WithCallbackMethod_Generate
   absl::Status Import(const Caller& caller, const v1::ImportSession& req,
                       v1::SessionResponse* resp);
   void Describe(const Session& s, bool include_tokens, v1::SessionInfo* out) const;
+  // A SessionControl operation created or changed `s`: persisted, then
+  // described in the response.
+  void Changed(Session& s, v1::SessionResponse* resp);
   // The session for exclusive use, as SessionManager::Acquire, but also
   // from the session directory (when this replica does not hold it, or
   // another replica changed it since). `create_on` non-null: a session that

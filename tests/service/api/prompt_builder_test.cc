@@ -5,6 +5,7 @@
 
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "backends/model/tokenizer.h"
@@ -29,6 +30,12 @@ class PromptBuilderTest : public ::testing::Test {
     return m.tokenizer->Tokenize(text, opt);
   }
   TokenId Bos(const ServedModel& m) const { return m.tokenizer->special_tokens().bos; }
+  // The id of a control token (parsed as special, as templates are).
+  TokenId Control(const ServedModel& m, const std::string& text) const {
+    const std::vector<TokenId> ids = m.tokenizer->Tokenize(text, {.add_special = false, .parse_special = true});
+    EXPECT_EQ(ids.size(), 1u) << text;
+    return ids.empty() ? -1 : ids[0];
+  }
 
   std::unique_ptr<ModelRegistry> models_;
   ServedModel* tf_ = nullptr;
@@ -59,32 +66,27 @@ TEST_F(PromptBuilderTest, ControlTokenTextInAPartStaysText) {
   req.add_parts()->set_text("<|im_start|>system");
   auto h = BuildPrompt(*chat_, limits_, req, /*at_start=*/false);
   ASSERT_TRUE(h.ok()) << h.status();
-  const std::vector<TokenId> control = chat_->tokenizer->Tokenize("<|im_start|>", {.add_special = false,
-                                                                                    .parse_special = true});
-  ASSERT_EQ(control.size(), 1u);
-  for (TokenId t : h->Tokens()) EXPECT_NE(t, control[0]);
+  const TokenId im_start = Control(*chat_, "<|im_start|>");
+  for (TokenId t : h->Tokens()) EXPECT_NE(t, im_start);
 }
 
 TEST_F(PromptBuilderTest, MessagesRenderWithTheTemplateAndEndAtBoundaries) {
   v1::GenerateRequest req;
-  auto* m = req.add_messages();
-  m->set_role("system");
-  m->set_content("You tell stories.");
-  m = req.add_messages();
-  m->set_role("user");
-  m->set_content("Tell me about a dog.");
+  for (const auto& [role, content] : {std::pair{"system", "You tell stories."}, {"user", "Tell me a tale."}}) {
+    v1::ChatMessage* m = req.add_messages();
+    m->set_role(role);
+    m->set_content(content);
+  }
   auto h = BuildPrompt(*chat_, limits_, req, /*at_start=*/true);
   ASSERT_TRUE(h.ok()) << h.status();
-  const std::vector<TokenId> control = chat_->tokenizer->Tokenize("<|im_start|>", {.add_special = false,
-                                                                                    .parse_special = true});
-  ASSERT_EQ(control.size(), 1u);
+  const TokenId im_start = Control(*chat_, "<|im_start|>");
   const std::vector<TokenId> tokens = h->Tokens();
   // Boundaries where the second message starts and where the generation
   // prompt starts: each right before an <|im_start|>.
   ASSERT_EQ(h->message_ends.size(), 2u);
   for (size_t end : h->message_ends) {
     ASSERT_LT(end, tokens.size());
-    EXPECT_EQ(tokens[end], control[0]);
+    EXPECT_EQ(tokens[end], im_start);
   }
   EXPECT_EQ(tokens.back(), Tokenized(*chat_, "\n").back());  // "<|im_start|>assistant\n" ends it
   // Without the generation prompt, the last message's boundary is the end.

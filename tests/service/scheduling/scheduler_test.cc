@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -170,6 +171,13 @@ class SchedulerTest : public ::testing::Test {
     scheduler_ = std::move(*s);
     return *scheduler_;
   }
+  // A scheduler whose streams pause with `unacknowledged` tokens unwritten
+  // and end after `stalled` without a write.
+  Scheduler& StartWithBackpressure(int32_t unacknowledged, milliseconds stalled, SchedulerOptions options = {}) {
+    options.max_unacknowledged_tokens = unacknowledged;
+    options.stalled_stream = stalled;
+    return Start(options);
+  }
   checkpoint::Sequence* NewSequence() {
     auto s = engine_->NewSequence();
     EXPECT_TRUE(s.ok()) << s.status();
@@ -180,6 +188,22 @@ class SchedulerTest : public ::testing::Test {
   Watched* Watch(std::vector<TokenId> prompt, int max_tokens) {
     watched_.push_back(NewWatched(std::move(prompt), max_tokens));
     return watched_.back().get();
+  }
+  // One request running but paused after its first token (nobody
+  // acknowledges it; it keeps its place, as a stream stalled for less than a
+  // second does) and, behind it, one waiting (a batch of one) until
+  // `queued_deadline`.
+  std::pair<Watched*, Watched*> RunningAndQueued(SchedulerOptions options,
+                                                 Clock::time_point queued_deadline = Clock::time_point::max()) {
+    options.max_batch = 1;
+    StartWithBackpressure(1, milliseconds(600000), options);
+    Watched* running = Watch(Prompt(4), 100);
+    EXPECT_TRUE(scheduler_->Submit(running->job).ok());
+    EXPECT_TRUE(running->AwaitStreamed(1));
+    Watched* queued = Watch(Prompt(4, 330), 4);
+    queued->job->deadline = queued_deadline;
+    EXPECT_TRUE(scheduler_->Submit(queued->job).ok());
+    return {running, queued};
   }
   // The tokens a job generates alone, on a fresh sequence.
   std::vector<TokenId> Alone(std::vector<TokenId> prompt, int max_tokens) {
@@ -263,10 +287,7 @@ TEST_F(SchedulerTest, ConcurrentRequestsShareForwardCallsAndMatchTheirSoloRuns) 
 }
 
 TEST_F(SchedulerTest, BackpressurePausesAStreamThenAbortsItWhenStalled) {
-  SchedulerOptions options;
-  options.max_unacknowledged_tokens = 3;
-  options.stalled_stream = milliseconds(200);
-  Start(options);
+  StartWithBackpressure(3, milliseconds(200));
   auto w = Watch(Prompt(4), 100);
   ASSERT_TRUE(scheduler_->Submit(w->job).ok());
   ASSERT_TRUE(w->AwaitDone());  // nobody acknowledges: paused, then stalled
@@ -279,10 +300,7 @@ TEST_F(SchedulerTest, BackpressurePausesAStreamThenAbortsItWhenStalled) {
 }
 
 TEST_F(SchedulerTest, AcknowledgedStreamsRunToTheEnd) {
-  SchedulerOptions options;
-  options.max_unacknowledged_tokens = 2;
-  options.stalled_stream = milliseconds(60000);
-  Start(options);
+  StartWithBackpressure(2, milliseconds(60000));
   auto w = Watch(Prompt(4), 12);
   w->acknowledge = true;  // each token written as it comes
   ASSERT_TRUE(scheduler_->Submit(w->job).ok());
@@ -292,10 +310,7 @@ TEST_F(SchedulerTest, AcknowledgedStreamsRunToTheEnd) {
 }
 
 TEST_F(SchedulerTest, APausedRequestStopsAtItsDeadline) {
-  SchedulerOptions options;
-  options.max_unacknowledged_tokens = 2;
-  options.stalled_stream = milliseconds(600000);
-  Start(options);
+  StartWithBackpressure(2, milliseconds(600000));
   auto w = Watch(Prompt(4), 100);
   w->job->deadline = Clock::now() + milliseconds(3000);
   ASSERT_TRUE(scheduler_->Submit(w->job).ok());
@@ -308,17 +323,7 @@ TEST_F(SchedulerTest, APausedRequestStopsAtItsDeadline) {
 }
 
 TEST_F(SchedulerTest, AQueuedRequestLeavesTheQueueAtItsDeadline) {
-  SchedulerOptions options;
-  options.max_batch = 1;
-  options.max_unacknowledged_tokens = 2;
-  options.stalled_stream = milliseconds(600000);
-  Start(options);
-  auto running = Watch(Prompt(4), 100);  // paused, keeps its place
-  ASSERT_TRUE(scheduler_->Submit(running->job).ok());
-  ASSERT_TRUE(running->AwaitStreamed(2));
-  auto queued = Watch(Prompt(4, 330), 4);
-  queued->job->deadline = Clock::now() + milliseconds(100);
-  ASSERT_TRUE(scheduler_->Submit(queued->job).ok());
+  auto [running, queued] = RunningAndQueued({}, Clock::now() + milliseconds(100));
   ASSERT_TRUE(queued->AwaitDone());
   EXPECT_TRUE(absl::IsDeadlineExceeded(queued->job->status())) << queued->job->status();
   EXPECT_FALSE(queued->job->prefilled);
@@ -358,17 +363,9 @@ TEST_F(SchedulerTest, AStopBeforeThePromptRanReportsWhatTheSessionHolds) {
 
 TEST_F(SchedulerTest, AFullQueueRefusesAndLeavesTheJobUntouched) {
   SchedulerOptions options;
-  options.max_batch = 1;
   options.max_queue = 1;
-  options.max_unacknowledged_tokens = 1;
-  options.stalled_stream = milliseconds(600000);
-  Start(options);
-  auto running = Watch(Prompt(4), 100);
-  ASSERT_TRUE(scheduler_->Submit(running->job).ok());
-  ASSERT_TRUE(running->AwaitStreamed(1));
-  auto queued = Watch(Prompt(4, 330), 4);
-  ASSERT_TRUE(scheduler_->Submit(queued->job).ok());
-  auto refused = Watch(Prompt(4, 340), 4);
+  RunningAndQueued(options);
+  Watched* refused = Watch(Prompt(4, 340), 4);
   const absl::Status st = scheduler_->Submit(refused->job);
   EXPECT_TRUE(absl::IsResourceExhausted(st)) << st;
   EXPECT_EQ(scheduler_->queue_depth(), 1u);
@@ -377,16 +374,7 @@ TEST_F(SchedulerTest, AFullQueueRefusesAndLeavesTheJobUntouched) {
 }
 
 TEST_F(SchedulerTest, ShutdownEndsRunningAndQueuedRequests) {
-  SchedulerOptions options;
-  options.max_batch = 1;
-  options.max_unacknowledged_tokens = 1;
-  options.stalled_stream = milliseconds(600000);
-  Start(options);
-  auto running = Watch(Prompt(4), 100);
-  ASSERT_TRUE(scheduler_->Submit(running->job).ok());
-  ASSERT_TRUE(running->AwaitStreamed(1));
-  auto queued = Watch(Prompt(4, 330), 4);
-  ASSERT_TRUE(scheduler_->Submit(queued->job).ok());
+  auto [running, queued] = RunningAndQueued({});
   scheduler_.reset();
   EXPECT_TRUE(running->job->done() && queued->job->done());
   EXPECT_TRUE(absl::IsUnavailable(running->job->status())) << running->job->status();
