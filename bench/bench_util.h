@@ -15,7 +15,7 @@
 #include "absl/status/status.h"
 #include "backends/kernels/thread_pool.h"
 #include "backends/model/gguf.h"
-#include "service/xorshift_rng.h"
+#include "service/programs/xorshift_rng.h"
 
 namespace cairn::bench {
 

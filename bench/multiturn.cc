@@ -78,8 +78,9 @@
 #include "checkpoint/options.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
-#include "service/demo_models.h"
-#include "service/log.h"
+#include "service/host/log.h"
+#include "service/programs/demo_catalog.h"
+#include "service/programs/demo_models.h"
 #include "service/server.h"
 
 namespace cairn {
@@ -550,6 +551,7 @@ std::unique_ptr<service::Server> StartServer(const service::ModelSpec& spec, con
                                              int threads) {
   service::ServerOptions opt;
   opt.listen = "127.0.0.1:0";
+  opt.models_options.builtin = service::DemoModelCatalog();
   opt.models = {spec};
   opt.models_options.threads = threads;
   opt.models_options.checkpoint = options;

@@ -15,6 +15,18 @@ command -v "$clang" >/dev/null || { echo "$clang not found (scripts/setup.sh ins
 # same name, declares a mutex or a lock annotation (so a new file with a lock
 # is never forgotten).
 folders="checkpoint backends service"
+# In these folders a std::mutex (which the analysis cannot see) is refused
+# unless its line says why it cannot be an annotated absl::Mutex (a comment
+# with "thread-safety:").
+annotated_only="service"
+bare=$(grep -rnE 'std::(mutex|lock_guard|unique_lock)' --include='*.h' --include='*.cc' $annotated_only |
+       awk '{ code = $0; sub(/^[^:]*:[^:]*:/, "", code); sub(/\/\/.*/, "", code) }
+            code ~ /std::(mutex|lock_guard|unique_lock)/ && $0 !~ /thread-safety:/' || true)
+if [ -n "$bare" ]; then
+  echo "std::mutex outside the analysis (use an annotated absl::Mutex, or say why not with 'thread-safety:'):" >&2
+  echo "$bare" >&2
+  exit 1
+fi
 exec python3 - "$build" "$clang" $folders <<'PY'
 import json, os, re, shlex, subprocess, sys
 build, clang, folders = sys.argv[1], sys.argv[2], sys.argv[3:]
