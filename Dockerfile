@@ -29,6 +29,7 @@ WORKDIR /src
 COPY CMakeLists.txt ./
 COPY protos protos
 COPY backends backends
+COPY synthetic synthetic
 COPY checkpoint checkpoint
 COPY service service
 COPY tools tools

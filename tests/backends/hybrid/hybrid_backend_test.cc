@@ -18,6 +18,7 @@
 #include "backends/model/dequant.h"
 #include "backends/model/gguf_writer.h"
 #include "gtest/gtest.h"
+#include "synthetic/synthetic_model.h"
 #include "tests/testing/gguf_rewrite.h"
 #include "tests/testing/shared_data.h"
 #include "tools/eval_lib.h"
@@ -401,22 +402,6 @@ TEST(HybridBackendTest, MtpBlocksAreNotRun) {
   EXPECT_EQ(l_mtp->values, l->values);
 }
 
-// Q8_0 blocks of 32: an fp16 scale max|x| / 127, then 32 rounded int8.
-std::vector<uint8_t> QuantizeQ8_0(const std::vector<float>& x) {
-  std::vector<uint8_t> out;
-  for (size_t b = 0; b < x.size(); b += 32) {
-    float amax = 0.0f;
-    for (size_t i = 0; i < 32; ++i) amax = std::max(amax, std::abs(x[b + i]));
-    const float d = amax / 127.0f;
-    const float id = d != 0.0f ? 1.0f / d : 0.0f;
-    const uint16_t h = Fp32ToFp16(d);
-    out.push_back(static_cast<uint8_t>(h & 0xff));
-    out.push_back(static_cast<uint8_t>(h >> 8));
-    for (size_t i = 0; i < 32; ++i) out.push_back(static_cast<uint8_t>(static_cast<int8_t>(std::lround(x[b + i] * id))));
-  }
-  return out;
-}
-
 // Quantized weights go through the same mathematics as their exact F32
 // dequantization (with exact_activations, activations stay F32): every
 // matrix of the hybrids as Q8_0 against an F32 copy holding the dequantized
@@ -447,7 +432,7 @@ TEST(HybridBackendTest, QuantizedWeightsMatchTheirDequantizedCopy) {
       std::vector<uint8_t> raw(t->data, t->data + t->n_bytes);
       // Matrices and 3-D expert tensors (Q8_0 blocks run along their rows).
       if (t->type == GgmlType::kF32 && t->shape.size() >= 2 && t->shape[0] % 32 == 0 && t->shape[1] > 1) {
-        const std::vector<uint8_t> q = QuantizeQ8_0(DequantizeTensor(*t));
+        const std::vector<uint8_t> q = synthetic::QuantizeQ8_0(DequantizeTensor(*t));
         std::vector<float> back(static_cast<size_t>(t->n_elements()));
         DequantizeRow(GgmlType::kQ8_0, q.data(), back.data(), t->n_elements());
         wq.AddTensor(t->name, GgmlType::kQ8_0, t->shape, q);

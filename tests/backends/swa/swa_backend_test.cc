@@ -17,6 +17,7 @@
 #include "backends/model/gguf.h"
 #include "backends/model/gguf_writer.h"
 #include "gtest/gtest.h"
+#include "synthetic/architectures.h"
 #include "tests/testing/gguf_rewrite.h"
 #include "tests/testing/shared_data.h"
 #include "tools/eval_lib.h"
@@ -412,73 +413,40 @@ struct Synth {
   double attn_cap = 0, final_cap = 0;                      // 0: key absent
   bool qk_norm = false;
   bool write_pattern = true;  // false: the arch's default period applies
-  std::map<std::string, std::vector<float>> t;
-  std::map<std::string, std::vector<int64_t>> shape;
+  std::map<std::string, std::vector<float>> t;  // the values Build wrote, by tensor name
 
-  void Add(const std::string& name, std::vector<int64_t> s, uint32_t seed, float lo, float hi) {
-    size_t n = 1;
-    for (int64_t d : s) n *= static_cast<size_t>(d);
-    std::vector<float> v(n);
-    uint64_t x = 0x9e3779b97f4a7c15ull * (seed + 1);
-    for (float& f : v) {
-      x ^= x << 13;
-      x ^= x >> 7;
-      x ^= x << 17;
-      f = lo + (hi - lo) * static_cast<float>(x >> 40) / static_cast<float>(1 << 24);
-    }
-    t[name] = v;
-    shape[name] = s;
+  static bool EndsWith(const std::string& s, const std::string& suffix) {
+    return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
   }
 
+  // The model (synthetic/) with norms away from 1 and matrices a little
+  // larger than the default, so that each of them matters.
   std::shared_ptr<const ModelFile> Build() {
-    GgufWriter w;
-    const std::string a = arch + ".";
-    w.SetString("general.architecture", arch);
-    w.SetUint32(a + "context_length", 256);
-    w.SetUint32(a + "embedding_length", E);
-    w.SetUint32(a + "block_count", L);
-    w.SetUint32(a + "feed_forward_length", F);
-    w.SetUint32(a + "attention.head_count", H);
-    w.SetUint32(a + "attention.head_count_kv", HKV);
-    w.SetUint32(a + "attention.key_length", D);
-    w.SetUint32(a + "attention.value_length", D);
-    w.SetFloat32(a + "attention.layer_norm_rms_epsilon", 1e-6f);
-    w.SetUint32(a + "attention.sliding_window", W);
-    if (write_pattern) w.SetUint32(a + "attention.sliding_window_pattern", P);
-    w.SetFloat32(a + "rope.freq_base", static_cast<float>(base));
-    if (arch == "gemma3") w.SetFloat32(a + "rope.freq_base_swa", static_cast<float>(base_swa));
+    synthetic::SyntheticModel m = synthetic::Gemma({
+        .arch = arch, .n_embd = E, .n_ff = F, .n_vocab = V, .n_layer = L, .n_head = H, .n_head_kv = HKV,
+        .head_dim = D, .window = W, .pattern = write_pattern ? P : 0, .n_ctx = 256,
+        .rope_base = static_cast<float>(base),
+        .rope_base_swa = arch == "gemma3" ? static_cast<float>(base_swa) : -1.0f, .qk_norm = qk_norm});
+    GgufWriter& w = m.metadata();
     if (rope_factor > 0) {
-      w.SetString(a + "rope.scaling.type", "linear");
-      w.SetFloat32(a + "rope.scaling.factor", static_cast<float>(rope_factor));
+      w.SetString(m.Key("rope.scaling.type"), "linear");
+      w.SetFloat32(m.Key("rope.scaling.factor"), static_cast<float>(rope_factor));
     }
-    if (attn_cap > 0) w.SetFloat32(a + "attn_logit_softcapping", static_cast<float>(attn_cap));
-    if (final_cap > 0) w.SetFloat32(a + "final_logit_softcapping", static_cast<float>(final_cap));
-    uint32_t seed = 1;
-    Add("token_embd.weight", {E, V}, seed++, -1.0f, 1.0f);
-    Add("output_norm.weight", {E}, seed++, 0.5f, 1.5f);
+    if (attn_cap > 0) w.SetFloat32(m.Key("attn_logit_softcapping"), static_cast<float>(attn_cap));
+    if (final_cap > 0) w.SetFloat32(m.Key("final_logit_softcapping"), static_cast<float>(final_cap));
     const float s_in = 1.5f / std::sqrt(static_cast<float>(E));
-    for (int l = 0; l < L; ++l) {
-      const std::string p = "blk." + std::to_string(l) + ".";
-      Add(p + "attn_norm.weight", {E}, seed++, 0.5f, 1.5f);
-      Add(p + "attn_q.weight", {E, H * D}, seed++, -s_in, s_in);
-      Add(p + "attn_k.weight", {E, HKV * D}, seed++, -s_in, s_in);
-      Add(p + "attn_v.weight", {E, HKV * D}, seed++, -s_in, s_in);
-      Add(p + "attn_output.weight", {H * D, E}, seed++, -s_in, s_in);
-      if (qk_norm) {
-        Add(p + "attn_q_norm.weight", {D}, seed++, 0.5f, 1.5f);
-        Add(p + "attn_k_norm.weight", {D}, seed++, 0.5f, 1.5f);
+    for (synthetic::SyntheticTensor& tensor : m.tensors()) {
+      if (EndsWith(tensor.name, "norm.weight")) {
+        tensor.init = synthetic::Init::Uniform(0.5f, 1.5f);
+      } else if (tensor.weight && tensor.name != "token_embd.weight") {
+        tensor.init = synthetic::Init::Symmetric(s_in);
       }
-      Add(p + "post_attention_norm.weight", {E}, seed++, 0.5f, 1.5f);
-      Add(p + "ffn_norm.weight", {E}, seed++, 0.5f, 1.5f);
-      Add(p + "ffn_gate.weight", {E, F}, seed++, -s_in, s_in);
-      Add(p + "ffn_up.weight", {E, F}, seed++, -s_in, s_in);
-      Add(p + "ffn_down.weight", {F, E}, seed++, -s_in, s_in);
-      Add(p + "post_ffw_norm.weight", {E}, seed++, 0.5f, 1.5f);
     }
-    for (const auto& [name, values] : t) w.AddF32Tensor(name, shape[name], values);
-    auto m = ModelFile::FromBuffer(w.Serialize(), "synthetic-" + arch);
-    EXPECT_TRUE(m.ok()) << m.status();
-    return m.ok() ? std::shared_ptr<const ModelFile>(std::move(*m)) : nullptr;
+    m.Materialize();
+    for (const synthetic::SyntheticTensor& tensor : m.tensors()) t[tensor.name] = tensor.init.values;
+    auto file = m.Open("synthetic-" + arch);
+    EXPECT_TRUE(file.ok()) << file.status();
+    return file.ok() ? *std::move(file) : nullptr;
   }
 
   // y = W x for a GGUF matrix of shape [n_in, n_out].
