@@ -2,8 +2,8 @@
 // with one composite memory per sequence (HybridMemory: a full K/V cache per
 // attention mixer, a state per recurrent mixer), so
 // nothing is cut back without a snapshot, which the backend can take inside a
-// run. Architectures (wiring files on the shared layer stack of
-// hybrid_stack.h):
+// run. Architectures (wiring files loading a LayerStack, with the load steps
+// of hybrid_loading.h):
 //   granitehybrid  Mamba-2 layers where head_count_kv[layer] == 0, attention
 //                  layers elsewhere (no positional encoding unless
 //                  rope.scaling.finetuned); embedding, residual, attention

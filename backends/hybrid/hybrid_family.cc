@@ -1,5 +1,5 @@
 #include "backends/hybrid/hybrid_backend.h"
-#include "backends/hybrid/hybrid_stack.h"
+#include "backends/hybrid/hybrid_loading.h"
 #include "backends/layers/layered_backend.h"
 #include "backends/memory/fingerprint.h"
 #include "backends/memory/hybrid_memory.h"
