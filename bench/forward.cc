@@ -140,7 +140,7 @@ Result RunOne(const synthetic::LlamaShape& s, GgmlType type, bool exact, int thr
   BackendOptions opt;
   opt.n_threads = threads;
   opt.exact_activations = exact;
-  auto backend = CreateTransformerBackend(std::move(model), opt);
+  auto backend = TransformerFamily().create(std::move(model), opt);
   if (!backend.ok()) {
     std::fprintf(stderr, "backend: %s\n", backend.status().ToString().c_str());
     return r;

@@ -120,7 +120,7 @@ int RunModel(const std::string& which, GgmlType type, int threads, int prompt, i
   s.model.weight_type = type;
   BackendOptions options;
   options.n_threads = threads;
-  auto backend = CreateHybridBackend(bench::ModelOrDie(s.model, "bench-" + which), options);
+  auto backend = HybridFamily().create(bench::ModelOrDie(s.model, "bench-" + which), options);
   if (!backend.ok()) {
     std::fprintf(stderr, "create: %s\n", std::string(backend.status().message()).c_str());
     return 1;

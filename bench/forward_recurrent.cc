@@ -75,7 +75,7 @@ int Main(int argc, char** argv) {
   std::shared_ptr<const ModelFile> model = bench::ModelOrDie(synthetic::Mamba2(s), "bench-mamba2");
   BackendOptions options;
   options.n_threads = threads;
-  auto backend = CreateRecurrentBackend(model, options);
+  auto backend = RecurrentFamily().create(model, options);
   if (!backend.ok()) {
     std::fprintf(stderr, "create: %s\n", std::string(backend.status().message()).c_str());
     return 1;

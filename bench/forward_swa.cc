@@ -54,7 +54,7 @@ std::unique_ptr<Backend> MakeBackend(std::shared_ptr<const ModelFile> model, int
   options.n_threads = threads;
   SwaOptions swa;
   swa.rollback_slack = slack;
-  auto b = CreateSwaBackend(std::move(model), options, swa);
+  auto b = SwaFamily(swa).create(std::move(model), options);
   if (!b.ok()) {
     std::fprintf(stderr, "create: %s\n", std::string(b.status().message()).c_str());
     std::exit(1);

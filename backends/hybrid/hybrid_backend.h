@@ -36,32 +36,18 @@
 #ifndef CAIRN_BACKENDS_HYBRID_HYBRID_BACKEND_H_
 #define CAIRN_BACKENDS_HYBRID_HYBRID_BACKEND_H_
 
-#include <memory>
-#include <string>
-#include <vector>
-
-#include "absl/status/status.h"
-#include "absl/status/statusor.h"
 #include "backends/backend.h"
 
 namespace cairn {
 
-inline constexpr char kHybridFamily[] = "hybrid";
-
-// The architectures this family serves.
-std::vector<std::string> HybridArchs();
-
-// Loads the model. Errors: INVALID_ARGUMENT for another architecture or
-// missing/inconsistent metadata and tensors (the message names them),
-// NOT_FOUND for a missing tensor, UNIMPLEMENTED for attention layers of
-// different K/V widths and the variants the wiring files name (older
-// qwen3next files with one ssm_in for q, k, v and z, falcon-h1's FFN biases,
-// nemotron_h's MLP biases and latent MoE, lfm2's sliding-window attention).
-absl::StatusOr<std::unique_ptr<Backend>> CreateHybridBackend(std::shared_ptr<const ModelFile> model,
-                                                             const BackendOptions& options);
-
-// Registers the family under kHybridFamily for HybridArchs().
-absl::Status RegisterHybridFamily(BackendRegistry& registry);
+// Name "hybrid". Its factory's errors: INVALID_ARGUMENT for another
+// architecture or missing/inconsistent metadata and tensors (the message
+// names them), NOT_FOUND for a missing tensor, UNIMPLEMENTED for attention
+// layers of different K/V widths and the variants the wiring files name
+// (older qwen3next files with one ssm_in for q, k, v and z, falcon-h1's FFN
+// biases, nemotron_h's MLP biases and latent MoE, lfm2's sliding-window
+// attention).
+BackendFamily HybridFamily();
 
 }  // namespace cairn
 

@@ -30,7 +30,7 @@ std::unique_ptr<Backend> Load(const std::string& relative) {
   auto model = ModelFile::Open(testing::SharedPath(relative));
   EXPECT_TRUE(model.ok()) << model.status();
   if (!model.ok()) return nullptr;
-  auto b = CreateHybridBackend(std::shared_ptr<const ModelFile>(std::move(*model)), BackendOptions{});
+  auto b = HybridFamily().create(std::shared_ptr<const ModelFile>(std::move(*model)), BackendOptions{});
   EXPECT_TRUE(b.ok()) << b.status();
   return b.ok() ? std::move(*b) : nullptr;
 }
@@ -38,7 +38,7 @@ std::unique_ptr<Backend> Load(const std::string& relative) {
 absl::StatusOr<std::unique_ptr<Backend>> CreateFrom(const std::vector<uint8_t>& bytes) {
   auto file = ModelFile::FromBuffer(bytes, "rewritten");
   if (!file.ok()) return file.status();
-  return CreateHybridBackend(std::shared_ptr<const ModelFile>(std::move(*file)), BackendOptions{});
+  return HybridFamily().create(std::shared_ptr<const ModelFile>(std::move(*file)), BackendOptions{});
 }
 
 std::vector<int32_t> AllRows(int64_t n) {
@@ -234,7 +234,7 @@ TEST_F(QwenMultimodalTest, InvalidChunksChangeNothing) {
   ASSERT_TRUE(small_model.ok());
   BackendOptions opts;
   opts.max_context = 12;
-  auto small = CreateHybridBackend(std::shared_ptr<const ModelFile>(std::move(*small_model)), opts);
+  auto small = HybridFamily().create(std::shared_ptr<const ModelFile>(std::move(*small_model)), opts);
   ASSERT_TRUE(small.ok());
   auto sm = (*small)->NewSequence();
   ASSERT_TRUE(sm.ok());
@@ -393,7 +393,7 @@ TEST(HybridBackendTest, MtpBlocksAreNotRun) {
     w.AddF32Tensor("blk.4.nextn.eh_proj.weight", {128, 64}, std::vector<float>(128 * 64, 1.0f));
   }));
   ASSERT_TRUE(b_mtp.ok()) << b_mtp.status();
-  auto b = CreateHybridBackend(std::shared_ptr<const ModelFile>(std::move(*orig)), BackendOptions{});
+  auto b = HybridFamily().create(std::shared_ptr<const ModelFile>(std::move(*orig)), BackendOptions{});
   ASSERT_TRUE(b.ok());
   const std::vector<TokenId> toks = {1, 403, 407, 261, 378};
   auto l_mtp = EvalSequence(**b_mtp, toks, EvalMode{});
@@ -451,9 +451,9 @@ TEST(HybridBackendTest, QuantizedWeightsMatchTheirDequantizedCopy) {
     BackendOptions exact;
     exact.exact_activations = true;
     std::shared_ptr<const ModelFile> q8_file(std::move(*mq));
-    auto q8 = CreateHybridBackend(q8_file, exact);
-    auto q8_fast = CreateHybridBackend(q8_file, BackendOptions{});
-    auto f32 = CreateHybridBackend(std::shared_ptr<const ModelFile>(std::move(*mf)), exact);
+    auto q8 = HybridFamily().create(q8_file, exact);
+    auto q8_fast = HybridFamily().create(q8_file, BackendOptions{});
+    auto f32 = HybridFamily().create(std::shared_ptr<const ModelFile>(std::move(*mf)), exact);
     ASSERT_TRUE(q8.ok() && q8_fast.ok() && f32.ok()) << q8.status() << q8_fast.status() << f32.status();
     EXPECT_LT((*q8)->info().weight_bytes, (*f32)->info().weight_bytes / 3);
     std::vector<TokenId> toks;
@@ -532,7 +532,7 @@ TEST(HybridBackendTest, RejectsFilesItCannotServe) {
   CAIRN_REQUIRE_SHARED("golden/models/granitehybrid.gguf");
   auto llama = ModelFile::Open(testing::SharedPath("golden/models/llama.gguf"));
   ASSERT_TRUE(llama.ok());
-  EXPECT_EQ(CreateHybridBackend(std::shared_ptr<const ModelFile>(std::move(*llama)), BackendOptions{}).status().code(),
+  EXPECT_EQ(HybridFamily().create(std::shared_ptr<const ModelFile>(std::move(*llama)), BackendOptions{}).status().code(),
             absl::StatusCode::kInvalidArgument);
   // granitehybrid with every layer declared attention: no recurrent layer.
   auto orig = ModelFile::Open(testing::SharedPath("golden/models/granitehybrid.gguf"));

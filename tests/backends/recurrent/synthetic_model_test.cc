@@ -168,7 +168,7 @@ TEST_P(SyntheticMamba1Test, MatchesDirectComputationInDouble) {
   ASSERT_NE(model, nullptr);
   BackendOptions options;
   options.n_threads = 2;
-  auto b = CreateRecurrentBackend(model, options);
+  auto b = RecurrentFamily().create(model, options);
   ASSERT_TRUE(b.ok()) << b.status();
   const std::vector<TokenId> tokens = {1, 4, 9, 0, 3, 3, 7, 2};
   const auto ref = Reference(w, tokens);
@@ -203,8 +203,8 @@ INSTANTIATE_TEST_SUITE_P(DtBcRms, SyntheticMamba1Test, ::testing::Bool(),
 TEST(SyntheticMamba1Test, DtBcRmsChangesTheResult) {
   // The same weights with and without the flag: the flag must reach the model.
   Mamba1Weights on = MakeWeights(true, 12), off = MakeWeights(false, 12);
-  auto b_on = CreateRecurrentBackend(Write(on), BackendOptions{});
-  auto b_off = CreateRecurrentBackend(Write(off), BackendOptions{});
+  auto b_on = RecurrentFamily().create(Write(on), BackendOptions{});
+  auto b_off = RecurrentFamily().create(Write(off), BackendOptions{});
   ASSERT_TRUE(b_on.ok() && b_off.ok());
   const TokenId toks[] = {2, 5};
   const int32_t rows[] = {1};
@@ -220,7 +220,7 @@ TEST(SyntheticMamba1Test, DtBcRmsChangesTheResult) {
 
 TEST(SyntheticMamba1Test, StateBytesFollowTheFormula) {
   const Mamba1Weights w = MakeWeights(false, 14);
-  auto b = CreateRecurrentBackend(Write(w), BackendOptions{});
+  auto b = RecurrentFamily().create(Write(w), BackendOptions{});
   ASSERT_TRUE(b.ok()) << b.status();
   auto m = *(*b)->NewSequence();
   // Per layer: (d_conv - 1) * d_inner conv inputs + d_state * d_inner SSM state.
@@ -235,21 +235,21 @@ TEST(SyntheticLoadErrors, NameWhatIsWrong) {
   {
     Damage damage;
     damage.skip_tensor = "blk.1.ssm_x.weight";
-    auto b = CreateRecurrentBackend(Write(w, damage), BackendOptions{});
+    auto b = RecurrentFamily().create(Write(w, damage), BackendOptions{});
     EXPECT_EQ(b.status().code(), absl::StatusCode::kInvalidArgument);
     EXPECT_NE(b.status().message().find("blk.1.ssm_x.weight"), std::string::npos) << b.status();
   }
   {
     Damage damage;
     damage.reshape_tensor = "blk.0.ssm_a";
-    auto b = CreateRecurrentBackend(Write(w, damage), BackendOptions{});
+    auto b = RecurrentFamily().create(Write(w, damage), BackendOptions{});
     EXPECT_EQ(b.status().code(), absl::StatusCode::kInvalidArgument);
     EXPECT_NE(b.status().message().find("blk.0.ssm_a"), std::string::npos) << b.status();
   }
   {
     Damage damage;
     damage.drop_state_size = true;
-    auto b = CreateRecurrentBackend(Write(w, damage), BackendOptions{});
+    auto b = RecurrentFamily().create(Write(w, damage), BackendOptions{});
     EXPECT_EQ(b.status().code(), absl::StatusCode::kInvalidArgument);
     EXPECT_NE(b.status().message().find("mamba.ssm.state_size"), std::string::npos) << b.status();
   }

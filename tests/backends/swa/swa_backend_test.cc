@@ -39,7 +39,7 @@ std::unique_ptr<Backend> Load(int32_t slack, int32_t max_context = 0) {
   options.max_context = max_context;
   SwaOptions swa;
   swa.rollback_slack = slack;
-  auto b = CreateSwaBackend(std::shared_ptr<const ModelFile>(std::move(*model)), options, swa);
+  auto b = SwaFamily(swa).create(std::shared_ptr<const ModelFile>(std::move(*model)), options);
   EXPECT_TRUE(b.ok()) << b.status();
   return b.ok() ? std::move(*b) : nullptr;
 }
@@ -109,7 +109,7 @@ TEST_F(SwaGoldenTest, ModelInfoAndFreshCapabilities) {
   auto b = Load(512);
   ASSERT_NE(b, nullptr);
   EXPECT_EQ(b->info().arch, "gemma3");
-  EXPECT_EQ(b->info().family, kSwaFamily);
+  EXPECT_EQ(b->info().family, "swa");
   EXPECT_EQ(b->info().n_vocab, 512);
   EXPECT_FALSE(b->info().caps.truncatable);
   EXPECT_TRUE(b->info().caps.has_checkpoint_state);
@@ -342,21 +342,21 @@ TEST(SwaBackendTest, RejectsOtherArchitecturesAndBadSlack) {
   CAIRN_REQUIRE_SHARED("golden/models/llama.gguf");
   auto llama = ModelFile::Open(testing::SharedPath("golden/models/llama.gguf"));
   ASSERT_TRUE(llama.ok());
-  auto b = CreateSwaBackend(std::shared_ptr<const ModelFile>(std::move(*llama)), BackendOptions{});
+  auto b = SwaFamily().create(std::shared_ptr<const ModelFile>(std::move(*llama)), BackendOptions{});
   EXPECT_EQ(b.status().code(), absl::StatusCode::kInvalidArgument);
   CAIRN_REQUIRE_SHARED(kModel);
   auto gemma = ModelFile::Open(testing::SharedPath(kModel));
   ASSERT_TRUE(gemma.ok());
   SwaOptions bad;
   bad.rollback_slack = 0;
-  auto c = CreateSwaBackend(std::shared_ptr<const ModelFile>(std::move(*gemma)), BackendOptions{}, bad);
+  auto c = SwaFamily(bad).create(std::shared_ptr<const ModelFile>(std::move(*gemma)), BackendOptions{});
   EXPECT_EQ(c.status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 absl::StatusOr<std::unique_ptr<Backend>> CreateFrom(const std::vector<uint8_t>& bytes) {
   auto file = ModelFile::FromBuffer(bytes, "rewritten");
   if (!file.ok()) return file.status();
-  return CreateSwaBackend(std::shared_ptr<const ModelFile>(std::move(*file)), BackendOptions{});
+  return SwaFamily().create(std::shared_ptr<const ModelFile>(std::move(*file)), BackendOptions{});
 }
 
 // gpt-oss.gguf has no pattern key: the reference's period 2 makes layers 0
@@ -365,7 +365,7 @@ TEST(SwaBackendTest, GptOssLayersFollowTheSlidingWindowPattern) {
   CAIRN_REQUIRE_SHARED("golden/models/gpt-oss.gguf");
   auto orig = ModelFile::Open(testing::SharedPath("golden/models/gpt-oss.gguf"));
   ASSERT_TRUE(orig.ok());
-  auto b = CreateSwaBackend(std::shared_ptr<const ModelFile>(std::move(*orig)), BackendOptions{});
+  auto b = SwaFamily().create(std::shared_ptr<const ModelFile>(std::move(*orig)), BackendOptions{});
   ASSERT_TRUE(b.ok()) << b.status();
   orig = ModelFile::Open(testing::SharedPath("golden/models/gpt-oss.gguf"));
   ASSERT_TRUE(orig.ok());
@@ -565,7 +565,7 @@ void ExpectMatchesReference(Synth& s, const std::string& what) {
   ASSERT_NE(model, nullptr);
   SwaOptions swa;
   swa.rollback_slack = 2;  // rings of W + 1 rows: wrapping all the time
-  auto b = CreateSwaBackend(model, BackendOptions{}, swa);
+  auto b = SwaFamily(swa).create(model, BackendOptions{});
   ASSERT_TRUE(b.ok()) << b.status();
   const std::vector<TokenId> tokens = SynthTokens(29, s.V);
   const SequenceLogits ref = s.Reference(tokens);
@@ -595,8 +595,8 @@ TEST(SwaSyntheticTest, Gemma2DefaultsToCapsOf50And30) {
   auto model_default = d.Build();
   ASSERT_NE(model_explicit, nullptr);
   ASSERT_NE(model_default, nullptr);
-  auto be = CreateSwaBackend(model_explicit, BackendOptions{});
-  auto bd = CreateSwaBackend(model_default, BackendOptions{});
+  auto be = SwaFamily().create(model_explicit, BackendOptions{});
+  auto bd = SwaFamily().create(model_default, BackendOptions{});
   ASSERT_TRUE(be.ok() && bd.ok());
   const std::vector<TokenId> tokens = SynthTokens(12, s.V);
   auto le = EvalSequence(**be, tokens, EvalMode{0});
@@ -637,7 +637,7 @@ TEST(SwaSyntheticTest, Gemma3WithoutAWindowIsAllGlobalAndTruncatable) {
   s.qk_norm = true;
   s.W = 0;
   ExpectMatchesReference(s, "gemma3 without window");
-  auto b = CreateSwaBackend(s.Build(), BackendOptions{});
+  auto b = SwaFamily().create(s.Build(), BackendOptions{});
   ASSERT_TRUE(b.ok()) << b.status();
   EXPECT_TRUE((*b)->info().caps.truncatable);
   EXPECT_FALSE((*b)->info().caps.has_checkpoint_state);

@@ -28,7 +28,7 @@ std::unique_ptr<Backend> Load(const std::string& rel, BackendOptions options = {
   auto model = ModelFile::Open(testing::SharedPath(rel));
   EXPECT_TRUE(model.ok()) << model.status();
   if (!model.ok()) return nullptr;
-  auto b = CreateTransformerBackend(std::shared_ptr<const ModelFile>(std::move(*model)), options);
+  auto b = TransformerFamily().create(std::shared_ptr<const ModelFile>(std::move(*model)), options);
   EXPECT_TRUE(b.ok()) << b.status();
   return b.ok() ? std::move(*b) : nullptr;
 }
@@ -224,7 +224,7 @@ TEST(GreedyTest, Stories260KReproducesLlamaCpp) {
   ASSERT_TRUE(model.ok());
   auto tok = Tokenizer::Create(**model);
   ASSERT_TRUE(tok.ok()) << tok.status();
-  auto backend = CreateTransformerBackend(std::shared_ptr<const ModelFile>(std::move(*model)), {});
+  auto backend = TransformerFamily().create(std::shared_ptr<const ModelFile>(std::move(*model)), {});
   ASSERT_TRUE(backend.ok()) << backend.status();
   auto cases = ReadGreedy(testing::SharedPath("models/stories260K_greedy.json"));
   ASSERT_EQ(cases.size(), 3u);
@@ -270,7 +270,7 @@ synthetic::SyntheticModel Tiny(const std::string& arch, bool qkv_bias, bool qk_n
 absl::StatusOr<std::unique_ptr<Backend>> Build(const synthetic::SyntheticModel& m) {
   absl::StatusOr<std::shared_ptr<const ModelFile>> file = m.Open("synthetic-" + m.arch());
   if (!file.ok()) return file.status();
-  return CreateTransformerBackend(*std::move(file), BackendOptions{});
+  return TransformerFamily().create(*std::move(file), BackendOptions{});
 }
 
 SequenceLogits RunAll(Backend& b, const std::vector<TokenId>& tokens) {
@@ -431,9 +431,9 @@ TEST(LoadTest, ErrorsNameTheProblem) {
 
 TEST(RegistryTest, FamilyServesItsArchsOnce) {
   BackendRegistry r;
-  ASSERT_TRUE(RegisterTransformerFamily(r).ok());
+  ASSERT_TRUE(r.Register(TransformerFamily()).ok());
   for (const char* arch : {"llama", "qwen2", "qwen3"}) EXPECT_EQ(*r.FamilyForArch(arch), "transformer");
-  EXPECT_EQ(RegisterTransformerFamily(r).code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_EQ(r.Register(TransformerFamily()).code(), absl::StatusCode::kAlreadyExists);
 }
 
 TEST(SnapshotTest, LayoutTellsModelsApartButNotReplicas) {
