@@ -2,4 +2,4 @@
 #include "backends/swa/swa_backend.h"
 #include "backends/plugin.h"
 
-CAIRN_BACKEND_PLUGIN("swa", [](cairn::BackendRegistry& r) { return r.Register(cairn::SwaFamily()); })
+CAIRN_BACKEND_PLUGIN(cairn::SwaFamily())

@@ -2,4 +2,4 @@
 #include "backends/transformer/transformer.h"
 #include "backends/plugin.h"
 
-CAIRN_BACKEND_PLUGIN("transformer", [](cairn::BackendRegistry& r) { return r.Register(cairn::TransformerFamily()); })
+CAIRN_BACKEND_PLUGIN(cairn::TransformerFamily())
