@@ -39,6 +39,7 @@ COPY CMakeLists.txt ./
 COPY protos protos
 COPY backends backends
 COPY chat chat
+COPY synthetic synthetic
 COPY checkpoint checkpoint
 COPY service service
 COPY tools tools

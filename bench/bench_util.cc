@@ -1,5 +1,6 @@
 #include "bench/bench_util.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -47,13 +48,36 @@ std::string FlagValue(const std::vector<std::string>& args, size_t* i) {
   return args[++*i];
 }
 
-std::shared_ptr<const ModelFile> ModelOrDie(const std::vector<uint8_t>& bytes, const std::string& name) {
-  auto m = ModelFile::FromBuffer(bytes, name);
+void IntFlags(int argc, char** argv, std::initializer_list<std::pair<const char*, int*>> flags) {
+  for (int i = 1; i + 1 < argc; i += 2) {
+    for (const auto& [name, target] : flags) {
+      if (std::strcmp(argv[i], name) == 0) *target = std::atoi(argv[i + 1]);
+    }
+  }
+}
+
+double DecodeGreedy(Backend& backend, SequenceMemory* memory, int n) {
+  TokenId next = 5;
+  const int32_t row0[] = {0};
+  const auto t0 = Clock::now();
+  for (int i = 0; i < n; ++i) {
+    const TokenId tok[] = {next};
+    SequenceRun run{memory, memory->next_pos(), tok, nullptr, row0, {}};
+    auto out = backend.Forward(std::span<const SequenceRun>(&run, 1));
+    if (!out.ok()) std::abort();
+    next = static_cast<TokenId>(std::max_element((*out)[0].values.begin(), (*out)[0].values.end()) -
+                                (*out)[0].values.begin());
+  }
+  return Seconds(t0, Clock::now()) / n;
+}
+
+std::shared_ptr<const ModelFile> ModelOrDie(const synthetic::SyntheticModel& model, const std::string& name) {
+  absl::StatusOr<std::shared_ptr<const ModelFile>> m = model.Open(name);
   if (!m.ok()) {
     std::fprintf(stderr, "synthetic %s: %s\n", name.c_str(), std::string(m.status().message()).c_str());
     std::exit(1);
   }
-  return std::shared_ptr<const ModelFile>(std::move(*m));
+  return *std::move(m);
 }
 
 void Die(const std::string& what, const absl::Status& s) {

@@ -1,6 +1,5 @@
 #include "service/programs/demo_models.h"
 
-#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <set>
@@ -10,12 +9,10 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "backends/model/gguf_writer.h"
-#include "service/programs/xorshift_rng.h"
+#include "synthetic/architectures.h"
 
 namespace cairn::service {
 namespace {
-
-using Rng = XorShiftRng;
 
 constexpr const char* kWords[] = {
     "the", "a", "and", "to", "of", "in", "was", "he", "she", "it", "they", "said", "once",
@@ -113,176 +110,44 @@ constexpr float kImEndScale = 1.3f;
 // Output rows: control and byte tokens get zero rows (logit 0) and word
 // pieces large random rows, so sampled text is mostly words, not stray bytes.
 // <|im_end|> gets a random row too, so that a chat reply can end.
-std::vector<float> OutputRows(const Vocab& v, int64_t n_embd, float scale, Rng& rng) {
-  std::vector<float> out(static_cast<size_t>(n_embd) * v.tokens.size(), 0.0f);
-  auto fill = [&](size_t t, float s) {
-    for (int64_t i = 0; i < n_embd; ++i) out[t * n_embd + i] = rng.Uniform(-s, s);
-  };
-  for (size_t t = v.first_piece; t < v.end_piece; ++t) fill(t, scale);
-  if (v.im_end >= 0) fill(static_cast<size_t>(v.im_end), kImEndScale * scale);
-  return out;
+synthetic::Init OutputRows(const Vocab& v, float scale) {
+  std::vector<float> half_widths(v.tokens.size(), 0.0f);
+  for (size_t t = v.first_piece; t < v.end_piece; ++t) half_widths[t] = scale;
+  if (v.im_end >= 0) half_widths[static_cast<size_t>(v.im_end)] = kImEndScale * scale;
+  return synthetic::Init::RowUniform(std::move(half_widths));
 }
 
-absl::StatusOr<DemoModel> Finish(GgufWriter& w, const std::string& name) {
-  std::vector<uint8_t> bytes = w.Serialize();
-  auto file = ModelFile::FromBuffer(bytes, name);
+// `model` with the demo vocabulary's tokenizer and output rows, opened as `name`.
+absl::StatusOr<DemoModel> Finish(synthetic::SyntheticModel model, const std::string& name, const Vocab& v) {
+  model.metadata().SetString("general.name", name);
+  AddTokenizer(model.metadata(), v);
+  model.Find("output.weight")->init = OutputRows(v, 0.6f);
+  absl::StatusOr<std::shared_ptr<const ModelFile>> file = model.Open(name);
   if (!file.ok()) return file.status();
-  return DemoModel{name, std::shared_ptr<const ModelFile>(std::move(*file))};
+  return DemoModel{name, *std::move(file)};
 }
 
-// A llama-architecture transformer; with `chatml`, its vocabulary has the
-// ChatML control tokens and its metadata the ChatML template.
+// A llama-architecture transformer (the builder's default shape); with
+// `chatml`, its vocabulary has the ChatML control tokens and its metadata
+// the ChatML template.
 absl::StatusOr<DemoModel> BuildTransformer(const std::string& name, bool chatml = false) {
   const Vocab v = BuildVocab(chatml);
-  const int64_t embd = 64, ff = 192, vocab = static_cast<int64_t>(v.tokens.size());
-  const int32_t layers = 2, heads = 4, kv_heads = 2;
-  GgufWriter w;
-  Rng rng;
-  w.SetString("general.architecture", "llama");
-  w.SetString("general.name", name);
-  w.SetUint32("llama.context_length", 4096);
-  w.SetUint32("llama.embedding_length", embd);
-  w.SetUint32("llama.block_count", layers);
-  w.SetUint32("llama.feed_forward_length", ff);
-  w.SetUint32("llama.attention.head_count", heads);
-  w.SetUint32("llama.attention.head_count_kv", kv_heads);
-  w.SetFloat32("llama.attention.layer_norm_rms_epsilon", 1e-5f);
-  w.SetFloat32("llama.rope.freq_base", 10000.0f);
-  AddTokenizer(w, v);
-  const int64_t kv = embd / heads * kv_heads;
-  const float a = 1.0f / std::sqrt(static_cast<float>(embd));
-  const float af = 1.0f / std::sqrt(static_cast<float>(ff));
-  std::vector<float> ones(embd, 1.0f);
-  w.AddF32Tensor("token_embd.weight", {embd, vocab}, rng.Vec(embd * vocab, -1.0f, 1.0f));
-  w.AddF32Tensor("output_norm.weight", {embd}, ones);
-  w.AddF32Tensor("output.weight", {embd, vocab}, OutputRows(v, embd, 0.6f, rng));
-  for (int32_t l = 0; l < layers; ++l) {
-    const std::string p = absl::StrCat("blk.", l, ".");
-    w.AddF32Tensor(p + "attn_norm.weight", {embd}, ones);
-    w.AddF32Tensor(p + "ffn_norm.weight", {embd}, ones);
-    w.AddF32Tensor(p + "attn_q.weight", {embd, embd}, rng.Vec(embd * embd, -a, a));
-    w.AddF32Tensor(p + "attn_k.weight", {embd, kv}, rng.Vec(embd * kv, -a, a));
-    w.AddF32Tensor(p + "attn_v.weight", {embd, kv}, rng.Vec(embd * kv, -a, a));
-    w.AddF32Tensor(p + "attn_output.weight", {embd, embd}, rng.Vec(embd * embd, -a, a));
-    w.AddF32Tensor(p + "ffn_gate.weight", {embd, ff}, rng.Vec(embd * ff, -a, a));
-    w.AddF32Tensor(p + "ffn_up.weight", {embd, ff}, rng.Vec(embd * ff, -a, a));
-    w.AddF32Tensor(p + "ffn_down.weight", {ff, embd}, rng.Vec(ff * embd, -af, af));
-  }
-  return Finish(w, name);
+  return Finish(synthetic::Llama({.n_vocab = static_cast<int64_t>(v.tokens.size())}), name, v);
 }
 
+// A Mamba-2 (the builder's default shape).
 absl::StatusOr<DemoModel> BuildRecurrent(const std::string& name) {
   const Vocab v = BuildVocab();
-  const int64_t n_embd = 64, n_layer = 2, d_state = 16, n_head = 4, n_group = 1, d_conv = 4;
-  const int64_t n_vocab = static_cast<int64_t>(v.tokens.size());
-  const int64_t d_inner = 2 * n_embd;
-  const int64_t conv_ch = d_inner + 2 * n_group * d_state;
-  const int64_t in_proj = 2 * d_inner + 2 * n_group * d_state + n_head;
-  GgufWriter w;
-  const std::string a = "mamba2";
-  w.SetString("general.architecture", a);
-  w.SetString("general.name", name);
-  w.SetUint32(a + ".context_length", 1 << 20);
-  w.SetUint32(a + ".embedding_length", n_embd);
-  w.SetUint32(a + ".block_count", n_layer);
-  w.SetFloat32(a + ".attention.layer_norm_rms_epsilon", 1e-5f);
-  w.SetUint32(a + ".ssm.conv_kernel", d_conv);
-  w.SetUint32(a + ".ssm.inner_size", d_inner);
-  w.SetUint32(a + ".ssm.state_size", d_state);
-  w.SetUint32(a + ".ssm.time_step_rank", n_head);
-  w.SetUint32(a + ".ssm.group_count", n_group);
-  AddTokenizer(w, v);
-  Rng rng;
-  const float in_scale = 1.0f / std::sqrt(static_cast<float>(n_embd));
-  const float out_scale = 1.0f / std::sqrt(static_cast<float>(d_inner));
-  w.AddF32Tensor("token_embd.weight", {n_embd, n_vocab}, rng.Vec(n_embd * n_vocab, -1.0f, 1.0f));
-  w.AddF32Tensor("output_norm.weight", {n_embd}, std::vector<float>(n_embd, 1.0f));
-  w.AddF32Tensor("output.weight", {n_embd, n_vocab}, OutputRows(v, n_embd, 0.6f, rng));
-  for (int64_t l = 0; l < n_layer; ++l) {
-    const std::string p = absl::StrCat("blk.", l, ".");
-    w.AddF32Tensor(p + "attn_norm.weight", {n_embd}, std::vector<float>(n_embd, 1.0f));
-    w.AddF32Tensor(p + "ssm_in.weight", {n_embd, in_proj}, rng.Vec(n_embd * in_proj, -in_scale, in_scale));
-    w.AddF32Tensor(p + "ssm_conv1d.weight", {d_conv, conv_ch}, rng.Vec(d_conv * conv_ch, -0.5f, 0.5f));
-    w.AddF32Tensor(p + "ssm_conv1d.bias", {conv_ch}, rng.Vec(conv_ch, -0.1f, 0.1f));
-    w.AddF32Tensor(p + "ssm_dt.bias", {n_head}, rng.Vec(n_head, -4.0f, -2.0f));
-    w.AddF32Tensor(p + "ssm_a", {1, n_head}, rng.Vec(n_head, -8.0f, -1.0f));
-    w.AddF32Tensor(p + "ssm_d", {1, n_head}, std::vector<float>(n_head, 1.0f));
-    w.AddF32Tensor(p + "ssm_norm.weight", {d_inner / n_group, n_group}, std::vector<float>(d_inner, 1.0f));
-    w.AddF32Tensor(p + "ssm_out.weight", {d_inner, n_embd}, rng.Vec(d_inner * n_embd, -out_scale, out_scale));
-  }
-  return Finish(w, name);
+  return Finish(synthetic::Mamba2({.n_vocab = static_cast<int64_t>(v.tokens.size())}), name, v);
 }
 
 // A Granite-4-style hybrid: Mamba-2 layers with one attention layer in
 // four.
-absl::StatusOr<DemoModel> BuildHybrid(const std::string& name, int64_t E, int64_t n_layer, int64_t n_ff) {
+absl::StatusOr<DemoModel> BuildHybrid(const std::string& name, int64_t n_embd, int32_t n_layer, int64_t n_ff) {
   const Vocab v = BuildVocab();
-  const int64_t n_head = 4, n_head_kv = 2, head_dim = E / n_head;
-  const int64_t d_inner = 2 * E, d_state = 16, heads = 4, groups = 1, d_conv = 4;
-  const int64_t conv_ch = d_inner + 2 * groups * d_state;
-  const int64_t in_proj = 2 * d_inner + 2 * groups * d_state + heads;
-  const int64_t n_vocab = static_cast<int64_t>(v.tokens.size());
-  GgufWriter w;
-  const std::string a = "granitehybrid";
-  w.SetString("general.architecture", a);
-  w.SetString("general.name", name);
-  w.SetUint32(a + ".context_length", 8192);
-  w.SetUint32(a + ".embedding_length", E);
-  w.SetUint32(a + ".block_count", n_layer);
-  w.SetUint32(a + ".feed_forward_length", n_ff);
-  w.SetUint32(a + ".attention.head_count", n_head);
-  w.SetFloat32(a + ".attention.layer_norm_rms_epsilon", 1e-6f);
-  w.SetUint32(a + ".ssm.conv_kernel", d_conv);
-  std::vector<int32_t> kv(n_layer);
-  for (int64_t l = 0; l < n_layer; ++l) kv[l] = (l % 4 == 3) ? static_cast<int32_t>(n_head_kv) : 0;
-  w.SetInt32Array(a + ".attention.head_count_kv", kv);
-  w.SetFloat32(a + ".attention.scale", 1.0f / static_cast<float>(head_dim));
-  w.SetFloat32(a + ".embedding_scale", 1.0f);
-  w.SetFloat32(a + ".residual_scale", 0.5f);
-  w.SetFloat32(a + ".logit_scale", 1.0f);
-  w.SetBool(a + ".rope.scaling.finetuned", false);
-  w.SetUint32(a + ".ssm.inner_size", d_inner);
-  w.SetUint32(a + ".ssm.state_size", d_state);
-  w.SetUint32(a + ".ssm.time_step_rank", heads);
-  w.SetUint32(a + ".ssm.group_count", groups);
-  AddTokenizer(w, v);
-  Rng rng;
-  auto matrix = [&](const std::string& n, int64_t n_in, int64_t n_out) {
-    const float sc = 1.0f / std::sqrt(static_cast<float>(n_in));
-    w.AddF32Tensor(n, {n_in, n_out}, rng.Vec(n_in * n_out, -sc, sc));
-  };
-  auto ones = [&](const std::string& n, std::vector<int64_t> shape) {
-    int64_t k = 1;
-    for (int64_t d : shape) k *= d;
-    w.AddF32Tensor(n, std::move(shape), std::vector<float>(static_cast<size_t>(k), 1.0f));
-  };
-  w.AddF32Tensor("token_embd.weight", {E, n_vocab}, rng.Vec(E * n_vocab, -1.0f, 1.0f));
-  ones("output_norm.weight", {E});
-  w.AddF32Tensor("output.weight", {E, n_vocab}, OutputRows(v, E, 0.6f, rng));
-  for (int64_t l = 0; l < n_layer; ++l) {
-    const std::string p = absl::StrCat("blk.", l, ".");
-    ones(p + "attn_norm.weight", {E});
-    ones(p + "ffn_norm.weight", {E});
-    if (kv[l] == 0) {
-      matrix(p + "ssm_in.weight", E, in_proj);
-      matrix(p + "ssm_out.weight", d_inner, E);
-      w.AddF32Tensor(p + "ssm_conv1d.weight", {d_conv, conv_ch}, rng.Vec(d_conv * conv_ch, -0.5f, 0.5f));
-      w.AddF32Tensor(p + "ssm_conv1d.bias", {conv_ch}, rng.Vec(conv_ch, -0.1f, 0.1f));
-      w.AddF32Tensor(p + "ssm_dt.bias", {heads}, rng.Vec(heads, -4.0f, -2.0f));
-      w.AddF32Tensor(p + "ssm_a", {1, heads}, rng.Vec(heads, -8.0f, -1.0f));
-      ones(p + "ssm_d", {1, heads});
-      ones(p + "ssm_norm.weight", {d_inner / groups, groups});
-    } else {
-      matrix(p + "attn_q.weight", E, n_head * head_dim);
-      matrix(p + "attn_k.weight", E, n_head_kv * head_dim);
-      matrix(p + "attn_v.weight", E, n_head_kv * head_dim);
-      matrix(p + "attn_output.weight", n_head * head_dim, E);
-    }
-    matrix(p + "ffn_gate.weight", E, n_ff);
-    matrix(p + "ffn_up.weight", E, n_ff);
-    matrix(p + "ffn_down.weight", n_ff, E);
-  }
-  return Finish(w, name);
+  return Finish(synthetic::GraniteHybrid(
+                    {.n_embd = n_embd, .n_ff = n_ff, .n_vocab = static_cast<int64_t>(v.tokens.size()), .n_layer = n_layer}),
+                name, v);
 }
 
 // A Qwen3.5-MoE-style hybrid (qwen35moe): Gated DeltaNet layers and gated
@@ -290,82 +155,9 @@ absl::StatusOr<DemoModel> BuildHybrid(const std::string& name, int64_t E, int64_
 // used) and a sigmoid-gated shared expert.
 absl::StatusOr<DemoModel> BuildMoe(const std::string& name) {
   const Vocab v = BuildVocab();
-  const int64_t E = 64, n_layer = 4, n_head = 4, n_head_kv = 2, hd = 16;
-  const int64_t k_heads = 2, v_heads = 4, d_state = 16, d_conv = 4;
-  const int64_t n_expert = 8, n_used = 2, n_ff_exp = 64, n_ff_shexp = 64;
-  const int64_t key_dim = k_heads * d_state, value_dim = v_heads * d_state, conv_ch = 2 * key_dim + value_dim;
-  const int64_t n_vocab = static_cast<int64_t>(v.tokens.size());
-  GgufWriter w;
-  const std::string a = "qwen35moe";
-  w.SetString("general.architecture", a);
-  w.SetString("general.name", name);
-  w.SetUint32(a + ".context_length", 8192);
-  w.SetUint32(a + ".embedding_length", E);
-  w.SetUint32(a + ".block_count", n_layer);
-  w.SetUint32(a + ".attention.head_count", n_head);
-  w.SetUint32(a + ".attention.head_count_kv", n_head_kv);
-  w.SetUint32(a + ".attention.key_length", hd);
-  w.SetUint32(a + ".attention.value_length", hd);
-  w.SetFloat32(a + ".attention.layer_norm_rms_epsilon", 1e-6f);
-  w.SetUint32(a + ".full_attention_interval", 2);
-  w.SetUint32(a + ".rope.dimension_count", 8);
-  w.SetInt32Array(a + ".rope.dimension_sections", {2, 1, 1, 0});
-  w.SetFloat32(a + ".rope.freq_base", 1e7f);
-  w.SetUint32(a + ".ssm.conv_kernel", d_conv);
-  w.SetUint32(a + ".ssm.group_count", k_heads);
-  w.SetUint32(a + ".ssm.time_step_rank", v_heads);
-  w.SetUint32(a + ".ssm.state_size", d_state);
-  w.SetUint32(a + ".ssm.inner_size", value_dim);
-  w.SetUint32(a + ".expert_count", n_expert);
-  w.SetUint32(a + ".expert_used_count", n_used);
-  w.SetUint32(a + ".expert_feed_forward_length", n_ff_exp);
-  w.SetUint32(a + ".expert_shared_feed_forward_length", n_ff_shexp);
-  AddTokenizer(w, v);
-  Rng rng;
-  auto tensor = [&](const std::string& n, std::vector<int64_t> shape, float scale) {
-    int64_t k = 1;
-    for (int64_t d : shape) k *= d;
-    w.AddF32Tensor(n, std::move(shape), rng.Vec(k, -scale, scale));
-  };
-  auto matrix = [&](const std::string& n, std::vector<int64_t> shape) {
-    tensor(n, shape, 1.0f / std::sqrt(static_cast<float>(shape[0])));
-  };
-  auto ones = [&](const std::string& n, int64_t k) { w.AddF32Tensor(n, {k}, std::vector<float>(k, 1.0f)); };
-  w.AddF32Tensor("token_embd.weight", {E, n_vocab}, rng.Vec(E * n_vocab, -1.0f, 1.0f));
-  ones("output_norm.weight", E);
-  w.AddF32Tensor("output.weight", {E, n_vocab}, OutputRows(v, E, 0.6f, rng));
-  for (int64_t l = 0; l < n_layer; ++l) {
-    const std::string p = absl::StrCat("blk.", l, ".");
-    ones(p + "attn_norm.weight", E);
-    ones(p + "post_attention_norm.weight", E);
-    if (l % 2 == 0) {
-      matrix(p + "attn_qkv.weight", {E, conv_ch});
-      matrix(p + "attn_gate.weight", {E, value_dim});
-      tensor(p + "ssm_conv1d.weight", {d_conv, conv_ch}, 0.5f);
-      w.AddF32Tensor(p + "ssm_dt.bias", {v_heads}, rng.Vec(v_heads, -1.0f, 1.0f));
-      w.AddF32Tensor(p + "ssm_a", {v_heads}, rng.Vec(v_heads, -2.0f, -0.5f));
-      matrix(p + "ssm_beta.weight", {E, v_heads});
-      matrix(p + "ssm_alpha.weight", {E, v_heads});
-      ones(p + "ssm_norm.weight", d_state);
-      matrix(p + "ssm_out.weight", {value_dim, E});
-    } else {
-      matrix(p + "attn_q.weight", {E, 2 * n_head * hd});
-      matrix(p + "attn_k.weight", {E, n_head_kv * hd});
-      matrix(p + "attn_v.weight", {E, n_head_kv * hd});
-      matrix(p + "attn_output.weight", {n_head * hd, E});
-      ones(p + "attn_q_norm.weight", hd);
-      ones(p + "attn_k_norm.weight", hd);
-    }
-    tensor(p + "ffn_gate_inp.weight", {E, n_expert}, 1.0f);
-    matrix(p + "ffn_gate_exps.weight", {E, n_ff_exp, n_expert});
-    matrix(p + "ffn_up_exps.weight", {E, n_ff_exp, n_expert});
-    matrix(p + "ffn_down_exps.weight", {n_ff_exp, E, n_expert});
-    tensor(p + "ffn_gate_inp_shexp.weight", {E}, 0.5f);
-    matrix(p + "ffn_gate_shexp.weight", {E, n_ff_shexp});
-    matrix(p + "ffn_up_shexp.weight", {E, n_ff_shexp});
-    matrix(p + "ffn_down_shexp.weight", {n_ff_shexp, E});
-  }
-  return Finish(w, name);
+  return Finish(synthetic::Qwen35({.n_vocab = static_cast<int64_t>(v.tokens.size()), .n_expert = 8,
+                                   .n_expert_used = 2, .n_ff_expert = 64, .n_ff_shared = 64}),
+                name, v);
 }
 
 }  // namespace

@@ -1,79 +1,24 @@
-// The wiring shared by this family's architectures whose layers are each
-// x += s * mixer(RMSNorm(x)) then x += s * FFN(RMSNorm(x)), the mixer being
-// attention in some layers and a recurrent mixer (Mamba-1 or Mamba-2, Gated
-// DeltaNet, a short convolution) in the others, or attention and Mamba side
-// by side on the same input, their outputs summed (falcon-h1); the FFN dense
-// or a mixture of experts. Either half may be absent: nemotron_h's layers are
-// each one mixer or one FFN. Each architecture's file (granitehybrid.cc,
+// The load steps this family's wiring files share (each loader reads its
+// architecture into a LayerStack: backends/layers/layer_stack.h), and the
+// loaders the family registers (hybrid_family.cc): granitehybrid.cc,
 // qwen35.cc, qwen35moe.cc, qwen3next.cc, falcon_h1.cc, jamba.cc,
-// nemotron_h.cc, lfm2.cc) reads its hyperparameters and tensors into a
-// HybridStack.
-#ifndef CAIRN_BACKENDS_HYBRID_HYBRID_STACK_H_
-#define CAIRN_BACKENDS_HYBRID_HYBRID_STACK_H_
+// nemotron_h.cc, lfm2.cc.
+#ifndef CAIRN_BACKENDS_HYBRID_HYBRID_LOADING_H_
+#define CAIRN_BACKENDS_HYBRID_HYBRID_LOADING_H_
 
 #include <memory>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "backends/layers/arch_model.h"
-#include "backends/layers/attention.h"
-#include "backends/layers/delta_net_mixer.h"
-#include "backends/layers/ffn.h"
-#include "backends/layers/mamba_mixer.h"
-#include "backends/layers/moe.h"
-#include "backends/layers/short_conv_mixer.h"
+#include "backends/layers/layer_stack.h"
 
 namespace cairn {
 
-class HybridStack final : public ArchModel {
- public:
-  enum class Mixer {
-    kAttention,
-    kMamba,      // Mamba-1 or Mamba-2, as the stack's MambaGeometry says
-    kDeltaNet,
-    kShortConv,  // LFM2's gated short convolution (a conv state, no recurrent state)
-    kAttentionAndMamba,  // attn(n) + mamba(n): one attention and one recurrent slot
-    kNone,               // no mixer half: the layer is its FFN alone
-  };
-  struct Layer {
-    Mixer mixer = Mixer::kAttention;
-    // Numbered by FinishLoad among the attention slots and among the
-    // recurrent slots; -1 where the layer has none.
-    int32_t attn_slot = -1;
-    int32_t recurrent_slot = -1;
-    std::vector<float> attn_norm, ffn_norm;
-    AttentionBlock attn;
-    MambaMixerWeights mamba;
-    DeltaNetWeights delta_net;
-    ShortConvWeights short_conv;
-    FfnBlock ffn;  // the dense FFN, unless moe.n_expert > 0; neither: no FFN half
-    MoeBlock moe;
-
-    bool has_ffn() const { return moe.n_expert > 0 || ffn.n_ff > 0; }
-  };
-
-  // Filled by the architecture's loader.
-  float eps = 1e-5f;
-  float embedding_scale = 1.0f;
-  float residual_scale = 1.0f;
-  PositionEncoding rope;
-  MambaGeometry mamba;
-  DeltaNetGeometry delta_net;
-  ShortConvGeometry short_conv;
-  const TensorInfo* tok_embd = nullptr;
-  OutputHead head;
-  std::vector<Layer> layers;
-
-  // Numbers each layer's slot and sets the shape from the loaded layers:
-  // vocabulary, weight bytes, attention slots of n_head_kv heads, recurrent
-  // slots of conv_floats + state_floats floats.
-  void FinishLoad(const ModelLoader& loader, const DecoderHParams& hp, int32_t n_head_kv, int64_t conv_floats,
-                  int64_t state_floats);
-  // Embedding chunks (M-RoPE) are accepted; set before FinishLoad.
-  bool accepts_embeddings = false;
-
-  void Forward(ForwardPass& pass) const override;
-};
+// The memory dimensions of a hybrid's stack: attention slots of n_head_kv
+// heads (hp's head sizes), recurrent slots of conv_floats + state_floats.
+LayerStack::MemoryDims HybridDims(const DecoderHParams& hp, int32_t n_head_kv, int64_t conv_floats,
+                                  int64_t state_floats);
 
 // The attention layers' K/V head count for FinishLoad: one count for all of
 // `attention_layers` (UniformKvHeads), or 1 when there are none (no K/V row
@@ -85,16 +30,16 @@ absl::StatusOr<int32_t> HybridKvHeads(const ModelLoader& loader, const DecoderHP
 // (granitehybrid, jamba, lfm2): reads `hp` and returns HybridKvHeads of the
 // layers with head_count_kv > 0.
 absl::StatusOr<int32_t> ReadKvMarkedHybrid(const ModelLoader& loader, DecoderHParams& hp);
-// A layer's blk.<layer>.attn_norm.weight and its FFN pre-norm
-// blk.<layer>.<ffn_norm> ([n_embd] each) into `layer`.
+// A layer's blk.<layer>.attn_norm.weight (its mixer's pre-norm) and its FFN
+// pre-norm blk.<layer>.<ffn_norm> ([n_embd] each) into `layer`.
 absl::Status LoadLayerNorms(const ModelLoader& loader, int32_t layer, int64_t n_embd, const char* ffn_norm,
-                            HybridStack::Layer& into);
+                            LayerStack::Layer& into);
 // A layer's FFN: a mixture of experts `moe` when `moe` is given, its
 // experts of width moe->n_ff or, when that is 0, feed_forward_length[layer];
 // else a dense SwiGLU of width feed_forward_length[layer]. A width taken
 // from feed_forward_length must be positive.
 absl::Status LoadSwiGluOrMoe(const ModelLoader& loader, int32_t layer, const DecoderHParams& hp, const MoeSpec* moe,
-                             HybridStack::Layer& into);
+                             LayerStack::Layer& into);
 
 // The loaders registered to the family (hybrid_family.cc).
 absl::StatusOr<std::unique_ptr<ArchModel>> LoadGraniteHybrid(const ModelLoader& loader);
@@ -126,4 +71,4 @@ absl::StatusOr<MoeSpec> ReadQwenMoeSpec(const ModelLoader& loader);
 
 }  // namespace cairn
 
-#endif  // CAIRN_BACKENDS_HYBRID_HYBRID_STACK_H_
+#endif  // CAIRN_BACKENDS_HYBRID_HYBRID_LOADING_H_

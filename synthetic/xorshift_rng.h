@@ -1,18 +1,22 @@
 // xorshift64 from a fixed seed: the generator of the deterministic random
-// weights of the built-in demo models (demo_models.cc) and of the synthetic
-// models in bench/. Header-only and dependency-free.
-#ifndef CAIRN_SERVICE_PROGRAMS_XORSHIFT_RNG_H_
-#define CAIRN_SERVICE_PROGRAMS_XORSHIFT_RNG_H_
+// weights of synthetic models (synthetic_model.h). Header-only and
+// dependency-free.
+#ifndef CAIRN_SYNTHETIC_XORSHIFT_RNG_H_
+#define CAIRN_SYNTHETIC_XORSHIFT_RNG_H_
 
 #include <cstddef>
 #include <cstdint>
 #include <vector>
 
-namespace cairn::service {
+namespace cairn::synthetic {
 
 // xorshift64 from a fixed seed: fast, and the same values on every machine.
 class XorShiftRng {
  public:
+  static constexpr uint64_t kDefaultSeed = 0x9e3779b97f4a7c15ull;
+  // Seed 0 would stay 0 forever: it is taken as kDefaultSeed.
+  explicit XorShiftRng(uint64_t seed = kDefaultSeed) : s_(seed != 0 ? seed : kDefaultSeed) {}
+
   uint64_t Next() {
     s_ ^= s_ << 13;
     s_ ^= s_ >> 7;
@@ -37,9 +41,9 @@ class XorShiftRng {
   }
 
  private:
-  uint64_t s_ = 0x9e3779b97f4a7c15ull;
+  uint64_t s_;
 };
 
-}  // namespace cairn::service
+}  // namespace cairn::synthetic
 
-#endif  // CAIRN_SERVICE_PROGRAMS_XORSHIFT_RNG_H_
+#endif  // CAIRN_SYNTHETIC_XORSHIFT_RNG_H_
