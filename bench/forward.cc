@@ -57,48 +57,6 @@ struct Shape {
   int32_t layers = 8, heads = 16, kv_heads = 8;
 };
 
-// Random weights of `type`: F32 values uniform in +-1/sqrt(n_in); quantized
-// blocks get random quants and a valid fp16 scale (and min).
-std::vector<uint8_t> RandomMatrix(GgmlType type, int64_t n_in, int64_t n_out, Rng& rng) {
-  const size_t bytes = RowBytes(type, n_in) * static_cast<size_t>(n_out);
-  std::vector<uint8_t> data(bytes);
-  const float a = 1.0f / std::sqrt(static_cast<float>(n_in));
-  if (type == GgmlType::kF32) {
-    float* f = reinterpret_cast<float*>(data.data());
-    for (size_t i = 0; i < bytes / 4; ++i) f[i] = rng.Symmetric(a);
-    return data;
-  }
-  for (size_t i = 0; i + 8 <= bytes; i += 8) {
-    uint64_t v = rng.Next();
-    std::memcpy(&data[i], &v, 8);
-  }
-  const GgmlTypeTraits& t = Traits(type);
-  const uint16_t d = Fp32ToFp16(type == GgmlType::kQ8_0 ? a / 64.0f : a / 64.0f);
-  const uint16_t dmin = Fp32ToFp16(a / 256.0f);
-  for (size_t off = 0; off < bytes; off += t.block_bytes) {
-    uint8_t* b = &data[off];
-    switch (type) {
-      case GgmlType::kQ6_K: std::memcpy(b + 208, &d, 2); break;
-      case GgmlType::kQ4_K:
-      case GgmlType::kQ5_K:
-      case GgmlType::kQ4_1:
-      case GgmlType::kQ5_1:
-        std::memcpy(b, &d, 2);
-        std::memcpy(b + 2, &dmin, 2);
-        break;
-      case GgmlType::kF16:
-      case GgmlType::kBF16:
-        break;
-      default: std::memcpy(b, &d, 2); break;
-    }
-  }
-  if (type == GgmlType::kF16) {
-    uint16_t* h = reinterpret_cast<uint16_t*>(data.data());
-    for (size_t i = 0; i < bytes / 2; ++i) h[i] = Fp32ToFp16(rng.Symmetric(a));
-  }
-  return data;
-}
-
 std::unique_ptr<ModelFile> BuildModel(const Shape& s, GgmlType type) {
   std::vector<uint8_t> image;
   {
@@ -117,20 +75,20 @@ std::unique_ptr<ModelFile> BuildModel(const Shape& s, GgmlType type) {
     const int64_t hd = s.embd / s.heads;
     const int64_t kv = hd * s.kv_heads;
     std::vector<float> ones(s.embd, 1.0f);
-    w.AddTensor("token_embd.weight", type, {s.embd, s.vocab}, RandomMatrix(type, s.embd, s.vocab, rng));
+    w.AddTensor("token_embd.weight", type, {s.embd, s.vocab}, bench::RandomWeights(type, s.embd, s.vocab, rng));
     w.AddF32Tensor("output_norm.weight", {s.embd}, ones);
-    w.AddTensor("output.weight", type, {s.embd, s.vocab}, RandomMatrix(type, s.embd, s.vocab, rng));
+    w.AddTensor("output.weight", type, {s.embd, s.vocab}, bench::RandomWeights(type, s.embd, s.vocab, rng));
     for (int32_t l = 0; l < s.layers; ++l) {
       const std::string p = "blk." + std::to_string(l) + ".";
       w.AddF32Tensor(p + "attn_norm.weight", {s.embd}, ones);
       w.AddF32Tensor(p + "ffn_norm.weight", {s.embd}, ones);
-      w.AddTensor(p + "attn_q.weight", type, {s.embd, s.embd}, RandomMatrix(type, s.embd, s.embd, rng));
-      w.AddTensor(p + "attn_k.weight", type, {s.embd, kv}, RandomMatrix(type, s.embd, kv, rng));
-      w.AddTensor(p + "attn_v.weight", type, {s.embd, kv}, RandomMatrix(type, s.embd, kv, rng));
-      w.AddTensor(p + "attn_output.weight", type, {s.embd, s.embd}, RandomMatrix(type, s.embd, s.embd, rng));
-      w.AddTensor(p + "ffn_gate.weight", type, {s.embd, s.ff}, RandomMatrix(type, s.embd, s.ff, rng));
-      w.AddTensor(p + "ffn_up.weight", type, {s.embd, s.ff}, RandomMatrix(type, s.embd, s.ff, rng));
-      w.AddTensor(p + "ffn_down.weight", type, {s.ff, s.embd}, RandomMatrix(type, s.ff, s.embd, rng));
+      w.AddTensor(p + "attn_q.weight", type, {s.embd, s.embd}, bench::RandomWeights(type, s.embd, s.embd, rng));
+      w.AddTensor(p + "attn_k.weight", type, {s.embd, kv}, bench::RandomWeights(type, s.embd, kv, rng));
+      w.AddTensor(p + "attn_v.weight", type, {s.embd, kv}, bench::RandomWeights(type, s.embd, kv, rng));
+      w.AddTensor(p + "attn_output.weight", type, {s.embd, s.embd}, bench::RandomWeights(type, s.embd, s.embd, rng));
+      w.AddTensor(p + "ffn_gate.weight", type, {s.embd, s.ff}, bench::RandomWeights(type, s.embd, s.ff, rng));
+      w.AddTensor(p + "ffn_up.weight", type, {s.embd, s.ff}, bench::RandomWeights(type, s.embd, s.ff, rng));
+      w.AddTensor(p + "ffn_down.weight", type, {s.ff, s.embd}, bench::RandomWeights(type, s.ff, s.embd, rng));
     }
     image = w.Serialize();
   }
