@@ -203,48 +203,97 @@ inline __m256i SumEach(const __m256i* v) {
   return _mm256_add_epi32(_mm256_permute2x128_si256(a, b, 0x20), _mm256_permute2x128_si256(a, b, 0x31));
 }
 
+// How far ahead of its reads RowTokens prefetches the weights: decode steps
+// (one token) are bound by them.
+constexpr size_t kRowPrefetchBytes = 1024;
+
+// The integer products of weight block b of `row` with block b of kTokens
+// activation rows: isum[t] and mins[t] (8 int32 lanes each, summed exactly
+// later) and the block's scales d * dx, dmin * dx per token.
+template <class K, int kTokens>
+CAIRN_KQUANT_INLINE void BlockProducts(const uint8_t* row, const uint8_t* qx, size_t qx_stride, int64_t b,
+                                       __m256i* isum, __m256i* mins, float* d_dx, float* dmin_dx) {
+  const uint8_t* wb = row + b * K::kBlockBytes;
+  // The block kRowPrefetchBytes ahead, a line at a time (rows follow each
+  // other, so past the row's end this is the next row's start; past the
+  // matrix's end a prefetch never faults).
+#pragma GCC unroll 4
+  for (size_t line = 0; line < K::kBlockBytes; line += 64) __builtin_prefetch(wb + kRowPrefetchBytes + line);
+  Header h;
+  K::Head(wb, &h);
+#pragma GCC unroll 8
+  for (int t = 0; t < kTokens; ++t) isum[t] = _mm256_setzero_si256();
+#pragma GCC unroll 4
+  for (int g = 0; g < 4; ++g) {
+    Group grp;
+    K::Unpack(wb, h, g, &grp);
+#pragma GCC unroll 8
+    for (int t = 0; t < kTokens; ++t) {
+      const uint8_t* xq = qx + t * qx_stride + b * kQ8KBlockBytes + 4 + 64 * g;
+      const __m256i p_lo = _mm256_madd_epi16(_mm256_maddubs_epi16(grp.lo, Load256(xq)), grp.s_lo);
+      const __m256i p_hi = _mm256_madd_epi16(_mm256_maddubs_epi16(grp.hi, Load256(xq + 32)), grp.s_hi);
+      isum[t] = _mm256_add_epi32(isum[t], _mm256_add_epi32(p_lo, p_hi));
+    }
+  }
+#pragma GCC unroll 8
+  for (int t = 0; t < kTokens; ++t) {
+    const uint8_t* xb = qx + t * qx_stride + b * kQ8KBlockBytes;
+    mins[t] = _mm256_madd_epi16(h.mins, Load256(xb + 4 + kQ8KBlockElems));
+    float dx;
+    std::memcpy(&dx, xb, 4);
+    d_dx[t] = h.d * dx;
+    dmin_dx[t] = h.dmin * dx;
+  }
+}
+
+// AccumulateBlock for four blocks (or four tokens: `sequential` false) at
+// once: `both` holds their four integer dots then their four mins; one
+// horizontal pass sums all eight. Sequential: the four blocks of one token,
+// added to acc[0] in order; otherwise acc[t] of token t.
+template <bool kSequential>
+CAIRN_KQUANT_INLINE void AccumulateFour(const __m256i* both, const float* d_dx, const float* dmin_dx, float* acc) {
+  const __m256 s = _mm256_cvtepi32_ps(SumEach(both));
+  const __m128 dot = _mm_mul_ps(_mm256_castps256_ps128(s), _mm_loadu_ps(d_dx));
+  const __m128 mins = _mm_mul_ps(_mm256_extractf128_ps(s, 1), _mm_loadu_ps(dmin_dx));
+  if constexpr (kSequential) {
+    alignas(16) float p[4], q[4];
+    _mm_store_ps(p, dot);
+    _mm_store_ps(q, mins);
+    float a = acc[0];
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; ++i) a = (a + p[i]) - q[i];
+    acc[0] = a;
+  } else {
+    _mm_storeu_ps(acc, _mm_sub_ps(_mm_add_ps(_mm_loadu_ps(acc), dot), mins));
+  }
+}
+
 // y[t * ldy] = row . X[t] for kTokens tokens; each block's integer products
-// are summed exactly, then accumulated as AccumulateBlock does.
+// are summed exactly, then accumulated as AccumulateBlock does. One token
+// (decode) sums four blocks' products in one horizontal pass, four tokens
+// one block's.
 template <class K, int kTokens>
 void RowTokens(const uint8_t* row, const uint8_t* qx, size_t qx_stride, int64_t nb, float* y, int64_t ldy) {
   float acc[kTokens] = {};
-  for (int64_t b = 0; b < nb; ++b) {
-    const uint8_t* wb = row + b * K::kBlockBytes;
-    Header h;
-    K::Head(wb, &h);
-    __m256i isum[kTokens];
-#pragma GCC unroll 8
-    for (int t = 0; t < kTokens; ++t) isum[t] = _mm256_setzero_si256();
+  int64_t b = 0;
+  if constexpr (kTokens == 1) {
+    for (; b + 4 <= nb; b += 4) {
+      __m256i both[8];  // the four blocks' dots, then their mins
+      alignas(16) float d_dx[4], dmin_dx[4];
 #pragma GCC unroll 4
-    for (int g = 0; g < 4; ++g) {
-      Group grp;
-      K::Unpack(wb, h, g, &grp);
-#pragma GCC unroll 8
-      for (int t = 0; t < kTokens; ++t) {
-        const uint8_t* xq = qx + t * qx_stride + b * kQ8KBlockBytes + 4 + 64 * g;
-        const __m256i p_lo = _mm256_madd_epi16(_mm256_maddubs_epi16(grp.lo, Load256(xq)), grp.s_lo);
-        const __m256i p_hi = _mm256_madd_epi16(_mm256_maddubs_epi16(grp.hi, Load256(xq + 32)), grp.s_hi);
-        isum[t] = _mm256_add_epi32(isum[t], _mm256_add_epi32(p_lo, p_hi));
+      for (int i = 0; i < 4; ++i) {
+        BlockProducts<K, 1>(row, qx, qx_stride, b + i, &both[i], &both[4 + i], &d_dx[i], &dmin_dx[i]);
       }
+      AccumulateFour<true>(both, d_dx, dmin_dx, acc);
     }
-    __m256i mins[kTokens];
+  }
+  for (; b < nb; ++b) {
+    __m256i isum[kTokens], mins[kTokens];
     alignas(16) float d_dx[kTokens], dmin_dx[kTokens];
-#pragma GCC unroll 8
-    for (int t = 0; t < kTokens; ++t) {
-      const uint8_t* xb = qx + t * qx_stride + b * kQ8KBlockBytes;
-      mins[t] = _mm256_madd_epi16(h.mins, Load256(xb + 4 + kQ8KBlockElems));
-      float dx;
-      std::memcpy(&dx, xb, 4);
-      d_dx[t] = h.d * dx;
-      dmin_dx[t] = h.dmin * dx;
-    }
+    BlockProducts<K, kTokens>(row, qx, qx_stride, b, isum, mins, d_dx, dmin_dx);
     if constexpr (kTokens == 4) {
-      // All eight sums at once, then AccumulateBlock a token per lane.
       const __m256i both[8] = {isum[0], isum[1], isum[2], isum[3], mins[0], mins[1], mins[2], mins[3]};
-      const __m256 s = _mm256_cvtepi32_ps(SumEach(both));
-      __m128 a = _mm_add_ps(_mm_loadu_ps(acc), _mm_mul_ps(_mm256_castps256_ps128(s), _mm_load_ps(d_dx)));
-      a = _mm_sub_ps(a, _mm_mul_ps(_mm256_extractf128_ps(s, 1), _mm_load_ps(dmin_dx)));
-      _mm_storeu_ps(acc, a);
+      AccumulateFour<false>(both, d_dx, dmin_dx, acc);
     } else {
 #pragma GCC unroll 2
       for (int t = 0; t < kTokens; ++t) {
