@@ -95,17 +95,16 @@ void StreamRowsOf(const FloatRows& w, const float* x, float* y, int64_t ldy, int
   }
 }
 
+using StreamRowsFn = void (*)(const FloatRows&, const float*, float*, int64_t, int64_t, int64_t);
+
+// StreamRowsOf<T, E> for T = 1, 2, 3 (12 accumulators at most).
+template <Element E>
+constexpr StreamRowsFn kStreamRowsByTokens[3] = {&StreamRowsOf<1, E>, &StreamRowsOf<2, E>, &StreamRowsOf<3, E>};
+
 template <Element E>
 void StreamRange(const FloatRows& w, const float* x, int64_t n_tokens, float* y, int64_t r0, int64_t r1) {
-  // One pass over the rows for up to 3 tokens at a time (12 accumulators).
   for (int64_t t0 = 0; t0 < n_tokens; t0 += 3) {
-    const float* xt = x + t0 * w.n_in;
-    float* yt = y + t0 * w.n_out;
-    switch (Min(3, n_tokens - t0)) {
-      case 1: StreamRowsOf<1, E>(w, xt, yt, w.n_out, r0, r1); break;
-      case 2: StreamRowsOf<2, E>(w, xt, yt, w.n_out, r0, r1); break;
-      default: StreamRowsOf<3, E>(w, xt, yt, w.n_out, r0, r1); break;
-    }
+    kStreamRowsByTokens<E>[Min(3, n_tokens - t0) - 1](w, x + t0 * w.n_in, y + t0 * w.n_out, w.n_out, r0, r1);
   }
 }
 
