@@ -280,7 +280,8 @@ void RowTokens(const uint8_t* row, const uint8_t* qx, size_t qx_stride, int64_t 
     for (; b + 4 <= nb; b += 4) {
       __m256i both[8];  // the four blocks' dots, then their mins
       alignas(16) float d_dx[4], dmin_dx[4];
-#pragma GCC unroll 4
+      // Not unrolled: four blocks' unpacked groups at once spill registers.
+#pragma GCC unroll 1
       for (int i = 0; i < 4; ++i) {
         BlockProducts<K, 1>(row, qx, qx_stride, b + i, &both[i], &both[4 + i], &d_dx[i], &dmin_dx[i]);
       }
