@@ -21,17 +21,6 @@
 namespace cairn {
 namespace {
 
-// No std:: templates here (std::max, std::vector ...): their out-of-line
-// copies are shared by every file at link time, and this file's would use
-// instructions other CPUs lack. Local helpers in this anonymous namespace
-// instead.
-inline int64_t Min(int64_t a, int64_t b) { return a < b ? a : b; }
-inline int64_t Max(int64_t a, int64_t b) { return a > b ? a : b; }
-
-// The loops over the small compile-time counts (rows, tokens, groups) carry
-// "#pragma GCC unroll": at -O2 GCC keeps them as loops, and the arrays of
-// accumulators they index then live in memory instead of registers (2x
-// slower measured).
 
 inline __m256i Load256(const uint8_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
 
@@ -144,8 +133,6 @@ struct Q6_K {
   }
 };
 
-size_t Q8KRowBytes(int64_t n) { return static_cast<size_t>(n / kQ8KBlockElems) * kQ8KBlockBytes; }
-
 // Eight floats to eight int32, clamped to [-127, 127] (NaN -> 127) and
 // rounded to nearest even, as the portable quantizer does.
 inline __m256i Round8(const float* x, __m256 id) {
@@ -187,20 +174,6 @@ void QuantizeQ8K(const float* x, int64_t n, uint8_t* qx) {
     std::memcpy(qx, &d, 4);
     std::memcpy(qx + 4 + kQ8KBlockElems, sums, sizeof sums);
   }
-}
-
-inline int32_t ReduceAdd(__m256i v) {
-  __m128i x = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-  x = _mm_add_epi32(x, _mm_shuffle_epi32(x, 0x4E));
-  x = _mm_add_epi32(x, _mm_shuffle_epi32(x, 0xB1));
-  return _mm_cvtsi128_si32(x);
-}
-
-// The sums of eight vectors of 8 int32: lane i holds the sum of v[i].
-inline __m256i SumEach(const __m256i* v) {
-  const __m256i a = _mm256_hadd_epi32(_mm256_hadd_epi32(v[0], v[1]), _mm256_hadd_epi32(v[2], v[3]));
-  const __m256i b = _mm256_hadd_epi32(_mm256_hadd_epi32(v[4], v[5]), _mm256_hadd_epi32(v[6], v[7]));
-  return _mm256_add_epi32(_mm256_permute2x128_si256(a, b, 0x20), _mm256_permute2x128_si256(a, b, 0x31));
 }
 
 // How far ahead of its reads RowTokens prefetches the weights: decode steps
