@@ -285,7 +285,8 @@ void RowTokens(const uint8_t* row, const uint8_t* qx, size_t qx_stride, int64_t 
 // holds elements 4c..4c+3 of row r. Two vpmaddubsw with four activation
 // bytes broadcast, added in int16 (|sum of 4 products| <= 4 * 63 * 127 <
 // 2^15), and one vpmaddwd by ones give 64 multiply-adds for 8 rows in four
-// instructions, with no horizontal sums; the per-row scales apply in int32
+// instructions (four vpmaddubsw in int16 for the 5-bit quants of Q4_K and
+// Q5_K), with no horizontal sums; the per-row scales apply in int32
 // (vpmulld) once per group of 32 (Q4_K, Q5_K) or 16 (Q6_K) elements, and
 // each lane then follows AccumulateBlock.
 constexpr int64_t kPanelMinTokens = 16;
@@ -323,6 +324,11 @@ inline __m256i Broadcast32(const uint8_t* p) { return _mm256_set1_epi32(static_c
 template <int kGroupShift, int kTokens>
 __attribute__((noinline)) void PanelTokens(const PanelBlock& pb, const uint8_t* xb, size_t qx_stride, float* acc) {
   constexpr int kChunks = (1 << kGroupShift) / 4, kGroups = 256 >> kGroupShift;
+  // Chunks whose vpmaddubsw pairs add up in int16 before widening: each
+  // pair is at most 2 x 127 x the largest quant, 31 for Q4_K / Q5_K (groups
+  // of 32), 63 for Q6_K (groups of 16): four pairs (31 496) or two (32 004)
+  // stay below 2^15.
+  constexpr int kInt16Chunks = kGroupShift == 5 ? 4 : 2;
   const __m256i ones = _mm256_set1_epi16(1);
   __m256i dot[kTokens];
 #pragma GCC unroll 8
@@ -333,14 +339,16 @@ __attribute__((noinline)) void PanelTokens(const PanelBlock& pb, const uint8_t* 
 #pragma GCC unroll 8
     for (int t = 0; t < kTokens; ++t) part[t] = _mm256_setzero_si256();
 #pragma GCC unroll 4
-    for (int c = g * kChunks; c < (g + 1) * kChunks; c += 2) {
-      const __m256i w0 = _mm256_load_si256(reinterpret_cast<const __m256i*>(pb.q[c]));
-      const __m256i w1 = _mm256_load_si256(reinterpret_cast<const __m256i*>(pb.q[c + 1]));
+    for (int c = g * kChunks; c < (g + 1) * kChunks; c += kInt16Chunks) {
+      __m256i w[kInt16Chunks];
+#pragma GCC unroll 4
+      for (int i = 0; i < kInt16Chunks; ++i) w[i] = _mm256_load_si256(reinterpret_cast<const __m256i*>(pb.q[c + i]));
 #pragma GCC unroll 8
       for (int t = 0; t < kTokens; ++t) {
         const uint8_t* xq = xb + t * qx_stride + 4 + 4 * c;
-        const __m256i p = _mm256_add_epi16(_mm256_maddubs_epi16(w0, Broadcast32(xq)),
-                                           _mm256_maddubs_epi16(w1, Broadcast32(xq + 4)));
+        __m256i p = _mm256_maddubs_epi16(w[0], Broadcast32(xq));
+#pragma GCC unroll 4
+        for (int i = 1; i < kInt16Chunks; ++i) p = _mm256_add_epi16(p, _mm256_maddubs_epi16(w[i], Broadcast32(xq + 4 * i)));
         part[t] = _mm256_add_epi32(part[t], _mm256_madd_epi16(p, ones));
       }
     }
