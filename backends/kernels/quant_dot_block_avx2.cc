@@ -244,14 +244,10 @@ void PanelDot(const uint8_t* w, size_t w_stride, int64_t n_rows, const uint8_t* 
 template <class W>
 void Dot(const uint8_t* w, size_t w_stride, int64_t n_rows, const uint8_t* qx, size_t qx_stride, int64_t n_tokens,
          int64_t n, float* y, int64_t ldy) {
-  if (n_tokens >= kPanelMinTokens && n_rows >= kPanelRows) {
-    const int64_t panel_rows = n_rows / kPanelRows * kPanelRows;
-    PanelDot<W>(w, w_stride, panel_rows, qx, qx_stride, n_tokens, n, y, ldy);
-    if (panel_rows == n_rows) return;
-    w += panel_rows * w_stride;
-    y += panel_rows;
-    n_rows -= panel_rows;
-  }
+  TakePanelRows(
+      kPanelRows, kPanelMinTokens, n_tokens,
+      [&](int64_t rows) { PanelDot<W>(w, w_stride, rows, qx, qx_stride, n_tokens, n, y, ldy); }, &w, w_stride,
+      &n_rows, &y);
   const int64_t nb = n / kQ8BlockElems;
   for (int64_t r0 = 0; r0 < n_rows; r0 += kRows) {
     const int64_t nr = n_rows - r0 < kRows ? n_rows - r0 : kRows;

@@ -418,14 +418,10 @@ void PanelDot(const uint8_t* w, size_t w_stride, int64_t n_rows, const uint8_t* 
 template <class K>
 void DotK(const uint8_t* w, size_t w_stride, int64_t n_rows, const uint8_t* qx, size_t qx_stride, int64_t n_tokens,
           int64_t n, float* y, int64_t ldy) {
-  if (n_tokens >= kPanelMinTokens && n_rows >= kPanelRows) {
-    const int64_t r0 = n_rows / kPanelRows * kPanelRows;
-    PanelDot<K>(w, w_stride, r0, qx, qx_stride, n_tokens, n, y, ldy);
-    if (r0 == n_rows) return;
-    w += r0 * w_stride;
-    y += r0;
-    n_rows -= r0;
-  }
+  TakePanelRows(
+      kPanelRows, kPanelMinTokens, n_tokens,
+      [&](int64_t rows) { PanelDot<K>(w, w_stride, rows, qx, qx_stride, n_tokens, n, y, ldy); }, &w, w_stride,
+      &n_rows, &y);
   const int64_t nb = n / kQ8KBlockElems;
   const int64_t tile = Max(4, static_cast<int64_t>((256 << 10) / Q8KRowBytes(n)) / 4 * 4);
   for (int64_t t0 = 0; t0 < n_tokens; t0 += tile) {
