@@ -9,7 +9,9 @@
 #include <initializer_list>
 #include <utility>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -48,6 +50,17 @@ double ReadBandwidth1GiB(ThreadPool& pool, int reps);
 
 // The synthetic weights' generator (synthetic/).
 using Rng = synthetic::Rng;
+
+// n_out rows of n_in random weights of `type`, as GGUF stores them: F32, F16
+// and BF16 values uniform in +-1/sqrt(n_in); block types random quant bytes
+// with valid fp16 block scales (about 1/(64 sqrt(n_in)), mins a quarter of
+// that), so every kernel sees finite values. n_in a multiple of the type's
+// block size.
+std::vector<uint8_t> RandomWeights(GgmlType type, int64_t n_in, int64_t n_out, Rng& rng);
+
+// The weight type named `name` as GGUF spells it, in any case ("q4_k",
+// "BF16"), or nullopt.
+std::optional<GgmlType> ParseType(std::string_view name);
 
 // Best-of-`reps` seconds of copying `bytes` bytes with memcpy into a reused
 // buffer, and into a freshly allocated vector: the baselines of snapshot
