@@ -79,7 +79,12 @@ struct LogitsComparison {
   // kNearTieFraction x ref_std of each other: a tie that any rounding decides.
   int64_t argmax_near_tie = 0;
 };
-inline constexpr double kNearTieFraction = 0.01;
+// 8-bit activations (the fast path) round differently per batch shape (AVX2
+// prompt panels vs one-row kernels): on qwen35moe-Q8_0, whose router picks
+// experts from close scores, a whole-prompt run and token-by-token runs pick
+// tokens 0.022 x std apart in the reference (the fast path's tolerance on the
+// logits themselves is 1.5 x std).
+inline constexpr double kNearTieFraction = 0.05;
 // INVALID_ARGUMENT when the shapes differ.
 absl::StatusOr<LogitsComparison> CompareLogits(const SequenceLogits& got, const SequenceLogits& ref);
 // Aggregate over sequences (std over all reference values together).
