@@ -34,11 +34,10 @@ double ReadBandwidth1GiB(ThreadPool& pool, int reps) {
 }
 
 std::vector<uint8_t> RandomWeights(GgmlType type, int64_t n_in, int64_t n_out, Rng& rng) {
-  const size_t bytes = RowBytes(type, n_in) * static_cast<size_t>(n_out);
   const size_t n = static_cast<size_t>(n_in * n_out);
-  std::vector<uint8_t> data(bytes);
   const float a = 1.0f / std::sqrt(static_cast<float>(n_in));
   if (type == GgmlType::kF32 || type == GgmlType::kF16 || type == GgmlType::kBF16) {
+    std::vector<uint8_t> data(RowBytes(type, n_in) * static_cast<size_t>(n_out));
     for (size_t i = 0; i < n; ++i) {
       const float v = rng.Symmetric(a);
       if (type == GgmlType::kF32) {
@@ -50,26 +49,7 @@ std::vector<uint8_t> RandomWeights(GgmlType type, int64_t n_in, int64_t n_out, R
     }
     return data;
   }
-  for (size_t i = 0; i + 8 <= bytes; i += 8) {
-    const uint64_t v = rng.Next();
-    std::memcpy(&data[i], &v, 8);
-  }
-  const uint16_t d = Fp32ToFp16(a / 64.0f), dmin = Fp32ToFp16(a / 256.0f);
-  for (size_t off = 0; off < bytes; off += Traits(type).block_bytes) {
-    uint8_t* b = &data[off];
-    switch (type) {
-      case GgmlType::kQ6_K: std::memcpy(b + 208, &d, 2); break;
-      case GgmlType::kQ4_K:
-      case GgmlType::kQ5_K:
-      case GgmlType::kQ4_1:
-      case GgmlType::kQ5_1:
-        std::memcpy(b, &d, 2);
-        std::memcpy(b + 2, &dmin, 2);
-        break;
-      default: std::memcpy(b, &d, 2); break;
-    }
-  }
-  return data;
+  return synthetic::RandomBlocks(type, n_in * n_out, a, rng);
 }
 
 std::optional<GgmlType> ParseType(std::string_view name) {

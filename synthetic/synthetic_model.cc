@@ -45,39 +45,6 @@ absl::StatusOr<std::vector<float>> Draw(const SyntheticTensor& t, Rng& rng) {
   return absl::InternalError("unknown Init kind");
 }
 
-// Blocks of random quants whose scale (and minimum) give values of about
-// `magnitude`: what a benchmark needs of a type cairn cannot quantize to.
-std::vector<uint8_t> RandomBlocks(GgmlType type, int64_t n, float magnitude, Rng& rng) {
-  const GgmlTypeTraits& traits = Traits(type);
-  const size_t bytes = RowBytes(type, n);
-  std::vector<uint8_t> data(bytes);
-  for (size_t i = 0; i + 8 <= bytes; i += 8) {
-    const uint64_t v = rng.Next();
-    std::memcpy(&data[i], &v, 8);
-  }
-  const uint16_t d = Fp32ToFp16(magnitude / 64.0f);
-  const uint16_t dmin = Fp32ToFp16(magnitude / 256.0f);
-  for (size_t off = 0; off < bytes; off += traits.block_bytes) {
-    uint8_t* block = &data[off];
-    switch (type) {
-      case GgmlType::kQ6_K:
-        std::memcpy(block + 208, &d, 2);
-        break;
-      case GgmlType::kQ4_K:
-      case GgmlType::kQ5_K:
-      case GgmlType::kQ4_1:
-      case GgmlType::kQ5_1:
-        std::memcpy(block, &d, 2);
-        std::memcpy(block + 2, &dmin, 2);
-        break;
-      default:  // Q4_0, Q5_0: the scale first
-        std::memcpy(block, &d, 2);
-        break;
-    }
-  }
-  return data;
-}
-
 std::vector<uint8_t> AsBytes(const std::vector<float>& values) {
   std::vector<uint8_t> out(values.size() * sizeof(float));
   std::memcpy(out.data(), values.data(), out.size());
@@ -127,6 +94,37 @@ absl::StatusOr<std::vector<uint8_t>> Encode(const SyntheticTensor& t, GgmlType t
 }
 
 }  // namespace
+
+std::vector<uint8_t> RandomBlocks(GgmlType type, int64_t n, float magnitude, Rng& rng) {
+  const GgmlTypeTraits& traits = Traits(type);
+  const size_t bytes = RowBytes(type, n);
+  std::vector<uint8_t> data(bytes);
+  for (size_t i = 0; i + 8 <= bytes; i += 8) {
+    const uint64_t v = rng.Next();
+    std::memcpy(&data[i], &v, 8);
+  }
+  const uint16_t d = Fp32ToFp16(magnitude / 64.0f);
+  const uint16_t dmin = Fp32ToFp16(magnitude / 256.0f);
+  for (size_t off = 0; off < bytes; off += traits.block_bytes) {
+    uint8_t* block = &data[off];
+    switch (type) {
+      case GgmlType::kQ6_K:
+        std::memcpy(block + 208, &d, 2);
+        break;
+      case GgmlType::kQ4_K:
+      case GgmlType::kQ5_K:
+      case GgmlType::kQ4_1:
+      case GgmlType::kQ5_1:
+        std::memcpy(block, &d, 2);
+        std::memcpy(block + 2, &dmin, 2);
+        break;
+      default:  // Q4_0, Q5_0: the scale first
+        std::memcpy(block, &d, 2);
+        break;
+    }
+  }
+  return data;
+}
 
 Init Init::FanIn(int64_t n_in) { return Symmetric(1.0f / std::sqrt(static_cast<float>(n_in))); }
 

@@ -135,6 +135,11 @@ class SyntheticModel {
 // divided by it, rounded to int8. `values.size()` must be a multiple of 32.
 std::vector<uint8_t> QuantizeQ8_0(std::span<const float> values);
 
+// `n` values of `type` as blocks of random quants whose scale (and minimum)
+// give values of about `magnitude`: what a benchmark needs of a type cairn
+// cannot quantize to (the K-quants, Q4_0, ...).
+std::vector<uint8_t> RandomBlocks(GgmlType type, int64_t n, float magnitude, Rng& rng);
+
 }  // namespace cairn::synthetic
 
 #endif  // CAIRN_SYNTHETIC_SYNTHETIC_MODEL_H_
