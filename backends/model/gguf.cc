@@ -10,6 +10,7 @@
 #include <cstring>
 #include <filesystem>
 #include <limits>
+#include <unordered_set>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -226,6 +227,110 @@ GgufFile::~GgufFile() {
   if (mapping_ != nullptr) ::munmap(mapping_, size_);
 }
 
+namespace {
+
+// Reads one metadata key and value into `metadata`.
+absl::Status ReadMetadataEntry(Cursor& c, Metadata* metadata) {
+  const uint64_t at = c.offset();
+  std::string key;
+  if (absl::Status s = c.ReadString(&key, "metadata key"); !s.ok()) return s;
+  const uint64_t type_at = c.offset();
+  uint32_t type = 0;
+  if (absl::Status s = c.Read(&type, "metadata value type"); !s.ok()) return s;
+  if (!KnownValueType(type)) {
+    return c.Invalid(type_at, absl::StrFormat("expected a metadata value type (0..12) for key '%s', found %d",
+                                              key, type));
+  }
+  MetadataValue value;
+  if (absl::Status s = ReadValue(c, static_cast<GgufValueType>(type), &value); !s.ok()) {
+    return absl::Status(s.code(), absl::StrCat(s.message(), " (in the value of key '", key, "')"));
+  }
+  if (metadata->Has(key)) return c.Invalid(at, absl::StrCat("duplicate metadata key '", key, "'"));
+  metadata->Set(std::move(key), std::move(value));
+  return absl::OkStatus();
+}
+
+// general.alignment when given (a power of two up to kMaxAlignment), else
+// `fallback`.
+absl::StatusOr<uint64_t> AlignmentOf(const Metadata& metadata, const std::string& path, uint64_t fallback) {
+  const MetadataValue* a = metadata.Find("general.alignment");
+  if (a == nullptr) return fallback;
+  absl::StatusOr<uint64_t> align = metadata.GetUint("general.alignment");
+  if (!align.ok()) return align.status();
+  if (*align == 0 || (*align & (*align - 1)) != 0 || *align > kMaxAlignment) {
+    return absl::InvalidArgumentError(absl::StrFormat("%s: general.alignment %s is not a power of two up to %d",
+                                                      path, a->ToString(), kMaxAlignment));
+  }
+  return *align;
+}
+
+// Reads a tensor's shape: 1..kMaxTensorDims dimensions whose product fits in
+// 64 bits. Returns the element count.
+absl::StatusOr<int64_t> ReadShape(Cursor& c, TensorInfo& t) {
+  uint32_t n_dims = 0;
+  const uint64_t dims_at = c.offset();
+  if (absl::Status s = c.Read(&n_dims, "tensor dimension count"); !s.ok()) return s;
+  if (n_dims == 0 || n_dims > kMaxTensorDims) {
+    return c.Invalid(dims_at, absl::StrFormat("tensor '%s': expected 1..%d dimensions, found %d", t.name,
+                                              kMaxTensorDims, n_dims));
+  }
+  int64_t n_elements = 1;
+  for (uint32_t d = 0; d < n_dims; ++d) {
+    const uint64_t dim_at = c.offset();
+    int64_t ne = 0;
+    if (absl::Status s = c.Read(&ne, "tensor dimension"); !s.ok()) return s;
+    if (ne <= 0 || ne > kMaxDim || n_elements > std::numeric_limits<int64_t>::max() / ne) {
+      return c.Invalid(dim_at, absl::StrFormat("tensor '%s': dimension %d is %d, expected 1..%d with a "
+                                               "total element count that fits in 64 bits",
+                                               t.name, d, ne, kMaxDim));
+    }
+    n_elements *= ne;
+    t.shape.push_back(ne);
+  }
+  return n_elements;
+}
+
+// Reads one tensor info: name, shape, type (rows whole blocks of it), data
+// offset (a multiple of `alignment`) and the byte size that follows.
+absl::StatusOr<TensorInfo> ReadTensorInfo(Cursor& c, const std::string& path, uint64_t alignment) {
+  TensorInfo t;
+  if (absl::Status s = c.ReadString(&t.name, "tensor name"); !s.ok()) return s;
+  const uint64_t dims_at = c.offset();
+  absl::StatusOr<int64_t> n_elements = ReadShape(c, t);
+  if (!n_elements.ok()) return n_elements.status();
+  const uint64_t type_at = c.offset();
+  uint32_t type_id = 0;
+  if (absl::Status s = c.Read(&type_id, "tensor type"); !s.ok()) return s;
+  std::optional<GgmlTypeTraits> traits = TraitsOf(type_id);
+  if (!traits) {
+    return absl::UnimplementedError(absl::StrFormat(
+        "%s: at byte offset %d: tensor '%s' has unsupported type id %d (supported: F32, F16, BF16, "
+        "Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K)",
+        path, type_at, t.name, type_id));
+  }
+  t.type = static_cast<GgmlType>(type_id);
+  if (t.shape[0] % traits->block_size != 0) {
+    return c.Invalid(dims_at, absl::StrFormat("tensor '%s': row width %d is not a multiple of the %s block "
+                                              "size %d",
+                                              t.name, t.shape[0], traits->name, traits->block_size));
+  }
+  const uint64_t offset_at = c.offset();
+  if (absl::Status s = c.Read(&t.offset, "tensor data offset"); !s.ok()) return s;
+  if (t.offset % alignment != 0) {
+    return c.Invalid(offset_at, absl::StrFormat("tensor '%s': data offset %d is not a multiple of the "
+                                                "alignment %d",
+                                                t.name, t.offset, alignment));
+  }
+  const uint64_t blocks = static_cast<uint64_t>(*n_elements / traits->block_size);
+  if (blocks > std::numeric_limits<uint64_t>::max() / traits->block_bytes) {
+    return c.Invalid(dims_at, absl::StrFormat("tensor '%s': size overflows", t.name));
+  }
+  t.n_bytes = blocks * traits->block_bytes;
+  return t;
+}
+
+}  // namespace
+
 absl::Status GgufFile::Parse() {
   Cursor c(base_, size_, path_);
   uint32_t magic = 0;
@@ -252,100 +357,31 @@ absl::Status GgufFile::Parse() {
   if (n_tensors > c.remaining() / 24 && n_tensors > size_) {
     return c.Invalid(8, absl::StrFormat("tensor count %d is impossible for a file of %d bytes", n_tensors, size_));
   }
-
   for (uint64_t i = 0; i < n_kv; ++i) {
-    const uint64_t at = c.offset();
-    std::string key;
-    if (absl::Status s = c.ReadString(&key, "metadata key"); !s.ok()) return s;
-    const uint64_t type_at = c.offset();
-    uint32_t type = 0;
-    if (absl::Status s = c.Read(&type, "metadata value type"); !s.ok()) return s;
-    if (!KnownValueType(type)) {
-      return c.Invalid(type_at, absl::StrFormat("expected a metadata value type (0..12) for key '%s', found %d",
-                                                key, type));
-    }
-    MetadataValue value;
-    if (absl::Status s = ReadValue(c, static_cast<GgufValueType>(type), &value); !s.ok()) {
-      return absl::Status(s.code(), absl::StrCat(s.message(), " (in the value of key '", key, "')"));
-    }
-    if (metadata_.Has(key)) return c.Invalid(at, absl::StrCat("duplicate metadata key '", key, "'"));
-    metadata_.Set(std::move(key), std::move(value));
+    if (absl::Status s = ReadMetadataEntry(c, &metadata_); !s.ok()) return s;
   }
-
-  if (const MetadataValue* a = metadata_.Find("general.alignment")) {
-    absl::StatusOr<uint64_t> align = metadata_.GetUint("general.alignment");
-    if (!align.ok()) return align.status();
-    if (*align == 0 || (*align & (*align - 1)) != 0 || *align > kMaxAlignment) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "%s: general.alignment %s is not a power of two up to %d", path_, a->ToString(), kMaxAlignment));
-    }
-    alignment_ = *align;
-  }
+  absl::StatusOr<uint64_t> alignment = AlignmentOf(metadata_, path_, alignment_);
+  if (!alignment.ok()) return alignment.status();
+  alignment_ = *alignment;
 
   tensors_.reserve(std::min<uint64_t>(n_tensors, c.remaining() / 24));
+  std::unordered_set<std::string> names;
   for (uint64_t i = 0; i < n_tensors; ++i) {
     const uint64_t at = c.offset();
-    TensorInfo t;
-    if (absl::Status s = c.ReadString(&t.name, "tensor name"); !s.ok()) return s;
-    uint32_t n_dims = 0;
-    const uint64_t dims_at = c.offset();
-    if (absl::Status s = c.Read(&n_dims, "tensor dimension count"); !s.ok()) return s;
-    if (n_dims == 0 || n_dims > kMaxTensorDims) {
-      return c.Invalid(dims_at, absl::StrFormat("tensor '%s': expected 1..%d dimensions, found %d", t.name,
-                                                kMaxTensorDims, n_dims));
-    }
-    int64_t n_elements = 1;
-    for (uint32_t d = 0; d < n_dims; ++d) {
-      const uint64_t dim_at = c.offset();
-      int64_t ne = 0;
-      if (absl::Status s = c.Read(&ne, "tensor dimension"); !s.ok()) return s;
-      if (ne <= 0 || ne > kMaxDim || n_elements > std::numeric_limits<int64_t>::max() / ne) {
-        return c.Invalid(dim_at, absl::StrFormat("tensor '%s': dimension %d is %d, expected 1..%d with a "
-                                                 "total element count that fits in 64 bits",
-                                                 t.name, d, ne, kMaxDim));
-      }
-      n_elements *= ne;
-      t.shape.push_back(ne);
-    }
-    const uint64_t type_at = c.offset();
-    uint32_t type_id = 0;
-    if (absl::Status s = c.Read(&type_id, "tensor type"); !s.ok()) return s;
-    std::optional<GgmlTypeTraits> traits = TraitsOf(type_id);
-    if (!traits) {
-      return absl::UnimplementedError(absl::StrFormat(
-          "%s: at byte offset %d: tensor '%s' has unsupported type id %d (supported: F32, F16, BF16, "
-          "Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K)",
-          path_, type_at, t.name, type_id));
-    }
-    t.type = static_cast<GgmlType>(type_id);
-    if (t.shape[0] % traits->block_size != 0) {
-      return c.Invalid(dims_at, absl::StrFormat("tensor '%s': row width %d is not a multiple of the %s block "
-                                                "size %d",
-                                                t.name, t.shape[0], traits->name, traits->block_size));
-    }
-    const uint64_t offset_at = c.offset();
-    if (absl::Status s = c.Read(&t.offset, "tensor data offset"); !s.ok()) return s;
-    if (t.offset % alignment_ != 0) {
-      return c.Invalid(offset_at, absl::StrFormat("tensor '%s': data offset %d is not a multiple of the "
-                                                  "alignment %d",
-                                                  t.name, t.offset, alignment_));
-    }
-    const uint64_t blocks = static_cast<uint64_t>(n_elements / traits->block_size);
-    if (blocks > std::numeric_limits<uint64_t>::max() / traits->block_bytes) {
-      return c.Invalid(dims_at, absl::StrFormat("tensor '%s': size overflows", t.name));
-    }
-    t.n_bytes = blocks * traits->block_bytes;
-    for (const TensorInfo& other : tensors_) {
-      if (other.name == t.name) return c.Invalid(at, absl::StrCat("duplicate tensor name '", t.name, "'"));
-    }
-    tensors_.push_back(std::move(t));
+    absl::StatusOr<TensorInfo> t = ReadTensorInfo(c, path_, alignment_);
+    if (!t.ok()) return t.status();
+    if (!names.insert(t->name).second) return c.Invalid(at, absl::StrCat("duplicate tensor name '", t->name, "'"));
+    tensors_.push_back(*std::move(t));
   }
-
   data_offset_ = AlignUp(c.offset(), alignment_);
   if (data_offset_ > size_ && n_tensors > 0) {
     return c.Truncated(c.offset(), data_offset_ - c.offset(), "padding before the tensor data");
   }
-  // Bounds and overlaps, checked in offset order.
+  return PlaceTensorData();
+}
+
+// Bounds and overlaps, checked in offset order; then each tensor's pointer.
+absl::Status GgufFile::PlaceTensorData() {
   std::vector<size_t> order(tensors_.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return tensors_[a].offset < tensors_[b].offset; });

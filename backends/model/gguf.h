@@ -64,6 +64,7 @@ class GgufFile final {
   friend class ModelFile;  // records which split each tensor came from
   GgufFile() = default;
   absl::Status Parse();
+  absl::Status PlaceTensorData();
 
   std::string path_;
   const uint8_t* base_ = nullptr;
