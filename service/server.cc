@@ -70,6 +70,12 @@ absl::StatusOr<BackendRegistry> BackendFamilies(const std::vector<std::string>& 
 absl::StatusOr<std::unique_ptr<Server>> Server::Create(const ServerOptions& options) {
   std::unique_ptr<Server> s(new Server());
   s->options_ = options;
+  if (options.models_options.threads > 0) {
+    s->compute_threads_ = {options.models_options.threads, "--threads"};
+  } else {
+    s->compute_threads_ = DefaultComputeThreads(options.cgroup_root);
+    s->options_.models_options.threads = s->compute_threads_.threads;
+  }
   // A taken port is a start-up error, found before the models load and with
   // the reason; gRPC binds the port itself later. (An address that is not
   // HOST:PORT, such as unix:PATH, is left to gRPC.)
@@ -81,6 +87,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Create(const ServerOptions& opti
   auto metrics = Metrics::Create(options.metrics_listen);
   if (!metrics.ok()) return metrics.status();
   s->metrics_ = std::move(*metrics);
+  s->metrics_->compute_threads->Set(s->compute_threads_.threads);
   SchedulerOptions sched = options.scheduler;
   sched.metrics = &s->metrics_->scheduler;
   // The step budget is the prompt chunk size (--prefill-chunk): a step then
@@ -90,7 +97,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Create(const ServerOptions& opti
   }
   auto families = BackendFamilies(options.models_options.backend_plugins);
   if (!families.ok()) return families.status();
-  auto models = ModelRegistry::Load(options.models, options.models_options, sched, *families);
+  auto models = ModelRegistry::Load(options.models, s->options_.models_options, sched, *families);
   if (!models.ok()) return models.status();
   s->models_ = std::move(*models);
   s->memory_budget_ = std::make_unique<MemoryBudget>(options.memory_budget_bytes);

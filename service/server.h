@@ -16,6 +16,7 @@
 #include "absl/synchronization/mutex.h"
 #include "grpcpp/server.h"
 #include "service/api/inference_service.h"
+#include "service/host/compute_threads.h"
 #include "service/host/memory_budget.h"
 #include "service/host/metrics.h"
 #include "service/host/models.h"
@@ -28,7 +29,10 @@ struct ServerOptions {
   // "host:port"; port 0 picks a free one (see Server::port()).
   std::string listen = "127.0.0.1:50051";
   std::vector<ModelSpec> models;  // empty: the built-in synthetic models
+  // models_options.threads 0: from the CPU affinity and the cgroup's CPU
+  // quota under cgroup_root (compute_threads.h).
   ModelsOptions models_options;
+  std::string cgroup_root = kDefaultCgroupRoot;
   SchedulerOptions scheduler;
   SessionOptions sessions;
   ServiceLimits limits;
@@ -73,6 +77,8 @@ class Server final {
   ModelRegistry& models() { return *models_; }
   SessionManager& sessions() { return *sessions_; }
   MemoryBudget& memory_budget() { return *memory_budget_; }
+  // The compute threads per model, and where the count came from.
+  const ComputeThreads& compute_threads() const { return compute_threads_; }
 
   // Blocks until Shutdown.
   void Wait();
@@ -86,6 +92,7 @@ class Server final {
   void Housekeeping();
 
   ServerOptions options_;
+  ComputeThreads compute_threads_;
   std::unique_ptr<Metrics> metrics_;
   std::unique_ptr<ModelRegistry> models_;
   std::unique_ptr<MemoryBudget> memory_budget_;  // outlives the sessions and the service

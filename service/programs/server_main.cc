@@ -43,7 +43,11 @@ const char kUsage[] = R"(cairn-server: a gRPC inference service (cairn.v1.Infere
   --backend-plugin=PATH     load a backend family from its plugin library
                             (libcairn_<family>_plugin.so; repeatable); the server
                             refuses to start if one cannot be loaded
-  --threads=N               compute threads per model (default: all cores)
+  --threads=N               compute threads per model (default or 0: the CPUs the
+                            process may use: its CPU affinity, lowered to the cgroup's
+                            CPU quota, ceil(quota/period) of cpu.max; logged at start)
+  --cgroup-root=DIR         where cgroup v2 is mounted, for the CPU quota (default
+                            /sys/fs/cgroup)
   --exact-activations       keep activations in F32 in every weight product (logits
                             match the exact-math golden files to 1e-4 x std); default:
                             quantized weights (Q8_0, Q4_0, K-quants) take 8-bit
@@ -115,6 +119,7 @@ void DeclareFlags(cairn::service::FlagParser& flags, ServerFlags& f, cairn::serv
   flags.Add("model", &f.models);
   flags.Add("backend-plugin", &opt.models_options.backend_plugins);
   flags.Add("threads", &opt.models_options.threads, 0);
+  flags.Add("cgroup-root", &opt.cgroup_root);
   flags.Add("max-context", &opt.models_options.max_context, 0);
   flags.Add("shutdown-grace", &f.shutdown_grace, 0);
   flags.Add("shutdown-persist-seconds", &f.shutdown_persist, 0);
@@ -238,6 +243,8 @@ int main(int argc, char** argv) {
                  m->synthetic ? ", synthetic: random weights" : "", m->context_length(),
                  m->sequence_base_bytes, m->sequence_bytes_per_position);
   }
+  std::fprintf(stderr, "cairn-server: compute threads per model: %d (%s)\n", (*server)->compute_threads().threads,
+               (*server)->compute_threads().source.c_str());
   if (opt.memory_budget_bytes > 0) {
     std::fprintf(stderr, "cairn-server: memory budget for live sequences: %zu bytes (%.1f MiB; --memory-budget=%s)\n",
                  opt.memory_budget_bytes, static_cast<double>(opt.memory_budget_bytes) / (1 << 20),

@@ -33,13 +33,15 @@ def generate_stubs(args, out_dir):
     sys.path.insert(0, out_dir)
 
 
-def start(server_binary, *args, lines=None):
+def start(server_binary, *args, lines=None, wrapper=()):
     """Returns (process, port, metrics_port or None). With `lines` (a list),
     every stderr line is appended to it as it arrives; the thread reading
-    them is process.stderr_reader (it ends after the process has exited)."""
+    them is process.stderr_reader (it ends after the process has exited).
+    `wrapper` is a command that runs the server (e.g. taskset -c 0)."""
     args = list(args)
     want_metrics = any(a.startswith("--metrics-listen") for a in args)
-    proc = subprocess.Popen([server_binary, "--listen=127.0.0.1:0"] + args, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(list(wrapper) + [server_binary, "--listen=127.0.0.1:0"] + args, stderr=subprocess.PIPE,
+                            text=True)
     port = metrics = None
     if lines is None:
         lines = []
