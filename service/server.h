@@ -39,12 +39,18 @@ struct ServerOptions {
   std::string metrics_listen;  // empty: no HTTP endpoint (metrics_http.h)
   // TLS: PEM files of the server's certificate chain and key (both or
   // neither); with a client CA, clients must present a certificate it signed
-  // (mutual TLS).
+  // (mutual TLS). The files are re-read when they change (checked every
+  // credentials_refresh): new connections get the new certificate, open
+  // ones keep theirs.
   std::string tls_cert;
   std::string tls_key;
   std::string tls_client_ca;
-  // Bearer tokens accepted (empty: no authentication); see auth.h.
+  // Bearer tokens accepted (empty: no authentication); see auth.h. A token
+  // file replaces them, re-read on change (checked at most every
+  // credentials_refresh).
   std::vector<std::string> auth_tokens;
+  std::string auth_token_file;
+  std::chrono::seconds credentials_refresh{5};
   bool share_prefix_cache = false;
   int32_t max_message_bytes = 64 << 20;
   // Bytes of live sequence memory, all sessions and in-flight requests of

@@ -78,6 +78,10 @@ const char kUsage[] = R"(cairn-server: a gRPC inference service (cairn.v1.Infere
   --tls-client-ca=PEM       require client certificates signed by this CA (mutual TLS)
   --auth-token-file=PATH    require 'authorization: Bearer <token>' with a token from
                             this file (one per line); sessions belong to their token
+  --credentials-refresh-seconds=N  check the TLS files and the token file for
+                            changes every N seconds (default 5): a rotated
+                            certificate, client CA or token file takes effect
+                            without a restart; open connections and streams go on
   --share-prefix-cache      let different tokens share the prefix cache (off: cache
                             timing could reveal another tenant's prompts)
   --replica-name=NAME       sent as 'x-cairn-replica' metadata on every response
@@ -104,6 +108,7 @@ struct ServerFlags {
   std::string snapshot_key_file;
   std::string log_level;
   std::vector<std::string> models;
+  int32_t credentials_refresh = 5;
   int32_t shutdown_grace = 5;
   int32_t shutdown_persist = 5;
   int32_t stalled_stream = 30;
@@ -136,6 +141,7 @@ void DeclareFlags(cairn::service::FlagParser& flags, ServerFlags& f, cairn::serv
   flags.Add("tls-key", &opt.tls_key);
   flags.Add("tls-client-ca", &opt.tls_client_ca);
   flags.Add("auth-token-file", &f.auth_token_file);
+  flags.Add("credentials-refresh-seconds", &f.credentials_refresh, 1);
   flags.Add("replica-name", [&f](const std::string& v) {
     f.replica_name = v;
     f.replica_name_given = true;
@@ -175,10 +181,12 @@ absl::Status FinishOptions(const ServerFlags& f, cairn::service::ServerOptions& 
     service::SetLogLevel(*level);
   }
   if (!f.auth_token_file.empty()) {
+    // Read here too, so that a bad file stops the start before the models load.
     auto tokens = service::Authenticator::ReadTokenFile(f.auth_token_file);
-    if (!tokens.ok()) return tokens.status();
-    opt.auth_tokens = *tokens;
+    if (!tokens.ok()) return Prefixed("--auth-token-file", tokens.status());
+    opt.auth_token_file = f.auth_token_file;
   }
+  opt.credentials_refresh = std::chrono::seconds(f.credentials_refresh);
   if (!f.snapshot_key_file.empty()) {
     auto key = service::ReadSnapshotKey(f.snapshot_key_file);
     if (!key.ok()) return Prefixed("--snapshot-key", key.status());
