@@ -271,7 +271,10 @@ int main(int argc, char** argv) {
     char c = 0;
     while (read(g_signal_pipe[0], &c, 1) < 0 && errno == EINTR) {
     }
-    if (c != 0) std::fprintf(stderr, "cairn-server: signal %d, shutting down\n", c);
+    if (c != 0) {
+      std::fprintf(stderr, "cairn-server: signal %d, shutting down: running calls get up to %d s (--shutdown-grace)\n",
+                   c, f.shutdown_grace);
+    }
     (*server)->Shutdown();
   });
   (*server)->Wait();
