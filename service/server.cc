@@ -114,6 +114,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Create(const ServerOptions& opti
   if (!models.ok()) return models.status();
   s->models_ = std::move(*models);
   s->memory_budget_ = std::make_unique<MemoryBudget>(options.memory_budget_bytes);
+  s->metrics_->memory_budget_bytes->Set(static_cast<double>(options.memory_budget_bytes));
   s->sessions_ = std::make_unique<SessionManager>(options.sessions, s->memory_budget_.get());
   auto auth = options.auth_token_file.empty()
                   ? Authenticator::Create(options.auth_tokens, options.share_prefix_cache)

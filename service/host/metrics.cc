@@ -49,6 +49,8 @@ absl::StatusOr<std::unique_ptr<Metrics>> Metrics::Create(const std::string& list
   m->sessions = Gauge(r, "cairn_sessions", "Live sessions");
   m->sequence_memory_bytes = Gauge(r, "cairn_sequence_memory_bytes",
                                    "Bytes of live sequence memory reserved (sessions and running requests)");
+  m->memory_budget_bytes = Gauge(r, "cairn_memory_budget_bytes",
+                                 "Bytes of live sequence memory allowed (--memory-budget; 0: unlimited)");
   m->compute_threads = Gauge(r, "cairn_compute_threads",
                              "Compute threads per model (--threads, or the CPU quota and affinity)");
   m->scheduler.time_to_first_token =
