@@ -1,26 +1,19 @@
 #include "service/api/auth.h"
 
-#include <stdlib.h>
-
 #include <filesystem>
 #include <fstream>
 #include <string>
 
 #include "absl/time/time.h"
 #include "gtest/gtest.h"
+#include "tests/testing/temp_dir.h"
 
 namespace cairn::service {
 namespace {
 
 class AuthenticatorTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/cairn-auth-XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
-    path_ = dir_ + "/tokens";
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
+  void SetUp() override { ASSERT_FALSE(dir_.empty()); }
   // Rewrites the file in place (the same inode).
   void Rewrite(const std::string& text) { std::ofstream(path_, std::ios::trunc) << text; }
   // A new file renamed over the old one, as a rotation does.
@@ -31,8 +24,9 @@ class AuthenticatorTest : public ::testing::Test {
   static absl::StatusCode Code(const Authenticator& a, const std::string& token) {
     return a.Authenticate(std::string_view("Bearer " + token)).status().code();
   }
-  std::string dir_;
-  std::string path_;
+  cairn::testing::TempDir temp_{"cairn-auth"};
+  const std::string dir_ = temp_.path();
+  const std::string path_ = dir_ + "/tokens";
 };
 
 TEST_F(AuthenticatorTest, StaticTokens) {

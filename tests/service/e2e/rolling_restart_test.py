@@ -8,7 +8,6 @@ health answers NOT_SERVING and new calls get UNAVAILABLE; the process exits 0.
 Needs Debian's python3-grpcio and python3-protobuf (stubs generated with protoc
 and grpc_python_plugin at test time).
 """
-import argparse
 import os
 import re
 import shutil
@@ -112,14 +111,8 @@ class RollingRestartTest(unittest.TestCase):
                 if status == "NOT_SERVING":
                     health = (code, status)
             if refused is None:
-                fresh = self.grpc.insecure_channel("127.0.0.1:%d" % port)
-                try:
-                    for _ in self.pbg.InferenceStub(fresh).Generate(self.req(2), timeout=30):
-                        pass
-                except self.grpc.RpcError as e:
-                    refused = e.code()
-                finally:
-                    fresh.close()
+                code = server_process.generate_on_new_channel(self.grpc, self.pbg, port, self.req(2))
+                refused = None if code == self.grpc.StatusCode.OK else code
             if health is not None and refused is not None:
                 break
             time.sleep(0.05)
@@ -141,15 +134,8 @@ class RollingRestartTest(unittest.TestCase):
 
 def main():
     global ARGS
-    p = argparse.ArgumentParser()
-    server_process.add_stub_arguments(p)
-    p.add_argument("--cli", required=True)
-    p.add_argument("--entrypoint", required=True)
-    ARGS, rest = p.parse_known_args()
-    with tempfile.TemporaryDirectory() as stubs:
-        server_process.generate_stubs(ARGS, stubs)
-        result = unittest.main(argv=[sys.argv[0]] + rest, exit=False, verbosity=2).result
-    return 0 if result.wasSuccessful() else 1
+    ARGS, rest = server_process.parse_stub_arguments("cli", "entrypoint")
+    return server_process.run_with_stubs(ARGS, rest)
 
 
 if __name__ == "__main__":

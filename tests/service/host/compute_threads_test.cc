@@ -1,13 +1,13 @@
 #include "service/host/compute_threads.h"
 
 #include <sched.h>
-#include <stdlib.h>
 
 #include <filesystem>
 #include <fstream>
 #include <string>
 
 #include "gtest/gtest.h"
+#include "tests/testing/temp_dir.h"
 
 namespace cairn::service {
 namespace {
@@ -44,20 +44,18 @@ TEST(ParseCpuMaxTest, MalformedContentsAreRefused) {
 class DefaultComputeThreadsTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/cairn-cgroup-XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    root_ = tmpl;
+    ASSERT_FALSE(root_.empty());
     cpu_set_t set;
     CPU_ZERO(&set);
     ASSERT_EQ(sched_getaffinity(0, sizeof(set), &set), 0);
     affinity_ = CPU_COUNT(&set);
   }
-  void TearDown() override { std::filesystem::remove_all(root_); }
   void Write(const std::string& dir, const std::string& text) {
     std::filesystem::create_directories(root_ + dir);
     std::ofstream(root_ + dir + "/cpu.max") << text;
   }
-  std::string root_;
+  cairn::testing::TempDir temp_{"cairn-cgroup"};
+  const std::string root_ = temp_.path();
   const std::string own_ = "/kubepods/pod1/cairn";
   int affinity_ = 0;
 };
