@@ -36,16 +36,27 @@ class RollingRestartTest(unittest.TestCase):
         from cairn.v1 import inference_pb2_grpc as pbg
         cls.grpc, cls.pb, cls.pbg = grpc, pb, pbg
 
-    def start_container_style(self):
-        """The entrypoint with CAIRN_* variables, as the chart's pod runs it."""
+    def container_env(self, grace):
+        """The CAIRN_* variables of the chart's pod, the built server on PATH."""
         bin_dir = tempfile.mkdtemp(prefix="cairn-bin-")
         self.addCleanup(shutil.rmtree, bin_dir)
         os.symlink(os.path.abspath(ARGS.server), os.path.join(bin_dir, "cairn-server"))
-        env = dict(os.environ, PATH=bin_dir + os.pathsep + os.environ.get("PATH", ""), CAIRN_PORT="0",
-                   CAIRN_METRICS_PORT="", CAIRN_BACKENDS="all", CAIRN_SHUTDOWN_GRACE=str(GRACE))
+        return dict(os.environ, PATH=bin_dir + os.pathsep + os.environ.get("PATH", ""), CAIRN_PORT="0",
+                    CAIRN_METRICS_PORT="", CAIRN_BACKENDS="all", CAIRN_SHUTDOWN_GRACE=grace)
+
+    def test_the_entrypoint_refuses_a_bad_or_second_grace(self):
+        for grace, args, message in (("abc", [], "CAIRN_SHUTDOWN_GRACE='abc' is not a number of seconds"),
+                                     ("30", ["--shutdown-grace=5"], "CAIRN_SHUTDOWN_GRACE sets it already")):
+            out = subprocess.run(["sh", ARGS.entrypoint, "--model=demo-recurrent"] + args,
+                                 env=self.container_env(grace), capture_output=True, text=True, timeout=60)
+            self.assertEqual(out.returncode, 2, out.stderr)
+            self.assertIn(message, out.stderr)
+
+    def start_container_style(self):
+        """The entrypoint with CAIRN_* variables, as the chart's pod runs it."""
         lines = []
-        proc = subprocess.Popen(["sh", ARGS.entrypoint, "--model=demo-recurrent", "--threads=1"], env=env,
-                                stderr=subprocess.PIPE, text=True)
+        proc = subprocess.Popen(["sh", ARGS.entrypoint, "--model=demo-recurrent", "--threads=1"],
+                                env=self.container_env(str(GRACE)), stderr=subprocess.PIPE, text=True)
         self.addCleanup(lambda: proc.poll() is None and proc.kill())
         port = None
         for line in proc.stderr:
