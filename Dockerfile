@@ -84,7 +84,10 @@ COPY scripts/container/entrypoint.sh /usr/local/bin/cairn-entrypoint
 COPY scripts/container/healthcheck.sh /usr/local/bin/cairn-healthcheck
 USER 10001:10001
 WORKDIR /var/lib/cairn
-ENV CAIRN_PORT=50051 CAIRN_METRICS_PORT=9090 CAIRN_BACKENDS=all
+# PATH stated: the entrypoint finds the binaries on it, and an imported base
+# image carries no environment.
+ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+    CAIRN_PORT=50051 CAIRN_METRICS_PORT=9090 CAIRN_BACKENDS=all
 EXPOSE 50051 9090
 HEALTHCHECK --interval=10s --timeout=5s --start-period=60s --retries=3 \
   CMD ["/usr/local/bin/cairn-healthcheck"]

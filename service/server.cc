@@ -16,6 +16,8 @@
 #include "grpcpp/health_check_service_interface.h"
 #include "grpcpp/resource_quota.h"
 #include "grpcpp/security/server_credentials.h"
+#include "grpcpp/security/tls_certificate_provider.h"
+#include "grpcpp/security/tls_credentials_options.h"
 #include "grpcpp/server_builder.h"
 #include "service/host/listen_socket.h"
 
@@ -32,6 +34,10 @@ absl::StatusOr<std::string> ReadFile(const std::string& path) {
 
 // Plaintext, or TLS with the certificate chain and key (both or neither),
 // requiring client certificates signed by the client CA when there is one.
+// gRPC's file watcher re-reads the files every `refresh`, so a rotated
+// certificate serves the next handshake without a restart; the files are
+// read here first so that a missing one is a start-up error, not a log line
+// at each handshake.
 absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> Credentials(const ServerOptions& options) {
   if (options.tls_cert.empty() && options.tls_key.empty() && options.tls_client_ca.empty()) {
     return grpc::InsecureServerCredentials();
@@ -39,19 +45,26 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> Credentials(const Serve
   if (options.tls_cert.empty() || options.tls_key.empty()) {
     return absl::InvalidArgumentError("TLS needs both a certificate and a key");
   }
-  auto cert = ReadFile(options.tls_cert);
-  if (!cert.ok()) return cert.status();
-  auto key = ReadFile(options.tls_key);
-  if (!key.ok()) return key.status();
-  grpc::SslServerCredentialsOptions ssl;
-  ssl.pem_key_cert_pairs.push_back({*key, *cert});
-  if (!options.tls_client_ca.empty()) {
-    auto ca = ReadFile(options.tls_client_ca);
-    if (!ca.ok()) return ca.status();
-    ssl.pem_root_certs = *ca;
-    ssl.client_certificate_request = GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY;
+  for (const std::string* path : {&options.tls_cert, &options.tls_key, &options.tls_client_ca}) {
+    if (path->empty()) continue;
+    if (absl::StatusOr<std::string> pem = ReadFile(*path); !pem.ok()) return pem.status();
   }
-  return grpc::SslServerCredentials(ssl);
+  if (options.credentials_refresh < std::chrono::seconds(1)) {
+    return absl::InvalidArgumentError("the credentials' refresh interval must be at least 1 s");
+  }
+  const auto refresh = static_cast<unsigned>(options.credentials_refresh.count());
+  using grpc::experimental::FileWatcherCertificateProvider;
+  auto provider = options.tls_client_ca.empty()
+                      ? std::make_shared<FileWatcherCertificateProvider>(options.tls_key, options.tls_cert, refresh)
+                      : std::make_shared<FileWatcherCertificateProvider>(options.tls_key, options.tls_cert,
+                                                                         options.tls_client_ca, refresh);
+  grpc::experimental::TlsServerCredentialsOptions tls(provider);
+  tls.watch_identity_key_cert_pairs();
+  if (!options.tls_client_ca.empty()) {
+    tls.watch_root_certs();
+    tls.set_cert_request_type(GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
+  }
+  return grpc::experimental::TlsServerCredentials(tls);
 }
 
 // The backend families this server runs: the ones linked into the binary
@@ -70,6 +83,12 @@ absl::StatusOr<BackendRegistry> BackendFamilies(const std::vector<std::string>& 
 absl::StatusOr<std::unique_ptr<Server>> Server::Create(const ServerOptions& options) {
   std::unique_ptr<Server> s(new Server());
   s->options_ = options;
+  if (options.models_options.threads > 0) {
+    s->compute_threads_ = {options.models_options.threads, "--threads"};
+  } else {
+    s->compute_threads_ = DefaultComputeThreads(options.cgroup_root);
+    s->options_.models_options.threads = s->compute_threads_.threads;
+  }
   // A taken port is a start-up error, found before the models load and with
   // the reason; gRPC binds the port itself later. (An address that is not
   // HOST:PORT, such as unix:PATH, is left to gRPC.)
@@ -81,6 +100,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Create(const ServerOptions& opti
   auto metrics = Metrics::Create(options.metrics_listen);
   if (!metrics.ok()) return metrics.status();
   s->metrics_ = std::move(*metrics);
+  s->metrics_->compute_threads->Set(s->compute_threads_.threads);
   SchedulerOptions sched = options.scheduler;
   sched.metrics = &s->metrics_->scheduler;
   // The step budget is the prompt chunk size (--prefill-chunk): a step then
@@ -90,12 +110,16 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Create(const ServerOptions& opti
   }
   auto families = BackendFamilies(options.models_options.backend_plugins);
   if (!families.ok()) return families.status();
-  auto models = ModelRegistry::Load(options.models, options.models_options, sched, *families);
+  auto models = ModelRegistry::Load(options.models, s->options_.models_options, sched, *families);
   if (!models.ok()) return models.status();
   s->models_ = std::move(*models);
   s->memory_budget_ = std::make_unique<MemoryBudget>(options.memory_budget_bytes);
+  s->metrics_->memory_budget_bytes->Set(static_cast<double>(options.memory_budget_bytes));
   s->sessions_ = std::make_unique<SessionManager>(options.sessions, s->memory_budget_.get());
-  auto auth = Authenticator::Create(options.auth_tokens, options.share_prefix_cache);
+  auto auth = options.auth_token_file.empty()
+                  ? Authenticator::Create(options.auth_tokens, options.share_prefix_cache)
+                  : Authenticator::CreateFromFile(options.auth_token_file, options.share_prefix_cache,
+                                                  absl::FromChrono(options.credentials_refresh));
   if (!auth.ok()) return auth.status();
   s->auth_ = std::move(*auth);
   ReplicaOptions replica;

@@ -16,6 +16,7 @@
 #include "absl/synchronization/mutex.h"
 #include "grpcpp/server.h"
 #include "service/api/inference_service.h"
+#include "service/host/compute_threads.h"
 #include "service/host/memory_budget.h"
 #include "service/host/metrics.h"
 #include "service/host/models.h"
@@ -28,19 +29,28 @@ struct ServerOptions {
   // "host:port"; port 0 picks a free one (see Server::port()).
   std::string listen = "127.0.0.1:50051";
   std::vector<ModelSpec> models;  // empty: the built-in synthetic models
+  // models_options.threads 0: from the CPU affinity and the cgroup's CPU
+  // quota under cgroup_root (compute_threads.h).
   ModelsOptions models_options;
+  std::string cgroup_root = kDefaultCgroupRoot;
   SchedulerOptions scheduler;
   SessionOptions sessions;
   ServiceLimits limits;
   std::string metrics_listen;  // empty: no HTTP endpoint (metrics_http.h)
   // TLS: PEM files of the server's certificate chain and key (both or
   // neither); with a client CA, clients must present a certificate it signed
-  // (mutual TLS).
+  // (mutual TLS). The files are re-read when they change (checked every
+  // credentials_refresh): new connections get the new certificate, open
+  // ones keep theirs.
   std::string tls_cert;
   std::string tls_key;
   std::string tls_client_ca;
-  // Bearer tokens accepted (empty: no authentication); see auth.h.
+  // Bearer tokens accepted (empty: no authentication); see auth.h. A token
+  // file replaces them, re-read on change (checked at most every
+  // credentials_refresh).
   std::vector<std::string> auth_tokens;
+  std::string auth_token_file;
+  std::chrono::seconds credentials_refresh{5};
   bool share_prefix_cache = false;
   int32_t max_message_bytes = 64 << 20;
   // Bytes of live sequence memory, all sessions and in-flight requests of
@@ -73,6 +83,8 @@ class Server final {
   ModelRegistry& models() { return *models_; }
   SessionManager& sessions() { return *sessions_; }
   MemoryBudget& memory_budget() { return *memory_budget_; }
+  // The compute threads per model, and where the count came from.
+  const ComputeThreads& compute_threads() const { return compute_threads_; }
 
   // Blocks until Shutdown.
   void Wait();
@@ -86,6 +98,7 @@ class Server final {
   void Housekeeping();
 
   ServerOptions options_;
+  ComputeThreads compute_threads_;
   std::unique_ptr<Metrics> metrics_;
   std::unique_ptr<ModelRegistry> models_;
   std::unique_ptr<MemoryBudget> memory_budget_;  // outlives the sessions and the service

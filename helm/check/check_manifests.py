@@ -19,7 +19,8 @@ judges the objects together and against what the image and server do:
 - alerts, the dashboard and the autoscalers use metric names the server
   exports (read from its metrics source file);
 - Envoy's configuration hashes on the affinity header with RING_HASH over
-  the headless Service.
+  the headless Service;
+- the replicas' CAIRN_SHUTDOWN_GRACE fits in the pod's termination grace.
 
   check_manifests.py RENDERED.json --yaml RENDERED.yaml --metrics-source FILE
                      [--values VALUES.yaml] [--header x-cairn-session]
@@ -98,6 +99,25 @@ def check_pod_references(owner, tmpl, ctx):
             problem(where, "serviceName %s is not a headless Service" % owner["spec"]["serviceName"])
         if "--replica-name=$(POD_NAME)" not in spec["containers"][0].get("args", []):
             problem(where, "replicas are not named after their pods")
+        check_shutdown_grace(where, spec)
+
+
+def check_shutdown_grace(where, spec):
+    """Running streams get the pod's termination grace: CAIRN_SHUTDOWN_GRACE
+    (the entrypoint's --shutdown-grace, which it refuses among the arguments
+    then) leaves the disk tier's writes time before the kubelet's SIGKILL."""
+    c = spec["containers"][0]
+    grace = env_value(c, "CAIRN_SHUTDOWN_GRACE")
+    if grace is None or not re.fullmatch(r"[1-9][0-9]*", grace):
+        problem(where, "CAIRN_SHUTDOWN_GRACE is %r, not a number of seconds: streams get the server's 5 s" % grace)
+        return
+    if any(a.startswith("--shutdown-grace=") for a in c.get("args", [])):
+        problem(where, "--shutdown-grace among the arguments next to CAIRN_SHUTDOWN_GRACE (the entrypoint refuses it)")
+    persist = [int(a.split("=", 1)[1]) for a in c.get("args", []) if a.startswith("--shutdown-persist-seconds=")]
+    total = int(grace) + (persist[0] if persist else 5)
+    if total >= spec.get("terminationGracePeriodSeconds", 30):
+        problem(where, "CAIRN_SHUTDOWN_GRACE %s s plus %d s of disk writes do not fit in terminationGracePeriodSeconds %s"
+                % (grace, total - int(grace), spec.get("terminationGracePeriodSeconds", 30)))
 
 
 def check_restricted(owner, tmpl):

@@ -16,6 +16,11 @@
 #                        or a comma-separated list of families (e.g.
 #                        "hybrid,recurrent"): cairn-server-core with only
 #                        those families' plugins loaded
+#   CAIRN_SHUTDOWN_GRACE seconds running calls get to finish after SIGTERM
+#                        (--shutdown-grace; the chart sets the pod's
+#                        terminationGracePeriodSeconds less a margin); unset:
+#                        the server's default (5)
+# The binaries are found on PATH (/usr/local/bin in the image).
 set -eu
 
 die() {
@@ -35,11 +40,17 @@ for arg in "$@"; do
       die "$arg: the image sets this from CAIRN_PORT, CAIRN_METRICS_PORT and CAIRN_TLS_* (so that its health check follows); set those instead" ;;
     --backend-plugin=*)
       die "$arg: the image loads plugins from CAIRN_BACKENDS (families: $(families))" ;;
+    --shutdown-grace=*)
+      [ -z "${CAIRN_SHUTDOWN_GRACE:-}" ] || die "$arg: CAIRN_SHUTDOWN_GRACE sets it already" ;;
   esac
 done
 case $port in '' | *[!0-9]*) die "CAIRN_PORT='$port' is not a port number" ;; esac
 
 flags="--listen=0.0.0.0:$port"
+if [ -n "${CAIRN_SHUTDOWN_GRACE:-}" ]; then
+  case $CAIRN_SHUTDOWN_GRACE in *[!0-9]*) die "CAIRN_SHUTDOWN_GRACE='$CAIRN_SHUTDOWN_GRACE' is not a number of seconds" ;; esac
+  flags="$flags --shutdown-grace=$CAIRN_SHUTDOWN_GRACE"
+fi
 if [ -n "$metrics_port" ]; then
   case $metrics_port in *[!0-9]*) die "CAIRN_METRICS_PORT='$metrics_port' is not a port number" ;; esac
   flags="$flags --metrics-listen=0.0.0.0:$metrics_port"
@@ -56,7 +67,7 @@ fi
 if [ "$backends" = all ]; then
   # Word splitting of $flags is intended: none of its parts holds a space.
   # shellcheck disable=SC2086
-  exec /usr/local/bin/cairn-server $flags "$@"
+  exec cairn-server $flags "$@"
 fi
 for family in $(echo "$backends" | tr ',' ' '); do
   plugin="$plugin_dir/libcairn_${family}_plugin.so"
@@ -64,4 +75,4 @@ for family in $(echo "$backends" | tr ',' ' '); do
   flags="$flags --backend-plugin=$plugin"
 done
 # shellcheck disable=SC2086
-exec /usr/local/bin/cairn-server-core $flags "$@"
+exec cairn-server-core $flags "$@"

@@ -49,6 +49,10 @@ absl::StatusOr<std::unique_ptr<Metrics>> Metrics::Create(const std::string& list
   m->sessions = Gauge(r, "cairn_sessions", "Live sessions");
   m->sequence_memory_bytes = Gauge(r, "cairn_sequence_memory_bytes",
                                    "Bytes of live sequence memory reserved (sessions and running requests)");
+  m->memory_budget_bytes = Gauge(r, "cairn_memory_budget_bytes",
+                                 "Bytes of live sequence memory allowed (--memory-budget; 0: unlimited)");
+  m->compute_threads = Gauge(r, "cairn_compute_threads",
+                             "Compute threads per model (--threads, or the CPU quota and affinity)");
   m->scheduler.time_to_first_token =
       Histogram(r, "cairn_time_to_first_token_seconds", "Time from request to first token",
                 {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30});

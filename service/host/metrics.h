@@ -53,6 +53,8 @@ class Metrics final {
   prometheus::Gauge* store_disk_bytes;
   prometheus::Gauge* sessions;
   prometheus::Gauge* sequence_memory_bytes;  // reserved in the live-memory budget
+  prometheus::Gauge* memory_budget_bytes;    // that budget (--memory-budget; 0: unlimited)
+  prometheus::Gauge* compute_threads;        // per model (--threads, or the CPU quota and affinity)
   prometheus::Histogram* request_duration;  // Generate, from the call's start to its status
   prometheus::Histogram* queue_wait;        // request received -> prompt processing starts
   prometheus::Histogram* prefill_duration;  // prompt processing

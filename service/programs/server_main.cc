@@ -43,7 +43,11 @@ const char kUsage[] = R"(cairn-server: a gRPC inference service (cairn.v1.Infere
   --backend-plugin=PATH     load a backend family from its plugin library
                             (libcairn_<family>_plugin.so; repeatable); the server
                             refuses to start if one cannot be loaded
-  --threads=N               compute threads per model (default: all cores)
+  --threads=N               compute threads per model (default or 0: the CPUs the
+                            process may use: its CPU affinity, lowered to the cgroup's
+                            CPU quota, ceil(quota/period) of cpu.max; logged at start)
+  --cgroup-root=DIR         where cgroup v2 is mounted, for the CPU quota (default
+                            /sys/fs/cgroup)
   --exact-activations       keep activations in F32 in every weight product (logits
                             match the exact-math golden files to 1e-4 x std); default:
                             quantized weights (Q8_0, Q4_0, K-quants) take 8-bit
@@ -74,6 +78,10 @@ const char kUsage[] = R"(cairn-server: a gRPC inference service (cairn.v1.Infere
   --tls-client-ca=PEM       require client certificates signed by this CA (mutual TLS)
   --auth-token-file=PATH    require 'authorization: Bearer <token>' with a token from
                             this file (one per line); sessions belong to their token
+  --credentials-refresh-seconds=N  check the TLS files and the token file for
+                            changes every N seconds (default 5): a rotated
+                            certificate, client CA or token file takes effect
+                            without a restart; open connections and streams go on
   --share-prefix-cache      let different tokens share the prefix cache (off: cache
                             timing could reveal another tenant's prompts)
   --replica-name=NAME       sent as 'x-cairn-replica' metadata on every response
@@ -100,6 +108,7 @@ struct ServerFlags {
   std::string snapshot_key_file;
   std::string log_level;
   std::vector<std::string> models;
+  int32_t credentials_refresh = 5;
   int32_t shutdown_grace = 5;
   int32_t shutdown_persist = 5;
   int32_t stalled_stream = 30;
@@ -115,6 +124,7 @@ void DeclareFlags(cairn::service::FlagParser& flags, ServerFlags& f, cairn::serv
   flags.Add("model", &f.models);
   flags.Add("backend-plugin", &opt.models_options.backend_plugins);
   flags.Add("threads", &opt.models_options.threads, 0);
+  flags.Add("cgroup-root", &opt.cgroup_root);
   flags.Add("max-context", &opt.models_options.max_context, 0);
   flags.Add("shutdown-grace", &f.shutdown_grace, 0);
   flags.Add("shutdown-persist-seconds", &f.shutdown_persist, 0);
@@ -131,6 +141,7 @@ void DeclareFlags(cairn::service::FlagParser& flags, ServerFlags& f, cairn::serv
   flags.Add("tls-key", &opt.tls_key);
   flags.Add("tls-client-ca", &opt.tls_client_ca);
   flags.Add("auth-token-file", &f.auth_token_file);
+  flags.Add("credentials-refresh-seconds", &f.credentials_refresh, 1);
   flags.Add("replica-name", [&f](const std::string& v) {
     f.replica_name = v;
     f.replica_name_given = true;
@@ -170,10 +181,12 @@ absl::Status FinishOptions(const ServerFlags& f, cairn::service::ServerOptions& 
     service::SetLogLevel(*level);
   }
   if (!f.auth_token_file.empty()) {
+    // Read here too, so that a bad file stops the start before the models load.
     auto tokens = service::Authenticator::ReadTokenFile(f.auth_token_file);
-    if (!tokens.ok()) return tokens.status();
-    opt.auth_tokens = *tokens;
+    if (!tokens.ok()) return Prefixed("--auth-token-file", tokens.status());
+    opt.auth_token_file = f.auth_token_file;
   }
+  opt.credentials_refresh = std::chrono::seconds(f.credentials_refresh);
   if (!f.snapshot_key_file.empty()) {
     auto key = service::ReadSnapshotKey(f.snapshot_key_file);
     if (!key.ok()) return Prefixed("--snapshot-key", key.status());
@@ -238,6 +251,8 @@ int main(int argc, char** argv) {
                  m->synthetic ? ", synthetic: random weights" : "", m->context_length(),
                  m->sequence_base_bytes, m->sequence_bytes_per_position);
   }
+  std::fprintf(stderr, "cairn-server: compute threads per model: %d (%s)\n", (*server)->compute_threads().threads,
+               (*server)->compute_threads().source.c_str());
   if (opt.memory_budget_bytes > 0) {
     std::fprintf(stderr, "cairn-server: memory budget for live sequences: %zu bytes (%.1f MiB; --memory-budget=%s)\n",
                  opt.memory_budget_bytes, static_cast<double>(opt.memory_budget_bytes) / (1 << 20),
@@ -256,7 +271,10 @@ int main(int argc, char** argv) {
     char c = 0;
     while (read(g_signal_pipe[0], &c, 1) < 0 && errno == EINTR) {
     }
-    if (c != 0) std::fprintf(stderr, "cairn-server: signal %d, shutting down\n", c);
+    if (c != 0) {
+      std::fprintf(stderr, "cairn-server: signal %d, shutting down: running calls get up to %d s (--shutdown-grace)\n",
+                   c, f.shutdown_grace);
+    }
     (*server)->Shutdown();
   });
   (*server)->Wait();

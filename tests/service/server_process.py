@@ -10,6 +10,7 @@ import re
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import unittest
 
@@ -33,13 +34,50 @@ def generate_stubs(args, out_dir):
     sys.path.insert(0, out_dir)
 
 
-def start(server_binary, *args, lines=None):
+def parse_stub_arguments(*flags):
+    """Parses add_stub_arguments' flags and `flags` (names of further
+    required flags, e.g. "cli"); returns (args, the rest of argv for
+    unittest)."""
+    p = argparse.ArgumentParser()
+    add_stub_arguments(p)
+    for name in flags:
+        p.add_argument("--" + name, required=True)
+    return p.parse_known_args()
+
+
+def run_with_stubs(args, rest):
+    """Generates the stubs (generate_stubs) into a temporary directory and
+    runs the unittest suite of __main__ with `rest`; returns an exit code."""
+    with tempfile.TemporaryDirectory() as stubs:
+        generate_stubs(args, stubs)
+        result = unittest.main(argv=[sys.argv[0]] + rest, exit=False, verbosity=2).result
+    return 0 if result.wasSuccessful() else 1
+
+
+def generate_on_new_channel(grpc, pbg, port, request):
+    """The status code of one Generate read to its end over a new channel
+    (a new connection) to 127.0.0.1:port; `grpc` and `pbg` are the grpc
+    module and the generated inference_pb2_grpc."""
+    channel = grpc.insecure_channel("127.0.0.1:%d" % port)
+    try:
+        for _ in pbg.InferenceStub(channel).Generate(request, timeout=30):
+            pass
+        return grpc.StatusCode.OK
+    except grpc.RpcError as e:
+        return e.code()
+    finally:
+        channel.close()
+
+
+def start(server_binary, *args, lines=None, wrapper=()):
     """Returns (process, port, metrics_port or None). With `lines` (a list),
     every stderr line is appended to it as it arrives; the thread reading
-    them is process.stderr_reader (it ends after the process has exited)."""
+    them is process.stderr_reader (it ends after the process has exited).
+    `wrapper` is a command that runs the server (e.g. taskset -c 0)."""
     args = list(args)
     want_metrics = any(a.startswith("--metrics-listen") for a in args)
-    proc = subprocess.Popen([server_binary, "--listen=127.0.0.1:0"] + args, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(list(wrapper) + [server_binary, "--listen=127.0.0.1:0"] + args, stderr=subprocess.PIPE,
+                            text=True)
     port = metrics = None
     if lines is None:
         lines = []

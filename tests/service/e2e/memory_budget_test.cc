@@ -57,6 +57,10 @@ TEST_F(ServiceMemoryBudgetTest, RefusedGenerateLeavesTheSessionExactlyAsItWas) {
   const ServedModel& tf = Model("tf");
   ASSERT_GT(tf.sequence_bytes_per_position, 0u);
   EXPECT_EQ(server_->memory_budget().budget(), budget_);
+  // Exported, so that alerts compare the live memory with the budget itself.
+  EXPECT_EQ(server_->metrics().memory_budget_bytes->Value(), static_cast<double>(budget_));
+  EXPECT_NE(server_->metrics().Render().find("cairn_memory_budget_bytes " + std::to_string(budget_)),
+            std::string::npos);
 
   const std::string sid = client_->Create("tf");
   GenerateRequest first = Req("tf", Ids(100), 10);

@@ -1,11 +1,13 @@
 // End-to-end tests (service_fixture.h): bearer tokens (sessions and the prefix cache per tenant)
 // and TLS, mutual TLS.
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <memory>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "grpcpp/create_channel.h"
@@ -87,6 +89,14 @@ class ServiceTlsTest : public ::testing::Test {
         ">/dev/null 2>&1 && "
         "openssl req -newkey rsa:2048 -nodes -keyout client.key -out client.csr -subj /CN=client >/dev/null 2>&1 && "
         "openssl x509 -req -in client.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out client.pem -days 1 "
+        ">/dev/null 2>&1 && "
+        // A second generation of each, for rotation.
+        "openssl req -x509 -newkey rsa:2048 -nodes -keyout server2.key -out server2.pem -days 1 "
+        "-subj /CN=localhost -addext subjectAltName=DNS:localhost >/dev/null 2>&1 && "
+        "openssl req -x509 -newkey rsa:2048 -nodes -keyout ca2.key -out ca2.pem -days 1 -subj /CN=cairn-test-ca2 "
+        ">/dev/null 2>&1 && "
+        "openssl req -newkey rsa:2048 -nodes -keyout client2.key -out client2.csr -subj /CN=client2 >/dev/null 2>&1 && "
+        "openssl x509 -req -in client2.csr -CA ca2.pem -CAkey ca2.key -CAcreateserial -out client2.pem -days 1 "
         ">/dev/null 2>&1";
     ASSERT_EQ(std::system(cmd.c_str()), 0) << "openssl failed";
   }
@@ -98,15 +108,27 @@ class ServiceTlsTest : public ::testing::Test {
     return b.str();
   }
   std::shared_ptr<grpc::Channel> Channel(int port, bool with_client_cert) {
+    return Channel(port, "server", with_client_cert ? "client" : "");
+  }
+  // A channel of its own (a new connection) trusting `server`.pem, with the
+  // client certificate `client`.pem ("": none).
+  std::shared_ptr<grpc::Channel> Channel(int port, const std::string& server, const std::string& client) {
     grpc::SslCredentialsOptions ssl;
-    ssl.pem_root_certs = Read("server.pem");
-    if (with_client_cert) {
-      ssl.pem_private_key = Read("client.key");
-      ssl.pem_cert_chain = Read("client.pem");
+    ssl.pem_root_certs = Read(server + ".pem");
+    if (!client.empty()) {
+      ssl.pem_private_key = Read(client + ".key");
+      ssl.pem_cert_chain = Read(client + ".pem");
     }
     grpc::ChannelArguments args;
     args.SetSslTargetNameOverride("localhost");
+    args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
     return grpc::CreateCustomChannel("127.0.0.1:" + std::to_string(port), grpc::SslCredentials(ssl), args);
+  }
+  // Puts a new file at `live` (in dir_) with `contents`, by a rename, as a
+  // rotation does.
+  void Install(const std::string& live, const std::string& contents) {
+    std::ofstream(dir_ + "/" + live + ".new") << contents;
+    std::filesystem::rename(dir_ + "/" + live + ".new", dir_ + "/" + live);
   }
   std::string dir_;
 };
@@ -148,6 +170,68 @@ TEST_F(ServiceTlsTest, MutualTlsRequiresAClientCertificate) {
   EXPECT_EQ(no_cert.ListModels(&models).error_code(), grpc::StatusCode::UNAVAILABLE);
   opt.tls_key.clear();
   EXPECT_EQ(Server::Create(opt).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+// A cert-manager style rotation under a running server: the certificate and
+// key, the client CA and the token file are replaced while a stream runs.
+// New connections get the new certificate and need a client certificate of
+// the new CA and a new token; the stream opened before goes on to its end.
+TEST_F(ServiceTlsTest, RotatedCertificatesClientCaAndTokensTakeEffectWithoutARestart) {
+  Install("live.pem", Read("server.pem"));
+  Install("live.key", Read("server.key"));
+  Install("live-ca.pem", Read("ca.pem"));
+  Install("tokens", "old-token\n");
+  ServerOptions opt = TestServerOptions();
+  opt.models = {*ParseModelSpec("rec=demo-recurrent")};
+  opt.models_options.threads = 1;
+  opt.tls_cert = dir_ + "/live.pem";
+  opt.tls_key = dir_ + "/live.key";
+  opt.tls_client_ca = dir_ + "/live-ca.pem";
+  opt.auth_token_file = dir_ + "/tokens";
+  opt.credentials_refresh = std::chrono::seconds(1);
+  // The stream waits unread while the test rotates: no stall timeout then.
+  opt.scheduler.stalled_stream = std::chrono::seconds(300);
+  auto server = Server::Create(opt);
+  ASSERT_TRUE(server.ok()) << server.status();
+  const int port = (*server)->port();
+  v1::ListModelsResponse models;
+  Client before(Channel(port, "server", "client"), "old-token");
+  ASSERT_TRUE(before.ListModels(&models).ok());
+
+  constexpr int kTokens = 300;
+  bool rotated = false;
+  Result stream = before.Generate(Req("rec", Ids(8), kTokens), 0, [&](grpc::ClientContext&, int n) {
+    if (n != 1) return;
+    Install("live.key", Read("server2.key"));
+    Install("live.pem", Read("server2.pem"));
+    Install("live-ca.pem", Read("ca2.pem"));
+    Install("tokens", "# rotated\nnew-token\n");
+    // Within a few refresh intervals a new connection gets the new
+    // certificate and the new CA and token are in force.
+    grpc::Status st;
+    for (int attempt = 0; attempt < 100 && !rotated; ++attempt) {
+      Client after(Channel(port, "server2", "client2"), "new-token");
+      st = after.ListModels(&models);
+      rotated = st.ok();
+      if (!rotated) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+    ASSERT_TRUE(rotated) << st.error_message();
+    // The old certificate is no longer served, the old CA's clients and the
+    // old token are refused.
+    Client old_trust(Channel(port, "server", "client2"), "new-token");
+    EXPECT_EQ(old_trust.ListModels(&models).error_code(), grpc::StatusCode::UNAVAILABLE);
+    Client old_client_cert(Channel(port, "server2", "client"), "new-token");
+    EXPECT_EQ(old_client_cert.ListModels(&models).error_code(), grpc::StatusCode::UNAVAILABLE);
+    Client old_token(Channel(port, "server2", "client2"), "old-token");
+    EXPECT_EQ(old_token.ListModels(&models).error_code(), grpc::StatusCode::UNAUTHENTICATED);
+    // On the connection opened before, a new call with the old token is
+    // refused too (the running stream was let in before).
+    EXPECT_EQ(before.ListModels(&models).error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  });
+  EXPECT_TRUE(rotated);
+  ASSERT_TRUE(stream.status.ok()) << stream.status.error_message();
+  EXPECT_EQ(stream.ids.size(), static_cast<size_t>(kTokens));
+  EXPECT_EQ(stream.finished.reason(), v1::FINISH_REASON_LENGTH);
 }
 
 }  // namespace

@@ -7,7 +7,6 @@ the shutdown writes one file per reply checkpoint.
 Needs Debian's python3-grpcio and python3-protobuf (stubs generated with
 protoc and grpc_python_plugin at test time).
 """
-import argparse
 import os
 import signal
 import sys
@@ -79,15 +78,9 @@ class ShutdownTest(unittest.TestCase):
         # as its signal thread has run), while the running one goes on.
         code = self.grpc.StatusCode.OK
         for _ in range(600):
-            fresh = self.grpc.insecure_channel("127.0.0.1:%d" % port)
-            try:
-                for _ in self.pbg.InferenceStub(fresh).Generate(self.req(5), timeout=30):
-                    pass
-            except self.grpc.RpcError as e:
-                code = e.code()
+            code = server_process.generate_on_new_channel(self.grpc, self.pbg, port, self.req(5))
+            if code != self.grpc.StatusCode.OK:
                 break
-            finally:
-                fresh.close()
             time.sleep(0.05)
         self.assertEqual(code, self.grpc.StatusCode.UNAVAILABLE)
         t.join(120)
@@ -130,13 +123,8 @@ class ShutdownTest(unittest.TestCase):
 
 def main():
     global ARGS
-    p = argparse.ArgumentParser()
-    server_process.add_stub_arguments(p)
-    ARGS, rest = p.parse_known_args()
-    with tempfile.TemporaryDirectory() as stubs:
-        server_process.generate_stubs(ARGS, stubs)
-        result = unittest.main(argv=[sys.argv[0]] + rest, exit=False, verbosity=2).result
-    return 0 if result.wasSuccessful() else 1
+    ARGS, rest = server_process.parse_stub_arguments()
+    return server_process.run_with_stubs(ARGS, rest)
 
 
 if __name__ == "__main__":
