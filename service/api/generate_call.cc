@@ -19,8 +19,8 @@ namespace {
 // When the scheduler stops a request for its deadline: 100 ms before it, or
 // a tenth of the time left when that is shorter, so that the tokens written
 // and the status reach the client before it gives up (which drops what it
-// has not read): the session then holds exactly the tokens the client
-// received.
+// has not read): it learns that the turn ended without OK, which leaves the
+// session unchanged.
 Clock::time_point StopTime(std::chrono::system_clock::time_point deadline) {
   const auto now = std::chrono::system_clock::now();
   if (deadline == std::chrono::system_clock::time_point::max()) return Clock::time_point::max();
@@ -255,7 +255,7 @@ InferenceService::GenerateCall::Next InferenceService::GenerateCall::TakeNext() 
       continue;
     }
     const bool token = std::holds_alternative<TokenGenerated>(*event);
-    // Once stopped, no more tokens go out: the history keeps those written.
+    // Once stopped, no more tokens go out: the turn ends without OK.
     if (token && job_->stop_reason() != StopReason::kNone) {
       held_back_ = true;
       continue;
@@ -326,24 +326,15 @@ absl::Status FinalStatus(const GenerateJob& job, bool held_back) {
   return status;
 }
 
-// Session bookkeeping: see GenerateRequest.session_id in the proto. The
-// history a session holds after the request, or nothing when it keeps the
-// one it had.
-std::optional<History> SessionHistoryAfter(const GenerateJob& job, const absl::Status& status, size_t written) {
-  const bool stopped = absl::IsCancelled(status) || absl::IsDeadlineExceeded(status);
-  if (status.ok() || (job.prefilled && stopped)) {
-    // After a stop, only the tokens actually sent: the client never saw the
-    // others, so they must not become part of its conversation.
-    const size_t n = status.ok() ? job.streamed.size() : std::min(written, job.streamed.size());
-    History after = job.prompt;
-    for (size_t i = 0; i < n; ++i) after.AddToken(job.streamed[i]);
-    return after;
-  }
-  // Stopped during prompt processing: the sequence holds a prefix of the
-  // prompt (or still its old state when nothing happened yet).
-  if (!stopped || !job.prompt_prefix_held.has_value()) return std::nullopt;
+// Session bookkeeping: see GenerateRequest.session_id in the proto. A turn
+// that ends without OK changes nothing: the client may not have received
+// what was generated (a cancel, a deadline, a broken stream), so nothing of
+// it may become its conversation; what was computed stays in the checkpoint
+// cache for the turn the client sends next.
+std::optional<History> SessionHistoryAfter(const GenerateJob& job, const absl::Status& status) {
+  if (!status.ok()) return std::nullopt;
   History after = job.prompt;
-  after.Resize(*job.prompt_prefix_held);
+  for (TokenId t : job.streamed) after.AddToken(t);
   return after;
 }
 
@@ -368,7 +359,7 @@ void InferenceService::GenerateCall::Conclude() {
   trace_.tokens = static_cast<int64_t>(written);
   if (final.has_value()) trace_.timings = final->finished().timings();
   if (lease_.get() != nullptr) {
-    if (std::optional<History> after = SessionHistoryAfter(*job, status, written); after.has_value()) {
+    if (std::optional<History> after = SessionHistoryAfter(*job, status); after.has_value()) {
       lease_->history = std::move(*after);
       service_.Persist(*lease_);
     }

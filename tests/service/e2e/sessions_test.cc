@@ -277,8 +277,7 @@ TEST_F(ServiceTest, BusySessionReportsItsProgress) {
   EXPECT_GE(seen, 10 + 20);
   EXPECT_GE(listed, seen);
   after = client_->GetIdle(sid).tokens();
-  EXPECT_GE(after, listed);  // never more than the history it ends with
-  EXPECT_LT(after, 10 + 3000);
+  EXPECT_EQ(after, 0);  // cancelled: the session is unchanged
 }
 
 }  // namespace
