@@ -1,5 +1,6 @@
 #include "service/api/auth.h"
 
+#include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <string_view>
@@ -17,6 +18,12 @@ bool ConstantTimeEqual(std::string_view a, std::string_view b) {
   unsigned char diff = a.size() == b.size() ? 0 : 1;
   for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i % (b.empty() ? 1 : b.size())]);
   return diff == 0 && !b.empty();
+}
+
+// The call's deadline (gRPC's "none" is the largest time point).
+absl::Time Deadline(const grpc::ServerContextBase& ctx) {
+  const std::chrono::system_clock::time_point d = ctx.deadline();
+  return d == std::chrono::system_clock::time_point::max() ? absl::InfiniteFuture() : absl::FromChrono(d);
 }
 
 }  // namespace
@@ -47,7 +54,9 @@ absl::StatusOr<std::vector<std::string>> Authenticator::ReadTokenFile(const std:
 }
 
 absl::StatusOr<Caller> Authenticator::Authenticate(const grpc::ServerContextBase& ctx) const {
-  if (tokens_.empty()) return Caller{};
+  Caller c;
+  c.wait_until = Deadline(ctx);
+  if (tokens_.empty()) return c;
   const auto& md = ctx.client_metadata();
   auto it = md.find("authorization");
   if (it == md.end()) return absl::UnauthenticatedError("missing 'authorization: Bearer <token>' metadata");
@@ -65,7 +74,6 @@ absl::StatusOr<Caller> Authenticator::Authenticate(const grpc::ServerContextBase
   char buf[17];
   std::snprintf(buf, sizeof(buf), "%016llx",
                 static_cast<unsigned long long>(checkpoint::HashBytes(token.data(), token.size(), 0x5eed)));
-  Caller c;
   c.owner = buf;
   c.cache_tenant = share_cache_ ? "" : c.owner;
   return c;

@@ -32,6 +32,8 @@ class Authenticator final {
   static absl::StatusOr<std::vector<std::string>> ReadTokenFile(const std::string& path);
 
   bool enabled() const { return !tokens_.empty(); }
+  // The call's caller, with the call's deadline as Caller::wait_until.
+  // UNAUTHENTICATED without a valid token (when tokens are required).
   absl::StatusOr<Caller> Authenticate(const grpc::ServerContextBase& ctx) const;
 
  private:

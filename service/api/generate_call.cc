@@ -211,9 +211,19 @@ absl::Status InferenceService::GenerateCall::Submit() {
   {
     absl::MutexLock lock(&mu_);
     job_ = job;
-    if (cancelled_) job->RequestStop(StopReason::kCancelled);
+    stoppable_session_ = lease_.get();
   }
-  return model_->scheduler->Submit(job);
+  absl::Status st = model_->scheduler->Submit(job);
+  // A cancel that came before the job existed.
+  if (st.ok()) {
+    bool cancelled;
+    {
+      absl::MutexLock lock(&mu_);
+      cancelled = cancelled_;
+    }
+    if (cancelled) StopForClient(StopReason::kCancelled);
+  }
+  return st;
 }
 
 // ---------------------------------------------------------------------------
@@ -282,28 +292,36 @@ void InferenceService::GenerateCall::OnWriteDone(bool ok) {
     } else if (writing_token_) {
       ++written_tokens_;
       acknowledge = true;
-      // A busy session's progress, for GetSession (Session::busy_tokens);
-      // while this write is in flight the call cannot end.
-      if (lease_.get() != nullptr) lease_->busy_tokens.store(job->prompt.size() + written_tokens_);
+      // What a busy session has streamed, for GetSession; while this write
+      // is in flight the call cannot end.
+      if (lease_.get() != nullptr) lease_->in_flight_tokens.store(written_tokens_);
     }
     write_in_flight_ = false;
   }
-  if (!ok) job->RequestStop(StopReason::kCancelled);
+  if (!ok) StopForClient(StopReason::kCancelled);
   if (acknowledge) job->Acknowledge();
   Pump();
 }
 
 void InferenceService::GenerateCall::OnCancel() {
-  std::shared_ptr<GenerateJob> job;
   {
     absl::MutexLock lock(&mu_);
     cancelled_ = true;
+  }
+  StopForClient(StopReason::kCancelled);
+}
+
+void InferenceService::GenerateCall::StopForClient(StopReason reason) {
+  std::shared_ptr<GenerateJob> job;
+  {
+    absl::MutexLock lock(&mu_);
     job = job_;
+    // Under mu_: End clears it before the session is released.
+    if (job != nullptr && stoppable_session_ != nullptr) service_.sessions_->MarkStopping(*stoppable_session_);
   }
+  if (job == nullptr) return;  // Submit stops it
   // gRPC also cancels a call whose deadline passed: that is the deadline.
-  if (job != nullptr) {
-    job->RequestStop(Clock::now() >= job->deadline ? StopReason::kDeadline : StopReason::kCancelled);
-  }
+  job->RequestStop(Clock::now() >= job->deadline ? StopReason::kDeadline : reason);
 }
 
 void InferenceService::GenerateCall::OnDone() {
@@ -360,7 +378,7 @@ void InferenceService::GenerateCall::Conclude() {
   if (final.has_value()) trace_.timings = final->finished().timings();
   if (lease_.get() != nullptr) {
     if (std::optional<History> after = SessionHistoryAfter(*job, status); after.has_value()) {
-      lease_->history = std::move(*after);
+      lease_->Commit(std::move(*after));
       service_.Persist(*lease_);
     }
   }
@@ -376,6 +394,7 @@ void InferenceService::GenerateCall::End(const absl::Status& status, const v1::G
   {
     absl::MutexLock lock(&mu_);
     job_.reset();  // done: the scheduler already freed a fresh sequence
+    stoppable_session_ = nullptr;
   }
   // The session's reservation settles while its lease is still held; the
   // fresh sequence's goes after the scheduler freed it.

@@ -57,7 +57,7 @@ TEST_F(ServiceTest, ACancelledTurnChangesNothingAndWhatTheClientSawContinuesExac
     ASSERT_GE(r.ids.size(), 2u);
     // What the client showed: the tokens it read before it cancelled.
     const std::vector<int32_t> shown(r.ids.begin(), r.ids.begin() + 2);
-    const v1::SessionInfo info = client_->GetIdle(sid);
+    const v1::SessionInfo info = *client_->Get(sid);
     EXPECT_EQ(std::vector<int32_t>(info.token_ids().begin(), info.token_ids().end()), before);
     EXPECT_EQ(info.tokens(), static_cast<int32_t>(before.size()));
     ContinueWithWhatTheClientSaw(*client_, model, sid, Concat(Concat(before, Ids(5, 420)), shown), before.size() + 5);
@@ -74,10 +74,48 @@ TEST_F(ServiceTest, ATurnPastItsDeadlineChangesNothingAndWhatTheClientSawContinu
     req.set_append(true);
     const Result r = client_->Generate(req, 0.3);
     EXPECT_EQ(r.status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
-    const v1::SessionInfo info = client_->GetIdle(sid);
+    const v1::SessionInfo info = *client_->Get(sid);
     EXPECT_EQ(std::vector<int32_t>(info.token_ids().begin(), info.token_ids().end()), before);
     ContinueWithWhatTheClientSaw(*client_, model, sid, Concat(Concat(before, Ids(5, 430)), r.ids),
                                  before.size() + 5);
+  }
+}
+
+// Issue 30: "stop" in a chat UI, then the next message at once: the next
+// request waits for the cancelled one's end instead of failing, and every
+// read of the session, at once, shows the history before the cancelled turn
+// (no waiting for the server's side to finish).
+TEST_F(ServiceTest, TheNextTurnRightAfterACancelWaitsForTheSessionAndSucceeds) {
+  for (const char* model : {kTf, kRec}) {
+    SCOPED_TRACE(model);
+    std::vector<int32_t> history;
+    const std::string sid = SessionWithOneTurn(*client_, model, &history);
+    for (int round = 0; round < 10; ++round) {
+      SCOPED_TRACE(round);
+      const std::vector<int32_t> prompt = Ids(4, 400 + 7 * round);
+      GenerateRequest cut = Req(model, prompt, 3000);
+      cut.set_session_id(sid);
+      cut.set_append(true);
+      const Result r = client_->Generate(cut, 0, [](grpc::ClientContext& ctx, int n) {
+        if (n == 2) ctx.TryCancel();
+      });
+      ASSERT_EQ(r.status.error_code(), grpc::StatusCode::CANCELLED);
+      const auto info = client_->Get(sid);
+      ASSERT_TRUE(info.ok()) << info.status();
+      EXPECT_EQ(std::vector<int32_t>(info->token_ids().begin(), info->token_ids().end()), history);
+      // The next message, sent at once, appended to what the client saw.
+      const std::vector<int32_t> seen = Concat(prompt, {r.ids[0], r.ids[1]});
+      GenerateRequest next = Req(model, seen, 2);
+      next.set_session_id(sid);
+      next.set_append(true);
+      const Result rn = client_->Generate(next);
+      ASSERT_TRUE(rn.status.ok()) << rn.status.error_code() << " " << rn.status.error_message();
+      EXPECT_EQ(rn.ids, client_->Generate(Req(model, Concat(history, seen), 2)).ids);
+      history = Concat(Concat(history, seen), rn.ids);
+      const auto now = client_->Get(sid);
+      ASSERT_TRUE(now.ok());
+      EXPECT_EQ(std::vector<int32_t>(now->token_ids().begin(), now->token_ids().end()), history);
+    }
   }
 }
 
