@@ -147,6 +147,7 @@ absl::Status Busy(const std::string& id) {
 absl::StatusOr<SessionLease> SessionManager::Acquire(const std::string& id, const std::string& tenant,
                                                      absl::Time wait_until) {
   absl::MutexLock lock(&mu_);
+  bool noticed_no_stop = false;
   for (;;) {
     auto it = sessions_.find(id);
     if (it == sessions_.end()) {
@@ -161,17 +162,26 @@ absl::StatusOr<SessionLease> SessionManager::Acquire(const std::string& id, cons
       e.session->in_flight_tokens.store(0);
       return SessionLease(this, e.session);
     }
-    if (!e.stopping || absl::Now() >= wait_until) return Busy(id);
-    // Its request was stopped (a client that cancels and sends its next
-    // message at once): it ends within a scheduler step, so wait for that.
+    const absl::Time now = absl::Now();
+    if (now >= wait_until || (!e.stopping && noticed_no_stop)) return Busy(id);
+    // A stopped request ends within a scheduler step: wait for it. One not
+    // (yet) stopped may be about to: a client's cancel reaches its call a
+    // moment after the client could send its next request, so give the
+    // notice kStopNotice to come before refusing.
+    const bool stopping = e.stopping;
+    const absl::Time until = stopping ? wait_until : std::min(wait_until, now + kStopNotice);
     const Session* held = e.session.get();
-    auto released = [this, &id, held]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    auto changed = [this, &id, held, stopping]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
       auto f = sessions_.find(id);
-      return f == sessions_.end() || f->second.session.get() != held || !f->second.busy;
+      return f == sessions_.end() || f->second.session.get() != held || !f->second.busy ||
+             f->second.stopping != stopping;
     };
-    if (!mu_.AwaitWithDeadline(absl::Condition(&released), wait_until)) {
-      return absl::DeadlineExceededError(
-          absl::StrCat("session '", id, "' was still finishing a stopped request at the deadline"));
+    if (!mu_.AwaitWithDeadline(absl::Condition(&changed), until)) {
+      if (stopping) {
+        return absl::DeadlineExceededError(
+            absl::StrCat("session '", id, "' was still finishing a stopped request at the deadline"));
+      }
+      noticed_no_stop = true;
     }
   }
 }

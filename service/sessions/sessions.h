@@ -114,10 +114,14 @@ class SessionManager final {
   // for another tenant's session. Busy: when its request was stopped
   // (MarkStopping: cancelled, its client gone), which ends it within a
   // scheduler step, the call waits for it until `wait_until`
-  // (DEADLINE_EXCEEDED then); otherwise ABORTED at once: a concurrent
-  // request, which may retry once the other ends.
+  // (DEADLINE_EXCEEDED then); otherwise, unless the stop comes within
+  // kStopNotice, ABORTED: a concurrent request, which may retry once the
+  // other ends. `wait_until` past: ABORTED at once.
   absl::StatusOr<SessionLease> Acquire(const std::string& id, const std::string& tenant,
                                        absl::Time wait_until = absl::InfinitePast());
+  // How long Acquire waits for a busy session's stop (a cancel arriving
+  // just after the next request) before ABORTED.
+  static constexpr absl::Duration kStopNotice = absl::Milliseconds(250);
   // The request holding `s` was stopped: Acquire waits for its end.
   void MarkStopping(const Session& s);
   // NOT_FOUND / PERMISSION_DENIED as Acquire; ABORTED when busy.

@@ -245,11 +245,8 @@ TEST_F(ServiceTest, ConcurrentRequestOnABusySessionIsRefused) {
 // report its committed history (never a figure that later shrinks) and,
 // apart, the tokens in flight; the cancelled request leaves it as reported.
 TEST_F(ServiceTest, ABusySessionReportsItsCommittedHistoryAndWhatIsInFlight) {
-  const std::string sid = client_->Create(kTf);
-  GenerateRequest first = Req(kTf, Ids(10), 3);
-  first.set_session_id(sid);
-  first.set_append(true);
-  ASSERT_TRUE(client_->Generate(first).status.ok());
+  std::vector<int32_t> history;
+  const std::string sid = SessionWithOneTurn(*client_, kTf, &history);
   const auto before = client_->Get(sid);
   ASSERT_TRUE(before.ok());
   GenerateRequest longreq = Req(kTf, Ids(5, 420), 3000);

@@ -10,20 +10,6 @@
 namespace cairn::service::e2e {
 namespace {
 
-// A session with one completed turn on `model`; returns its id and fills
-// `history` with what it holds.
-std::string SessionWithOneTurn(Client& client, const char* model, std::vector<int32_t>* history) {
-  const std::string sid = client.Create(model);
-  GenerateRequest turn = Req(model, Ids(6), 3);
-  turn.set_session_id(sid);
-  turn.set_append(true);
-  EXPECT_TRUE(client.Generate(turn).status.ok());
-  const v1::SessionInfo info = client.GetIdle(sid);
-  history->assign(info.token_ids().begin(), info.token_ids().end());
-  EXPECT_EQ(history->size(), 6u + 3u);
-  return sid;
-}
-
 // The turn after a cut-short one, built from what the client saw (the
 // history, the cut-short prompt and the tokens it received), sent as the
 // whole conversation: its reply equals a fresh computation's, and what was

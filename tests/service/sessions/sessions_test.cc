@@ -137,17 +137,22 @@ TEST_F(SessionsTest, ABusySessionShowsItsCommittedHistoryAndWhatIsInFlight) {
 // Issue 30: a client that cancels and at once sends its next request finds
 // the session still finishing the cancelled one: it waits (bounded by its
 // deadline) instead of failing; a request meeting one that runs on is
-// ABORTED (retry) at once.
+// ABORTED (retry) once no stop came within kStopNotice.
 TEST_F(SessionsTest, AStoppedRequestsSessionIsWaitedForAndARunningOnesIsRefused) {
   SessionManager& m = Manager();
   auto lease = m.Create(model_, "", "");
   ASSERT_TRUE(lease.ok());
   const std::string id = (*lease)->id;
-  const absl::Time soon = absl::Now() + absl::Milliseconds(50);
   EXPECT_TRUE(absl::IsAborted(m.Acquire(id, "", absl::InfiniteFuture()).status()));
+  // A stop noticed while a request waits for it: the request waits on.
+  absl::StatusOr<SessionLease> waited;
+  std::thread noticing([&] { waited = m.Acquire(id, "", absl::Now() + absl::Milliseconds(100)); });
   m.MarkStopping(**lease);
+  noticing.join();
+  EXPECT_TRUE(absl::IsDeadlineExceeded(waited.status())) << waited.status();
   EXPECT_TRUE(absl::IsAborted(m.Acquire(id, "").status()));  // no time to wait
-  EXPECT_TRUE(absl::IsDeadlineExceeded(m.Acquire(id, "", soon).status()));  // waited, still held
+  // Waited, still held.
+  EXPECT_TRUE(absl::IsDeadlineExceeded(m.Acquire(id, "", absl::Now() + absl::Milliseconds(50)).status()));
   absl::StatusOr<SessionLease> next;
   std::thread waiter([&] { next = m.Acquire(id, "", absl::Now() + absl::Seconds(60)); });
   lease->Reset();
