@@ -2,6 +2,7 @@
 
 #include <sys/stat.h>
 
+#include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <string_view>
@@ -23,6 +24,12 @@ bool ConstantTimeEqual(std::string_view a, std::string_view b) {
 }
 
 int64_t Nanoseconds(const timespec& t) { return static_cast<int64_t>(t.tv_sec) * 1000000000 + t.tv_nsec; }
+
+// The call's deadline (gRPC's "none" is the largest time point).
+absl::Time Deadline(const grpc::ServerContextBase& ctx) {
+  const std::chrono::system_clock::time_point d = ctx.deadline();
+  return d == std::chrono::system_clock::time_point::max() ? absl::InfiniteFuture() : absl::FromChrono(d);
+}
 
 }  // namespace
 
@@ -103,11 +110,13 @@ void Authenticator::RefreshTokens() const {
 }
 
 absl::StatusOr<Caller> Authenticator::Authenticate(const grpc::ServerContextBase& ctx) const {
-  if (!enabled_) return Caller{};
   const auto& md = ctx.client_metadata();
   auto it = md.find("authorization");
-  if (it == md.end()) return Authenticate(std::nullopt);
-  return Authenticate(std::string_view(it->second.data(), it->second.size()));
+  absl::StatusOr<Caller> caller = it == md.end()
+                                      ? Authenticate(std::nullopt)
+                                      : Authenticate(std::string_view(it->second.data(), it->second.size()));
+  if (caller.ok()) caller->wait_until = Deadline(ctx);
+  return caller;
 }
 
 absl::StatusOr<Caller> Authenticator::Authenticate(std::optional<std::string_view> authorization) const {
@@ -130,7 +139,6 @@ absl::StatusOr<Caller> Authenticator::Authenticate(std::optional<std::string_vie
   char buf[17];
   std::snprintf(buf, sizeof(buf), "%016llx",
                 static_cast<unsigned long long>(checkpoint::HashBytes(token.data(), token.size(), 0x5eed)));
-  Caller c;
   c.owner = buf;
   c.cache_tenant = share_cache_ ? "" : c.owner;
   return c;

@@ -52,9 +52,11 @@ class Authenticator final {
   static absl::StatusOr<std::vector<std::string>> ReadTokenFile(const std::string& path);
 
   bool enabled() const { return enabled_; }
-  // The caller of a call, from its "authorization" metadata.
+  // The call's caller, with the call's deadline as Caller::wait_until.
+  // UNAUTHENTICATED without a valid token (when tokens are required).
   absl::StatusOr<Caller> Authenticate(const grpc::ServerContextBase& ctx) const;
-  // The same from the metadata's value (nullopt: the call has none).
+  // The same from the metadata's value (nullopt: the call has none); the
+  // caller's wait_until is left unset (no deadline known).
   absl::StatusOr<Caller> Authenticate(std::optional<std::string_view> authorization) const;
 
  private:

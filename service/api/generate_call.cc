@@ -19,8 +19,8 @@ namespace {
 // When the scheduler stops a request for its deadline: 100 ms before it, or
 // a tenth of the time left when that is shorter, so that the tokens written
 // and the status reach the client before it gives up (which drops what it
-// has not read): the session then holds exactly the tokens the client
-// received.
+// has not read): it learns that the turn ended without OK, which leaves the
+// session unchanged.
 Clock::time_point StopTime(std::chrono::system_clock::time_point deadline) {
   const auto now = std::chrono::system_clock::now();
   if (deadline == std::chrono::system_clock::time_point::max()) return Clock::time_point::max();
@@ -211,9 +211,19 @@ absl::Status InferenceService::GenerateCall::Submit() {
   {
     absl::MutexLock lock(&mu_);
     job_ = job;
-    if (cancelled_) job->RequestStop(StopReason::kCancelled);
+    stoppable_session_ = lease_.get();
   }
-  return model_->scheduler->Submit(job);
+  absl::Status st = model_->scheduler->Submit(job);
+  // A cancel that came before the job existed.
+  if (st.ok()) {
+    bool cancelled;
+    {
+      absl::MutexLock lock(&mu_);
+      cancelled = cancelled_;
+    }
+    if (cancelled) StopForClient(StopReason::kCancelled);
+  }
+  return st;
 }
 
 // ---------------------------------------------------------------------------
@@ -255,7 +265,7 @@ InferenceService::GenerateCall::Next InferenceService::GenerateCall::TakeNext() 
       continue;
     }
     const bool token = std::holds_alternative<TokenGenerated>(*event);
-    // Once stopped, no more tokens go out: the history keeps those written.
+    // Once stopped, no more tokens go out: the turn ends without OK.
     if (token && job_->stop_reason() != StopReason::kNone) {
       held_back_ = true;
       continue;
@@ -282,28 +292,36 @@ void InferenceService::GenerateCall::OnWriteDone(bool ok) {
     } else if (writing_token_) {
       ++written_tokens_;
       acknowledge = true;
-      // A busy session's progress, for GetSession (Session::busy_tokens);
-      // while this write is in flight the call cannot end.
-      if (lease_.get() != nullptr) lease_->busy_tokens.store(job->prompt.size() + written_tokens_);
+      // What a busy session has streamed, for GetSession; while this write
+      // is in flight the call cannot end.
+      if (lease_.get() != nullptr) lease_->in_flight_tokens.store(written_tokens_);
     }
     write_in_flight_ = false;
   }
-  if (!ok) job->RequestStop(StopReason::kCancelled);
+  if (!ok) StopForClient(StopReason::kCancelled);
   if (acknowledge) job->Acknowledge();
   Pump();
 }
 
 void InferenceService::GenerateCall::OnCancel() {
-  std::shared_ptr<GenerateJob> job;
   {
     absl::MutexLock lock(&mu_);
     cancelled_ = true;
+  }
+  StopForClient(StopReason::kCancelled);
+}
+
+void InferenceService::GenerateCall::StopForClient(StopReason reason) {
+  std::shared_ptr<GenerateJob> job;
+  {
+    absl::MutexLock lock(&mu_);
     job = job_;
+    // Under mu_: End clears it before the session is released.
+    if (job != nullptr && stoppable_session_ != nullptr) service_.sessions_->MarkStopping(*stoppable_session_);
   }
+  if (job == nullptr) return;  // Submit stops it
   // gRPC also cancels a call whose deadline passed: that is the deadline.
-  if (job != nullptr) {
-    job->RequestStop(Clock::now() >= job->deadline ? StopReason::kDeadline : StopReason::kCancelled);
-  }
+  job->RequestStop(Clock::now() >= job->deadline ? StopReason::kDeadline : reason);
 }
 
 void InferenceService::GenerateCall::OnDone() {
@@ -326,24 +344,15 @@ absl::Status FinalStatus(const GenerateJob& job, bool held_back) {
   return status;
 }
 
-// Session bookkeeping: see GenerateRequest.session_id in the proto. The
-// history a session holds after the request, or nothing when it keeps the
-// one it had.
-std::optional<History> SessionHistoryAfter(const GenerateJob& job, const absl::Status& status, size_t written) {
-  const bool stopped = absl::IsCancelled(status) || absl::IsDeadlineExceeded(status);
-  if (status.ok() || (job.prefilled && stopped)) {
-    // After a stop, only the tokens actually sent: the client never saw the
-    // others, so they must not become part of its conversation.
-    const size_t n = status.ok() ? job.streamed.size() : std::min(written, job.streamed.size());
-    History after = job.prompt;
-    for (size_t i = 0; i < n; ++i) after.AddToken(job.streamed[i]);
-    return after;
-  }
-  // Stopped during prompt processing: the sequence holds a prefix of the
-  // prompt (or still its old state when nothing happened yet).
-  if (!stopped || !job.prompt_prefix_held.has_value()) return std::nullopt;
+// Session bookkeeping: see GenerateRequest.session_id in the proto. A turn
+// that ends without OK changes nothing: the client may not have received
+// what was generated (a cancel, a deadline, a broken stream), so nothing of
+// it may become its conversation; what was computed stays in the checkpoint
+// cache for the turn the client sends next.
+std::optional<History> SessionHistoryAfter(const GenerateJob& job, const absl::Status& status) {
+  if (!status.ok()) return std::nullopt;
   History after = job.prompt;
-  after.Resize(*job.prompt_prefix_held);
+  for (TokenId t : job.streamed) after.AddToken(t);
   return after;
 }
 
@@ -368,8 +377,8 @@ void InferenceService::GenerateCall::Conclude() {
   trace_.tokens = static_cast<int64_t>(written);
   if (final.has_value()) trace_.timings = final->finished().timings();
   if (lease_.get() != nullptr) {
-    if (std::optional<History> after = SessionHistoryAfter(*job, status, written); after.has_value()) {
-      lease_->history = std::move(*after);
+    if (std::optional<History> after = SessionHistoryAfter(*job, status); after.has_value()) {
+      lease_->Commit(std::move(*after));
       service_.Persist(*lease_);
     }
   }
@@ -385,6 +394,7 @@ void InferenceService::GenerateCall::End(const absl::Status& status, const v1::G
   {
     absl::MutexLock lock(&mu_);
     job_.reset();  // done: the scheduler already freed a fresh sequence
+    stoppable_session_ = nullptr;
   }
   // The session's reservation settles while its lease is still held; the
   // fresh sequence's goes after the scheduler freed it.

@@ -74,6 +74,8 @@ class InferenceService::GenerateCall final : public grpc::ServerWriteReactor<v1:
   void Pump() ABSL_LOCKS_EXCLUDED(mu_);
   enum class Next { kNothing, kWrite, kConclude };
   Next TakeNext() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The job stops for `reason` (the client cancelled or went away).
+  void StopForClient(StopReason reason) ABSL_LOCKS_EXCLUDED(mu_);
   // Step 5.
   void Conclude() ABSL_LOCKS_EXCLUDED(mu_);
   // Releases what the call holds (the session settled first), records the
@@ -100,6 +102,10 @@ class InferenceService::GenerateCall final : public grpc::ServerWriteReactor<v1:
 
   mutable absl::Mutex mu_;
   std::shared_ptr<GenerateJob> job_ ABSL_GUARDED_BY(mu_);
+  // lease_'s session from Submit until End releases it: a stop marks it
+  // (SessionManager::MarkStopping), so that the client's next request on it
+  // waits for this one's end instead of being refused.
+  const Session* stoppable_session_ ABSL_GUARDED_BY(mu_) = nullptr;
   bool cancelled_ ABSL_GUARDED_BY(mu_) = false;  // OnCancel came
   bool write_in_flight_ ABSL_GUARDED_BY(mu_) = false;
   bool writing_token_ ABSL_GUARDED_BY(mu_) = false;

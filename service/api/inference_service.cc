@@ -56,6 +56,21 @@ void InferenceService::Describe(const Session& s, bool include_tokens, v1::Sessi
   }
 }
 
+namespace {
+
+void DescribeSummary(const SessionManager::Summary& x, v1::SessionInfo* out) {
+  out->set_session_id(x.id);
+  out->set_model(x.model);
+  out->set_tokens(static_cast<int32_t>(x.tokens));
+  out->set_positions(x.positions);
+  out->set_idle_seconds(x.idle_seconds);
+  out->set_busy(x.busy);
+  out->set_in_flight_tokens(static_cast<int32_t>(x.in_flight_tokens));
+  for (TokenId t : x.token_ids) out->add_token_ids(t);
+}
+
+}  // namespace
+
 void InferenceService::Changed(Session& s, v1::SessionResponse* resp) {
   Persist(s);
   Describe(s, false, resp->mutable_session());
@@ -131,7 +146,9 @@ absl::Status InferenceService::RewindSession(const Caller& caller, const v1::Rew
   }
   // The live sequence is left as it is: the next Generate brings it to the
   // history, cutting or restoring exactly as needed.
-  (*s)->history.Resize(static_cast<size_t>(n));
+  History cut = (*s)->history;
+  cut.Resize(static_cast<size_t>(n));
+  (*s)->Commit(std::move(cut));
   Changed(**s, resp);
   return absl::OkStatus();
 }
@@ -151,36 +168,25 @@ absl::Status InferenceService::DeleteSession(const Caller& caller, const v1::Del
 
 absl::Status InferenceService::GetSession(const Caller& caller, const v1::GetSession& req,
                                           v1::SessionResponse* resp) {
-  auto s = AcquireSession(req.session_id(), caller);
+  Caller now = caller;
+  now.wait_until = absl::InfinitePast();  // a busy session is described, not waited for
+  auto s = AcquireSession(req.session_id(), now);
   if (s.ok()) {
     Describe(**s, req.include_tokens(), resp->mutable_session());
     return absl::OkStatus();
   }
-  if (!absl::IsFailedPrecondition(s.status())) return s.status();
-  // Busy: its progress, without its (changing) history.
-  for (const auto& x : sessions_->List(caller.owner)) {
-    if (x.id != req.session_id()) continue;
-    v1::SessionInfo* out = resp->mutable_session();
-    out->set_session_id(x.id);
-    out->set_model(x.model);
-    out->set_tokens(static_cast<int32_t>(x.tokens));
-    out->set_busy(true);
-    return absl::OkStatus();
-  }
-  return absl::NotFoundError(absl::StrCat("session '", req.session_id(), "' not found"));
+  if (!absl::IsAborted(s.status())) return s.status();
+  // Busy: its committed history, which the request changes only when it
+  // ends OK, and what it has streamed.
+  auto x = sessions_->Find(req.session_id(), caller.owner, req.include_tokens());
+  if (!x.ok()) return x.status();
+  DescribeSummary(*x, resp->mutable_session());
+  return absl::OkStatus();
 }
 
 void InferenceService::ListSessions(const Caller& caller, v1::SessionResponse* resp) {
   v1::SessionList* list = resp->mutable_sessions();
-  for (const auto& x : sessions_->List(caller.owner)) {
-    v1::SessionInfo* out = list->add_sessions();
-    out->set_session_id(x.id);
-    out->set_model(x.model);
-    out->set_tokens(static_cast<int32_t>(x.tokens));
-    out->set_positions(x.positions);
-    out->set_idle_seconds(x.idle_seconds);
-    out->set_busy(x.busy);
-  }
+  for (const auto& x : sessions_->List(caller.owner)) DescribeSummary(x, list->add_sessions());
 }
 
 absl::Status InferenceService::ExportSession(const Caller& caller, const v1::ExportSession& req,
@@ -236,7 +242,7 @@ absl::StatusOr<SessionLease> InferenceService::AcquireSession(const std::string&
     if (absl::Status st = sessions_->Delete(id, caller.owner); !st.ok() && !absl::IsNotFound(st)) return st;
   }
   for (int attempt = 0;; ++attempt) {
-    auto lease = sessions_->Acquire(id, caller.owner);
+    auto lease = sessions_->Acquire(id, caller.owner, caller.wait_until);
     if (!absl::IsNotFound(lease.status())) return lease;
     if (dir != nullptr) {
       auto persisted = dir->Load(id);

@@ -100,7 +100,8 @@ class InferenceService final : public v1::Inference::WithCallbackMethod_Generate
   // A SessionControl operation created or changed `s`: persisted, then
   // described in the response.
   void Changed(Session& s, v1::SessionResponse* resp);
-  // The session for exclusive use, as SessionManager::Acquire, but also
+  // The session for exclusive use, as SessionManager::Acquire (waiting
+  // until caller.wait_until for one finishing a stopped request), but also
   // from the session directory (when this replica does not hold it, or
   // another replica changed it since). `create_on` non-null: a session that
   // exists nowhere is created on that model under `id`.

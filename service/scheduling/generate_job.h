@@ -77,11 +77,6 @@ struct GenerateJob {
   bool prefilled = false;         // the prompt was fully processed
   std::vector<TokenId> streamed;  // ids of every TokenGenerated event
   checkpoint::PrefillStats stats;
-  // Ended before its prompt was processed, on a session's sequence: how
-  // many prompt symbols the sequence holds (a prefix of the prompt), or
-  // nullopt when it holds something else (e.g. a longer history after a
-  // rewind).
-  std::optional<size_t> prompt_prefix_held;
 
   // --- the scheduler's side
   void Emit(GenerateEvent event);     // queues it, then wakes the caller

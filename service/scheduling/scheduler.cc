@@ -180,18 +180,7 @@ absl::Status Scheduler::StopStatus(const GenerateJob& job) const {
   }
 }
 
-std::optional<size_t> Scheduler::PromptPrefixHeld(const GenerateJob& job) const {
-  if (job.seq == nullptr) return std::nullopt;
-  checkpoint::Prompt p;
-  if (!job.prompt.ToPrompt(model_.backend->info().n_embd, &p).ok()) return std::nullopt;
-  const auto held = job.seq->history().keys();
-  const size_t common = checkpoint::CommonPrefix(held, p.keys());
-  if (common != held.size()) return std::nullopt;
-  return common;
-}
-
 void Scheduler::EndUnstarted(GenerateJob& job, absl::Status status) {
-  job.prompt_prefix_held = PromptPrefixHeld(job);
   job.Finish(std::move(status));
 }
 
@@ -573,8 +562,6 @@ void Scheduler::Retire(Running& r, absl::Status status) {
   if (job.prefilled) {
     // A failed capture loses a cache entry, never correctness.
     model_.engine->EndGeneration(*r.seq).IgnoreError();
-  } else if (r.fresh == nullptr) {
-    job.prompt_prefix_held = PromptPrefixHeld(job);
   }
   if (r.fresh != nullptr) {
     // Sessionless: the state stays findable by the shared prefix index.

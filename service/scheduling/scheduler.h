@@ -159,9 +159,6 @@ class Scheduler final {
   size_t CountPaused() const;
   size_t CountIdle(Clock::time_point now) const;
   absl::Status StopStatus(const GenerateJob& job) const;
-  // The prompt symbols a session's sequence holds, when it holds a prefix
-  // of the job's prompt (GenerateJob::prompt_prefix_held).
-  std::optional<size_t> PromptPrefixHeld(const GenerateJob& job) const;
 
   const SchedulerModel model_;
   const SchedulerOptions options_;

@@ -6,11 +6,16 @@
 
 #include <string>
 
+#include "absl/time/time.h"
+
 namespace cairn::service {
 
 struct Caller {
   std::string owner;         // owns sessions ("" when anonymous)
   std::string cache_tenant;  // partition of the prefix cache
+  // How long the call may wait for a session still finishing a stopped
+  // request (SessionManager::Acquire): its deadline. Past: no waiting.
+  absl::Time wait_until = absl::InfinitePast();
 };
 
 }  // namespace cairn::service

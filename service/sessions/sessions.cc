@@ -11,6 +11,16 @@
 
 namespace cairn::service {
 
+void Session::Commit(History h) {
+  absl::MutexLock lock(&history_mu);
+  history = std::move(h);
+}
+
+History Session::Committed() const {
+  absl::MutexLock lock(&history_mu);
+  return history;
+}
+
 void SessionLease::Reset() {
   if (mgr_ != nullptr && s_ != nullptr) mgr_->Release(s_);
   mgr_ = nullptr;
@@ -71,8 +81,7 @@ absl::StatusOr<SessionLease> SessionManager::Insert(std::shared_ptr<Session> s, 
       s->id = NewId();
     } while (sessions_.count(s->id));
   }
-  s->busy_tokens.store(s->history.size());
-  sessions_[s->id] = Entry{s, true, std::chrono::steady_clock::now()};
+  sessions_[s->id] = Entry{s, true, false, std::chrono::steady_clock::now()};
   return SessionLease(this, std::move(s));
 }
 
@@ -126,22 +135,61 @@ absl::StatusOr<SessionLease> SessionManager::Fork(Session& source) {
   return Insert(std::move(s));
 }
 
-absl::StatusOr<SessionLease> SessionManager::Acquire(const std::string& id, const std::string& tenant) {
+namespace {
+
+absl::Status Busy(const std::string& id) {
+  return absl::AbortedError(
+      absl::StrCat("session '", id, "' is busy with another request: retry when it has ended"));
+}
+
+}  // namespace
+
+absl::StatusOr<SessionLease> SessionManager::Acquire(const std::string& id, const std::string& tenant,
+                                                     absl::Time wait_until) {
   absl::MutexLock lock(&mu_);
-  auto it = sessions_.find(id);
-  if (it == sessions_.end()) {
-    return absl::NotFoundError(absl::StrCat("session '", id, "' not found (deleted or expired)"));
+  bool noticed_no_stop = false;
+  for (;;) {
+    auto it = sessions_.find(id);
+    if (it == sessions_.end()) {
+      return absl::NotFoundError(absl::StrCat("session '", id, "' not found (deleted or expired)"));
+    }
+    Entry& e = it->second;
+    if (e.session->tenant != tenant) {
+      return absl::PermissionDeniedError(absl::StrCat("session '", id, "' belongs to another client"));
+    }
+    if (!e.busy) {
+      e.busy = true;
+      e.session->in_flight_tokens.store(0);
+      return SessionLease(this, e.session);
+    }
+    const absl::Time now = absl::Now();
+    if (now >= wait_until || (!e.stopping && noticed_no_stop)) return Busy(id);
+    // A stopped request ends within a scheduler step: wait for it. One not
+    // (yet) stopped may be about to: a client's cancel reaches its call a
+    // moment after the client could send its next request, so give the
+    // notice kStopNotice to come before refusing.
+    const bool stopping = e.stopping;
+    const absl::Time until = stopping ? wait_until : std::min(wait_until, now + kStopNotice);
+    const Session* held = e.session.get();
+    auto changed = [this, &id, held, stopping]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      auto f = sessions_.find(id);
+      return f == sessions_.end() || f->second.session.get() != held || !f->second.busy ||
+             f->second.stopping != stopping;
+    };
+    if (!mu_.AwaitWithDeadline(absl::Condition(&changed), until)) {
+      if (stopping) {
+        return absl::DeadlineExceededError(
+            absl::StrCat("session '", id, "' was still finishing a stopped request at the deadline"));
+      }
+      noticed_no_stop = true;
+    }
   }
-  Entry& e = it->second;
-  if (e.session->tenant != tenant) {
-    return absl::PermissionDeniedError(absl::StrCat("session '", id, "' belongs to another client"));
-  }
-  if (e.busy) {
-    return absl::FailedPreconditionError(absl::StrCat("session '", id, "' is busy with another request"));
-  }
-  e.busy = true;
-  e.session->busy_tokens.store(e.session->history.size());
-  return SessionLease(this, e.session);
+}
+
+void SessionManager::MarkStopping(const Session& s) {
+  absl::MutexLock lock(&mu_);
+  auto it = sessions_.find(s.id);
+  if (it != sessions_.end() && it->second.session.get() == &s && it->second.busy) it->second.stopping = true;
 }
 
 void SessionManager::Release(const std::shared_ptr<Session>& s) {
@@ -149,6 +197,7 @@ void SessionManager::Release(const std::shared_ptr<Session>& s) {
   auto it = sessions_.find(s->id);
   if (it == sessions_.end() || it->second.session != s) return;  // cleared meanwhile
   it->second.busy = false;
+  it->second.stopping = false;
   it->second.last_used = std::chrono::steady_clock::now();
 }
 
@@ -161,13 +210,31 @@ absl::Status SessionManager::Delete(const std::string& id, const std::string& te
     if (it->second.session->tenant != tenant) {
       return absl::PermissionDeniedError(absl::StrCat("session '", id, "' belongs to another client"));
     }
-    if (it->second.busy) {
-      return absl::FailedPreconditionError(absl::StrCat("session '", id, "' is busy with another request"));
-    }
+    if (it->second.busy) return Busy(id);
     gone = std::move(it->second.session);
     sessions_.erase(it);
   }
   return absl::OkStatus();  // `gone` (its sequence) is freed outside the lock
+}
+
+SessionManager::Summary SessionManager::Summarize(const Entry& e, std::chrono::steady_clock::time_point now,
+                                                  bool include_tokens) {
+  const Session& s = *e.session;
+  Summary x;
+  x.id = s.id;
+  x.model = s.model->name;
+  x.busy = e.busy;
+  if (e.busy) {
+    x.in_flight_tokens = s.in_flight_tokens.load();
+  } else {
+    x.idle_seconds = std::chrono::duration<double>(now - e.last_used).count();
+  }
+  // Committed is what the history is and stays unless a request ends OK.
+  const History h = s.Committed();
+  x.tokens = h.size();
+  x.positions = h.PositionsOf(h.size());
+  if (include_tokens) x.token_ids = h.Tokens();
+  return x;
 }
 
 std::vector<SessionManager::Summary> SessionManager::List(const std::string& tenant) const {
@@ -175,23 +242,20 @@ std::vector<SessionManager::Summary> SessionManager::List(const std::string& ten
   const auto now = std::chrono::steady_clock::now();
   absl::MutexLock lock(&mu_);
   for (const auto& [id, e] : sessions_) {
-    const Session& s = *e.session;
-    if (s.tenant != tenant) continue;
-    Summary x;
-    x.id = id;
-    x.model = s.model->name;
-    x.busy = e.busy;
-    // A busy session's history is being changed by its request: its
-    // progress instead.
-    x.tokens = s.busy_tokens.load();
-    if (!e.busy) {
-      x.tokens = s.history.size();
-      x.positions = s.history.PositionsOf(s.history.size());
-      x.idle_seconds = std::chrono::duration<double>(now - e.last_used).count();
-    }
-    out.push_back(std::move(x));
+    if (e.session->tenant == tenant) out.push_back(Summarize(e, now, false));
   }
   return out;
+}
+
+absl::StatusOr<SessionManager::Summary> SessionManager::Find(const std::string& id, const std::string& tenant,
+                                                             bool include_tokens) const {
+  absl::MutexLock lock(&mu_);
+  auto it = sessions_.find(id);
+  if (it == sessions_.end()) return absl::NotFoundError(absl::StrCat("session '", id, "' not found"));
+  if (it->second.session->tenant != tenant) {
+    return absl::PermissionDeniedError(absl::StrCat("session '", id, "' belongs to another client"));
+  }
+  return Summarize(it->second, std::chrono::steady_clock::now(), include_tokens);
 }
 
 size_t SessionManager::Sweep() {

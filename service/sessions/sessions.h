@@ -15,6 +15,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "checkpoint/engine.h"
 #include "service/host/memory_budget.h"
 #include "service/scheduling/history.h"
@@ -31,12 +32,20 @@ struct Session {
   // the lease. Declared before seq, so released after it is freed.
   MemoryReservation memory;
   std::unique_ptr<checkpoint::Sequence> seq;
+  // The committed history: the conversation as it stands. The lease holder
+  // reads it freely and changes it only through Commit; other threads read
+  // it through Committed (GetSession and ListSessions on a busy session), so
+  // what they report is final: a request changes it only when it ends OK.
   History history;
-  // While busy, what GetSession and ListSessions report as its tokens: the
-  // history's size when it was checked out, then, once a Generate on it has
-  // streamed tokens, its prompt plus the tokens written to the stream (what
-  // the history will hold if the request stops now). Set by the lease holder.
-  std::atomic<size_t> busy_tokens{0};
+  // While busy: the tokens the running Generate has written to its stream,
+  // which join the history only if it ends OK. Set by the lease holder.
+  std::atomic<size_t> in_flight_tokens{0};
+
+  void Commit(History h) ABSL_LOCKS_EXCLUDED(history_mu);
+  History Committed() const ABSL_LOCKS_EXCLUDED(history_mu);
+  // Orders Commit against Committed (the lease holder's own reads need it
+  // not).
+  mutable absl::Mutex history_mu;
 };
 
 struct SessionOptions {
@@ -102,21 +111,38 @@ class SessionManager final {
   // the source's sequence memory.
   absl::StatusOr<SessionLease> Fork(Session& source);
   // Exclusive use. NOT_FOUND for an unknown or expired id, PERMISSION_DENIED
-  // for another tenant's session, FAILED_PRECONDITION when busy.
-  absl::StatusOr<SessionLease> Acquire(const std::string& id, const std::string& tenant);
-  // NOT_FOUND / PERMISSION_DENIED as Acquire; FAILED_PRECONDITION when busy.
+  // for another tenant's session. Busy: when its request was stopped
+  // (MarkStopping: cancelled, its client gone), which ends it within a
+  // scheduler step, the call waits for it until `wait_until`
+  // (DEADLINE_EXCEEDED then); otherwise, unless the stop comes within
+  // kStopNotice, ABORTED: a concurrent request, which may retry once the
+  // other ends. `wait_until` past: ABORTED at once.
+  absl::StatusOr<SessionLease> Acquire(const std::string& id, const std::string& tenant,
+                                       absl::Time wait_until = absl::InfinitePast());
+  // How long Acquire waits for a busy session's stop (a cancel arriving
+  // just after the next request) before ABORTED.
+  static constexpr absl::Duration kStopNotice = absl::Milliseconds(250);
+  // The request holding `s` was stopped: Acquire waits for its end.
+  void MarkStopping(const Session& s);
+  // NOT_FOUND / PERMISSION_DENIED as Acquire; ABORTED when busy.
   absl::Status Delete(const std::string& id, const std::string& tenant);
 
+  // A session as GetSession and ListSessions report it: the committed
+  // history, busy or not, and what a running request has streamed.
   struct Summary {
     std::string id;
     std::string model;
     size_t tokens = 0;
     Pos positions = 0;
-    double idle_seconds = 0;
+    double idle_seconds = 0;  // 0 while busy
     bool busy = false;
+    size_t in_flight_tokens = 0;
+    std::vector<TokenId> token_ids;  // with Find's include_tokens
   };
-  // The tenant's sessions (all when tenant is "" and `all` is set).
+  // The tenant's sessions.
   std::vector<Summary> List(const std::string& tenant) const;
+  // One session without taking it; NOT_FOUND / PERMISSION_DENIED as Acquire.
+  absl::StatusOr<Summary> Find(const std::string& id, const std::string& tenant, bool include_tokens) const;
   // Deletes idle sessions; returns how many.
   size_t Sweep();
   size_t size() const;
@@ -135,12 +161,14 @@ class SessionManager final {
   static std::string NewId();
 
   // A live session and whether it is leased (the lease holder alone uses
-  // the session then), and since when it is idle.
+  // the session then) and its request stopped, and since when it is idle.
   struct Entry {
     std::shared_ptr<Session> session;
     bool busy = false;
+    bool stopping = false;
     std::chrono::steady_clock::time_point last_used;
   };
+  static Summary Summarize(const Entry& e, std::chrono::steady_clock::time_point now, bool include_tokens);
 
   const SessionOptions options_;
   MemoryBudget* const budget_;

@@ -129,6 +129,18 @@ v1::SessionInfo Client::GetIdle(const std::string& id) {
   }
 }
 
+std::string SessionWithOneTurn(Client& client, const char* model, std::vector<int32_t>* history) {
+  const std::string sid = client.Create(model);
+  GenerateRequest turn = Req(model, Ids(6), 3);
+  turn.set_session_id(sid);
+  turn.set_append(true);
+  EXPECT_TRUE(client.Generate(turn).status.ok());
+  const v1::SessionInfo info = client.GetIdle(sid);
+  history->assign(info.token_ids().begin(), info.token_ids().end());
+  EXPECT_EQ(history->size(), 6u + 3u);
+  return sid;
+}
+
 GenerateRequest Req(const std::string& model, std::vector<int32_t> ids, int max_tokens, float temperature) {
   GenerateRequest r;
   r.set_model(model);

@@ -82,6 +82,9 @@ GenerateRequest Req(const std::string& model, std::vector<int32_t> ids, int max_
 // n token ids from `base` (a spread of the demo vocabulary's words).
 std::vector<int32_t> Ids(int n, int32_t base = 300);
 std::vector<int32_t> Concat(std::vector<int32_t> a, const std::vector<int32_t>& b);
+// A session on `model` with one completed turn (6 prompt tokens, 3 greedy
+// ones); returns its id and fills `history` with what it holds.
+std::string SessionWithOneTurn(Client& client, const char* model, std::vector<int32_t>* history);
 
 // One server for the whole suite (every built-in model, 2 threads each, 64
 // sessions at most); a client per test.

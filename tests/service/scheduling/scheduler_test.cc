@@ -334,33 +334,6 @@ TEST_F(SchedulerTest, AQueuedRequestLeavesTheQueueAtItsDeadline) {
   EXPECT_TRUE(absl::IsCancelled(running->job->status()));
 }
 
-TEST_F(SchedulerTest, AStopBeforeThePromptRanReportsWhatTheSessionHolds) {
-  Start();
-  checkpoint::Sequence* seq = NewSequence();
-  auto prefill = Watch(Prompt(6), 0);  // the prompt only
-  prefill->job->seq = seq;
-  ASSERT_TRUE(scheduler_->Submit(prefill->job).ok());
-  ASSERT_TRUE(prefill->AwaitDone());
-  ASSERT_TRUE(prefill->job->status().ok());
-
-  std::vector<TokenId> longer = Prompt(6);
-  longer.push_back(400);
-  auto extends = Watch(longer, 4);
-  extends->job->seq = seq;
-  extends->job->RequestStop(StopReason::kCancelled);
-  ASSERT_TRUE(scheduler_->Submit(extends->job).ok());
-  ASSERT_TRUE(extends->AwaitDone());
-  EXPECT_TRUE(absl::IsCancelled(extends->job->status()));
-  EXPECT_EQ(extends->job->prompt_prefix_held, std::optional<size_t>(6));
-
-  auto other = Watch(Prompt(6, 333), 4);  // the sequence holds no prefix of it
-  other->job->seq = seq;
-  other->job->RequestStop(StopReason::kCancelled);
-  ASSERT_TRUE(scheduler_->Submit(other->job).ok());
-  ASSERT_TRUE(other->AwaitDone());
-  EXPECT_EQ(other->job->prompt_prefix_held, std::nullopt);
-}
-
 TEST_F(SchedulerTest, AFullQueueRefusesAndLeavesTheJobUntouched) {
   SchedulerOptions options;
   options.max_queue = 1;

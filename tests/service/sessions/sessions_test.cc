@@ -54,8 +54,8 @@ TEST_F(SessionsTest, ALeaseIsExclusiveAndOwned) {
     ASSERT_TRUE(lease.ok()) << lease.status();
     id = (*lease)->id;
     EXPECT_EQ(id.size(), 32u);
-    EXPECT_TRUE(absl::IsFailedPrecondition(m.Acquire(id, "alice").status()));  // busy
-    EXPECT_TRUE(absl::IsFailedPrecondition(m.Delete(id, "alice")));
+    EXPECT_TRUE(absl::IsAborted(m.Acquire(id, "alice").status()));  // busy: retry later
+    EXPECT_TRUE(absl::IsAborted(m.Delete(id, "alice")));
   }
   EXPECT_TRUE(absl::IsPermissionDenied(m.Acquire(id, "bob").status()));
   EXPECT_TRUE(absl::IsPermissionDenied(m.Delete(id, "bob")));
@@ -104,23 +104,62 @@ TEST_F(SessionsTest, TheBoundCountsLiveSessionsAndIdleOnesExpire) {
   EXPECT_TRUE(m.Create(model_, "", "").ok());
 }
 
-TEST_F(SessionsTest, ListShowsABusySessionsProgressOnly) {
+TEST_F(SessionsTest, ABusySessionShowsItsCommittedHistoryAndWhatIsInFlight) {
   SessionManager& m = Manager();
   auto lease = m.Create(model_, "alice", "alice");
   ASSERT_TRUE(lease.ok());
   Run(**lease, 5);
-  (*lease)->busy_tokens.store(7);
+  (*lease)->in_flight_tokens.store(7);
   auto listed = m.List("alice");
   ASSERT_EQ(listed.size(), 1u);
   EXPECT_TRUE(listed[0].busy);
-  EXPECT_EQ(listed[0].tokens, 7u);
+  EXPECT_EQ(listed[0].tokens, 5u);
+  EXPECT_EQ(listed[0].positions, 5);
+  EXPECT_EQ(listed[0].in_flight_tokens, 7u);
   EXPECT_EQ(listed[0].model, "tf");
   EXPECT_TRUE(m.List("bob").empty());
+  auto found = m.Find((*lease)->id, "alice", true);
+  ASSERT_TRUE(found.ok()) << found.status();
+  EXPECT_EQ(found->token_ids, (*lease)->history.Tokens());
+  EXPECT_TRUE(absl::IsPermissionDenied(m.Find((*lease)->id, "bob", false).status()));
+  // What the holder commits is what others see.
+  History longer = (*lease)->history;
+  longer.AddToken(400);
+  (*lease)->Commit(longer);
+  EXPECT_EQ(m.Find((*lease)->id, "alice", false)->tokens, 6u);
   lease->Reset();
   listed = m.List("alice");
   EXPECT_FALSE(listed[0].busy);
-  EXPECT_EQ(listed[0].tokens, 5u);
-  EXPECT_EQ(listed[0].positions, 5);
+  EXPECT_EQ(listed[0].tokens, 6u);
+  EXPECT_EQ(listed[0].in_flight_tokens, 0u);
+}
+
+// Issue 30: a client that cancels and at once sends its next request finds
+// the session still finishing the cancelled one: it waits (bounded by its
+// deadline) instead of failing; a request meeting one that runs on is
+// ABORTED (retry) once no stop came within kStopNotice.
+TEST_F(SessionsTest, AStoppedRequestsSessionIsWaitedForAndARunningOnesIsRefused) {
+  SessionManager& m = Manager();
+  auto lease = m.Create(model_, "", "");
+  ASSERT_TRUE(lease.ok());
+  const std::string id = (*lease)->id;
+  EXPECT_TRUE(absl::IsAborted(m.Acquire(id, "", absl::InfiniteFuture()).status()));
+  // A stop noticed while a request waits for it: the request waits on.
+  absl::StatusOr<SessionLease> waited;
+  std::thread noticing([&] { waited = m.Acquire(id, "", absl::Now() + absl::Milliseconds(100)); });
+  m.MarkStopping(**lease);
+  noticing.join();
+  EXPECT_TRUE(absl::IsDeadlineExceeded(waited.status())) << waited.status();
+  EXPECT_TRUE(absl::IsAborted(m.Acquire(id, "").status()));  // no time to wait
+  // Waited, still held.
+  EXPECT_TRUE(absl::IsDeadlineExceeded(m.Acquire(id, "", absl::Now() + absl::Milliseconds(50)).status()));
+  absl::StatusOr<SessionLease> next;
+  std::thread waiter([&] { next = m.Acquire(id, "", absl::Now() + absl::Seconds(60)); });
+  lease->Reset();
+  waiter.join();
+  ASSERT_TRUE(next.ok()) << next.status();
+  // Released and taken again: the new holder's request runs on, not stopped.
+  EXPECT_TRUE(absl::IsAborted(m.Acquire(id, "", absl::InfiniteFuture()).status()));
 }
 
 TEST_F(SessionsTest, AForkCopiesHistoryAndStateAndThenBranches) {
