@@ -27,9 +27,11 @@
 //   branch      back two turns, two new turns, then return to the main line
 //   interleave  two conversations alternating (a session each)
 //   manyusers   8 conversations sharing the system prompt, round robin
-//   trim        plain token prompts, no message boundaries; after 3 turns
-//               each request drops the oldest user+reply turn right after
-//               the (unmarked) system prompt
+//   trim        plain token prompts, no message boundaries, user messages
+//               of 130-250 tokens (tool results: longer than the 128-position
+//               tail span, whose points would otherwise reach back to the
+//               system prompt's end); after 3 turns each request drops the
+//               oldest user+reply turn right after the unmarked system prompt
 // "minimum" is, per server, the part of each prompt that no earlier request
 // on that server computed (prompts and generated tokens; over gRPC the last
 // token of a reply is sampled but never run through the model, so the next
@@ -379,14 +381,15 @@ class GrpcDriver final : public Driver {
 // A client that sends plain token prompts (no boundaries) and keeps its
 // conversation short: once it holds 3 turns, each request drops the oldest
 // user message and reply, right after the system prompt. The first trim
-// diverges at the end of the unmarked system prompt, inside the first prompt.
+// diverges at the end of the unmarked system prompt, inside the first prompt
+// and, with user messages longer than the tail span, before its tail points.
 void RunTrim(Driver& d, Conv& c, int turns) {
   c.marked = false;
   const int s = d.NewSession();
   Msgs m;
   for (int t = 0; t < turns; ++t) {
     if (m.size() >= 6) m.erase(m.begin(), m.begin() + 2);
-    m.push_back(c.User());
+    m.push_back(Same(c.Tokens(130 + static_cast<int>((*c.rng)() % 121))));
     m.push_back(d.Turn(s, c, m));
   }
   c.marked = true;
