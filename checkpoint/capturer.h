@@ -59,8 +59,8 @@ class Capturer final {
   // computed: the policy's points, without those the index holds on this
   // path already (`match`, minus the `excluded` ids that failed to restore),
   // a point where the prompt leaves the index's deepest path, tail points
-  // spaced for the store's budget, none inside the window an SWA ring can
-  // cut back. `live_common`: symbols the sequence's history shared with the
+  // and the spaced points of an unmarked prompt spaced for the store's
+  // budget, none inside the window an SWA ring can cut back. `live_common`: symbols the sequence's history shared with the
   // prompt before its restore.
   std::vector<CapturePoint> PlanPrefill(SequenceState& s, const Prompt& prompt, size_t start, const IndexMatch& match,
                                         std::span<const uint64_t> excluded, size_t live_common) const
