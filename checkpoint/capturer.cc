@@ -75,6 +75,11 @@ std::vector<CapturePoint> Capturer::PlanPrefill(SequenceState& s, const Prompt& 
   return points;
 }
 
+bool Capturer::SpacedPointFits(SequenceState& s, size_t used) const {
+  const double share = policy_.PromptShare(store_->options().ram_budget_bytes, live_.size());
+  return share < 0 || static_cast<double>(used + s.memory->Bytes(SnapshotScope::kCheckpoint)) <= share;
+}
+
 PutInfo Capturer::Describe(const SequenceState& s, CaptureReason reason, double cost) const {
   PutInfo info;
   info.cost = std::max(cost, 1.0);

@@ -48,11 +48,16 @@ Pos CheckpointPolicy::GenerationSpacing(size_t checkpoint_bytes, size_t ram_budg
   return Widen(options_.generation_every, checkpoint_bytes, ram_budget, sequences);
 }
 
-int64_t CheckpointPolicy::PointsThatFit(size_t checkpoint_bytes, size_t ram_budget, size_t sequences) const {
-  if (checkpoint_bytes == 0 || !options_.budget_spacing) return -1;
-  // A prompt's share: many live sequences divide the budget between them.
+double CheckpointPolicy::PromptShare(size_t ram_budget, size_t sequences) const {
+  if (!options_.budget_spacing) return -1;
+  // Many live sequences divide the budget between them.
   const double share = std::min(options_.tail_budget_fraction, 1.0 / static_cast<double>(std::max<size_t>(sequences, 1)));
-  const double allowed = share * static_cast<double>(ram_budget);
+  return share * static_cast<double>(ram_budget);
+}
+
+int64_t CheckpointPolicy::PointsThatFit(size_t checkpoint_bytes, size_t ram_budget, size_t sequences) const {
+  const double allowed = PromptShare(ram_budget, sequences);
+  if (checkpoint_bytes == 0 || allowed < 0) return -1;
   return static_cast<int64_t>(allowed / static_cast<double>(checkpoint_bytes));
 }
 
@@ -79,10 +84,11 @@ int CheckpointPolicy::SpacedScale(Pos positions, size_t checkpoint_bytes, size_t
                                   size_t sequences) const {
   if (options_.spaced_first <= 0) return 0;
   const int64_t fit = PointsThatFit(checkpoint_bytes, ram_budget, sequences);
-  if (fit < 0) return 1;
+  const int least = std::max(options_.spaced_min_scale, 1);
+  if (fit < 0) return least;
   if (fit == 0) return 0;
   // Doubling ends: once the first mark lies past the prompt, no mark counts.
-  for (int scale = 1;; scale *= 2) {
+  for (int scale = least;; scale *= 2) {
     int64_t marks = 0;
     for (Pos m = SpacedMark(0, scale); m > 0 && m < positions; m = SpacedMark(m, scale)) ++marks;
     if (marks <= fit) return scale;
@@ -112,7 +118,7 @@ std::vector<CapturePoint> CheckpointPolicy::PlanPrefill(const Prompt& prompt, si
       std::max(prompt.pos_after(last_start), prompt.positions() - std::max<Pos>(options_.tail_span, 0));
   // Spaced marks only where the client marked nothing: a marked prompt gets
   // its points at the boundaries, where divergences happen.
-  const int scale = last_start > 0 ? 0 : (spaced_scale >= 0 ? spaced_scale : (options_.spaced_first > 0 ? 1 : 0));
+  const int scale = last_start > 0 ? 0 : (spaced_scale >= 0 ? spaced_scale : (options_.spaced_first > 0 ? options_.spaced_min_scale : 0));
   Pos mark = SpacedMark(0, scale);
   while (mark > 0 && mark <= prompt.pos_after(start)) mark = SpacedMark(mark, scale);
   for (size_t s = start; s <= prompt.size(); ++s) {
@@ -152,8 +158,9 @@ std::vector<CapturePoint> CheckpointPolicy::PlanPrefill(const Prompt& prompt, si
       capture = true;
     }
     if (!capture) continue;
-    if ((point.reason == CaptureReason::kTail || point.reason == CaptureReason::kInterval ||
-         point.reason == CaptureReason::kSpaced) &&
+    // Not spaced points: the later prompt that leaves one comes turns later,
+    // when the ring has moved on past anything a cut could reach.
+    if ((point.reason == CaptureReason::kTail || point.reason == CaptureReason::kInterval) &&
         prompt.positions() - prompt.pos_after(s) <= cut_window) {
       continue;
     }

@@ -69,6 +69,11 @@ struct PolicyOptions {
   // widen under a small budget like tail points (SpacedScale). 0 disables.
   Pos spaced_first = 32;
   double spaced_fraction = 1.0 / 8;
+  // The spaced marks' least scale (SpacedScale). Where the backend takes no
+  // snapshot inside a run (SWA) each point splits a Forward call, which
+  // re-reads every weight: the engine spaces them kSplitSpacedScale times
+  // wider there.
+  int spaced_min_scale = 1;
   // The tail points of one prompt take at most this fraction of the RAM
   // budget: a model with a large state (tens of MiB per checkpoint) gets
   // them further apart instead of flushing the store on every prompt.
@@ -113,6 +118,12 @@ struct PolicyOptions {
   // needs the placement its reference stream was recorded with).
   bool budget_spacing = true;
 };
+
+// PolicyOptions::spaced_min_scale for a backend without snapshots inside a
+// run: 128 positions apart at first, then half the mark (a trim after a
+// 300-position system prompt recomputes 44 more positions; a 500-position
+// prompt takes 3 extra Forward calls instead of 13).
+inline constexpr int kSplitSpacedScale = 4;
 
 enum class CaptureReason : uint8_t {
   kMessageBoundary,
@@ -186,9 +197,11 @@ class CheckpointPolicy final {
   // and it lies in (start, prompt.size()]. With Placement::kMarconi the
   // divergence point is the only one. In a prompt without a message
   // boundary before its end, a point (kSpaced) at the first symbol boundary
-  // at or after each spaced mark (SpacedMark) outside the tail points' span;
+  // at or after each spaced mark (SpacedMark) outside the tail points' span,
+  // even within `cut_window` (the prompt that leaves it may come turns
+  // later, when a ring has moved on);
   // `spaced_scale` overrides the marks' scale when >= 0 (see SpacedScale;
-  // -1: 1 when options().spaced_first > 0).
+  // -1: options().spaced_min_scale when options().spaced_first > 0).
   std::vector<CapturePoint> PlanPrefill(const Prompt& prompt, size_t start,
                                         const std::function<bool(size_t)>& exists,
                                         Pos cut_window = 0, Pos tail_every = -1,
@@ -200,10 +213,15 @@ class CheckpointPolicy final {
   // are denser from there) or spaced points are off.
   Pos SpacedMark(Pos mark, int scale) const;
   // The scale of spaced marks for an unmarked prompt of `positions` with
-  // checkpoints of `checkpoint_bytes` each: 1, doubled until its marks fit
+  // checkpoints of `checkpoint_bytes` each: options().spaced_min_scale,
+  // doubled until its marks fit
   // one prompt's share of the RAM budget (as for TailSpacing); 0 (none)
   // when off or not even one point fits.
   int SpacedScale(Pos positions, size_t checkpoint_bytes, size_t ram_budget, size_t sequences = 1) const;
+  // The bytes of one prompt's share of a RAM budget of `ram_budget` shared
+  // by `sequences` live sequences (tail_budget_fraction of it, or budget /
+  // sequences); -1 (no limit) when budget spacing is off.
+  double PromptShare(size_t ram_budget, size_t sequences) const;
 
   // The tail spacing for checkpoints of `checkpoint_bytes` each under a RAM
   // budget of `ram_budget` bytes shared by `sequences` live sequences:

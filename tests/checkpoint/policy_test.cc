@@ -206,6 +206,13 @@ TEST(CheckpointPolicyTest, SpacedPointsInsideAnUnmarkedPromptGrowGeometricallyFr
   o.every_n = 64;
   EXPECT_EQ(PositionsOf(p, CheckpointPolicy(Recurrent(), o).PlanPrefill(p, 0, nullptr)).back(), 581);
   o.every_n = 512;
+  // A backend without snapshots inside a run (each point a split Forward
+  // call): four times wider, 128 apart, then half the mark.
+  o.spaced_min_scale = kSplitSpacedScale;
+  const CheckpointPolicy split(Recurrent(), o);
+  EXPECT_EQ(split.SpacedScale(p.positions(), 1, size_t{1} << 30), 4);
+  EXPECT_EQ(PositionsOf(p, split.PlanPrefill(p, 0, nullptr)), (std::vector<Pos>{128, 256, 384, 576, 864}));
+  o.spaced_min_scale = 1;
   // Off, or a prompt whose client marks boundaries: none.
   o.spaced_first = 0;
   EXPECT_TRUE(PositionsOf(p, CheckpointPolicy(Recurrent(), o).PlanPrefill(p, 0, nullptr)).empty());
@@ -215,7 +222,7 @@ TEST(CheckpointPolicyTest, SpacedPointsInsideAnUnmarkedPromptGrowGeometricallyFr
   EXPECT_TRUE(PositionsOf(marked, policy.PlanPrefill(marked, 0, nullptr)).empty());
 }
 
-TEST(CheckpointPolicyTest, SpacedPointsLeaveTheTailAndTheCutWindowToOthers) {
+TEST(CheckpointPolicyTest, SpacedPointsLeaveTheTailToTailPointsButNotTheCutWindowToACut) {
   PolicyOptions o = SpacedAndIntervals();
   o.tail_every = 16;  // over the last 128 positions
   CheckpointPolicy policy(Recurrent(), o);
@@ -223,10 +230,12 @@ TEST(CheckpointPolicyTest, SpacedPointsLeaveTheTailAndTheCutWindowToOthers) {
   const auto plan = policy.PlanPrefill(p, 0, nullptr);
   EXPECT_EQ(PositionsOf(p, plan), (std::vector<Pos>{32, 64, 96, 128, 160, 192, 224, 256}));
   EXPECT_EQ(PositionsOf(p, plan, CaptureReason::kTail).front(), 288);
-  // An SWA ring that can cut back 200 positions needs none in that window.
+  // An SWA ring that can cut back 200 positions from this prompt's end
+  // cannot once later turns moved it on, when a trim leaves this prompt:
+  // the spaced points in that window stay.
   o.tail_every = 0;
   const auto swa = CheckpointPolicy(Swa(200), o).PlanPrefill(p, 0, nullptr, 200);
-  EXPECT_EQ(PositionsOf(p, swa), (std::vector<Pos>{32, 64, 96, 128, 160, 192}));
+  EXPECT_EQ(PositionsOf(p, swa), (std::vector<Pos>{32, 64, 96, 128, 160, 192, 224, 256, 288, 324, 364}));
 }
 
 TEST(CheckpointPolicyTest, SpacedPointsOfOnePromptFitTheirShareOfTheBudget) {
