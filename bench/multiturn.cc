@@ -27,6 +27,11 @@
 //   branch      back two turns, two new turns, then return to the main line
 //   interleave  two conversations alternating (a session each)
 //   manyusers   8 conversations sharing the system prompt, round robin
+//   trim        plain token prompts, no message boundaries, user messages
+//               of 130-250 tokens (tool results: longer than the 128-position
+//               tail span, whose points would otherwise reach back to the
+//               system prompt's end); after 3 turns each request drops the
+//               oldest user+reply turn right after the unmarked system prompt
 // "minimum" is, per server, the part of each prompt that no earlier request
 // on that server computed (prompts and generated tokens; over gRPC the last
 // token of a reply is sampled but never run through the model, so the next
@@ -152,6 +157,9 @@ constexpr int kReply = 48;
 
 struct Conv {
   std::vector<TokenId> system;
+  // False: the prompt is one run of tokens (a client sending plain token
+  // prompts), no message boundary marked anywhere.
+  bool marked = true;
   int vocab = 0;
   std::mt19937* rng = nullptr;
   std::vector<TokenId> Tokens(int n) {
@@ -161,14 +169,14 @@ struct Conv {
   }
   Msg User() { return Same(Tokens(40 + (*rng)() % 81)); }
   // The conversation as side `m` sees it: the system prompt and each message,
-  // each ending a message.
+  // each ending a message when `marked`.
   Prompt Build(const Msgs& msgs, int m) const {
     Prompt p;
     p.AddTokens(system);
-    p.EndMessage();
+    if (marked) p.EndMessage();
     for (const auto& msg : msgs) {
       p.AddTokens(msg.t[m]);
-      p.EndMessage();
+      if (marked) p.EndMessage();
     }
     return p;
   }
@@ -295,10 +303,10 @@ class GrpcDriver final : public Driver {
       v1::GenerateRequest req;
       req.set_model(model_);
       req.set_session_id(sessions_[s][m]);
-      auto add = [&req](const std::vector<TokenId>& tokens) {
+      auto add = [&req, &c](const std::vector<TokenId>& tokens) {
         v1::TokenIds* ids = req.add_parts()->mutable_tokens();
         for (TokenId t : tokens) ids->add_ids(t);
-        req.add_parts()->set_message_boundary(true);
+        if (c.marked) req.add_parts()->set_message_boundary(true);
       };
       add(c.system);
       for (const Msg& msg : msgs) add(msg.t[m]);
@@ -370,8 +378,27 @@ class GrpcDriver final : public Driver {
   std::vector<std::array<std::string, 2>> sessions_;
 };
 
+// A client that sends plain token prompts (no boundaries) and keeps its
+// conversation short: once it holds 3 turns, each request drops the oldest
+// user message and reply, right after the system prompt. The first trim
+// diverges at the end of the unmarked system prompt, inside the first prompt
+// and, with user messages longer than the tail span, before its tail points.
+void RunTrim(Driver& d, Conv& c, int turns) {
+  c.marked = false;
+  const int s = d.NewSession();
+  Msgs m;
+  for (int t = 0; t < turns; ++t) {
+    if (m.size() >= 6) m.erase(m.begin(), m.begin() + 2);
+    m.push_back(Same(c.Tokens(130 + static_cast<int>((*c.rng)() % 121))));
+    m.push_back(d.Turn(s, c, m));
+  }
+  c.marked = true;
+}
+
 void RunScenario(const std::string& name, Driver& d, Conv& c, int turns) {
-  if (name == "append") {
+  if (name == "trim") {
+    RunTrim(d, c, turns);
+  } else if (name == "append") {
     const int s = d.NewSession();
     Msgs m;
     for (int t = 0; t < turns; ++t) {
@@ -626,7 +653,7 @@ int Main(int argc, char** argv) {
   uint32_t seed = 1;
   float temperature = 0.0f;
   std::vector<std::string> scenarios = {"append", "regenerate", "edit", "dropthink",
-                                        "branch", "interleave", "manyusers"};
+                                        "branch", "interleave", "manyusers", "trim"};
   std::vector<std::pair<std::string, std::string>> files;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];

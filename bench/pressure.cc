@@ -33,8 +33,9 @@
 // trace; on the tiny golden models time says little.
 //
 // Placement without boundaries: a trace of plain-prompt clients only, at the
-// default budget, recomputed / minimum per move, with cairn's placement and
-// with the placement before divergence points and kept turn checkpoints.
+// default budget, recomputed / minimum per move, with cairn's placement,
+// without its spaced points, and with the placement before spaced points,
+// divergence points and kept turn checkpoints.
 //
 //   pressure [--users 64] [--seed 1 | --seeds 1,2,3] [--budgets 2,5,10,25,50,100]
 //            [--policies cairn,lru,marconi,offline] [--alphas 0.5,2]
@@ -391,14 +392,18 @@ void NoBoundary(ModelUnderTest& m, const bench::WorkloadOptions& wo, const Check
   plain.plain = 1.0;
   plain.sessionless = 0;
   const bench::Workload w = bench::MakeWorkload(plain);
-  CheckpointOptions before = options;
+  CheckpointOptions unspaced = options;
+  unspaced.spaced_first = 0;
+  CheckpointOptions before = unspaced;
   before.divergence_points = false;
   before.keep_turn_checkpoints = false;
   const Figures now = Replay(*m.backend, m.flops, w, options, nullptr);
+  const Figures without_spaced = Replay(*m.backend, m.flops, w, unspaced, nullptr);
   const Figures old = Replay(*m.backend, m.flops, w, before, nullptr);
-  std::printf("  %-14s %8.3f (%lld / %lld; without divergence points and kept turn checkpoints: %.3f)",
+  std::printf("  %-14s %8.3f (%lld / %lld; without spaced points: %.3f; without them, divergence points and kept "
+              "turn checkpoints: %.3f)",
               m.name.c_str(), now.ratio(), static_cast<long long>(now.recomputed),
-              static_cast<long long>(now.minimum), old.ratio());
+              static_cast<long long>(now.minimum), without_spaced.ratio(), old.ratio());
   for (const auto& [move, mf] : now.by_move) {
     std::printf("  %s %.3f", move.c_str(), mf.minimum > 0 ? static_cast<double>(mf.recomputed) / mf.minimum : 0.0);
   }

@@ -65,11 +65,19 @@ std::vector<CapturePoint> Capturer::PlanPrefill(SequenceState& s, const Prompt& 
   const MemoryCapabilities caps = s.memory->caps();
   const Pos cut_window =
       caps.truncatable ? 0 : std::max(caps.rollback_window, std::min(prompt.positions(), caps.rollback_slack));
-  const Pos tail_every = policy_.TailSpacing(s.memory->Bytes(SnapshotScope::kCheckpoint),
-                                             store_->options().ram_budget_bytes, live_.size());
-  std::vector<CapturePoint> points = policy_.PlanPrefill(prompt, start, exists, cut_window, tail_every, divergence);
+  const size_t checkpoint_bytes = s.memory->Bytes(SnapshotScope::kCheckpoint);
+  const size_t budget = store_->options().ram_budget_bytes;
+  const Pos tail_every = policy_.TailSpacing(checkpoint_bytes, budget, live_.size());
+  const int spaced_scale = policy_.SpacedScale(prompt.positions(), checkpoint_bytes, budget, live_.size());
+  std::vector<CapturePoint> points =
+      policy_.PlanPrefill(prompt, start, exists, cut_window, tail_every, divergence, spaced_scale);
   for (CapturePoint& pt : points) pt.full = pt.reason == CaptureReason::kDivergence && shared;
   return points;
+}
+
+bool Capturer::SpacedPointFits(SequenceState& s, size_t used) const {
+  const double share = policy_.PromptShare(store_->options().ram_budget_bytes, live_.size());
+  return share < 0 || static_cast<double>(used + s.memory->Bytes(SnapshotScope::kCheckpoint)) <= share;
 }
 
 PutInfo Capturer::Describe(const SequenceState& s, CaptureReason reason, double cost) const {

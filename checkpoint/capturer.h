@@ -59,13 +59,19 @@ class Capturer final {
   // computed: the policy's points, without those the index holds on this
   // path already (`match`, minus the `excluded` ids that failed to restore),
   // a point where the prompt leaves the index's deepest path, tail points
-  // spaced for the store's budget, none inside the window an SWA ring can
-  // cut back. `live_common`: symbols the sequence's history shared with the
+  // and the spaced points of an unmarked prompt spaced for the store's
+  // budget, none inside the window an SWA ring can cut back. `live_common`: symbols the sequence's history shared with the
   // prompt before its restore.
   std::vector<CapturePoint> PlanPrefill(SequenceState& s, const Prompt& prompt, size_t start, const IndexMatch& match,
                                         std::span<const uint64_t> excluded, size_t live_common) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu);
 
+  // Whether a spaced point fits its prompt's share of the RAM budget after
+  // `used` bytes of the prompt's spaced points (checkpoint scope). The plan
+  // spaces them for the state's size when the prompt starts; a state that
+  // grows during the prompt (an SWA ring filling) is held to the same share
+  // here, at capture time.
+  bool SpacedPointFits(SequenceState& s, size_t used) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu);
   // Whether the store would admit a snapshot of `bytes` (with its logits)
   // described so: otherwise the copy is not worth taking.
   bool WorthCapturing(SnapshotScope scope, size_t bytes, Pos pos, const PutInfo& info) const {

@@ -16,6 +16,14 @@ double SecondsSince(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
+// The policy's options for this backend: spaced points wider where each
+// one splits a Forward call.
+PolicyOptions PolicyFor(const ModelInfo& info, const CheckpointOptions& options) {
+  PolicyOptions p = options.policy();
+  if (!info.snapshots_within_run) p.spaced_min_scale = kSplitSpacedScale;
+  return p;
+}
+
 }  // namespace
 
 CheckpointEngine::CheckpointEngine(Backend* backend, std::shared_ptr<CheckpointStore> store,
@@ -24,7 +32,7 @@ CheckpointEngine::CheckpointEngine(Backend* backend, std::shared_ptr<CheckpointS
       store_(std::move(store)),
       index_(std::move(index)),
       options_(options),
-      policy_(backend->info().caps, options.policy()),
+      policy_(backend->info().caps, PolicyFor(backend->info(), options)),
       live_(std::make_unique<SequenceRegistry>(*index_, enabled())),
       capturer_(std::make_unique<Capturer>(store_.get(), *index_, policy_, *live_, counters_, enabled())),
       planner_(std::make_unique<ReusePlanner>(*backend_, store_.get(), *live_, *capturer_, counters_, enabled())) {}

@@ -16,6 +16,7 @@ PolicyOptions CheckpointOptions::policy() const {
   p.every_n = every_n;
   p.tail_every = tail_every;
   p.generation_every = generation_every;
+  p.spaced_first = spaced_first;
   p.min_branch_preserve = min_branch_preserve;
   p.placement = cache_policy.starts_with("marconi") ? Placement::kMarconi : Placement::kCairn;
   p.divergence_points = divergence_points;
@@ -116,13 +117,15 @@ absl::StatusOr<bool> ApplyCheckpointFlag(std::string_view arg, CheckpointOptions
     return true;
   }
   if (name == "checkpoint-every" || name == "checkpoint-branch-min" || name == "prefill-chunk" ||
-      name == "checkpoint-tail-every" || name == "checkpoint-generation-every") {
+      name == "checkpoint-tail-every" || name == "checkpoint-generation-every" ||
+      name == "checkpoint-spaced-first") {
     if (auto s = need_value(); !s.ok()) return s;
     absl::StatusOr<Pos> n = ParseCount(name, value);
     if (!n.ok()) return n.status();
     if (name == "checkpoint-every") options->every_n = *n;
     else if (name == "checkpoint-tail-every") options->tail_every = *n;
     else if (name == "checkpoint-generation-every") options->generation_every = *n;
+    else if (name == "checkpoint-spaced-first") options->spaced_first = *n;
     else if (name == "checkpoint-branch-min") options->min_branch_preserve = *n;
     else {
       if (*n == 0) return absl::InvalidArgumentError("--prefill-chunk must be > 0");
@@ -155,6 +158,9 @@ std::string CheckpointFlagsHelp() {
       "                               best a multiple of --prefill-chunk)\n",
       "  --checkpoint-tail-every=N    positions between checkpoints in a prompt's last message (default ", d.tail_every, ", 0 = off)\n",
       "  --checkpoint-generation-every=N  positions between checkpoints inside a reply (default ", d.generation_every,
+      ", 0 = off)\n",
+      "  --checkpoint-spaced-first=N  in a prompt without message boundaries, checkpoints N positions apart from\n",
+      "                               its start, then an eighth of the position apart (default ", d.spaced_first,
       ", 0 = off)\n",
       "  --checkpoint-branch-min=N    keep an abandoned branch of >= N positions (default ", d.min_branch_preserve, ", 0 = off)\n",
       "  --prefill-chunk=N            most prompt tokens per forward call (default ", d.prefill_chunk, ")\n",

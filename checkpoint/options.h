@@ -38,6 +38,11 @@ struct CheckpointOptions {
   // generated reply (a reply re-sent cut short resumes near the cut); 0
   // disables. See PolicyOptions::generation_every.
   Pos generation_every = 16;
+  // --checkpoint-spaced-first=N. In a prompt without message boundaries,
+  // checkpoints at marks N positions apart from its start, then an eighth
+  // of the position apart (a divergence anywhere in it resumes near it); 0
+  // disables. See PolicyOptions::spaced_first.
+  Pos spaced_first = 32;
   // --checkpoint-branch-min=N. Keep a full snapshot of a history before
   // cutting at least N positions of it away; 0 disables.
   Pos min_branch_preserve = 32;

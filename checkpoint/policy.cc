@@ -1,6 +1,7 @@
 #include "checkpoint/policy.h"
 
 #include <algorithm>
+#include <limits>
 
 namespace cairn::checkpoint {
 
@@ -16,6 +17,7 @@ const char* CaptureReasonName(CaptureReason reason) {
     case CaptureReason::kDivergence: return "divergence";
     case CaptureReason::kParked: return "parked";
     case CaptureReason::kDropped: return "dropped";
+    case CaptureReason::kSpaced: return "spaced";
   }
   return "unknown";
 }
@@ -46,22 +48,57 @@ Pos CheckpointPolicy::GenerationSpacing(size_t checkpoint_bytes, size_t ram_budg
   return Widen(options_.generation_every, checkpoint_bytes, ram_budget, sequences);
 }
 
-Pos CheckpointPolicy::Widen(Pos every, size_t checkpoint_bytes, size_t ram_budget, size_t sequences) const {
-  if (every <= 0 || options_.tail_span <= 0 || checkpoint_bytes == 0 || !options_.budget_spacing) return every;
-  // A prompt's share: many live sequences divide the budget between them.
+double CheckpointPolicy::PromptShare(size_t ram_budget, size_t sequences) const {
+  if (!options_.budget_spacing) return -1;
+  // Many live sequences divide the budget between them.
   const double share = std::min(options_.tail_budget_fraction, 1.0 / static_cast<double>(std::max<size_t>(sequences, 1)));
-  const double allowed = share * static_cast<double>(ram_budget);
-  const int64_t fit = static_cast<int64_t>(allowed / static_cast<double>(checkpoint_bytes));
-  if (fit <= 0) return 0;
+  return share * static_cast<double>(ram_budget);
+}
+
+int64_t CheckpointPolicy::PointsThatFit(size_t checkpoint_bytes, size_t ram_budget, size_t sequences) const {
+  const double allowed = PromptShare(ram_budget, sequences);
+  if (checkpoint_bytes == 0 || allowed < 0) return -1;
+  return static_cast<int64_t>(allowed / static_cast<double>(checkpoint_bytes));
+}
+
+Pos CheckpointPolicy::Widen(Pos every, size_t checkpoint_bytes, size_t ram_budget, size_t sequences) const {
+  if (every <= 0 || options_.tail_span <= 0) return every;
+  const int64_t fit = PointsThatFit(checkpoint_bytes, ram_budget, sequences);
+  if (fit < 0) return every;
+  if (fit == 0) return 0;
   const int64_t points = (options_.tail_span + every - 1) / every;
   if (points <= fit) return every;
   return static_cast<Pos>((options_.tail_span + fit - 1) / fit);
 }
 
+Pos CheckpointPolicy::SpacedMark(Pos mark, int scale) const {
+  if (options_.spaced_first <= 0 || scale <= 0 || mark < 0) return 0;
+  const int64_t proportional = static_cast<int64_t>(static_cast<double>(mark) * options_.spaced_fraction);
+  const int64_t gap = int64_t{scale} * std::max<int64_t>(options_.spaced_first, proportional);
+  if (options_.every_n > 0 && gap > options_.every_n) return 0;  // the interval points are denser
+  const int64_t next = int64_t{mark} + gap;
+  return next > std::numeric_limits<Pos>::max() ? 0 : static_cast<Pos>(next);
+}
+
+int CheckpointPolicy::SpacedScale(Pos positions, size_t checkpoint_bytes, size_t ram_budget,
+                                  size_t sequences) const {
+  if (options_.spaced_first <= 0) return 0;
+  const int64_t fit = PointsThatFit(checkpoint_bytes, ram_budget, sequences);
+  const int least = std::max(options_.spaced_min_scale, 1);
+  if (fit < 0) return least;
+  if (fit == 0) return 0;
+  // Doubling ends: once the first mark lies past the prompt, no mark counts.
+  for (int scale = least;; scale *= 2) {
+    int64_t marks = 0;
+    for (Pos m = SpacedMark(0, scale); m > 0 && m < positions; m = SpacedMark(m, scale)) ++marks;
+    if (marks <= fit) return scale;
+  }
+}
+
 std::vector<CapturePoint> CheckpointPolicy::PlanPrefill(const Prompt& prompt, size_t start,
                                                         const std::function<bool(size_t)>& exists,
                                                         Pos cut_window, Pos tail_every,
-                                                        size_t divergence) const {
+                                                        size_t divergence, int spaced_scale) const {
   std::vector<CapturePoint> points;
   if (!captures() || start > prompt.size()) return points;
   const bool diverges = options_.divergence_points && divergence > start && divergence <= prompt.size() &&
@@ -79,8 +116,15 @@ std::vector<CapturePoint> CheckpointPolicy::PlanPrefill(const Prompt& prompt, si
   }
   const Pos tail_from =
       std::max(prompt.pos_after(last_start), prompt.positions() - std::max<Pos>(options_.tail_span, 0));
+  // Spaced marks only where the client marked nothing: a marked prompt gets
+  // its points at the boundaries, where divergences happen.
+  const int scale = last_start > 0 ? 0 : (spaced_scale >= 0 ? spaced_scale : (options_.spaced_first > 0 ? options_.spaced_min_scale : 0));
+  Pos mark = SpacedMark(0, scale);
+  while (mark > 0 && mark <= prompt.pos_after(start)) mark = SpacedMark(mark, scale);
   for (size_t s = start; s <= prompt.size(); ++s) {
     if (s == 0) continue;  // an empty sequence needs no snapshot
+    bool marked = false;  // the symbol reaches a spaced mark
+    for (; mark > 0 && mark <= prompt.pos_after(s); mark = SpacedMark(mark, scale)) marked = true;
     CapturePoint point{s, CaptureReason::kMessageBoundary, false};
     bool capture = false;
     if (s == prompt.size()) {
@@ -100,6 +144,10 @@ std::vector<CapturePoint> CheckpointPolicy::PlanPrefill(const Prompt& prompt, si
         capture = true;
       }
     }
+    if (!capture && marked && !(tail > 0 && prompt.pos_after(s - 1) >= tail_from)) {
+      point.reason = CaptureReason::kSpaced;  // tail points, where there are, are denser
+      capture = true;
+    }
     if (prompt.IsMessageEnd(s) && !capture) {
       point.reason = CaptureReason::kMessageBoundary;
       capture = true;
@@ -110,6 +158,8 @@ std::vector<CapturePoint> CheckpointPolicy::PlanPrefill(const Prompt& prompt, si
       capture = true;
     }
     if (!capture) continue;
+    // Not spaced points: the later prompt that leaves one comes turns later,
+    // when the ring has moved on past anything a cut could reach.
     if ((point.reason == CaptureReason::kTail || point.reason == CaptureReason::kInterval) &&
         prompt.positions() - prompt.pos_after(s) <= cut_window) {
       continue;

@@ -58,6 +58,22 @@ struct PolicyOptions {
   // Tail points cover at most this many positions before the prompt end (a
   // long single-message prompt relies on the every_n points instead).
   Pos tail_span = 128;
+  // Inside an unmarked prompt (no message boundary before its end: a client
+  // sending plain token prompts), where a later prompt may leave it anywhere
+  // (an early turn trimmed right after an unmarked system prompt, an edit),
+  // capture at marks spaced from position 0: `spaced_first` positions apart
+  // at first, then `spaced_fraction` of the mark's position, so a divergence
+  // at position p recomputes at most max(spaced_first, p * spaced_fraction)
+  // positions more than the minimum, with a number of points logarithmic in
+  // the prompt's length. Marks stop where every_n intervals are denser, and
+  // widen under a small budget like tail points (SpacedScale). 0 disables.
+  Pos spaced_first = 32;
+  double spaced_fraction = 1.0 / 8;
+  // The spaced marks' least scale (SpacedScale). Where the backend takes no
+  // snapshot inside a run (SWA) each point splits a Forward call, which
+  // re-reads every weight: the engine spaces them kSplitSpacedScale times
+  // wider there.
+  int spaced_min_scale = 1;
   // The tail points of one prompt take at most this fraction of the RAM
   // budget: a model with a large state (tens of MiB per checkpoint) gets
   // them further apart instead of flushing the store on every prompt.
@@ -103,6 +119,12 @@ struct PolicyOptions {
   bool budget_spacing = true;
 };
 
+// PolicyOptions::spaced_min_scale for a backend without snapshots inside a
+// run: 128 positions apart at first, then half the mark (a trim after a
+// 300-position system prompt recomputes 44 more positions; a 500-position
+// prompt takes 3 extra Forward calls instead of 13).
+inline constexpr int kSplitSpacedScale = 4;
+
 enum class CaptureReason : uint8_t {
   kMessageBoundary,
   kInterval,
@@ -114,8 +136,9 @@ enum class CaptureReason : uint8_t {
   kDivergence,       // where the prompt leaves a path the index knows
   kParked,           // full snapshot of a sequence its owner parks (a sessionless request's)
   kDropped,          // full snapshot of a sequence destroyed unparked (an expired session's)
+  kSpaced,           // at a spaced mark inside an unmarked prompt (PolicyOptions::spaced_first)
 };
-inline constexpr size_t kCaptureReasons = 10;
+inline constexpr size_t kCaptureReasons = 11;
 const char* CaptureReasonName(CaptureReason reason);
 
 struct CapturePoint {
@@ -172,11 +195,33 @@ class CheckpointPolicy final {
   // `divergence` (0: none) is where the prompt leaves a path the prefix
   // index knows; a point there (kDivergence) when options().divergence_points
   // and it lies in (start, prompt.size()]. With Placement::kMarconi the
-  // divergence point is the only one.
+  // divergence point is the only one. In a prompt without a message
+  // boundary before its end, a point (kSpaced) at the first symbol boundary
+  // at or after each spaced mark (SpacedMark) outside the tail points' span,
+  // even within `cut_window` (the prompt that leaves it may come turns
+  // later, when a ring has moved on);
+  // `spaced_scale` overrides the marks' scale when >= 0 (see SpacedScale;
+  // -1: options().spaced_min_scale when options().spaced_first > 0).
   std::vector<CapturePoint> PlanPrefill(const Prompt& prompt, size_t start,
                                         const std::function<bool(size_t)>& exists,
                                         Pos cut_window = 0, Pos tail_every = -1,
-                                        size_t divergence = 0) const;
+                                        size_t divergence = 0, int spaced_scale = -1) const;
+
+  // The spaced mark after `mark` (0: the first) at `scale` (>= 1) times the
+  // options' spacing: mark + scale * max(spaced_first, mark * spaced_fraction);
+  // 0 (no more marks) when that gap is wider than every_n (interval points
+  // are denser from there) or spaced points are off.
+  Pos SpacedMark(Pos mark, int scale) const;
+  // The scale of spaced marks for an unmarked prompt of `positions` with
+  // checkpoints of `checkpoint_bytes` each: options().spaced_min_scale,
+  // doubled until its marks fit
+  // one prompt's share of the RAM budget (as for TailSpacing); 0 (none)
+  // when off or not even one point fits.
+  int SpacedScale(Pos positions, size_t checkpoint_bytes, size_t ram_budget, size_t sequences = 1) const;
+  // The bytes of one prompt's share of a RAM budget of `ram_budget` shared
+  // by `sequences` live sequences (tail_budget_fraction of it, or budget /
+  // sequences); -1 (no limit) when budget spacing is off.
+  double PromptShare(size_t ram_budget, size_t sequences) const;
 
   // The tail spacing for checkpoints of `checkpoint_bytes` each under a RAM
   // budget of `ram_budget` bytes shared by `sequences` live sequences:
@@ -226,6 +271,9 @@ class CheckpointPolicy final {
   // `every`, widened until tail_span / spacing checkpoints of
   // `checkpoint_bytes` fit one prompt's share of the budget (TailSpacing).
   Pos Widen(Pos every, size_t checkpoint_bytes, size_t ram_budget, size_t sequences) const;
+  // How many checkpoints of `checkpoint_bytes` one prompt's share of the
+  // budget holds (-1: no limit, as when budget spacing is off).
+  int64_t PointsThatFit(size_t checkpoint_bytes, size_t ram_budget, size_t sequences) const;
 
   MemoryCapabilities caps_;
   PolicyOptions options_;

@@ -38,6 +38,9 @@ void PrefillJob::CaptureDue() {
   while (next_point_ < points_.size() && points_[next_point_].symbols <= i_) {
     const CapturePoint& pt = points_[next_point_++];
     if (pt.symbols != i_) continue;
+    const bool spaced = pt.reason == CaptureReason::kSpaced;
+    if (spaced && !capturer_.SpacedPointFits(s, spaced_bytes_)) continue;
+    if (spaced) spaced_bytes_ += s.memory->Bytes(SnapshotScope::kCheckpoint);
     const double cost = static_cast<double>(s.history.positions() - s.history.pos_after(s.newest_depth));
     // Capture failures (budget, a memory inside a chunk) only cost reuse later.
     if (!capturer_.CaptureAt(s, pt.reason, pt.full, pt.keep_logits ? &result_.logits : nullptr, cost, &result_.stats)
@@ -54,6 +57,8 @@ void PrefillJob::PlanSnapshotRows(size_t end) {
   Pos newest = s.history.pos_after(s.newest_depth);
   for (size_t k = next_point_; k < points_.size() && points_[k].symbols < end; ++k) {
     if (points_[k].symbols <= i_) continue;
+    const bool spaced = points_[k].reason == CaptureReason::kSpaced;
+    if (spaced && !capturer_.SpacedPointFits(s, spaced_bytes_)) continue;
     // Only the points the store would admit: the others are not worth a copy.
     const Pos pos = prompt_.pos_after(points_[k].symbols);
     PutInfo info;
@@ -62,6 +67,7 @@ void PrefillJob::PlanSnapshotRows(size_t end) {
     info.path_key = PathKey(s.tenant, prompt_.keys().subspan(0, points_[k].symbols));
     if (!capturer_.WorthCapturing(SnapshotScope::kCheckpoint, state_bytes, pos, info)) continue;
     newest = pos;
+    if (spaced) spaced_bytes_ += state_bytes;
     snapshot_rows_.push_back(static_cast<int32_t>(points_[k].symbols - i_ - 1));
     snapshot_reasons_.push_back(points_[k].reason);
   }

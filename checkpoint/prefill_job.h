@@ -85,6 +85,7 @@ class PrefillJob {
   std::vector<uint64_t> excluded_;  // ids that failed to restore
   std::vector<CapturePoint> points_;
   size_t next_point_ = 0;
+  size_t spaced_bytes_ = 0;  // checkpoint-scope bytes of the spaced points captured so far
   size_t i_ = 0;        // prompt symbols absorbed
   size_t run_end_ = 0;  // end of the run NextRun returned
   std::vector<TokenId> tokens_;

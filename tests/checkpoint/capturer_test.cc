@@ -1,6 +1,7 @@
 // Capture decisions through the engine over real backends (the golden
 // models): checkpoints inside and after replies, tail points, divergence
-// points, parking, and re-indexing after a restart.
+// points, spaced points of unmarked prompts, parking, and re-indexing after a
+// restart.
 #include "checkpoint/capturer.h"
 
 #include <filesystem>
@@ -88,6 +89,79 @@ TEST_P(CapturerTest, EarlyEditWithoutBoundariesResumesNearTheChange) {
   const int64_t recomputed = Run(*seq, edited).stats.recomputed;
   EXPECT_GE(recomputed, after_edit);
   EXPECT_LE(recomputed, after_edit + (recurrent_ ? options_.tail_every : 0));
+}
+
+// A plain-prompt client that trims its oldest turn right after an unmarked
+// system prompt, with messages longer than the tail span (so no tail point
+// of the first prompt reaches the system prompt's end): the spaced points of
+// the first prompt let the first trim resume at most one spacing before the
+// system prompt's end, not at position 0. Run checks every prompt against a
+// fresh computation.
+TEST_P(CapturerTest, TrimAfterAnUnmarkedSystemPromptResumesInsideTheFirstPrompt) {
+  options_.every_n = 512;  // no interval point near the system prompt's end
+  options_.spaced_first = 32;
+  Rebuild();
+  const std::vector<TokenId> sys = RandomTokens(rng_, 150, vocab_);
+  std::vector<std::vector<TokenId>> turns;  // user message, reply, ...
+  auto build = [&] {
+    Prompt p;
+    p.AddTokens(sys);
+    for (const auto& m : turns) p.AddTokens(m);
+    return p;
+  };
+  auto seq = NewSeq();
+  for (int t = 0; t < 2; ++t) {
+    turns.push_back(RandomTokens(rng_, 140, vocab_));
+    const PrefillResult r = Run(*seq, build());
+    turns.push_back(Reply(*seq, r.logits, 10));
+  }
+  turns.erase(turns.begin(), turns.begin() + 2);  // the first turn goes
+  turns.push_back(RandomTokens(rng_, 30, vocab_));
+  const Prompt trimmed = build();
+  const Pos minimum = trimmed.positions() - 150;
+  const Pos recomputed = Run(*seq, trimmed).stats.recomputed;
+  EXPECT_GE(recomputed, minimum);
+  EXPECT_LE(recomputed, minimum + (recurrent_ ? 150 - 128 : 0));  // spaced points at 128 and 160
+  // The next trim resumes at the system prompt's end: the divergence point.
+  turns.push_back(Reply(*seq, Run(*seq, trimmed).logits, 10));
+  turns.erase(turns.begin(), turns.begin() + 2);
+  turns.push_back(RandomTokens(rng_, 30, vocab_));
+  EXPECT_EQ(Run(*seq, build()).stats.recomputed, build().positions() - 150);
+}
+
+// An unmarked prompt's spaced points take at most their share of the RAM
+// budget (a sixteenth): under a budget of 48 checkpoints (of the state's size
+// at the prompt's end), at most 3 of them, or (a state that grows with the
+// prompt: an SWA ring) at most their bytes, twice over for full snapshots.
+TEST_P(CapturerTest, SpacedPointsOfAnUnmarkedPromptStayWithinTheirShareOfTheBudget) {
+  if (!recurrent_) GTEST_SKIP() << "a truncatable memory keeps no checkpoints";
+  options_.every_n = 0;
+  options_.tail_every = 0;
+  options_.generation_every = 0;
+  Prompt p;
+  p.AddTokens(RandomTokens(rng_, 600, vocab_));  // 15 marks at the configured spacing
+  size_t bytes = 0;
+  {
+    auto probe = NewSeq();
+    Run(*probe, p);
+    bytes = probe->memory()->Bytes(SnapshotScope::kCheckpoint);
+  }
+  ASSERT_GT(bytes, 0u);
+  Rebuild(48 * bytes);
+  auto seq = NewSeq();
+  Run(*seq, p);
+  int inside = 0;
+  size_t inside_bytes = 0;
+  for (const CheckpointInfo& info : store_->List()) {
+    if (info.pos >= p.positions()) continue;
+    ++inside;
+    inside_bytes += info.bytes;
+  }
+  EXPECT_GE(inside, 1);
+  EXPECT_LE(inside_bytes, 2 * 3 * bytes);
+  if (backend_->info().caps.rollback_slack == 0) {
+    EXPECT_LE(inside, 3);  // a state of one size
+  }
 }
 
 // A disk tier outlives the process: a new engine over the same directory

@@ -21,7 +21,8 @@ TEST(CheckpointOptionsTest, AppliesFlagsAndLeavesOthers) {
   std::vector<std::string> args = {"--listen=:0",           "--checkpoint-ram=64MiB",
                                    "--checkpoint-disk-dir=/x", "--checkpoint-disk-budget=1G",
                                    "--checkpoint-every=128",   "--checkpoints=off",
-                                   "--checkpoint-branch-min=0", "--prefill-chunk=64", "--checkpoint-tail-every=8", "positional"};
+                                   "--checkpoint-branch-min=0", "--prefill-chunk=64", "--checkpoint-tail-every=8",
+                                   "--checkpoint-spaced-first=48", "positional"};
   ASSERT_TRUE(ParseCheckpointFlags(&args, &o).ok());
   EXPECT_EQ(args, (std::vector<std::string>{"--listen=:0", "positional"}));
   EXPECT_EQ(o.ram_budget_bytes, size_t{64} << 20);
@@ -33,6 +34,7 @@ TEST(CheckpointOptionsTest, AppliesFlagsAndLeavesOthers) {
   EXPECT_EQ(o.prefill_chunk, 64);
   EXPECT_EQ(o.tail_every, 8);
   EXPECT_EQ(o.policy().tail_every, 8);
+  EXPECT_EQ(o.policy().spaced_first, 48);
   EXPECT_EQ(o.store().disk_budget_bytes, size_t{1} << 30);
   EXPECT_FALSE(o.policy().enabled);
 }
@@ -48,7 +50,8 @@ TEST(CheckpointOptionsTest, DefaultsAreDocumentedAndDiskTierOffWithoutDir) {
 
 TEST(CheckpointOptionsTest, RejectsBadValues) {
   for (const char* bad : {"--checkpoint-ram=0", "--checkpoint-ram=lots", "--checkpoint-every=-1",
-                          "--checkpoints=maybe", "--prefill-chunk=0", "--checkpoint-disk-dir"}) {
+                          "--checkpoints=maybe", "--prefill-chunk=0", "--checkpoint-disk-dir",
+                          "--checkpoint-spaced-first=-8"}) {
     CheckpointOptions o;
     auto r = ApplyCheckpointFlag(bad, &o);
     EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << bad;

@@ -159,10 +159,116 @@ TEST(CheckpointPolicyTest, ManyLiveSequencesShareTheBudgetForTailAndReplyPoints)
   EXPECT_EQ(CheckpointPolicy(Recurrent(), o).TailSpacing(1 << 20, budget, 128), 8);
 }
 
+std::vector<Pos> PositionsOf(const Prompt& p, const std::vector<CapturePoint>& points,
+                             CaptureReason only = CaptureReason::kSpaced) {
+  std::vector<Pos> at;
+  for (const CapturePoint& pt : points) {
+    if (pt.reason == only) at.push_back(p.pos_after(pt.symbols));
+  }
+  return at;
+}
+
+// The default spacing (32, then an eighth) with intervals every 512 and no
+// tail points.
+PolicyOptions SpacedAndIntervals() {
+  PolicyOptions o;
+  o.every_n = 512;
+  o.tail_every = 0;
+  return o;
+}
+
+TEST(CheckpointPolicyTest, SpacedPointsInsideAnUnmarkedPromptGrowGeometricallyFromItsStart) {
+  PolicyOptions o = SpacedAndIntervals();
+  ASSERT_EQ(o.spaced_first, 32);
+  ASSERT_EQ(o.spaced_fraction, 1.0 / 8);
+  CheckpointPolicy policy(Recurrent(), o);
+  const Prompt p = Tokens(1200);
+  const auto plan = policy.PlanPrefill(p, 0, nullptr);
+  // 32 apart, then an eighth of the mark: 256 + 32, 288 + 36, 324 + 40, ...
+  EXPECT_EQ(PositionsOf(p, plan), (std::vector<Pos>{32, 64, 96, 128, 160, 192, 224, 256, 288, 324, 364, 409, 460,
+                                                    517, 581, 653, 734, 825, 928, 1044, 1174}));
+  EXPECT_EQ(PositionsOf(p, plan, CaptureReason::kInterval), (std::vector<Pos>{512, 1024}));
+  // A divergence anywhere resumes at most max(32, an eighth of its position)
+  // before it, from the points before it.
+  std::vector<Pos> all = {0};
+  for (const CapturePoint& pt : plan) all.push_back(p.pos_after(pt.symbols));
+  for (Pos d = 1; d <= 1200; ++d) {
+    Pos below = 0;
+    for (Pos q : all) {
+      if (q <= d) below = std::max(below, q);
+    }
+    EXPECT_LE(d - below, std::max<Pos>(32, d / 8)) << d;
+  }
+  // Resumed at 300: only the marks after it.
+  EXPECT_EQ(PositionsOf(p, policy.PlanPrefill(p, 300, nullptr)).front(), 324);
+  // Where the interval points are denser the series stops: 517 + 64 = 581,
+  // then 72 apart would be wider than intervals every 64.
+  o.every_n = 64;
+  EXPECT_EQ(PositionsOf(p, CheckpointPolicy(Recurrent(), o).PlanPrefill(p, 0, nullptr)).back(), 581);
+  o.every_n = 512;
+  // A backend without snapshots inside a run (each point a split Forward
+  // call): four times wider, 128 apart, then half the mark.
+  o.spaced_min_scale = kSplitSpacedScale;
+  const CheckpointPolicy split(Recurrent(), o);
+  EXPECT_EQ(split.SpacedScale(p.positions(), 1, size_t{1} << 30), 4);
+  EXPECT_EQ(PositionsOf(p, split.PlanPrefill(p, 0, nullptr)), (std::vector<Pos>{128, 256, 384, 576, 864}));
+  o.spaced_min_scale = 1;
+  // Off, or a prompt whose client marks boundaries: none.
+  o.spaced_first = 0;
+  EXPECT_TRUE(PositionsOf(p, CheckpointPolicy(Recurrent(), o).PlanPrefill(p, 0, nullptr)).empty());
+  Prompt marked = Tokens(300);
+  marked.EndMessage();
+  marked.AddTokens(std::vector<TokenId>(500, 7));
+  EXPECT_TRUE(PositionsOf(marked, policy.PlanPrefill(marked, 0, nullptr)).empty());
+}
+
+TEST(CheckpointPolicyTest, SpacedPointsLeaveTheTailToTailPointsButNotTheCutWindowToACut) {
+  PolicyOptions o = SpacedAndIntervals();
+  o.tail_every = 16;  // over the last 128 positions
+  CheckpointPolicy policy(Recurrent(), o);
+  const Prompt p = Tokens(400);  // tail points from 272
+  const auto plan = policy.PlanPrefill(p, 0, nullptr);
+  EXPECT_EQ(PositionsOf(p, plan), (std::vector<Pos>{32, 64, 96, 128, 160, 192, 224, 256}));
+  EXPECT_EQ(PositionsOf(p, plan, CaptureReason::kTail).front(), 288);
+  // An SWA ring that can cut back 200 positions from this prompt's end
+  // cannot once later turns moved it on, when a trim leaves this prompt:
+  // the spaced points in that window stay.
+  o.tail_every = 0;
+  const auto swa = CheckpointPolicy(Swa(200), o).PlanPrefill(p, 0, nullptr, 200);
+  EXPECT_EQ(PositionsOf(p, swa), (std::vector<Pos>{32, 64, 96, 128, 160, 192, 224, 256, 288, 324, 364}));
+}
+
+TEST(CheckpointPolicyTest, SpacedPointsOfOnePromptFitTheirShareOfTheBudget) {
+  PolicyOptions o = SpacedAndIntervals();
+  ASSERT_EQ(o.tail_budget_fraction, 1.0 / 16);
+  CheckpointPolicy policy(Recurrent(), o);
+  const size_t budget = size_t{1} << 30;  // 64 MiB per prompt
+  const Prompt p = Tokens(1200);          // 21 marks at scale 1
+  EXPECT_EQ(policy.SpacedScale(p.positions(), 1 << 20, budget), 1);
+  for (size_t mib : {4, 8, 16, 32, 64}) {
+    const int scale = policy.SpacedScale(p.positions(), mib << 20, budget);
+    ASSERT_GT(scale, 1) << mib;
+    const auto plan = policy.PlanPrefill(p, 0, nullptr, 0, -1, 0, scale);
+    EXPECT_LE(PositionsOf(p, plan).size(), 64 / mib) << mib;
+    // Wider, the few marks left fall on interval points (512, 1024).
+    if (mib <= 16) {
+      EXPECT_FALSE(PositionsOf(p, plan).empty()) << mib;
+    }
+  }
+  EXPECT_EQ(policy.SpacedScale(p.positions(), 65 << 20, budget), 0);  // not one fits
+  EXPECT_TRUE(PositionsOf(p, policy.PlanPrefill(p, 0, nullptr, 0, -1, 0, 0)).empty());
+  EXPECT_EQ(policy.SpacedScale(p.positions(), 1 << 20, budget, 2048), 0);  // 2048 sequences share it
+  o.budget_spacing = false;
+  EXPECT_EQ(CheckpointPolicy(Recurrent(), o).SpacedScale(p.positions(), 65 << 20, budget), 1);
+  o.spaced_first = 0;
+  EXPECT_EQ(CheckpointPolicy(Recurrent(), o).SpacedScale(p.positions(), 1, budget), 0);
+}
+
 TEST(CheckpointPolicyTest, DivergencePointsMarkWhereAPromptLeavesAKnownPath) {
   PolicyOptions o;
   o.every_n = 0;
   o.tail_every = 0;
+  o.spaced_first = 0;
   CheckpointPolicy policy(Recurrent(), o);
   Prompt p = Tokens(300);  // plain tokens: no boundary marks where another prompt diverged
   auto plan = policy.PlanPrefill(p, 0, nullptr, 0, -1, 120);

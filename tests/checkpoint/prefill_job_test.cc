@@ -20,6 +20,7 @@ class PrefillJobTest : public EngineTest {};
 TEST_P(PrefillJobTest, CancelledLongPromptResumesWhereItStopped) {
   testing::CancellingBackend cancelling(backend_.get());
   options_.tail_every = 0;  // chunks of exactly 64: the cancel point is known
+  options_.spaced_first = 0;
   auto engine = CheckpointEngine::Create(&cancelling, store_, options_);
   ASSERT_TRUE(engine.ok());
   auto seq = (*engine)->NewSequence();
