@@ -217,7 +217,8 @@ absl::StatusOr<Value> Items(Renderer& r, const Value& input, Args& args) {
   JINJA_RETURN_IF_ERROR(Bind("do_items", args, {}).status());
   std::vector<Value> out;
   if (input.is_undefined()) return Value::Generator(std::move(out), absl::OkStatus());
-  if (!input.is_dict()) return TypeError("Can only get item pairs from a mapping.");
+  // A generator: the error comes when it is consumed.
+  if (!input.is_dict()) return Value::Generator(std::move(out), TypeError("Can only get item pairs from a mapping."));
   JINJA_RETURN_IF_ERROR(r.Charge(input.dict().size() * 2 * sizeof(Value)));
   for (const auto& [key, value] : input.dict().entries()) out.push_back(Value::List({key, value}, ListKind::kTuple));
   return Value::Generator(std::move(out), absl::OkStatus());

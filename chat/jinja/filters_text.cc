@@ -264,7 +264,7 @@ absl::StatusOr<Value> UrlEncode(Renderer&, const Value& input, Args& args) {
         CatAppend(&out, "%", absl::AsciiStrToUpper(Cat(absl::Hex(c, absl::kZeroPad2))));
       }
     }
-    return out;
+    return for_query ? PyReplace(out, "%20", "+", -1) : out;
   };
   if (input.is_dict()) {
     std::vector<std::string> parts;

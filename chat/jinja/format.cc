@@ -293,6 +293,7 @@ absl::StatusOr<Value> StrFormat(Renderer& r, const Value& format, const CallArgs
   const std::string_view f = format.str();
   std::string out;
   size_t auto_index = 0;
+  bool manual_numbering = false;
   std::vector<const Value*> used = {&format};
   for (size_t i = 0; i < f.size(); ++i) {
     const char c = f[i];
@@ -330,10 +331,15 @@ absl::StatusOr<Value> StrFormat(Renderer& r, const Value& format, const CallArgs
     const std::string_view name = field.substr(0, name_end);
     Value value;
     if (name.empty() || (name[0] >= '0' && name[0] <= '9')) {
-      size_t index = auto_index++;
+      if (name.empty() ? manual_numbering : auto_index > 0) {
+        return ValueError(name.empty() ? "cannot switch from manual field specification to automatic field numbering"
+                                       : "cannot switch from automatic field numbering to manual field specification");
+      }
+      manual_numbering = manual_numbering || !name.empty();
+      size_t index = name.empty() ? auto_index++ : 0;
       if (!name.empty() && !absl::SimpleAtoi(std::string(name), &index)) return ValueError("Too many decimal digits in format string");
       if (index >= args.positional.size()) {
-        return TemplateFailure("IndexError", Cat("Replacement index ", index, " out of range for positional args tuple"));
+        return TemplateFailure("IndexError", "tuple index out of range");
       }
       value = args.positional[index];
     } else {

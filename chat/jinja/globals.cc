@@ -68,6 +68,9 @@ absl::StatusOr<Dict> MakeDict(Renderer& r, const CallArgs& args, std::string_vie
     } else {
       JINJA_ASSIGN_OR_RETURN(std::vector<Value> pairs, r.Iterate(source));
       for (size_t i = 0; i < pairs.size(); ++i) {
+        if (!pairs[i].is_list() && !pairs[i].is_string() && !pairs[i].is_dict()) {
+          return TypeError(Cat("cannot convert dictionary update sequence element #", i, " to a sequence"));
+        }
         JINJA_ASSIGN_OR_RETURN(std::vector<Value> pair, r.Iterate(pairs[i]));
         if (pair.size() != 2) {
           return ValueError(Cat("dictionary update sequence element #", i, " has length ", pair.size(),

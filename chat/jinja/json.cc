@@ -16,7 +16,7 @@ namespace cairn::jinja {
 namespace {
 
 absl::StatusOr<Value> FromJsonAt(const nlohmann::ordered_json& json, bool client, int depth) {
-  if (depth > kMaxJsonDepth) {
+  if (depth >= kMaxJsonDepth && (json.is_array() || json.is_object())) {
     return absl::InvalidArgumentError(Cat("JSON nested deeper than ", kMaxJsonDepth, " levels"));
   }
   switch (json.type()) {

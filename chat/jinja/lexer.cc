@@ -102,7 +102,10 @@ absl::StatusOr<std::string> Unescape(std::string_view body) {
         uint32_t cp = 0;
         for (size_t k = 1; k <= n; ++k) {
           const int d = i + k < body.size() ? HexDigit(body[i + k]) : -1;
-          if (d < 0) return TemplateFailure(kSyntaxError, Cat("truncated \\", std::string(1, e), " escape"));
+          if (d < 0) {
+            return TemplateFailure(kSyntaxError, Cat("truncated \\", std::string(1, e), std::string(n, 'X'),
+                                                     " escape"));
+          }
           cp = cp * 16 + static_cast<uint32_t>(d);
         }
         if (cp > 0x10FFFF) return TemplateFailure(kSyntaxError, "illegal Unicode character");

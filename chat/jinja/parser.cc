@@ -67,21 +67,26 @@ absl::Status ParserImpl::Fail(std::string_view message, int line) const {
   return WithLine(TemplateFailure(kSyntaxError, message), line > 0 ? line : cur().line);
 }
 
+absl::Status ParserImpl::Unexpected(std::string_view what) const {
+  if (cur().type == TokenType::kEof) return Fail(Cat("unexpected end of template, expected '", what, "'."));
+  return Fail(Cat("expected token '", what, "', got '", Describe(cur()), "'"));
+}
+
 absl::Status ParserImpl::Expect(TokenType type, std::string_view what) {
-  if (cur().type != type) return Fail(Cat("expected token '", what, "', got '", Describe(cur()), "'"));
+  if (cur().type != type) return Unexpected(what);
   next();
   return absl::OkStatus();
 }
 
 absl::Status ParserImpl::ExpectOp(std::string_view op) {
-  if (!IsOp(op)) return Fail(Cat("expected token '", op, "', got '", Describe(cur()), "'"));
+  if (!IsOp(op)) return Unexpected(op);
   next();
   return absl::OkStatus();
 }
 
 absl::StatusOr<std::string> ParserImpl::ExpectName() {
   if (cur().type != TokenType::kName) {
-    return Fail(Cat("expected token 'name', got '", Describe(cur()), "'"));
+    return Unexpected("name");
   }
   std::string name = cur().text;
   next();
@@ -196,7 +201,7 @@ absl::StatusOr<std::unique_ptr<Stmt>> ParserImpl::For() {
   auto s = NewStmt(StmtKind::kFor, cur().line);
   next();
   JINJA_ASSIGN_OR_RETURN(s->target, ParseTarget({"in"}, false));
-  if (!SkipName("in")) return Fail(Cat("expected token 'in', got '", Describe(cur()), "'"));
+  if (!SkipName("in")) return Unexpected("in");
   JINJA_ASSIGN_OR_RETURN(s->expr, ParseTuple(false, {"recursive"}, false));
   if (SkipName("if")) {
     JINJA_ASSIGN_OR_RETURN(s->condition, ParseExpression(true));
@@ -340,7 +345,8 @@ absl::StatusOr<std::unique_ptr<Stmt>> ParserImpl::Generation() {
 
 absl::StatusOr<std::unique_ptr<Stmt>> ParserImpl::LoopControl(const std::string& tag) {
   const int line = cur().line;
-  if (loop_depth_ == 0) return Fail(Cat("'", tag, "' outside loop"), line);
+  // Python's own compiler refuses it (SyntaxError, not Jinja's).
+  if (loop_depth_ == 0) return WithLine(TemplateFailure("SyntaxError", Cat("'", tag, "' outside loop")), line);
   next();
   return NewStmt(tag == "break" ? StmtKind::kBreak : StmtKind::kContinue, line);
 }
@@ -384,7 +390,10 @@ absl::StatusOr<Target> ParserImpl::ParseTargetPrimary(bool with_namespace) {
     JINJA_RETURN_IF_ERROR(ExpectOp(")"));
     return t;
   }
-  return Fail(Cat("can't assign to '", Describe(cur()), "'"));
+  const TokenType type = cur().type;
+  const bool literal = type == TokenType::kString || type == TokenType::kInteger || type == TokenType::kFloat ||
+                       type == TokenType::kName;
+  return Fail(Cat("can't assign to '", literal ? "const" : Describe(cur()), "'"));
 }
 
 // Filters and tests must exist, except where Jinja2 defers the check to

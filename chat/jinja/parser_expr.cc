@@ -236,10 +236,11 @@ absl::StatusOr<ExprPtr> ParserImpl::ParsePrimary() {
     } else {
       e->kind = ExprKind::kName;
       e->name = t.text;
-      if (!macros_.empty()) {
-        macros_.back()->uses_caller |= e->name == "caller";
-        macros_.back()->uses_varargs |= e->name == "varargs";
-        macros_.back()->uses_kwargs |= e->name == "kwargs";
+      // Jinja2 looks for these names through nested macros and call blocks.
+      for (MacroDef* def : macros_) {
+        def->uses_caller |= e->name == "caller";
+        def->uses_varargs |= e->name == "varargs";
+        def->uses_kwargs |= e->name == "kwargs";
       }
     }
     next();

@@ -53,6 +53,8 @@ class ParserImpl {
   bool SkipOp(std::string_view op);
   bool SkipName(std::string_view name);
   absl::Status Fail(std::string_view message, int line = 0) const;
+  // "expected token 'x', got 'y'" (or "unexpected end of template").
+  absl::Status Unexpected(std::string_view what) const;
   absl::Status Expect(TokenType type, std::string_view what);
   absl::Status ExpectOp(std::string_view op);
   absl::StatusOr<std::string> ExpectName();

@@ -30,7 +30,30 @@ bool IsLineBreak(uint32_t cp) {
 }  // namespace
 
 std::string PyUpper(std::string_view s) { return MapChars(s, AppendUpper); }
-std::string PyLower(std::string_view s) { return MapChars(s, AppendLower); }
+
+// str.lower(), with its final sigma: a capital sigma after a cased letter
+// and not before one (case-ignorable characters between) becomes ς.
+std::string PyLower(std::string_view s) {
+  const std::vector<PyChar> cs = PyChars(s);
+  std::string out;
+  out.reserve(s.size());
+  const auto cased_beyond = [&](size_t i, int step) {
+    for (int64_t j = static_cast<int64_t>(i) + step; j >= 0 && j < static_cast<int64_t>(cs.size()); j += step) {
+      if ((PyCharFlags(cs[j].cp) & kPyCaseIgnorable) == 0) return PyIsCased(cs[j].cp);
+    }
+    return false;
+  };
+  for (size_t i = 0; i < cs.size(); ++i) {
+    if (cs[i].cp == 0xFFFD && cs[i].size == 1) {
+      out.append(s.substr(cs[i].offset, 1));
+    } else if (cs[i].cp == 0x03A3 && cased_beyond(i, -1) && !cased_beyond(i, 1)) {
+      AppendUtf8Char(0x03C2, &out);
+    } else {
+      AppendLower(cs[i].cp, &out);
+    }
+  }
+  return out;
+}
 
 std::string PyTitle(std::string_view s) {
   bool previous_cased = false;
@@ -109,9 +132,7 @@ std::vector<std::string> PySplit(std::string_view s, const std::optional<std::st
     while (i < cs.size() && PyIsSpace(cs[i].cp)) ++i;
     if (i == cs.size()) break;
     if (maxsplit >= 0 && static_cast<int64_t>(parts.size()) == maxsplit) {
-      size_t e = cs.size();
-      while (e > i && PyIsSpace(cs[e - 1].cp)) --e;
-      parts.emplace_back(s.substr(cs[i].offset, cs[e - 1].offset + cs[e - 1].size - cs[i].offset));
+      parts.emplace_back(s.substr(cs[i].offset));  // the rest, as it is
       break;
     }
     const size_t begin = i;
@@ -140,9 +161,7 @@ std::vector<std::string> PyRSplit(std::string_view s, const std::optional<std::s
       while (i > 0 && PyIsSpace(cs[i - 1].cp)) --i;
       if (i == 0) break;
       if (static_cast<int64_t>(parts.size()) == maxsplit) {
-        size_t b = 0;
-        while (b < i && PyIsSpace(cs[b].cp)) ++b;
-        parts.emplace_back(s.substr(cs[b].offset, cs[i - 1].offset + cs[i - 1].size - cs[b].offset));
+        parts.emplace_back(s.substr(0, cs[i - 1].offset + cs[i - 1].size));  // the rest, as it is
         break;
       }
       const size_t end = i;

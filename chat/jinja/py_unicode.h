@@ -28,6 +28,7 @@ enum PyCharFlag : uint16_t {
   kPyLower = 1 << 6,
   kPyUpper = 1 << 7,
   kPyTitle = 1 << 8,
+  kPyCaseIgnorable = 1 << 9,
 };
 
 uint16_t PyCharFlags(uint32_t cp);

@@ -13,6 +13,10 @@ import unicodedata
 
 MAX_CODEPOINT = 0x110000
 
+def is_cased(s):
+    return s.islower() or s.isupper() or unicodedata.category(s) == 'Lt'
+
+
 # Must match the PyChar* bits in py_unicode.h.
 BITS = [
     ('printable', lambda s: s.isprintable()),
@@ -24,6 +28,10 @@ BITS = [
     ('lower', lambda s: s.islower()),
     ('upper', lambda s: s.isupper()),
     ('title', lambda s: unicodedata.category(s) == 'Lt'),
+    # Case_Ignorable, as str.lower's final-sigma rule sees it (Python does
+    # not expose the property; its lower() of a probe string does).
+    ('case_ignorable', lambda s: ('1' + s + '\u03a3').lower()[-1] == '\u03c3' if is_cased(s)
+     else ('A' + s + '\u03a3').lower()[-1] == '\u03c2'),
 ]
 
 

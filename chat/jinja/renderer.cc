@@ -120,7 +120,10 @@ absl::Status Renderer::Write(const Text& text) {
       for (Binding& b : bindings_) {
         if (std::find(b.marked.begin(), b.marked.end(), buffer.id) != b.marked.end()) continue;
         b.marked.push_back(buffer.id);
-        buffer.text.AddMark(buffer.text.size() + first, b.object);
+        // Text rendered for this object elsewhere (a macro) carries its mark.
+        const bool carried = std::any_of(text.marks().begin(), text.marks().end(),
+                                         [&](const ObjectMark& m) { return m.object == b.object; });
+        if (!carried) buffer.text.AddMark(buffer.text.size() + first, b.object);
       }
     }
   }
@@ -343,6 +346,9 @@ absl::StatusOr<Value> Renderer::CallMacro(const MacroDef& def, const FramePtr& c
       caller = value;
     } else if (def.uses_kwargs) {
       JINJA_RETURN_IF_ERROR(kwargs.Set(Value::String(key), value));
+    } else if (key == "caller") {
+      return TypeError(Cat("macro '", def.name,
+                           "' was invoked with two values for the special caller argument. This is most likely a bug."));
     } else {
       return TypeError(Cat("macro '", def.name, "' takes no keyword argument '", key, "'"));
     }

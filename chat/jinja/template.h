@@ -47,12 +47,12 @@ namespace cairn::jinja {
 
 struct Limits {
   // Statements, expression nodes and loop iterations evaluated.
-  int64_t max_steps = 20'000'000;
+  int64_t max_steps = 5'000'000;
   // Nested macro, caller and recursive-loop calls.
   int max_call_depth = 100;
   // Bytes of output, and of any one string or list built on the way.
   size_t max_output_bytes = 64 << 20;
-  absl::Duration max_time = absl::Seconds(10);
+  absl::Duration max_time = absl::Seconds(5);
 };
 
 struct RenderInput {
