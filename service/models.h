@@ -13,7 +13,7 @@
 #include "absl/status/statusor.h"
 #include "backends/backend.h"
 #include "backends/model/gguf.h"
-#include "backends/model/chat_template.h"
+#include "chat/chat_template.h"
 #include "backends/model/tokenizer.h"
 #include "checkpoint/engine.h"
 #include "checkpoint/options.h"

@@ -6,6 +6,7 @@
 #include "chat/jinja/py_format.h"
 #include "chat/jinja/py_unicode.h"
 #include "chat/jinja/renderer.h"
+#include "chat/jinja/nesting.h"
 #include "chat/jinja/status_macros.h"
 
 namespace cairn::jinja {
@@ -15,16 +16,6 @@ namespace {
 constexpr int kMaxEvalDepth = 1000;
 constexpr int kMaxValueDepth = 256;
 
-class DepthGuard {
- public:
-  explicit DepthGuard(int* depth) : depth_(depth) { ++*depth_; }
-  ~DepthGuard() { --*depth_; }
-  DepthGuard(const DepthGuard&) = delete;
-  DepthGuard& operator=(const DepthGuard&) = delete;
-
- private:
-  int* depth_;
-};
 
 // A filter or test the parser deferred (parser.h): Jinja2's run-time error.
 absl::Status UnknownName(const Expr& e) {
@@ -37,7 +28,7 @@ absl::Status UnknownName(const Expr& e) {
 }  // namespace
 
 absl::StatusOr<Value> Renderer::Eval(const Expr& e, const FramePtr& frame) {
-  DepthGuard guard(&depth_);
+  NestingGuard guard(&depth_);
   if (depth_ > kMaxEvalDepth) return LimitExceeded(Cat("nesting deeper than ", kMaxEvalDepth, " levels"));
   JINJA_RETURN_IF_ERROR(Step());
   absl::StatusOr<Value> v = EvalNode(e, frame);

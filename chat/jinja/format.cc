@@ -4,6 +4,7 @@
 #include <string>
 
 #include "absl/strings/numbers.h"
+#include "backends/model/unicode.h"
 #include "chat/jinja/strings.h"
 #include "chat/jinja/builtins.h"
 #include "chat/jinja/error.h"
@@ -74,7 +75,7 @@ absl::StatusOr<std::string> FormatOne(const Value& arg, const Spec& spec, bool e
       if (arg.is_string() && PyLength(arg.str()) == 1) {
         s = arg.str();
       } else if (arg.is_int() && arg.i() >= 0 && arg.i() <= 0x10FFFF) {
-        AppendUtf8Char(static_cast<uint32_t>(arg.i()), &s);
+        AppendUtf8(static_cast<uint32_t>(arg.i()), &s);
       } else {
         return TypeError("%c requires int or char");
       }
@@ -260,7 +261,7 @@ absl::StatusOr<std::string> FormatValue(const Value& v, std::string_view spec_te
       if (spec.alternate) body = "0b" + body;
       if (v.i() < 0) body = "-" + body; else if (spec.sign != '-') body = std::string(1, spec.sign) + body;
     } else if (integral && t == 'c') {
-      AppendUtf8Char(static_cast<uint32_t>(v.i()), &body);
+      AppendUtf8(static_cast<uint32_t>(v.i()), &body);
     } else if (integral) {
       CatAppend(&fmt, "ll", std::string(1, t == 0 || t == 'n' ? 'd' : t));
       std::snprintf(buf, sizeof(buf), fmt.c_str(), static_cast<long long>(v.i()));

@@ -4,6 +4,7 @@
 #include <charconv>
 #include <utility>
 
+#include "backends/model/unicode.h"
 #include "chat/jinja/strings.h"
 #include "chat/jinja/error.h"
 #include "chat/jinja/py_format.h"
@@ -109,7 +110,7 @@ absl::StatusOr<std::string> Unescape(std::string_view body) {
           cp = cp * 16 + static_cast<uint32_t>(d);
         }
         if (cp > 0x10FFFF) return TemplateFailure(kSyntaxError, "illegal Unicode character");
-        AppendUtf8Char(cp, &out);
+        AppendUtf8(cp, &out);
         i += n;
         break;
       }
@@ -121,7 +122,7 @@ absl::StatusOr<std::string> Unescape(std::string_view body) {
           for (int k = 0; k < 2 && i + 1 < body.size() && body[i + 1] >= '0' && body[i + 1] <= '7'; ++k) {
             cp = cp * 8 + static_cast<uint32_t>(body[++i] - '0');
           }
-          AppendUtf8Char(cp, &out);
+          AppendUtf8(cp, &out);
         } else {
           out.push_back('\\');
           out.push_back(e);

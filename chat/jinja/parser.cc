@@ -112,7 +112,7 @@ absl::Status ParserImpl::FailEndOfTemplate(std::string_view tag) const {
 }
 
 absl::StatusOr<Body> ParserImpl::Subparse(const Names& end) {
-  Nest nest(&depth_);
+  NestingGuard nest(&depth_);
   JINJA_RETURN_IF_ERROR(CheckDepth());
   if (!end.empty()) end_stack_.push_back(end);
   Body body;
@@ -352,7 +352,7 @@ absl::StatusOr<std::unique_ptr<Stmt>> ParserImpl::LoopControl(const std::string&
 }
 
 absl::StatusOr<Target> ParserImpl::ParseTarget(const Names& extra_end, bool with_namespace) {
-  Nest nest(&depth_);
+  NestingGuard nest(&depth_);
   JINJA_RETURN_IF_ERROR(CheckDepth());
   std::vector<Target> items;
   bool is_tuple = false;

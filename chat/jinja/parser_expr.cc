@@ -64,7 +64,7 @@ absl::StatusOr<ExprPtr> ParserImpl::ParseTuple(bool with_condexpr, const Names& 
 }
 
 absl::StatusOr<ExprPtr> ParserImpl::ParseExpression(bool with_condexpr) {
-  Nest nest(&depth_);
+  NestingGuard nest(&depth_);
   JINJA_RETURN_IF_ERROR(CheckDepth());
   return with_condexpr ? ParseCondExpr() : ParseOr();
 }
@@ -77,7 +77,7 @@ absl::StatusOr<ExprPtr> ParserImpl::ParseCondExpr() {
     cond->b = std::move(expr);
     JINJA_ASSIGN_OR_RETURN(cond->a, ParseOr());
     if (SkipName("else")) {
-      Nest nest(&depth_);
+      NestingGuard nest(&depth_);
       JINJA_RETURN_IF_ERROR(CheckDepth());
       JINJA_ASSIGN_OR_RETURN(cond->c, ParseCondExpr());
     }
@@ -86,31 +86,32 @@ absl::StatusOr<ExprPtr> ParserImpl::ParseCondExpr() {
   return expr;
 }
 
-absl::StatusOr<ExprPtr> ParserImpl::ParseOr() {
-  JINJA_ASSIGN_OR_RETURN(ExprPtr left, ParseAnd());
-  while (IsName("or")) {
+absl::StatusOr<ExprPtr> ParserImpl::ParseLevel(std::initializer_list<LevelOp> ops, Rule operand) {
+  JINJA_ASSIGN_OR_RETURN(ExprPtr left, (this->*operand)());
+  while (true) {
+    const LevelOp* found = nullptr;
+    for (const LevelOp& o : ops) {
+      if (o.keyword ? IsName(o.text) : IsOp(o.text)) found = &o;
+    }
+    if (found == nullptr) return left;
     const int line = cur().line;
     next();
-    JINJA_ASSIGN_OR_RETURN(ExprPtr right, ParseAnd());
-    left = Binary(ExprKind::kOr, BinaryOp::kAdd, std::move(left), std::move(right), line);
+    JINJA_ASSIGN_OR_RETURN(ExprPtr right, (this->*operand)());
+    left = Binary(found->kind, found->op, std::move(left), std::move(right), line);
   }
-  return left;
+}
+
+absl::StatusOr<ExprPtr> ParserImpl::ParseOr() {
+  return ParseLevel({{"or", true, ExprKind::kOr, BinaryOp::kAdd}}, &ParserImpl::ParseAnd);
 }
 
 absl::StatusOr<ExprPtr> ParserImpl::ParseAnd() {
-  JINJA_ASSIGN_OR_RETURN(ExprPtr left, ParseNot());
-  while (IsName("and")) {
-    const int line = cur().line;
-    next();
-    JINJA_ASSIGN_OR_RETURN(ExprPtr right, ParseNot());
-    left = Binary(ExprKind::kAnd, BinaryOp::kAdd, std::move(left), std::move(right), line);
-  }
-  return left;
+  return ParseLevel({{"and", true, ExprKind::kAnd, BinaryOp::kAdd}}, &ParserImpl::ParseNot);
 }
 
 absl::StatusOr<ExprPtr> ParserImpl::ParseNot() {
   if (!IsName("not")) return ParseCompare();
-  Nest nest(&depth_);
+  NestingGuard nest(&depth_);
   JINJA_RETURN_IF_ERROR(CheckDepth());
   ExprPtr e = NewExpr(ExprKind::kNot, cur().line);
   next();
@@ -147,15 +148,8 @@ absl::StatusOr<ExprPtr> ParserImpl::ParseCompare() {
 }
 
 absl::StatusOr<ExprPtr> ParserImpl::ParseMath1() {
-  JINJA_ASSIGN_OR_RETURN(ExprPtr left, ParseConcat());
-  while (IsOp("+") || IsOp("-")) {
-    const BinaryOp op = IsOp("+") ? BinaryOp::kAdd : BinaryOp::kSub;
-    const int line = cur().line;
-    next();
-    JINJA_ASSIGN_OR_RETURN(ExprPtr right, ParseConcat());
-    left = Binary(ExprKind::kBinary, op, std::move(left), std::move(right), line);
-  }
-  return left;
+  return ParseLevel({{"+", false, ExprKind::kBinary, BinaryOp::kAdd}, {"-", false, ExprKind::kBinary, BinaryOp::kSub}},
+                    &ParserImpl::ParseConcat);
 }
 
 absl::StatusOr<ExprPtr> ParserImpl::ParseConcat() {
@@ -172,40 +166,22 @@ absl::StatusOr<ExprPtr> ParserImpl::ParseConcat() {
 }
 
 absl::StatusOr<ExprPtr> ParserImpl::ParseMath2() {
-  JINJA_ASSIGN_OR_RETURN(ExprPtr left, ParsePow());
-  while (true) {
-    BinaryOp op;
-    if (IsOp("*")) {
-      op = BinaryOp::kMul;
-    } else if (IsOp("/")) {
-      op = BinaryOp::kDiv;
-    } else if (IsOp("//")) {
-      op = BinaryOp::kFloorDiv;
-    } else if (IsOp("%")) {
-      op = BinaryOp::kMod;
-    } else {
-      return left;
-    }
-    const int line = cur().line;
-    next();
-    JINJA_ASSIGN_OR_RETURN(ExprPtr right, ParsePow());
-    left = Binary(ExprKind::kBinary, op, std::move(left), std::move(right), line);
-  }
+  return ParseLevel({{"*", false, ExprKind::kBinary, BinaryOp::kMul},
+                     {"/", false, ExprKind::kBinary, BinaryOp::kDiv},
+                     {"//", false, ExprKind::kBinary, BinaryOp::kFloorDiv},
+                     {"%", false, ExprKind::kBinary, BinaryOp::kMod}},
+                    &ParserImpl::ParsePow);
 }
 
+// ** is left-associative in Jinja2, and binds looser than unary minus.
 absl::StatusOr<ExprPtr> ParserImpl::ParsePow() {
-  JINJA_ASSIGN_OR_RETURN(ExprPtr left, ParseUnary(true));
-  while (IsOp("**")) {
-    const int line = cur().line;
-    next();
-    JINJA_ASSIGN_OR_RETURN(ExprPtr right, ParseUnary(true));
-    left = Binary(ExprKind::kBinary, BinaryOp::kPow, std::move(left), std::move(right), line);
-  }
-  return left;
+  return ParseLevel({{"**", false, ExprKind::kBinary, BinaryOp::kPow}}, &ParserImpl::ParseFilteredUnary);
 }
+
+absl::StatusOr<ExprPtr> ParserImpl::ParseFilteredUnary() { return ParseUnary(true); }
 
 absl::StatusOr<ExprPtr> ParserImpl::ParseUnary(bool with_filter) {
-  Nest nest(&depth_);
+  NestingGuard nest(&depth_);
   JINJA_RETURN_IF_ERROR(CheckDepth());
   ExprPtr node;
   if (IsOp("-") || IsOp("+")) {

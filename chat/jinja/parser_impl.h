@@ -4,6 +4,7 @@
 #define CAIRN_CHAT_JINJA_PARSER_IMPL_H_
 
 #include <algorithm>
+#include <initializer_list>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -12,6 +13,7 @@
 #include "absl/status/statusor.h"
 #include "chat/jinja/ast.h"
 #include "chat/jinja/lexer.h"
+#include "chat/jinja/nesting.h"
 
 namespace cairn::jinja::parser_internal {
 
@@ -31,18 +33,6 @@ class ParserImpl {
   absl::StatusOr<Body> ParseTemplate();
 
  private:
-  // Nesting guard: every recursive rule enters one.
-  class Nest {
-   public:
-    explicit Nest(int* depth) : depth_(depth) { ++*depth_; }
-    ~Nest() { --*depth_; }
-    Nest(const Nest&) = delete;
-    Nest& operator=(const Nest&) = delete;
-
-   private:
-    int* depth_;
-  };
-
   const Token& cur() const { return tokens_[pos_]; }
   void next() {
     if (pos_ + 1 < tokens_.size()) ++pos_;
@@ -87,6 +77,16 @@ class ParserImpl {
   absl::StatusOr<ExprPtr> ParseTuple(bool with_condexpr, const Names& extra_end, bool explicit_parentheses);
   absl::StatusOr<ExprPtr> ParseExpression(bool with_condexpr);
   absl::StatusOr<ExprPtr> ParseCondExpr();
+  // One precedence level of left-associative binary operators:
+  // operand (op operand)*.
+  using Rule = absl::StatusOr<ExprPtr> (ParserImpl::*)();
+  struct LevelOp {
+    std::string_view text;
+    bool keyword;  // `or`, `and` rather than an operator token
+    ExprKind kind;
+    BinaryOp op;
+  };
+  absl::StatusOr<ExprPtr> ParseLevel(std::initializer_list<LevelOp> ops, Rule operand);
   absl::StatusOr<ExprPtr> ParseOr();
   absl::StatusOr<ExprPtr> ParseAnd();
   absl::StatusOr<ExprPtr> ParseNot();
@@ -96,6 +96,7 @@ class ParserImpl {
   absl::StatusOr<ExprPtr> ParseMath2();
   absl::StatusOr<ExprPtr> ParsePow();
   absl::StatusOr<ExprPtr> ParseUnary(bool with_filter);
+  absl::StatusOr<ExprPtr> ParseFilteredUnary();
   absl::StatusOr<ExprPtr> ParsePrimary();
   absl::StatusOr<ExprPtr> ParseList();
   absl::StatusOr<ExprPtr> ParseDict();

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "backends/model/unicode.h"
 #include "chat/jinja/py_unicode.h"
 
 namespace cairn::jinja {
@@ -47,7 +48,7 @@ std::string PyLower(std::string_view s) {
     if (cs[i].cp == 0xFFFD && cs[i].size == 1) {
       out.append(s.substr(cs[i].offset, 1));
     } else if (cs[i].cp == 0x03A3 && cased_beyond(i, -1) && !cased_beyond(i, 1)) {
-      AppendUtf8Char(0x03C2, &out);
+      AppendUtf8(0x03C2, &out);
     } else {
       AppendLower(cs[i].cp, &out);
     }
@@ -87,7 +88,7 @@ std::string PySwapcase(std::string_view s) {
     } else if (f & kPyLower) {
       AppendUpper(cp, out);
     } else {
-      AppendUtf8Char(cp, out);
+      AppendUtf8(cp, out);
     }
   });
 }
@@ -308,25 +309,23 @@ bool PyAllChars(std::string_view s, uint16_t mask) {
   return true;
 }
 
-bool PyIsLower(std::string_view s) {
+namespace {
+
+// Some character has `want` and none has `reject` (str.islower / isupper).
+bool CasedAs(std::string_view s, uint16_t want, uint16_t reject) {
   bool cased = false;
   for (const PyChar& c : PyChars(s)) {
     const uint16_t f = PyCharFlags(c.cp);
-    if (f & (kPyUpper | kPyTitle)) return false;
-    cased |= (f & kPyLower) != 0;
+    if (f & reject) return false;
+    cased |= (f & want) != 0;
   }
   return cased;
 }
 
-bool PyIsUpper(std::string_view s) {
-  bool cased = false;
-  for (const PyChar& c : PyChars(s)) {
-    const uint16_t f = PyCharFlags(c.cp);
-    if (f & (kPyLower | kPyTitle)) return false;
-    cased |= (f & kPyUpper) != 0;
-  }
-  return cased;
-}
+}  // namespace
+
+bool PyIsLower(std::string_view s) { return CasedAs(s, kPyLower, kPyUpper | kPyTitle); }
+bool PyIsUpper(std::string_view s) { return CasedAs(s, kPyUpper, kPyLower | kPyTitle); }
 
 bool PyIsTitle(std::string_view s) {
   bool cased = false;

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "backends/model/unicode.h"
+
 namespace cairn::jinja {
 
 namespace {
@@ -15,7 +17,7 @@ void AppendMapped(const CaseMapping* table, int size, uint32_t cp, std::string* 
   if (it != end && it->cp == cp) {
     out->append(it->utf8);
   } else {
-    AppendUtf8Char(cp, out);
+    AppendUtf8(cp, out);
   }
 }
 
@@ -70,24 +72,6 @@ void AppendLower(uint32_t cp, std::string* out) {
 }
 void AppendTitle(uint32_t cp, std::string* out) {
   AppendMapped(py_unicode_internal::kTitle, py_unicode_internal::kTitleSize, cp, out);
-}
-
-void AppendUtf8Char(uint32_t cp, std::string* out) {
-  if (cp < 0x80) {
-    out->push_back(static_cast<char>(cp));
-  } else if (cp < 0x800) {
-    out->push_back(static_cast<char>(0xC0 | (cp >> 6)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else if (cp < 0x10000) {
-    out->push_back(static_cast<char>(0xE0 | (cp >> 12)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else {
-    out->push_back(static_cast<char>(0xF0 | (cp >> 18)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  }
 }
 
 std::vector<PyChar> PyChars(std::string_view s) {

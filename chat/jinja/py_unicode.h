@@ -38,11 +38,11 @@ inline bool PyIsAlnum(uint32_t cp) {
   return (PyCharFlags(cp) & (kPyAlpha | kPyDecimal | kPyDigit | kPyNumeric)) != 0;
 }
 
-// Full case mappings of one codepoint, appended as UTF-8 (ß upper -> "SS").
+// Full case mappings of one codepoint, appended as UTF-8 (ß upper -> "SS");
+// backends/model/unicode.h's AppendUtf8 encodes one codepoint.
 void AppendUpper(uint32_t cp, std::string* out);
 void AppendLower(uint32_t cp, std::string* out);
 void AppendTitle(uint32_t cp, std::string* out);
-void AppendUtf8Char(uint32_t cp, std::string* out);
 
 // One character of a string: its codepoint (U+FFFD for a byte that starts no
 // valid sequence) and its bytes.

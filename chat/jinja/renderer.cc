@@ -7,6 +7,7 @@
 #include "chat/jinja/error.h"
 #include "chat/jinja/objects.h"
 #include "chat/jinja/py_format.h"
+#include "chat/jinja/nesting.h"
 #include "chat/jinja/status_macros.h"
 
 namespace cairn::jinja {
@@ -19,16 +20,6 @@ constexpr int kMaxRenderDepth = 1000;
 // Deepest list or dict a render may build.
 constexpr int kMaxValueDepth = 256;
 
-class DepthGuard {
- public:
-  explicit DepthGuard(int* depth) : depth_(depth) { ++*depth_; }
-  ~DepthGuard() { --*depth_; }
-  DepthGuard(const DepthGuard&) = delete;
-  DepthGuard& operator=(const DepthGuard&) = delete;
-
- private:
-  int* depth_;
-};
 
 size_t FirstNonSpace(std::string_view s) {
   for (size_t i = 0; i < s.size(); ++i) {
@@ -75,7 +66,8 @@ Renderer::~Renderer() {
   }
 }
 
-absl::StatusOr<Text> Renderer::Run(const Body& body) {
+absl::StatusOr<Text> Renderer::Run(const Body& body, std::vector<size_t>* write_offsets) {
+  write_offsets_ = write_offsets;
   auto root = std::make_shared<Frame>(nullptr);
   for (const auto& [name, value] : input_.variables) root->Set(name, value);
   buffers_.push_back({Text(), next_buffer_id_++});
@@ -127,6 +119,7 @@ absl::Status Renderer::Write(const Text& text) {
       }
     }
   }
+  if (write_offsets_ != nullptr && buffers_.size() == 1 && !text.empty()) write_offsets_->push_back(buffer.text.size());
   buffer.text.Append(text);
   return absl::OkStatus();
 }
@@ -142,7 +135,7 @@ absl::StatusOr<Text> Renderer::Capture(const Body& body, const FramePtr& frame) 
 }
 
 absl::Status Renderer::Exec(const Body& body, const FramePtr& frame, Flow* flow) {
-  DepthGuard guard(&depth_);
+  NestingGuard guard(&depth_);
   if (depth_ > kMaxRenderDepth) return LimitExceeded(Cat("nesting deeper than ", kMaxRenderDepth, " levels"));
   for (const auto& stmt : body) {
     JINJA_RETURN_IF_ERROR(WithLine(ExecStmt(*stmt, frame, flow), stmt->line));
@@ -249,7 +242,7 @@ absl::StatusOr<bool> Renderer::LoopAccepts(const Stmt& stmt, const FramePtr& fra
 }
 
 absl::StatusOr<Value> Renderer::CallLoop(const LoopState& loop, const Value& items) {
-  DepthGuard guard(&call_depth_);
+  NestingGuard guard(&call_depth_);
   if (call_depth_ > input_.limits.max_call_depth) {
     return LimitExceeded(Cat("calls nested deeper than ", input_.limits.max_call_depth));
   }
@@ -320,7 +313,7 @@ absl::Status Renderer::ExecWith(const Stmt& s, const FramePtr& frame, Flow* flow
 }
 
 absl::StatusOr<Value> Renderer::CallMacro(const MacroDef& def, const FramePtr& closure, CallArgs args) {
-  DepthGuard guard(&call_depth_);
+  NestingGuard guard(&call_depth_);
   if (call_depth_ > input_.limits.max_call_depth) {
     return LimitExceeded(Cat("calls nested deeper than ", input_.limits.max_call_depth));
   }

@@ -58,7 +58,9 @@ class Renderer {
   Renderer(const Renderer&) = delete;
   Renderer& operator=(const Renderer&) = delete;
 
-  absl::StatusOr<Text> Run(const Body& body);
+  // `write_offsets`, when given, receives where each write to the output
+  // begins (Template::Render).
+  absl::StatusOr<Text> Run(const Body& body, std::vector<size_t>* write_offsets = nullptr);
 
   // For builtins and runtime objects.
   // Counts evaluation work; RESOURCE_EXHAUSTED past the step or time limit.
@@ -127,6 +129,7 @@ class Renderer {
   std::vector<std::weak_ptr<NamespaceObject>> namespaces_;
   absl::flat_hash_map<const void*, int> tracked_;
   std::vector<Buffer> buffers_;
+  std::vector<size_t>* write_offsets_ = nullptr;
   uint64_t next_buffer_id_ = 0;
   std::vector<Binding> bindings_;
   int64_t steps_ = 0;

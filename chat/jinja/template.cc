@@ -21,9 +21,11 @@ absl::StatusOr<std::shared_ptr<const Template>> Template::Create(std::string_vie
   return std::shared_ptr<const Template>(new Template(std::move(tree)));
 }
 
-absl::StatusOr<Text> Template::Render(const RenderInput& input) const {
+absl::StatusOr<Text> Template::Render(const RenderInput& input) const { return Render(input, nullptr); }
+
+absl::StatusOr<Text> Template::Render(const RenderInput& input, std::vector<size_t>* write_offsets) const {
   Renderer renderer(input);
-  return renderer.Run(tree_->body);
+  return renderer.Run(tree_->body, write_offsets);
 }
 
 }  // namespace cairn::jinja

@@ -82,6 +82,10 @@ class Template final {
   // raise_exception ("TemplateError: ..."); UNIMPLEMENTED for what cairn
   // does not support; RESOURCE_EXHAUSTED when a limit is exceeded.
   absl::StatusOr<Text> Render(const RenderInput& input) const;
+  // The same, and the offset in the output where each write of the template
+  // itself begins (a data run, a {{ }}, a macro call's whole output), in
+  // order: the places a caller can cut the output without splitting one.
+  absl::StatusOr<Text> Render(const RenderInput& input, std::vector<size_t>* write_offsets) const;
 
   ~Template();
 

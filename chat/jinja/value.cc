@@ -129,27 +129,27 @@ Value Value::Markup(Text text) {
   return v;
 }
 
-Value Value::List(std::vector<Value> items, ListKind kind) {
+Value Value::FromListData(std::shared_ptr<ListData> data) {
   Value v;
   v.kind_ = ValueKind::kList;
-  auto data = std::make_shared<ListData>();
-  data->items = std::move(items);
-  data->kind = kind;
   for (const Value& item : data->items) data->depth = std::max(data->depth, item.depth() + 1);
   v.heap_ = std::move(data);
   return v;
 }
 
+Value Value::List(std::vector<Value> items, ListKind kind) {
+  auto data = std::make_shared<ListData>();
+  data->items = std::move(items);
+  data->kind = kind;
+  return FromListData(std::move(data));
+}
+
 Value Value::Generator(std::vector<Value> items, absl::Status error) {
-  Value v;
-  v.kind_ = ValueKind::kList;
   auto data = std::make_shared<ListData>();
   data->items = std::move(items);
   data->kind = ListKind::kGenerator;
   data->error = std::move(error);
-  for (const Value& item : data->items) data->depth = std::max(data->depth, item.depth() + 1);
-  v.heap_ = std::move(data);
-  return v;
+  return FromListData(std::move(data));
 }
 
 Value Value::FromDict(Dict dict) {

@@ -151,6 +151,8 @@ class Value {
   int depth() const;
 
  private:
+  static Value FromListData(std::shared_ptr<ListData> data);
+
   ValueKind kind_ = ValueKind::kUndefined;
   bool client_ = false;
   bool markup_ = false;

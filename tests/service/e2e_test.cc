@@ -242,7 +242,7 @@ TEST_F(ServiceTest, ListModelsDescribesBuiltInModels) {
   for (const auto& [n, m] : by) {
     EXPECT_TRUE(m.synthetic());
     EXPECT_TRUE(m.has_tokenizer());
-    EXPECT_EQ(m.chat_template(), n == kChat ? "chatml" : "plain") << n;
+    EXPECT_EQ(m.chat_template(), n == kChat ? "gguf:tokenizer.chat_template" : "plain") << n;
     EXPECT_GT(m.n_vocab(), 300);
     EXPECT_GT(m.context_length(), 0);
   }
@@ -1035,7 +1035,7 @@ TEST_F(ChatMLTest, MessagesRenderWithControlTokensAndAReplyStreams) {
   for (const auto& m : models.models()) {
     if (m.name() != kChat) continue;
     listed = true;
-    EXPECT_EQ(m.chat_template(), "chatml");
+    EXPECT_EQ(m.chat_template(), "gguf:tokenizer.chat_template");
   }
   EXPECT_TRUE(listed);
   EXPECT_EQ(tok_->token_type(im_start_), TokenType::kControl);
