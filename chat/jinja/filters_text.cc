@@ -448,8 +448,7 @@ double RoundFloat(double x, int64_t digits) {
     char buf[512];
     std::snprintf(buf, sizeof(buf), "%.*f", static_cast<int>(digits), x);
     double out = 0;
-    absl::SimpleAtod(buf, &out);
-    return out;
+    return absl::SimpleAtod(buf, &out) ? out : x;
   }
   if (digits < -308) return 0.0 * x;
   const double p = std::pow(10.0, static_cast<double>(-digits));

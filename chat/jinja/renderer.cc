@@ -17,8 +17,6 @@ namespace {
 // Nesting of statements and expressions being evaluated: bounds the native
 // stack whatever a template does.
 constexpr int kMaxRenderDepth = 1000;
-// Deepest list or dict a render may build.
-constexpr int kMaxValueDepth = 256;
 
 
 size_t FirstNonSpace(std::string_view s) {
