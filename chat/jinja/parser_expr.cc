@@ -283,14 +283,18 @@ absl::StatusOr<ExprPtr> ParserImpl::ParsePostfix(ExprPtr node) {
     if (IsOp(".") || IsOp("[")) {
       JINJA_ASSIGN_OR_RETURN(node, ParseSubscript(std::move(node)));
     } else if (IsOp("(")) {
-      ExprPtr call = NewExpr(ExprKind::kCall, cur().line);
-      call->a = std::move(node);
-      JINJA_RETURN_IF_ERROR(ParseCallArgs(&call->args));
-      node = std::move(call);
+      JINJA_ASSIGN_OR_RETURN(node, ParseCall(std::move(node)));
     } else {
       return node;
     }
   }
+}
+
+absl::StatusOr<ExprPtr> ParserImpl::ParseCall(ExprPtr node) {
+  ExprPtr call = NewExpr(ExprKind::kCall, cur().line);
+  call->a = std::move(node);
+  JINJA_RETURN_IF_ERROR(ParseCallArgs(&call->args));
+  return call;
 }
 
 absl::StatusOr<ExprPtr> ParserImpl::ParseFilterExpr(ExprPtr node) {
@@ -300,10 +304,7 @@ absl::StatusOr<ExprPtr> ParserImpl::ParseFilterExpr(ExprPtr node) {
     } else if (IsName("is")) {
       JINJA_ASSIGN_OR_RETURN(node, ParseTest(std::move(node)));
     } else if (IsOp("(")) {
-      ExprPtr call = NewExpr(ExprKind::kCall, cur().line);
-      call->a = std::move(node);
-      JINJA_RETURN_IF_ERROR(ParseCallArgs(&call->args));
-      node = std::move(call);
+      JINJA_ASSIGN_OR_RETURN(node, ParseCall(std::move(node)));
     } else {
       return node;
     }

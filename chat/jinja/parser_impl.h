@@ -101,6 +101,7 @@ class ParserImpl {
   absl::StatusOr<ExprPtr> ParseList();
   absl::StatusOr<ExprPtr> ParseDict();
   absl::StatusOr<ExprPtr> ParsePostfix(ExprPtr node);
+  absl::StatusOr<ExprPtr> ParseCall(ExprPtr node);
   absl::StatusOr<ExprPtr> ParseFilterExpr(ExprPtr node);
   absl::StatusOr<ExprPtr> ParseSubscript(ExprPtr node);
   absl::StatusOr<ExprPtr> ParseSubscribed();

@@ -56,28 +56,32 @@ std::string PyLower(std::string_view s) {
   return out;
 }
 
-std::string PyTitle(std::string_view s) {
+namespace {
+
+// Title-cases the characters `title(index, previous_cased)` picks and
+// lowercases the others.
+template <typename Pick>
+std::string TitleWhere(std::string_view s, Pick title) {
   bool previous_cased = false;
+  size_t index = 0;
   return MapChars(s, [&](uint32_t cp, std::string* out) {
-    if (previous_cased) {
-      AppendLower(cp, out);
-    } else {
+    if (title(index++, previous_cased)) {
       AppendTitle(cp, out);
+    } else {
+      AppendLower(cp, out);
     }
     previous_cased = PyIsCased(cp);
   });
 }
 
+}  // namespace
+
+std::string PyTitle(std::string_view s) {
+  return TitleWhere(s, [](size_t, bool previous_cased) { return !previous_cased; });
+}
+
 std::string PyCapitalize(std::string_view s) {
-  bool first = true;
-  return MapChars(s, [&](uint32_t cp, std::string* out) {
-    if (first) {
-      AppendTitle(cp, out);
-    } else {
-      AppendLower(cp, out);
-    }
-    first = false;
-  });
+  return TitleWhere(s, [](size_t index, bool) { return index == 0; });
 }
 
 std::string PySwapcase(std::string_view s) {

@@ -84,33 +84,30 @@ Value Value::Undefined(std::string message, bool security) {
   return v;
 }
 
-Value Value::None() {
+Value Value::Scalar(ValueKind kind, bool client) {
   Value v;
-  v.kind_ = ValueKind::kNone;
+  v.kind_ = kind;
+  v.client_ = client;
   return v;
 }
 
+Value Value::None() { return Scalar(ValueKind::kNone, false); }
+
 Value Value::Bool(bool b, bool client) {
-  Value v;
-  v.kind_ = ValueKind::kBool;
+  Value v = Scalar(ValueKind::kBool, client);
   v.b_ = b;
-  v.client_ = client;
   return v;
 }
 
 Value Value::Int(int64_t i, bool client) {
-  Value v;
-  v.kind_ = ValueKind::kInt;
+  Value v = Scalar(ValueKind::kInt, client);
   v.i_ = i;
-  v.client_ = client;
   return v;
 }
 
 Value Value::Float(double f, bool client) {
-  Value v;
-  v.kind_ = ValueKind::kFloat;
+  Value v = Scalar(ValueKind::kFloat, client);
   v.f_ = f;
-  v.client_ = client;
   return v;
 }
 

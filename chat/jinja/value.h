@@ -152,6 +152,7 @@ class Value {
 
  private:
   static Value FromListData(std::shared_ptr<ListData> data);
+  static Value Scalar(ValueKind kind, bool client);
 
   ValueKind kind_ = ValueKind::kUndefined;
   bool client_ = false;
