@@ -288,29 +288,78 @@ absl::StatusOr<std::string> FormatValue(const Value& v, std::string_view spec_te
   return PyPad(body, spec.width, spec.fill, align);
 }
 
+// The argument a replacement field names (its name, then .attr and [key]
+// parts looked up through the sandbox), numbering as str.format does.
+class FieldResolver {
+ public:
+  FieldResolver(Renderer& r, const CallArgs& args) : r_(r), args_(args) {}
+
+  absl::StatusOr<Value> Resolve(std::string_view field) {
+    const size_t name_end = field.find_first_of(".[");
+    JINJA_ASSIGN_OR_RETURN(Value value, Named(field.substr(0, name_end)));
+    for (size_t p = name_end; p != std::string_view::npos && p < field.size();) {
+      if (field[p] == '.') {
+        const size_t end = field.find_first_of(".[", p + 1);
+        JINJA_ASSIGN_OR_RETURN(value, GetAttribute(r_, value, field.substr(p + 1, end - p - 1)));
+        p = end;
+        continue;
+      }
+      const size_t end = field.find(']', p);
+      if (end == std::string_view::npos) return ValueError("Missing ']' in format string");
+      const std::string key(field.substr(p + 1, end - p - 1));
+      int64_t index = 0;
+      const bool digits = !key.empty() && key.find_first_not_of("0123456789") == std::string::npos &&
+                          absl::SimpleAtoi(key, &index);
+      JINJA_ASSIGN_OR_RETURN(value, GetItem(r_, value, digits ? Value::Int(index) : Value::String(key)));
+      p = end + 1;
+    }
+    return value;
+  }
+
+ private:
+  absl::StatusOr<Value> Named(std::string_view name) {
+    if (!name.empty() && !(name[0] >= '0' && name[0] <= '9')) {
+      for (const auto& [key, v] : args_.keyword) {
+        if (key == name) return v;
+      }
+      return TemplateFailure("KeyError", PyStrRepr(name));
+    }
+    if (name.empty() ? manual_ : auto_index_ > 0) {
+      return ValueError(name.empty() ? "cannot switch from manual field specification to automatic field numbering"
+                                     : "cannot switch from automatic field numbering to manual field specification");
+    }
+    manual_ = manual_ || !name.empty();
+    size_t index = name.empty() ? auto_index_++ : 0;
+    if (!name.empty() && !absl::SimpleAtoi(std::string(name), &index)) {
+      return ValueError("Too many decimal digits in format string");
+    }
+    if (index >= args_.positional.size()) return TemplateFailure("IndexError", "tuple index out of range");
+    return args_.positional[index];
+  }
+
+  Renderer& r_;
+  const CallArgs& args_;
+  size_t auto_index_ = 0;
+  bool manual_ = false;
+};
+
 }  // namespace
 
 absl::StatusOr<Value> StrFormat(Renderer& r, const Value& format, const CallArgs& args) {
   const std::string_view f = format.str();
   std::string out;
-  size_t auto_index = 0;
-  bool manual_numbering = false;
-  std::vector<const Value*> used = {&format};
+  FieldResolver fields(r, args);
   for (size_t i = 0; i < f.size(); ++i) {
     const char c = f[i];
-    if (c == '}') {
-      if (i + 1 < f.size() && f[i + 1] == '}') ++i;
-      else return ValueError("Single '}' encountered in format string");
-      out.push_back('}');
-      continue;
-    }
-    if (c != '{') {
+    if (c == '}' || c == '{') {
+      if (i + 1 < f.size() && f[i + 1] == c) {  // {{ and }}
+        out.push_back(c);
+        ++i;
+        continue;
+      }
+      if (c == '}') return ValueError("Single '}' encountered in format string");
+    } else {
       out.push_back(c);
-      continue;
-    }
-    if (i + 1 < f.size() && f[i + 1] == '{') {
-      out.push_back('{');
-      ++i;
       continue;
     }
     const size_t close = f.find('}', i);
@@ -328,44 +377,7 @@ absl::StatusOr<Value> StrFormat(Renderer& r, const Value& format, const CallArgs
       conversion = bang + 1 < field.size() ? field[bang + 1] : 0;
       field = field.substr(0, bang);
     }
-    const size_t name_end = field.find_first_of(".[");
-    const std::string_view name = field.substr(0, name_end);
-    Value value;
-    if (name.empty() || (name[0] >= '0' && name[0] <= '9')) {
-      if (name.empty() ? manual_numbering : auto_index > 0) {
-        return ValueError(name.empty() ? "cannot switch from manual field specification to automatic field numbering"
-                                       : "cannot switch from automatic field numbering to manual field specification");
-      }
-      manual_numbering = manual_numbering || !name.empty();
-      size_t index = name.empty() ? auto_index++ : 0;
-      if (!name.empty() && !absl::SimpleAtoi(std::string(name), &index)) return ValueError("Too many decimal digits in format string");
-      if (index >= args.positional.size()) {
-        return TemplateFailure("IndexError", "tuple index out of range");
-      }
-      value = args.positional[index];
-    } else {
-      bool found = false;
-      for (const auto& [key, v] : args.keyword) {
-        if (key == name) value = v, found = true;
-      }
-      if (!found) return TemplateFailure("KeyError", PyStrRepr(name));
-    }
-    for (size_t p = name_end; p != std::string_view::npos && p < field.size();) {
-      if (field[p] == '.') {
-        const size_t end = field.find_first_of(".[", p + 1);
-        JINJA_ASSIGN_OR_RETURN(value, GetAttribute(r, value, field.substr(p + 1, end - p - 1)));
-        p = end;
-      } else {
-        const size_t end = field.find(']', p);
-        if (end == std::string_view::npos) return ValueError("Missing ']' in format string");
-        const std::string key(field.substr(p + 1, end - p - 1));
-        int64_t index = 0;
-        const bool digits = !key.empty() && key.find_first_not_of("0123456789") == std::string::npos &&
-                            absl::SimpleAtoi(key, &index);
-        JINJA_ASSIGN_OR_RETURN(value, GetItem(r, value, digits ? Value::Int(index) : Value::String(key)));
-        p = end + 1;
-      }
-    }
+    JINJA_ASSIGN_OR_RETURN(Value value, fields.Resolve(field));
     if (value.is_undefined()) return UndefinedFailure(value);
     if (conversion == 'r' || conversion == 'a') value = Value::String(ToRepr(value), HasClient(value));
     if (conversion == 's') value = Value::String(ToStr(value), HasClient(value));
