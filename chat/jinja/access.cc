@@ -97,7 +97,8 @@ absl::StatusOr<Value> GetItem(Renderer& r, const Value& obj, const Value& key) {
   if (obj.is_undefined()) return UndefinedFailure(obj);
   if (obj.is_dict()) {
     if (const Value* v = obj.dict().Find(key)) return *v;
-  } else if (obj.is_list() && !obj.is_generator() && (key.is_int() || key.is_bool())) {
+  } else if (obj.is_list() && !obj.is_generator() && !obj.list().python_type.starts_with("dict_") &&
+             (key.is_int() || key.is_bool())) {
     const auto& items = obj.items();
     int64_t i = key.i();
     if (i < 0) i += static_cast<int64_t>(items.size());
@@ -119,14 +120,23 @@ absl::StatusOr<Value> GetItem(Renderer& r, const Value& obj, const Value& key) {
   return MissingElement(obj, ToRepr(key));
 }
 
+// Jinja2 slices with Python's own obj[a:b:c], outside the sandbox's
+// getitem: a failure is Python's TypeError, not an Undefined.
 absl::StatusOr<Value> SliceValue(Renderer& r, const Value& obj, const Value& start, const Value& stop,
                                  const Value& step) {
   if (obj.is_undefined()) return UndefinedFailure(obj);
-  const std::string slice_repr = Cat("slice(", ToRepr(start), ", ", ToRepr(stop), ", ", ToRepr(step), ")");
+  const bool sequence = obj.is_string() || (obj.is_list() && !obj.is_generator() &&
+                                            (obj.list().python_type.empty() || obj.list().python_type == "range"));
+  if (!sequence) {
+    if (obj.is_dict()) return TypeError("unhashable type: 'slice'");
+    return TypeError(Cat("'", PyTypeName(obj), "' object is not subscriptable"));
+  }
+  const int64_t length = obj.is_string() ? static_cast<int64_t>(PyLength(obj.str()))
+                                         : static_cast<int64_t>(obj.items().size());
+  JINJA_ASSIGN_OR_RETURN(auto s, Indices(length, start, stop, step));
+  if (!s.has_value()) return TypeError("slice indices must be integers or None or have an __index__ method");
   if (obj.is_string()) {
     const std::vector<PyChar> chars = PyChars(obj.str());
-    JINJA_ASSIGN_OR_RETURN(auto s, Indices(static_cast<int64_t>(chars.size()), start, stop, step));
-    if (!s.has_value()) return MissingElement(obj, slice_repr);
     std::string out;
     for (int64_t k = 0, i = s->start; k < s->count; ++k, i += s->step) {
       out.append(obj.str(), chars[i].offset, chars[i].size);
@@ -134,17 +144,12 @@ absl::StatusOr<Value> SliceValue(Renderer& r, const Value& obj, const Value& sta
     JINJA_RETURN_IF_ERROR(r.Charge(out.size()));
     return Derived(std::move(out), {&obj}, obj.markup());
   }
-  if (obj.is_list() && !obj.is_generator()) {
-    const auto& items = obj.items();
-    JINJA_ASSIGN_OR_RETURN(auto s, Indices(static_cast<int64_t>(items.size()), start, stop, step));
-    if (!s.has_value()) return MissingElement(obj, slice_repr);
-    std::vector<Value> out;
-    out.reserve(s->count);
-    for (int64_t k = 0, i = s->start; k < s->count; ++k, i += s->step) out.push_back(items[i]);
-    JINJA_RETURN_IF_ERROR(r.Charge(out.size() * sizeof(Value)));
-    return Value::List(std::move(out), obj.list().kind);
-  }
-  return MissingElement(obj, slice_repr);
+  const auto& items = obj.items();
+  std::vector<Value> out;
+  out.reserve(s->count);
+  for (int64_t k = 0, i = s->start; k < s->count; ++k, i += s->step) out.push_back(items[i]);
+  JINJA_RETURN_IF_ERROR(r.Charge(out.size() * sizeof(Value)));
+  return Value::List(std::move(out), obj.list().kind);
 }
 
 }  // namespace cairn::jinja

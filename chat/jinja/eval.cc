@@ -127,7 +127,14 @@ absl::StatusOr<Value> Renderer::EvalGetitem(const Expr& e, const FramePtr& frame
       JINJA_ASSIGN_OR_RETURN(bounds[i], Eval(*parts[i], frame));
     }
   }
-  return SliceValue(*this, obj, bounds[0], bounds[1], bounds[2]);
+  absl::StatusOr<Value> slice = SliceValue(*this, obj, bounds[0], bounds[1], bounds[2]);
+  // Folding, Jinja2 slices through the sandbox's getitem: what Python
+  // refuses with a TypeError is Undefined.
+  if (folding_ && !slice.ok() && std::string(slice.status().message()).starts_with(kTypeError)) {
+    return Value::Undefined(Cat(ObjectTypeRepr(obj), " has no element slice(", ToRepr(bounds[0]), ", ",
+                                ToRepr(bounds[1]), ", ", ToRepr(bounds[2]), ")"));
+  }
+  return slice;
 }
 
 absl::StatusOr<CallArgs> Renderer::EvalArgs(const ArgsExpr& args, const FramePtr& frame) {

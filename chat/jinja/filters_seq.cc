@@ -52,6 +52,14 @@ class AttrGetter {
   std::vector<Value> parts_;
 };
 
+// Jinja2's generator filters read their input only when consumed, so an
+// input they cannot iterate fails then: the failure travels in the
+// generator (limits still stop the render at once).
+absl::StatusOr<Value> Deferred(absl::Status error) {
+  if (error.code() != absl::StatusCode::kInvalidArgument) return error;
+  return Value::Generator({}, std::move(error));
+}
+
 // ignore_case: strings lowercased for comparison.
 Value IgnoreCase(const Value& v) { return v.is_string() ? Value::String(PyLower(v.str())) : v; }
 
@@ -143,7 +151,9 @@ absl::StatusOr<Value> Join(Renderer& r, const Value& input, Args& args) {
 absl::StatusOr<Value> Map(Renderer& r, const Value& input, Args& args) {
   std::vector<Value> out;
   if (!Truthy(input)) return Value::Generator(std::move(out), absl::OkStatus());
-  JINJA_ASSIGN_OR_RETURN(std::vector<Value> items, r.Iterate(input));
+  auto iterated = r.Iterate(input);
+  if (!iterated.ok()) return Deferred(iterated.status());
+  std::vector<Value> items = *std::move(iterated);
   const auto attribute = std::find_if(args.keyword.begin(), args.keyword.end(),
                                       [](const auto& kw) { return kw.first == "attribute"; });
   absl::Status error;
@@ -186,7 +196,9 @@ template <bool kSelect, bool kAttr>
 absl::StatusOr<Value> SelectOrReject(Renderer& r, const Value& input, Args& args) {
   std::vector<Value> out;
   if (!Truthy(input)) return Value::Generator(std::move(out), absl::OkStatus());
-  JINJA_ASSIGN_OR_RETURN(std::vector<Value> items, r.Iterate(input));
+  auto iterated = r.Iterate(input);
+  if (!iterated.ok()) return Deferred(iterated.status());
+  std::vector<Value> items = *std::move(iterated);
   size_t offset = 0;
   AttrGetter getter;
   if (kAttr) {
@@ -218,7 +230,7 @@ absl::StatusOr<Value> Items(Renderer& r, const Value& input, Args& args) {
   std::vector<Value> out;
   if (input.is_undefined()) return Value::Generator(std::move(out), absl::OkStatus());
   // A generator: the error comes when it is consumed.
-  if (!input.is_dict()) return Value::Generator(std::move(out), TypeError("Can only get item pairs from a mapping."));
+  if (!input.is_dict()) return Deferred(TypeError("Can only get item pairs from a mapping."));
   JINJA_RETURN_IF_ERROR(r.Charge(input.dict().size() * 2 * sizeof(Value)));
   for (const auto& [key, value] : input.dict().entries()) out.push_back(Value::List({key, value}, ListKind::kTuple));
   return Value::Generator(std::move(out), absl::OkStatus());
@@ -227,7 +239,7 @@ absl::StatusOr<Value> Items(Renderer& r, const Value& input, Args& args) {
 absl::StatusOr<Value> DictSort(Renderer&, const Value& input, Args& args) {
   JINJA_ASSIGN_OR_RETURN(BoundArgs a, Bind("do_dictsort", args, {"case_sensitive", "by", "reverse"}));
   if (input.is_undefined()) return UndefinedFailure(input);
-  if (!input.is_dict()) return TypeError(Cat("'", PyTypeName(input), "' object has no attribute 'items'"));
+  if (!input.is_dict()) return TemplateFailure("AttributeError", Cat("'", PyTypeName(input), "' object has no attribute 'items'"));
   const std::string by = a.has(1) ? ToStr(a[1]) : "key";
   if (by != "key" && by != "value") return TemplateFailure("FilterArgumentError", "You can only sort by either \"key\" or \"value\"");
   std::vector<Value> pairs;
@@ -275,7 +287,9 @@ absl::StatusOr<Value> Sort(Renderer& r, const Value& input, Args& args) {
 
 absl::StatusOr<Value> Unique(Renderer& r, const Value& input, Args& args) {
   JINJA_ASSIGN_OR_RETURN(BoundArgs a, Bind("do_unique", args, {"case_sensitive", "attribute"}));
-  JINJA_ASSIGN_OR_RETURN(std::vector<Value> items, r.Iterate(input));
+  auto iterated = r.Iterate(input);
+  if (!iterated.ok()) return Deferred(iterated.status());
+  std::vector<Value> items = *std::move(iterated);
   JINJA_ASSIGN_OR_RETURN(std::vector<Value> keys, SortKeys(r, items, a[1], Truthy(a[0]), false));
   Dict seen;
   std::vector<Value> out;
@@ -324,7 +338,11 @@ absl::StatusOr<Value> Reverse(Renderer& r, const Value& input, Args& args) {
     return Derived(std::move(out), {&input}, input.markup());
   }
   const bool generator = input.is_generator();
-  JINJA_ASSIGN_OR_RETURN(std::vector<Value> items, r.Iterate(input));
+  auto iterated = r.Iterate(input);
+  if (!iterated.ok() && iterated.status().code() == absl::StatusCode::kInvalidArgument) {
+    return TemplateFailure("FilterArgumentError", "argument must be iterable");
+  }
+  JINJA_ASSIGN_OR_RETURN(std::vector<Value> items, std::move(iterated));
   std::reverse(items.begin(), items.end());
   // reversed() of a sequence is an iterator; a generator is listed first.
   if (generator) return Value::List(std::move(items));
@@ -334,7 +352,9 @@ absl::StatusOr<Value> Reverse(Renderer& r, const Value& input, Args& args) {
 absl::StatusOr<Value> Batch(Renderer& r, const Value& input, Args& args) {
   JINJA_ASSIGN_OR_RETURN(BoundArgs a, Bind("do_batch", args, {"linecount", "fill_with"}, 1));
   JINJA_ASSIGN_OR_RETURN(int64_t count, ToInt(a[0], "linecount"));
-  JINJA_ASSIGN_OR_RETURN(std::vector<Value> items, r.Iterate(input));
+  auto iterated = r.Iterate(input);
+  if (!iterated.ok()) return Deferred(iterated.status());
+  std::vector<Value> items = *std::move(iterated);
   if (count <= 0) count = 1;
   std::vector<Value> out;
   for (size_t i = 0; i < items.size(); i += static_cast<size_t>(count)) {
@@ -350,7 +370,9 @@ absl::StatusOr<Value> Batch(Renderer& r, const Value& input, Args& args) {
 absl::StatusOr<Value> Slice(Renderer& r, const Value& input, Args& args) {
   JINJA_ASSIGN_OR_RETURN(BoundArgs a, Bind("do_slice", args, {"slices", "fill_with"}, 1));
   JINJA_ASSIGN_OR_RETURN(int64_t slices, ToInt(a[0], "slices"));
-  JINJA_ASSIGN_OR_RETURN(std::vector<Value> seq, r.Iterate(input));
+  auto iterated = r.Iterate(input);
+  if (!iterated.ok()) return Deferred(iterated.status());
+  std::vector<Value> seq = *std::move(iterated);
   if (slices <= 0) return TemplateFailure(kZeroDivisionError, "integer division or modulo by zero");
   if (slices > 1 << 20) return LimitExceeded("more than 2^20 slices");
   const int64_t length = static_cast<int64_t>(seq.size());

@@ -86,7 +86,15 @@ absl::StatusOr<Value> Center(Renderer& r, const Value& input, Args& args) {
 
 absl::StatusOr<Value> Indent(Renderer& r, const Value& input, Args& args) {
   JINJA_ASSIGN_OR_RETURN(BoundArgs a, Bind("do_indent", args, {"width", "first", "blank"}));
+  // Jinja2 appends "\n" to the value, then splits its lines: what Python
+  // does with `s += "\n"` for anything but a string.
   if (input.is_undefined()) return UndefinedFailure(input);
+  if (input.is_list() && input.list().kind == ListKind::kList && input.list().python_type.empty()) {
+    return TemplateFailure("AttributeError", "'list' object has no attribute 'splitlines'");
+  }
+  if (input.is_list() && input.list().kind == ListKind::kTuple) {
+    return TypeError("can only concatenate tuple (not \"str\") to tuple");
+  }
   if (!input.is_string()) return TypeError(Cat("unsupported operand type(s) for +=: '", PyTypeName(input), "' and 'str'"));
   std::string indention = "    ";
   if (a.has(0)) {
@@ -201,7 +209,15 @@ absl::StatusOr<Value> Truncate(Renderer&, const Value& input, Args& args) {
   const int64_t end_length = static_cast<int64_t>(PyLength(end));
   if (length < end_length) return TemplateFailure("AssertionError", Cat("expected length >= ", end_length, ", got ", length));
   if (leeway < 0) return TemplateFailure("AssertionError", Cat("expected leeway >= 0, got ", leeway));
-  const std::string s = ToStr(input);
+  if (!input.is_string()) {
+    // len(s), then s[:n] + end or s[:n].rsplit(...): only strings get through.
+    const bool sized = input.is_undefined() || input.is_dict() || (input.is_list() && !input.is_generator());
+    if (!sized) return TypeError(Cat("object of type '", PyTypeName(input), "' has no len()"));
+    const size_t n = input.is_dict() ? input.dict().size() : input.items().size();
+    if (static_cast<int64_t>(n) <= length + leeway) return input;
+    return TemplateFailure("AttributeError", Cat("'", PyTypeName(input), "' object has no attribute 'rsplit'"));
+  }
+  const std::string& s = input.str();
   if (static_cast<int64_t>(PyLength(s)) <= length + leeway) return input;
   std::string head(PySubstr(s, 0, length - end_length));
   if (!Truthy(a[1])) head = PyRSplit(head, std::string(" "), 1)[0];
@@ -253,7 +269,7 @@ absl::StatusOr<Value> WordWrap(Renderer&, const Value& input, Args& args) {
   return Derived(absl::StrJoin(paragraphs, wrap), {&input});
 }
 
-absl::StatusOr<Value> UrlEncode(Renderer&, const Value& input, Args& args) {
+absl::StatusOr<Value> UrlEncode(Renderer& r, const Value& input, Args& args) {
   JINJA_RETURN_IF_ERROR(Bind("do_urlencode", args, {}).status());
   const auto quote = [](std::string_view s, bool for_query) {
     std::string out;
@@ -266,20 +282,31 @@ absl::StatusOr<Value> UrlEncode(Renderer&, const Value& input, Args& args) {
     }
     return for_query ? PyReplace(out, "%20", "+", -1) : out;
   };
+  if (input.is_string() || !(input.is_dict() || input.is_list())) return Derived(quote(ToStr(input), false), {&input});
+  // A mapping's items, or any other iterable of pairs.
+  std::vector<std::pair<Value, Value>> pairs;
   if (input.is_dict()) {
-    std::vector<std::string> parts;
-    for (const auto& [key, value] : input.dict().entries()) {
-      parts.push_back(Cat(quote(ToStr(key), true), "=", quote(ToStr(value), true)));
+    pairs = input.dict().entries();
+  } else {
+    JINJA_ASSIGN_OR_RETURN(std::vector<Value> items, r.Iterate(input));
+    for (const Value& item : items) {
+      JINJA_ASSIGN_OR_RETURN(std::vector<Value> pair, r.Iterate(item));
+      if (pair.size() != 2) {
+        return ValueError(pair.size() > 2 ? "too many values to unpack (expected 2)"
+                                          : Cat("not enough values to unpack (expected 2, got ", pair.size(), ")"));
+      }
+      pairs.emplace_back(pair[0], pair[1]);
     }
-    return Derived(absl::StrJoin(parts, "&"), {&input});
   }
-  return Derived(quote(ToStr(input), false), {&input});
+  std::vector<std::string> parts;
+  for (const auto& [key, value] : pairs) parts.push_back(Cat(quote(ToStr(key), true), "=", quote(ToStr(value), true)));
+  return Derived(absl::StrJoin(parts, "&"), {&input});
 }
 
 absl::StatusOr<Value> XmlAttr(Renderer&, const Value& input, Args& args) {
   JINJA_ASSIGN_OR_RETURN(BoundArgs a, Bind("do_xmlattr", args, {"autospace"}));
   if (input.is_undefined()) return UndefinedFailure(input);
-  if (!input.is_dict()) return TypeError("xmlattr expects a mapping");
+  if (!input.is_dict()) return TemplateFailure("AttributeError", Cat("'", PyTypeName(input), "' object has no attribute 'items'"));
   std::vector<std::string> items;
   for (const auto& [key, value] : input.dict().entries()) {
     if (value.is_none() || value.is_undefined()) continue;

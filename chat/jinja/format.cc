@@ -175,9 +175,11 @@ absl::StatusOr<Value> PercentFormat(Renderer& r, const Value& format, const Valu
     out += piece;
     JINJA_RETURN_IF_ERROR(r.Charge(piece.size()));
   }
-  // Python checks leftovers only for tuples and scalars (a list or dict
-  // counts as a mapping there).
-  const bool container = mapping || (args.is_list() && args.list().kind != ListKind::kTuple);
+  // Python checks leftovers only for tuples and what has no __getitem__ (a
+  // list, a range, a dict or an Undefined counts as a mapping there).
+  const bool container = mapping || args.is_undefined() ||
+                          (args.is_list() && args.list().kind == ListKind::kList &&
+                           (args.list().python_type.empty() || args.list().python_type == "range"));
   if (!container && next < positional.size()) {
     return TypeError("not all arguments converted during string formatting");
   }

@@ -48,7 +48,8 @@ absl::StatusOr<Value> Range(Renderer& r, CallArgs args) {
   std::vector<Value> items;
   items.reserve(static_cast<size_t>(length));
   for (int64_t i = 0, x = start; i < static_cast<int64_t>(length); ++i, x += step) items.push_back(Value::Int(x));
-  return Value::List(std::move(items));
+  return Value::PythonSequence(std::move(items), "range",
+                               step == 1 ? Cat("range(", start, ", ", stop, ")") : Cat("range(", start, ", ", stop, ", ", step, ")"));
 }
 
 // dict(*args, **kwargs): a mapping or pairs, then keywords.

@@ -70,7 +70,7 @@ class JsonWriter {
       case ValueKind::kFloat: out_.Append(FloatText(v.f()), v.client()); return absl::OkStatus();
       case ValueKind::kString: return String(v);
       case ValueKind::kList:
-        if (v.is_generator()) break;
+        if (v.is_generator() || !v.list().python_type.empty()) break;  // range, dict views
         return Array(v.items(), level);
       case ValueKind::kDict: return Object(v.dict(), level);
       default: break;

@@ -28,7 +28,7 @@ absl::StatusOr<Value> Items(Renderer& r, const Value& self, CallArgs& args) {
   std::vector<Value> items;
   items.reserve(self.dict().size());
   for (const auto& [key, value] : self.dict().entries()) items.push_back(Value::List({key, value}, ListKind::kTuple));
-  return Value::List(std::move(items));
+  return Value::PythonSequence(std::move(items), "dict_items");
 }
 
 template <bool kKeys>
@@ -38,7 +38,7 @@ absl::StatusOr<Value> KeysOrValues(Renderer& r, const Value& self, CallArgs& arg
   std::vector<Value> items;
   items.reserve(self.dict().size());
   for (const auto& [key, value] : self.dict().entries()) items.push_back(kKeys ? key : value);
-  return Value::List(std::move(items));
+  return Value::PythonSequence(std::move(items), kKeys ? "dict_keys" : "dict_values");
 }
 
 absl::StatusOr<Value> Copy(Renderer&, const Value& self, CallArgs& args) {
@@ -95,7 +95,7 @@ std::span<const NamedMethod> ListMethods() { return kListMethods; }
 std::span<const NamedMethod> DictMethods() { return kDictMethods; }
 
 bool IsMutatingMethod(const Value& receiver, std::string_view name) {
-  if (receiver.is_list() && receiver.list().kind == ListKind::kList) {
+  if (receiver.is_list() && receiver.list().kind == ListKind::kList && receiver.list().python_type.empty()) {
     return std::find(std::begin(kMutatingListMethods), std::end(kMutatingListMethods), name) !=
            std::end(kMutatingListMethods);
   }

@@ -18,6 +18,11 @@ constexpr std::string_view kOpSymbols[] = {"+", "-", "*", "/", "//", "%", "**"};
 
 std::string TypeOf(const Value& v) { return v.markup() ? "Markup" : PyTypeName(v); }
 
+// A list or tuple (not a generator, range or dict view).
+bool IsPlainList(const Value& v) {
+  return v.is_list() && v.list().kind != ListKind::kGenerator && v.list().python_type.empty();
+}
+
 absl::Status Unsupported2(BinaryOp op, const Value& a, const Value& b) {
   return TypeError(Cat("unsupported operand type(s) for ", kOpSymbols[static_cast<int>(op)], ": '",
                                 TypeOf(a), "' and '", TypeOf(b), "'"));
@@ -137,13 +142,13 @@ absl::StatusOr<Value> Concatenate(Renderer& r, const Value& a, const Value& b) {
     out.Append(markup ? EscapedText(b).text() : b.text());
     return markup ? Value::Markup(std::move(out)) : Value::String(std::move(out));
   }
-  if (a.is_list() && b.is_list() && a.list().kind == b.list().kind && !a.is_generator()) {
+  if (IsPlainList(a) && IsPlainList(b) && a.list().kind == b.list().kind) {
     JINJA_RETURN_IF_ERROR(r.Charge((a.items().size() + b.items().size()) * sizeof(Value)));
     std::vector<Value> items = a.items();
     items.insert(items.end(), b.items().begin(), b.items().end());
     return Value::List(std::move(items), a.list().kind);
   }
-  if ((a.is_string() && !a.markup()) || (a.is_list() && !a.is_generator())) {
+  if ((a.is_string() && !a.markup()) || IsPlainList(a)) {
     return TypeError(Cat("can only concatenate ", PyTypeName(a), " (not \"", TypeOf(b), "\") to ",
                                   PyTypeName(a)));
   }
@@ -170,11 +175,13 @@ absl::StatusOr<Value> Repeat(Renderer& r, const Value& seq, const Value& count) 
   return Value::List(std::move(items), seq.list().kind);
 }
 
-bool IsSequence(const Value& v) { return v.is_string() || (v.is_list() && !v.is_generator()); }
+bool IsSequence(const Value& v) { return v.is_string() || IsPlainList(v); }
 
 }  // namespace
 
 absl::StatusOr<Value> BinaryOperation(Renderer& r, BinaryOp op, const Value& a, const Value& b) {
+  // str % x formats whatever x is (an Undefined prints empty).
+  if (op == BinaryOp::kMod && a.is_string()) return PercentFormat(r, a, b);
   if (a.is_undefined()) return UndefinedFailure(a);
   if (b.is_undefined()) return UndefinedFailure(b);
   if (a.is_number() && b.is_number()) return Arithmetic(op, a, b);
@@ -219,7 +226,7 @@ absl::StatusOr<int> Order(const Value& a, const Value& b, std::string_view symbo
     const int c = a.str().compare(b.str());
     return c < 0 ? -1 : c > 0 ? 1 : 0;
   }
-  if (a.is_list() && b.is_list() && a.list().kind == b.list().kind && !a.is_generator()) {
+  if (IsPlainList(a) && IsPlainList(b) && a.list().kind == b.list().kind) {
     const auto& x = a.items();
     const auto& y = b.items();
     for (size_t i = 0; i < x.size() && i < y.size(); ++i) {
@@ -261,7 +268,6 @@ absl::StatusOr<bool> Contains(const Value& container, const Value& item) {
   switch (container.kind()) {
     case ValueKind::kString:
       if (!item.is_string()) {
-        if (item.is_undefined()) return UndefinedFailure(item);
         return TypeError(Cat("'in <string>' requires string as left operand, not ", TypeOf(item)));
       }
       return container.str().find(item.str()) != std::string::npos;
@@ -274,6 +280,7 @@ absl::StatusOr<bool> Contains(const Value& container, const Value& item) {
       for (const Value& v : list.items) {
         if (Equals(v, item)) return true;
       }
+      JINJA_RETURN_IF_ERROR(list.error);  // a generator that fails when consumed to its end
       return false;
     }
     case ValueKind::kDict: {

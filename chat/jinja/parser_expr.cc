@@ -1,4 +1,5 @@
 // The expression rules of the parser (see parser.h), as Jinja2's parser.py.
+#include <algorithm>
 #include <string>
 #include <utility>
 

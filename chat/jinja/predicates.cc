@@ -40,7 +40,8 @@ bool IsIterable(const Value& v) {
   return v.is_undefined() || v.is_string() || v.is_dict() || v.is_list() ||
          (v.is_object() && v.object()->type_name() == "LoopContext");
 }
-bool IsCallable(const Value& v) { return v.is_object() && v.object()->callable(); }
+// Undefined defines __call__ (to raise), so it counts as callable.
+bool IsCallable(const Value& v) { return v.is_undefined() || (v.is_object() && v.object()->callable()); }
 
 absl::StatusOr<bool> Odd(Renderer& r, const Value& v, Args& args) {
   JINJA_RETURN_IF_ERROR(Bind("test_odd", args, {}).status());

@@ -37,7 +37,18 @@ void AppendContainer(const Value& v, Text* out) {
     out->Append("}", false);
     return;
   }
-  switch (v.list().kind) {
+  const ListData& list = v.list();
+  if (list.python_type == "range") {
+    out->Append(list.repr, false);
+    return;
+  }
+  if (!list.python_type.empty()) {  // dict_keys([...])
+    out->Append(list.python_type + "([", false);
+    AppendItems(list.items, out);
+    out->Append("])", false);
+    return;
+  }
+  switch (list.kind) {
     case ListKind::kList:
       out->Append("[", false);
       AppendItems(v.items(), out);

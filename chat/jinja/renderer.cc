@@ -74,6 +74,12 @@ absl::StatusOr<Text> Renderer::Run(const Body& body, std::vector<size_t>* write_
   return std::move(buffers_.back().text);
 }
 
+absl::StatusOr<Value> Renderer::Fold(const Expr& e) {
+  folding_ = true;
+  buffers_.push_back({Text(), next_buffer_id_++});
+  return Eval(e, std::make_shared<Frame>(nullptr));
+}
+
 absl::Status Renderer::Step(int64_t n) {
   steps_ += n;
   if (steps_ > input_.limits.max_steps) {

@@ -61,6 +61,8 @@ class Renderer {
   // `write_offsets`, when given, receives where each write to the output
   // begins (Template::Render).
   absl::StatusOr<Text> Run(const Body& body, std::vector<size_t>* write_offsets = nullptr);
+  // Evaluates a constant expression as Jinja2's optimizer does (fold.h).
+  absl::StatusOr<Value> Fold(const Expr& e);
 
   // For builtins and runtime objects.
   // Counts evaluation work; RESOURCE_EXHAUSTED past the step or time limit.
@@ -136,6 +138,7 @@ class Renderer {
   size_t built_ = 0;
   int depth_ = 0;
   int call_depth_ = 0;
+  bool folding_ = false;
   absl::Time deadline_;
 };
 

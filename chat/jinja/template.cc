@@ -1,5 +1,6 @@
 #include "chat/jinja/template.h"
 
+#include "chat/jinja/fold.h"
 #include "chat/jinja/lexer.h"
 #include "chat/jinja/parser.h"
 #include "chat/jinja/renderer.h"
@@ -18,6 +19,7 @@ absl::StatusOr<std::shared_ptr<const Template>> Template::Create(std::string_vie
   JINJA_ASSIGN_OR_RETURN(std::vector<Token> tokens, Tokenize(source));
   auto tree = std::make_unique<Tree>();
   JINJA_ASSIGN_OR_RETURN(tree->body, Parse(std::move(tokens)));
+  FoldConstants(tree->body);
   return std::shared_ptr<const Template>(new Template(std::move(tree)));
 }
 

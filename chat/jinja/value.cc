@@ -149,6 +149,14 @@ Value Value::Generator(std::vector<Value> items, absl::Status error) {
   return FromListData(std::move(data));
 }
 
+Value Value::PythonSequence(std::vector<Value> items, std::string python_type, std::string repr) {
+  auto data = std::make_shared<ListData>();
+  data->items = std::move(items);
+  data->python_type = std::move(python_type);
+  data->repr = std::move(repr);
+  return FromListData(std::move(data));
+}
+
 Value Value::FromDict(Dict dict) {
   Value v;
   v.kind_ = ValueKind::kDict;
@@ -268,6 +276,7 @@ bool Equals(const Value& a, const Value& b) {
     case ValueKind::kList: {
       if (a.is_generator() || b.is_generator()) return a.identity() == b.identity();
       if ((a.list().kind == ListKind::kTuple) != (b.list().kind == ListKind::kTuple)) return false;
+      if (a.list().python_type != b.list().python_type) return false;
       const auto& x = a.items();
       const auto& y = b.items();
       if (x.size() != y.size()) return false;
@@ -300,6 +309,7 @@ std::string PyTypeName(const Value& v) {
     case ValueKind::kFloat: return "float";
     case ValueKind::kString: return "str";
     case ValueKind::kList:
+      if (!v.list().python_type.empty()) return v.list().python_type;
       switch (v.list().kind) {
         case ListKind::kList: return "list";
         case ListKind::kTuple: return "tuple";
@@ -331,6 +341,8 @@ absl::StatusOr<std::string> HashKey(const Value& v) {
     }
     case ValueKind::kString: return Cat("s", v.str());
     case ValueKind::kList: {
+      // Generators hash by identity; lists are unhashable.
+      if (v.is_generator()) return Cat("o", reinterpret_cast<uintptr_t>(v.identity()));
       if (v.list().kind != ListKind::kTuple) break;
       std::string key = "t";
       for (const Value& item : v.items()) {

@@ -90,6 +90,11 @@ struct ListData {
   // Nesting: 1 + the deepest item's (the renderer bounds it, so that
   // printing and comparing values cannot recurse without end).
   int depth = 1;
+  // Python types that iterate like lists but print as themselves: "range"
+  // (printed as `repr`), "dict_keys", "dict_values", "dict_items" (not
+  // subscriptable). Empty for a list, tuple or generator.
+  std::string python_type;
+  std::string repr;
 };
 
 class Value {
@@ -110,6 +115,8 @@ class Value {
   static Value Markup(Text text);
   static Value List(std::vector<Value> items, ListKind kind = ListKind::kList);
   static Value Generator(std::vector<Value> items, absl::Status error);
+  // A list that Python holds as another type (ListData::python_type).
+  static Value PythonSequence(std::vector<Value> items, std::string python_type, std::string repr = "");
   static Value FromDict(Dict dict);
   static Value FromObject(std::shared_ptr<Object> object);
 
