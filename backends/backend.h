@@ -143,6 +143,17 @@ struct BackendOptions {
 using BackendFactory = std::function<absl::StatusOr<std::unique_ptr<Backend>>(
     std::shared_ptr<const ModelFile> model, const BackendOptions& options)>;
 
+// A family as the registry takes it: its name, the architectures it serves
+// (general.architecture values) and the factory of its backends. Each family
+// library provides one (e.g. RecurrentFamily() in
+// backends/recurrent/recurrent_backend.h), and so does its plugin
+// (backends/plugin.h).
+struct BackendFamily {
+  std::string name;
+  std::vector<std::string> archs;
+  BackendFactory create;
+};
+
 // Maps family names to factories and architectures to families. Families
 // register explicitly (RegisterBuiltinBackends), no static initializers.
 // Not thread-safe during registration; read-only use afterwards is.
@@ -151,6 +162,7 @@ class BackendRegistry {
   // ALREADY_EXISTS when the family or one of the archs is taken.
   absl::Status Register(const std::string& family, const std::vector<std::string>& archs,
                         BackendFactory factory);
+  absl::Status Register(const BackendFamily& family) { return Register(family.name, family.archs, family.create); }
 
   // Family for a GGUF general.architecture; NOT_FOUND naming the arch.
   absl::StatusOr<std::string> FamilyForArch(const std::string& arch) const;

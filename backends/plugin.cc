@@ -2,13 +2,57 @@
 
 #include <dlfcn.h>
 
-#include <cstring>
 #include <filesystem>
 #include <string_view>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 
 namespace cairn {
+namespace {
+
+// The boundary types the plugin's build laid out otherwise, with both
+// sizes, or "" when none.
+std::string LayoutMismatch(const BackendPluginInfo& info) {
+  constexpr uint32_t kSizes[] = {CAIRN_BOUNDARY_TYPES(CAIRN_BOUNDARY_TYPE_SIZE)};
+  std::vector<std::string> differ;
+  for (size_t i = 0; i < kNumBoundaryTypes; ++i) {
+    if (info.boundary_type_sizes[i] != kSizes[i]) {
+      differ.push_back(absl::StrCat(kBoundaryTypeNames[i], " ", info.boundary_type_sizes[i], " bytes (here ",
+                                    kSizes[i], ")"));
+    }
+  }
+  return absl::StrJoin(differ, ", ");
+}
+
+// FAILED_PRECONDITION naming what differs between the plugin's build and
+// this one, or OK. The ABI version first: only with an equal version are the
+// other fields where this server reads them.
+absl::Status CheckBuild(const BackendPluginInfo& info, const std::string& where) {
+  if (info.abi_version != kBackendPluginAbiVersion) {
+    return absl::FailedPreconditionError(absl::StrCat(where, "plugin ABI version ", info.abi_version,
+                                                      ", this server takes version ", kBackendPluginAbiVersion,
+                                                      ": rebuild the plugin"));
+  }
+  if (const std::string layout = LayoutMismatch(info); !layout.empty()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(where, "built with other type layouts than this server (", layout, "): rebuild the plugin"));
+  }
+  if (info.abseil_lts_version != kAbseilLtsVersion) {
+    return absl::FailedPreconditionError(absl::StrCat(where, "built against abseil LTS ", info.abseil_lts_version,
+                                                      ", this server against ", kAbseilLtsVersion,
+                                                      ": rebuild the plugin"));
+  }
+  if (info.toolchain == nullptr || std::string_view(info.toolchain) != __VERSION__) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(where, "built with compiler '", info.toolchain != nullptr ? info.toolchain : "?",
+                     "', this server with '", __VERSION__, "': rebuild the plugin"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
 
 absl::Status LoadBackendPlugin(const std::string& path, BackendRegistry& registry) {
   const std::string where = absl::StrCat("backend plugin '", path, "': ");
@@ -35,20 +79,9 @@ absl::Status LoadBackendPlugin(const std::string& path, BackendRegistry& registr
   }
   const BackendPluginInfo* info = entry();
   if (info == nullptr) return fail(absl::InvalidArgumentError(where + "the entry point returned nothing"));
-  if (info->abi_version != kBackendPluginAbiVersion) {
-    return fail(absl::FailedPreconditionError(absl::StrCat(where, "plugin ABI version ", info->abi_version,
-                                                           ", this server takes version ",
-                                                           kBackendPluginAbiVersion, ": rebuild the plugin")));
-  }
-  if (info->toolchain == nullptr || std::string_view(info->toolchain) != __VERSION__) {
-    return fail(absl::FailedPreconditionError(
-        absl::StrCat(where, "built with compiler '", info->toolchain != nullptr ? info->toolchain : "?",
-                     "', this server with '", __VERSION__, "': rebuild the plugin")));
-  }
-  if (info->register_family == nullptr || info->family == nullptr) {
-    return fail(absl::InvalidArgumentError(where + "the entry point names no family"));
-  }
-  if (absl::Status s = info->register_family(registry); !s.ok()) {
+  if (absl::Status s = CheckBuild(*info, where); !s.ok()) return fail(s);
+  if (info->family == nullptr) return fail(absl::InvalidArgumentError(where + "the entry point names no family"));
+  if (absl::Status s = registry.Register(info->family()); !s.ok()) {
     return fail(absl::Status(s.code(), absl::StrCat(where, s.message())));
   }
   // Kept loaded for the life of the process: the registry now holds its code.

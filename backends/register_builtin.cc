@@ -8,11 +8,9 @@
 namespace cairn {
 
 absl::Status RegisterBuiltinBackends(BackendRegistry& registry) {
-  // One line per family.
-  if (absl::Status s = RegisterTransformerFamily(registry); !s.ok()) return s;
-  if (absl::Status s = RegisterSwaFamily(registry); !s.ok()) return s;
-  if (absl::Status s = RegisterRecurrentFamily(registry); !s.ok()) return s;
-  if (absl::Status s = RegisterHybridFamily(registry); !s.ok()) return s;
+  for (const BackendFamily& family : {TransformerFamily(), SwaFamily(), RecurrentFamily(), HybridFamily()}) {
+    if (absl::Status s = registry.Register(family); !s.ok()) return s;
+  }
   return absl::OkStatus();
 }
 

@@ -22,7 +22,7 @@
 #include "backends/backend.h"
 #include "backends/register_builtin.h"
 #include "bench/bench_util.h"
-#include "service/demo_models.h"
+#include "service/programs/demo_models.h"
 
 namespace cairn {
 namespace {

@@ -38,12 +38,11 @@
 #include "absl/strings/str_split.h"
 #include "backends/backend.h"
 #include "backends/kernels/thread_pool.h"
-#include "backends/model/dequant.h"
 #include "backends/model/gguf.h"
-#include "backends/model/gguf_writer.h"
 #include "backends/transformer/transformer.h"
 #include "bench/bench_util.h"
 #include "bench/file_speed.h"
+#include "synthetic/architectures.h"
 
 namespace cairn {
 namespace {
@@ -52,108 +51,18 @@ using bench::Clock;
 using bench::Rng;
 using bench::Seconds;
 
-struct Shape {
-  int64_t embd = 2048, ff = 5632, vocab = 32000;
-  int32_t layers = 8, heads = 16, kv_heads = 8;
-};
-
-// Random weights of `type`: F32 values uniform in +-1/sqrt(n_in); quantized
-// blocks get random quants and a valid fp16 scale (and min).
-std::vector<uint8_t> RandomMatrix(GgmlType type, int64_t n_in, int64_t n_out, Rng& rng) {
-  const size_t bytes = RowBytes(type, n_in) * static_cast<size_t>(n_out);
-  std::vector<uint8_t> data(bytes);
-  const float a = 1.0f / std::sqrt(static_cast<float>(n_in));
-  if (type == GgmlType::kF32) {
-    float* f = reinterpret_cast<float*>(data.data());
-    for (size_t i = 0; i < bytes / 4; ++i) f[i] = rng.Symmetric(a);
-    return data;
-  }
-  for (size_t i = 0; i + 8 <= bytes; i += 8) {
-    uint64_t v = rng.Next();
-    std::memcpy(&data[i], &v, 8);
-  }
-  const GgmlTypeTraits& t = Traits(type);
-  const uint16_t d = Fp32ToFp16(type == GgmlType::kQ8_0 ? a / 64.0f : a / 64.0f);
-  const uint16_t dmin = Fp32ToFp16(a / 256.0f);
-  for (size_t off = 0; off < bytes; off += t.block_bytes) {
-    uint8_t* b = &data[off];
-    switch (type) {
-      case GgmlType::kQ6_K: std::memcpy(b + 208, &d, 2); break;
-      case GgmlType::kQ4_K:
-      case GgmlType::kQ5_K:
-      case GgmlType::kQ4_1:
-      case GgmlType::kQ5_1:
-        std::memcpy(b, &d, 2);
-        std::memcpy(b + 2, &dmin, 2);
-        break;
-      case GgmlType::kF16:
-      case GgmlType::kBF16:
-        break;
-      default: std::memcpy(b, &d, 2); break;
-    }
-  }
-  if (type == GgmlType::kF16) {
-    uint16_t* h = reinterpret_cast<uint16_t*>(data.data());
-    for (size_t i = 0; i < bytes / 2; ++i) h[i] = Fp32ToFp16(rng.Symmetric(a));
-  }
-  return data;
-}
-
-std::unique_ptr<ModelFile> BuildModel(const Shape& s, GgmlType type) {
-  std::vector<uint8_t> image;
-  {
-    GgufWriter w;
-    Rng rng;
-    w.SetString("general.architecture", "llama");
-    w.SetString("general.name", "bench-llama");
-    w.SetUint32("llama.context_length", 4096);
-    w.SetUint32("llama.embedding_length", static_cast<uint32_t>(s.embd));
-    w.SetUint32("llama.block_count", static_cast<uint32_t>(s.layers));
-    w.SetUint32("llama.feed_forward_length", static_cast<uint32_t>(s.ff));
-    w.SetUint32("llama.attention.head_count", static_cast<uint32_t>(s.heads));
-    w.SetUint32("llama.attention.head_count_kv", static_cast<uint32_t>(s.kv_heads));
-    w.SetFloat32("llama.attention.layer_norm_rms_epsilon", 1e-5f);
-    w.SetFloat32("llama.rope.freq_base", 500000.0f);
-    const int64_t hd = s.embd / s.heads;
-    const int64_t kv = hd * s.kv_heads;
-    std::vector<float> ones(s.embd, 1.0f);
-    w.AddTensor("token_embd.weight", type, {s.embd, s.vocab}, RandomMatrix(type, s.embd, s.vocab, rng));
-    w.AddF32Tensor("output_norm.weight", {s.embd}, ones);
-    w.AddTensor("output.weight", type, {s.embd, s.vocab}, RandomMatrix(type, s.embd, s.vocab, rng));
-    for (int32_t l = 0; l < s.layers; ++l) {
-      const std::string p = "blk." + std::to_string(l) + ".";
-      w.AddF32Tensor(p + "attn_norm.weight", {s.embd}, ones);
-      w.AddF32Tensor(p + "ffn_norm.weight", {s.embd}, ones);
-      w.AddTensor(p + "attn_q.weight", type, {s.embd, s.embd}, RandomMatrix(type, s.embd, s.embd, rng));
-      w.AddTensor(p + "attn_k.weight", type, {s.embd, kv}, RandomMatrix(type, s.embd, kv, rng));
-      w.AddTensor(p + "attn_v.weight", type, {s.embd, kv}, RandomMatrix(type, s.embd, kv, rng));
-      w.AddTensor(p + "attn_output.weight", type, {s.embd, s.embd}, RandomMatrix(type, s.embd, s.embd, rng));
-      w.AddTensor(p + "ffn_gate.weight", type, {s.embd, s.ff}, RandomMatrix(type, s.embd, s.ff, rng));
-      w.AddTensor(p + "ffn_up.weight", type, {s.embd, s.ff}, RandomMatrix(type, s.embd, s.ff, rng));
-      w.AddTensor(p + "ffn_down.weight", type, {s.ff, s.embd}, RandomMatrix(type, s.ff, s.embd, rng));
-    }
-    image = w.Serialize();
-  }
-  auto m = ModelFile::FromBuffer(image, "bench-llama");
-  if (!m.ok()) {
-    std::fprintf(stderr, "building the synthetic model failed: %s\n", m.status().ToString().c_str());
-    return nullptr;
-  }
-  return std::move(*m);
-}
-
 // The (n_in, n_out) products of one prompt step, with multiplicity.
-std::vector<std::pair<int64_t, int64_t>> Products(const Shape& s) {
-  const int64_t kv = s.embd / s.heads * s.kv_heads;
-  return {{s.embd, s.embd}, {s.embd, kv}, {s.embd, kv}, {s.embd, s.embd},
-          {s.embd, s.ff},   {s.embd, s.ff}, {s.ff, s.embd}};
+std::vector<std::pair<int64_t, int64_t>> Products(const synthetic::LlamaShape& s) {
+  const int64_t kv = s.n_embd / s.n_head * s.n_head_kv;
+  return {{s.n_embd, s.n_embd}, {s.n_embd, kv}, {s.n_embd, kv}, {s.n_embd, s.n_embd},
+          {s.n_embd, s.n_ff},   {s.n_embd, s.n_ff}, {s.n_ff, s.n_embd}};
 }
 
 // Seconds cblas_sgemm (OpenBLAS threads = n_threads) needs for all products
 // of a `rows`-token prompt: every layer's matrices. The output head is left
 // out (the backend applies it to the last row only: 1/rows of a layer's work),
 // which makes the reference slightly faster than the prompt can be.
-double SgemmSeconds(const Shape& s, int64_t rows, int n_threads) {
+double SgemmSeconds(const synthetic::LlamaShape& s, int64_t rows, int n_threads) {
   openblas_set_num_threads(n_threads);
   double total = 0;
   std::map<std::pair<int64_t, int64_t>, double> cache;
@@ -175,7 +84,7 @@ double SgemmSeconds(const Shape& s, int64_t rows, int n_threads) {
     total += it->second;
   }
   openblas_set_num_threads(1);
-  return total * s.layers;
+  return total * s.n_layer;
 }
 
 // Copy loop (bytes read + written) and read loop over a buffer well beyond
@@ -222,15 +131,16 @@ struct Result {
   double copy_bw = 0, read_bw = 0;
 };
 
-Result RunOne(const Shape& s, GgmlType type, bool exact, int threads, int64_t prompt, int decode) {
+Result RunOne(const synthetic::LlamaShape& s, GgmlType type, bool exact, int threads, int64_t prompt, int decode) {
   Result r;
   r.type = std::string(TypeName(type)) + (exact ? "/x" : "");
-  std::unique_ptr<ModelFile> model = BuildModel(s, type);
-  if (!model) return r;
+  synthetic::SyntheticModel synthetic_model = synthetic::Llama(s);
+  synthetic_model.weight_type = type;
+  std::shared_ptr<const ModelFile> model = bench::ModelOrDie(synthetic_model, "bench-llama");
   BackendOptions opt;
   opt.n_threads = threads;
   opt.exact_activations = exact;
-  auto backend = CreateTransformerBackend(std::shared_ptr<const ModelFile>(std::move(model)), opt);
+  auto backend = TransformerFamily().create(std::move(model), opt);
   if (!backend.ok()) {
     std::fprintf(stderr, "backend: %s\n", backend.status().ToString().c_str());
     return r;
@@ -239,7 +149,7 @@ Result RunOne(const Shape& s, GgmlType type, bool exact, int threads, int64_t pr
   r.weight_gib = static_cast<double>(b.info().weight_bytes) / (1 << 30);
   Rng rng;
   std::vector<TokenId> tokens(prompt + decode);
-  for (auto& t : tokens) t = static_cast<TokenId>(rng.Next() % static_cast<uint64_t>(s.vocab));
+  for (auto& t : tokens) t = static_cast<TokenId>(rng.Next() % static_cast<uint64_t>(s.n_vocab));
 
   // Prompt: best of three fresh sequences, each followed by the sgemm
   // reference, so both see the same machine load.
@@ -291,7 +201,9 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     if (std::string(argv[i]) == "--model") return bench::FileSpeedMain(argc, argv, "forward");
   }
-  Shape s;
+  // bench-llama's shape (BENCHMARKS.md) unless the flags say otherwise.
+  synthetic::LlamaShape s{.n_embd = 2048, .n_ff = 5632, .n_vocab = 32000, .n_layer = 8, .n_head = 16, .n_head_kv = 8,
+                          .rope_base = 500000.0f};
   int threads = 2;
   int64_t prompt = 512;
   int decode = 16;
@@ -301,12 +213,12 @@ int main(int argc, char** argv) {
     std::string k = argv[i], v = argv[i + 1];
     bool ok = true;
     if (k == "--threads") ok = absl::SimpleAtoi(v, &threads);
-    else if (k == "--layers") ok = absl::SimpleAtoi(v, &s.layers);
-    else if (k == "--embd") ok = absl::SimpleAtoi(v, &s.embd);
-    else if (k == "--ff") ok = absl::SimpleAtoi(v, &s.ff);
-    else if (k == "--heads") ok = absl::SimpleAtoi(v, &s.heads);
-    else if (k == "--kv-heads") ok = absl::SimpleAtoi(v, &s.kv_heads);
-    else if (k == "--vocab") ok = absl::SimpleAtoi(v, &s.vocab);
+    else if (k == "--layers") ok = absl::SimpleAtoi(v, &s.n_layer);
+    else if (k == "--embd") ok = absl::SimpleAtoi(v, &s.n_embd);
+    else if (k == "--ff") ok = absl::SimpleAtoi(v, &s.n_ff);
+    else if (k == "--heads") ok = absl::SimpleAtoi(v, &s.n_head);
+    else if (k == "--kv-heads") ok = absl::SimpleAtoi(v, &s.n_head_kv);
+    else if (k == "--vocab") ok = absl::SimpleAtoi(v, &s.n_vocab);
     else if (k == "--prompt") ok = absl::SimpleAtoi(v, &prompt);
     else if (k == "--decode") ok = absl::SimpleAtoi(v, &decode);
     else if (k == "--types") types = v;
@@ -319,8 +231,8 @@ int main(int argc, char** argv) {
   }
   std::printf("synthetic llama: n_embd %lld, %d layers, %d/%d heads, ffn %lld, vocab %lld; %d threads; "
               "prompt %lld tokens, decode %d tokens\n",
-              static_cast<long long>(s.embd), s.layers, s.heads, s.kv_heads, static_cast<long long>(s.ff),
-              static_cast<long long>(s.vocab), threads, static_cast<long long>(prompt), decode);
+              static_cast<long long>(s.n_embd), s.n_layer, s.n_head, s.n_head_kv, static_cast<long long>(s.n_ff),
+              static_cast<long long>(s.n_vocab), threads, static_cast<long long>(prompt), decode);
   std::printf("rooflines measured beside each row: cblas_sgemm (OpenBLAS threads) on the prompt's products; "
               "copy loop (read+write bytes) and read loop over 512 MiB\n\n");
   std::printf("%-6s %9s | %11s %10s %7s | %10s %8s %8s %6s %8s %6s\n", "type", "weights", "prompt t/s",

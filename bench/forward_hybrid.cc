@@ -31,201 +31,64 @@
 
 #include "backends/hybrid/hybrid_backend.h"
 #include "backends/kernels/thread_pool.h"
-#include "backends/model/dequant.h"
 #include "backends/model/gguf.h"
-#include "backends/model/gguf_writer.h"
 #include "bench/bench_util.h"
-
-extern "C" void openblas_set_num_threads(int);
+#include "synthetic/architectures.h"
 
 namespace cairn {
 namespace {
 
 using bench::Best;
 using bench::Clock;
-using bench::Rng;
 using bench::Seconds;
 
 constexpr int64_t kVocab = 32000;
 
-// Sizes shared by both models, and what the formulas need.
+// A built model and what the formulas need of it.
 struct Spec {
   std::string arch;
-  int64_t n_embd = 1024, n_layer = 24, n_ff = 0, n_head = 0, n_head_kv = 0, head_dim = 0, d_conv = 4;
-  std::vector<bool> recurrent;  // per layer
+  synthetic::SyntheticModel model{""};
+  int64_t n_embd = 0, n_layer = 0, n_ff = 0, n_head_kv = 0, head_dim = 0, d_conv = 0;
+  int64_t n_rec = 0;  // recurrent layers; the others attend
   // Recurrent part: floats of conv state and of recurrent state per layer.
   int64_t conv_channels = 0, state_floats = 0;
-  // Weight elements of the matrices one token multiplies (prompt FLOPs / 2).
-  int64_t matrix_elems = 0;
-  GgmlType type = GgmlType::kF32;  // of the matrices and the (tied) embedding
-  int64_t n_rec() const { return std::count(recurrent.begin(), recurrent.end(), true); }
-  int64_t n_attn() const { return n_layer - n_rec(); }
+  int64_t n_attn() const { return n_layer - n_rec; }
+  // Weight elements of the matrices one token multiplies (prompt FLOPs / 2):
+  // every layer's weights.
+  int64_t matrix_elems() const {
+    int64_t n = 0;
+    for (const synthetic::SyntheticTensor& t : model.tensors()) {
+      if (t.weight && t.name.rfind("blk.", 0) == 0) n += t.n_elements();
+    }
+    return n;
+  }
 };
 
-// Q8_0 blocks of 32: an fp16 scale max|x| / 127, then 32 rounded int8.
-std::vector<uint8_t> QuantizeQ8_0(const std::vector<float>& x) {
-  std::vector<uint8_t> out;
-  out.reserve(x.size() / 32 * 34);
-  for (size_t b = 0; b < x.size(); b += 32) {
-    float amax = 0.0f;
-    for (size_t i = 0; i < 32; ++i) amax = std::max(amax, std::abs(x[b + i]));
-    const float d = amax / 127.0f;
-    const float id = d != 0.0f ? 1.0f / d : 0.0f;
-    const uint16_t h = Fp32ToFp16(d);
-    out.push_back(static_cast<uint8_t>(h & 0xff));
-    out.push_back(static_cast<uint8_t>(h >> 8));
-    for (size_t i = 0; i < 32; ++i) out.push_back(static_cast<uint8_t>(static_cast<int8_t>(std::lround(x[b + i] * id))));
-  }
-  return out;
+// Qwen3.5-0.8B's shapes (BENCHMARKS.md bench-qwen35), tied output.
+Spec Qwen35Spec() {
+  const synthetic::Qwen35Shape q{.n_embd = 1024, .n_vocab = kVocab, .n_ff = 3584, .n_layer = 24, .n_head = 8,
+                                 .n_head_kv = 2, .head_dim = 256, .full_attention_interval = 4, .rope_dims = 64,
+                                 .rope_sections = {11, 11, 10, 0}, .ssm_k_heads = 16, .ssm_v_heads = 16,
+                                 .d_state = 128, .n_ctx = 1 << 16, .tied_output = true};
+  Spec s{"qwen35", synthetic::Qwen35(q), q.n_embd, q.n_layer, q.n_ff, q.n_head_kv, q.head_dim, q.d_conv};
+  for (int32_t l = 0; l < q.n_layer; ++l) s.n_rec += !q.attention(l);
+  s.conv_channels = q.conv_channels();
+  s.state_floats = q.ssm_v_heads * q.d_state * q.d_state;
+  return s;
 }
 
-void AddWeights(GgufWriter& w, const Spec& s, const std::string& name, int64_t n_in, int64_t n_out,
-                const std::vector<float>& values) {
-  if (s.type == GgmlType::kQ8_0 && n_in % 32 == 0) {
-    w.AddTensor(name, GgmlType::kQ8_0, {n_in, n_out}, QuantizeQ8_0(values));
-  } else {
-    w.AddF32Tensor(name, {n_in, n_out}, values);
-  }
-}
-
-// Adds a random matrix [n_in, n_out] scaled to keep activations of order 1.
-void Matrix(GgufWriter& w, Rng& rng, Spec& s, const std::string& name, int64_t n_in, int64_t n_out) {
-  const float scale = 1.0f / std::sqrt(static_cast<float>(n_in));
-  AddWeights(w, s, name, n_in, n_out, rng.Vec(n_in * n_out, -scale, scale));
-  s.matrix_elems += n_in * n_out;
-}
-
-void Ones(GgufWriter& w, const std::string& name, std::vector<int64_t> shape) {
-  int64_t n = 1;
-  for (int64_t d : shape) n *= d;
-  w.AddF32Tensor(name, std::move(shape), std::vector<float>(static_cast<size_t>(n), 1.0f));
-}
-
-void Common(GgufWriter& w, Rng& rng, const Spec& s) {
-  const std::string a = s.arch;
-  w.SetString("general.architecture", a);
-  w.SetUint32(a + ".context_length", 1 << 16);
-  w.SetUint32(a + ".embedding_length", static_cast<uint32_t>(s.n_embd));
-  w.SetUint32(a + ".block_count", static_cast<uint32_t>(s.n_layer));
-  w.SetUint32(a + ".feed_forward_length", static_cast<uint32_t>(s.n_ff));
-  w.SetUint32(a + ".attention.head_count", static_cast<uint32_t>(s.n_head));
-  w.SetFloat32(a + ".attention.layer_norm_rms_epsilon", 1e-6f);
-  w.SetUint32(a + ".ssm.conv_kernel", static_cast<uint32_t>(s.d_conv));
-  AddWeights(w, s, "token_embd.weight", s.n_embd, kVocab, rng.Vec(s.n_embd * kVocab, -1.0f, 1.0f));
-  Ones(w, "output_norm.weight", {s.n_embd});
-}
-
-void Ffn(GgufWriter& w, Rng& rng, Spec& s, const std::string& p) {
-  Matrix(w, rng, s, p + "ffn_gate.weight", s.n_embd, s.n_ff);
-  Matrix(w, rng, s, p + "ffn_up.weight", s.n_embd, s.n_ff);
-  Matrix(w, rng, s, p + "ffn_down.weight", s.n_ff, s.n_embd);
-}
-
-std::vector<uint8_t> BuildQwen35(Spec& s) {
-  s.arch = "qwen35";
-  s.n_ff = 3584;
-  s.n_head = 8;
-  s.n_head_kv = 2;
-  s.head_dim = 256;
-  const int64_t Hk = 16, Hv = 16, dk = 128, dv = 128;
-  s.conv_channels = 2 * Hk * dk + Hv * dv;
-  s.state_floats = Hv * dv * dk;
-  GgufWriter w;
-  Rng rng;
-  Common(w, rng, s);
-  const std::string a = s.arch;
-  w.SetUint32(a + ".attention.head_count_kv", static_cast<uint32_t>(s.n_head_kv));
-  w.SetUint32(a + ".attention.key_length", static_cast<uint32_t>(s.head_dim));
-  w.SetUint32(a + ".attention.value_length", static_cast<uint32_t>(s.head_dim));
-  w.SetUint32(a + ".full_attention_interval", 4);
-  w.SetUint32(a + ".rope.dimension_count", 64);
-  w.SetInt32Array(a + ".rope.dimension_sections", {11, 11, 10, 0});
-  w.SetFloat32(a + ".rope.freq_base", 1e7f);
-  w.SetUint32(a + ".ssm.state_size", static_cast<uint32_t>(dk));
-  w.SetUint32(a + ".ssm.group_count", static_cast<uint32_t>(Hk));
-  w.SetUint32(a + ".ssm.time_step_rank", static_cast<uint32_t>(Hv));
-  w.SetUint32(a + ".ssm.inner_size", static_cast<uint32_t>(Hv * dv));
-  const int64_t E = s.n_embd;
-  for (int64_t l = 0; l < s.n_layer; ++l) {
-    const std::string p = "blk." + std::to_string(l) + ".";
-    const bool rec = (l + 1) % 4 != 0;
-    s.recurrent.push_back(rec);
-    Ones(w, p + "attn_norm.weight", {E});
-    Ones(w, p + "post_attention_norm.weight", {E});
-    if (rec) {
-      Matrix(w, rng, s, p + "attn_qkv.weight", E, s.conv_channels);
-      Matrix(w, rng, s, p + "attn_gate.weight", E, Hv * dv);
-      Matrix(w, rng, s, p + "ssm_beta.weight", E, Hv);
-      Matrix(w, rng, s, p + "ssm_alpha.weight", E, Hv);
-      Matrix(w, rng, s, p + "ssm_out.weight", Hv * dv, E);
-      w.AddF32Tensor(p + "ssm_conv1d.weight", {s.d_conv, s.conv_channels}, rng.Vec(s.d_conv * s.conv_channels, -0.5f, 0.5f));
-      w.AddF32Tensor(p + "ssm_dt.bias", {Hv}, rng.Vec(Hv, -2.0f, 0.0f));
-      w.AddF32Tensor(p + "ssm_a", {Hv}, rng.Vec(Hv, -2.0f, -0.5f));
-      Ones(w, p + "ssm_norm.weight", {dv});
-    } else {
-      Matrix(w, rng, s, p + "attn_q.weight", E, 2 * s.n_head * s.head_dim);
-      Matrix(w, rng, s, p + "attn_k.weight", E, s.n_head_kv * s.head_dim);
-      Matrix(w, rng, s, p + "attn_v.weight", E, s.n_head_kv * s.head_dim);
-      Matrix(w, rng, s, p + "attn_output.weight", s.n_head * s.head_dim, E);
-      Ones(w, p + "attn_q_norm.weight", {s.head_dim});
-      Ones(w, p + "attn_k_norm.weight", {s.head_dim});
-    }
-    Ffn(w, rng, s, p);
-  }
-  return w.Serialize();
-}
-
-std::vector<uint8_t> BuildGranite(Spec& s) {
-  s.arch = "granitehybrid";
-  s.n_ff = 2816;
-  s.n_head = 16;
-  s.n_head_kv = 4;
-  s.head_dim = 64;
-  const int64_t d_inner = 2048, d_state = 128, heads = 32, groups = 1;
-  s.conv_channels = d_inner + 2 * groups * d_state;
-  s.state_floats = d_state * d_inner;
-  const int64_t in_proj = 2 * d_inner + 2 * groups * d_state + heads;
-  GgufWriter w;
-  Rng rng;
-  Common(w, rng, s);
-  const std::string a = s.arch;
-  std::vector<int32_t> kv(static_cast<size_t>(s.n_layer));
-  for (int64_t l = 0; l < s.n_layer; ++l) kv[l] = (l % 6 == 5) ? static_cast<int32_t>(s.n_head_kv) : 0;
-  w.SetInt32Array(a + ".attention.head_count_kv", kv);
-  w.SetFloat32(a + ".attention.scale", 1.0f / 64.0f);
-  w.SetFloat32(a + ".embedding_scale", 12.0f);
-  w.SetFloat32(a + ".residual_scale", 0.22f);
-  w.SetFloat32(a + ".logit_scale", 8.0f);
-  w.SetBool(a + ".rope.scaling.finetuned", false);
-  w.SetUint32(a + ".ssm.inner_size", static_cast<uint32_t>(d_inner));
-  w.SetUint32(a + ".ssm.state_size", static_cast<uint32_t>(d_state));
-  w.SetUint32(a + ".ssm.time_step_rank", static_cast<uint32_t>(heads));
-  w.SetUint32(a + ".ssm.group_count", static_cast<uint32_t>(groups));
-  const int64_t E = s.n_embd;
-  for (int64_t l = 0; l < s.n_layer; ++l) {
-    const std::string p = "blk." + std::to_string(l) + ".";
-    const bool rec = kv[l] == 0;
-    s.recurrent.push_back(rec);
-    Ones(w, p + "attn_norm.weight", {E});
-    Ones(w, p + "ffn_norm.weight", {E});
-    if (rec) {
-      Matrix(w, rng, s, p + "ssm_in.weight", E, in_proj);
-      Matrix(w, rng, s, p + "ssm_out.weight", d_inner, E);
-      w.AddF32Tensor(p + "ssm_conv1d.weight", {s.d_conv, s.conv_channels}, rng.Vec(s.d_conv * s.conv_channels, -0.5f, 0.5f));
-      w.AddF32Tensor(p + "ssm_conv1d.bias", {s.conv_channels}, rng.Vec(s.conv_channels, -0.1f, 0.1f));
-      w.AddF32Tensor(p + "ssm_dt.bias", {heads}, rng.Vec(heads, -4.0f, -2.0f));
-      w.AddF32Tensor(p + "ssm_a", {1, heads}, rng.Vec(heads, -8.0f, -1.0f));
-      Ones(w, p + "ssm_d", {1, heads});
-      Ones(w, p + "ssm_norm.weight", {d_inner / groups, groups});
-    } else {
-      Matrix(w, rng, s, p + "attn_q.weight", E, s.n_head * s.head_dim);
-      Matrix(w, rng, s, p + "attn_k.weight", E, s.n_head_kv * s.head_dim);
-      Matrix(w, rng, s, p + "attn_v.weight", E, s.n_head_kv * s.head_dim);
-      Matrix(w, rng, s, p + "attn_output.weight", s.n_head * s.head_dim, E);
-    }
-    Ffn(w, rng, s, p);
-  }
-  return w.Serialize();
+// A granitehybrid of similar size: attention at 5, 11, 17, 23.
+Spec GraniteSpec() {
+  const synthetic::GraniteHybridShape g{.n_embd = 1024, .n_ff = 2816, .n_vocab = kVocab, .n_layer = 24, .n_head = 16,
+                                        .n_head_kv = 4, .attention_period = 6, .d_inner = 2048, .d_state = 128,
+                                        .ssm_heads = 32, .n_ctx = 1 << 16, .embedding_scale = 12.0f,
+                                        .residual_scale = 0.22f, .logit_scale = 8.0f, .tied_output = true};
+  Spec s{"granitehybrid", synthetic::GraniteHybrid(g), g.n_embd, g.n_layer, g.n_ff, g.n_head_kv, g.head_dim(),
+         g.d_conv};
+  for (int32_t l = 0; l < g.n_layer; ++l) s.n_rec += !g.attention(l);
+  s.conv_channels = g.conv_channels();
+  s.state_floats = g.d_state * g.inner();
+  return s;
 }
 
 struct Baselines {
@@ -252,19 +115,12 @@ double SgemmFlops(int threads, int64_t M) {
 // before the figure it is compared with.
 int RunModel(const std::string& which, GgmlType type, int threads, int prompt, int decode) {
   Baselines base;
-  Spec s;
-  s.type = type;
   const auto t_build = Clock::now();
-  std::vector<uint8_t> bytes = which == "qwen35" ? BuildQwen35(s) : BuildGranite(s);
-  auto model = ModelFile::FromBuffer(bytes, "bench-" + which);
-  bytes = std::vector<uint8_t>();
-  if (!model.ok()) {
-    std::fprintf(stderr, "synthetic model: %s\n", std::string(model.status().message()).c_str());
-    return 1;
-  }
+  Spec s = which == "qwen35" ? Qwen35Spec() : GraniteSpec();
+  s.model.weight_type = type;
   BackendOptions options;
   options.n_threads = threads;
-  auto backend = CreateHybridBackend(std::shared_ptr<const ModelFile>(std::move(*model)), options);
+  auto backend = HybridFamily().create(bench::ModelOrDie(s.model, "bench-" + which), options);
   if (!backend.ok()) {
     std::fprintf(stderr, "create: %s\n", std::string(backend.status().message()).c_str());
     return 1;
@@ -272,14 +128,13 @@ int RunModel(const std::string& which, GgmlType type, int threads, int prompt, i
   Backend& b = **backend;
   std::printf("\n== synthetic %s: n_embd %ld, %ld layers (%ld recurrent, %ld attention), ffn %ld, vocab %ld, %s; "
               "built in %.1f s; weights read per token %.1f MiB\n",
-              which.c_str(), s.n_embd, s.n_layer, s.n_rec(), s.n_attn(), s.n_ff, kVocab,
+              which.c_str(), s.n_embd, s.n_layer, s.n_rec, s.n_attn(), s.n_ff, kVocab,
               type == GgmlType::kF32 ? "F32" : "Q8_0 matrices",
               Seconds(t_build, Clock::now()), b.info().weight_bytes / 1048576.0);
 
   std::vector<TokenId> tokens(static_cast<size_t>(prompt));
   for (int i = 0; i < prompt; ++i) tokens[i] = static_cast<TokenId>((i * 7919 + 1) % kVocab);
   const int32_t last_row[] = {prompt - 1};
-  const int32_t row0[] = {0};
 
   std::unique_ptr<SequenceMemory> memory;
   base.sgemm_flops = SgemmFlops(threads, prompt);
@@ -288,7 +143,7 @@ int RunModel(const std::string& which, GgmlType type, int threads, int prompt, i
     SequenceRun run{memory.get(), 0, tokens, nullptr, last_row, {}};
     if (!b.Forward(std::span<const SequenceRun>(&run, 1)).ok()) std::abort();
   });
-  const double prompt_flops = 2.0 * static_cast<double>(s.matrix_elems) * prompt;
+  const double prompt_flops = 2.0 * static_cast<double>(s.matrix_elems()) * prompt;
   const double prompt_tps = prompt / prompt_s;
   const double prompt_roof_tps = prompt / (prompt_flops / base.sgemm_flops);
 
@@ -296,23 +151,13 @@ int RunModel(const std::string& which, GgmlType type, int threads, int prompt, i
     ThreadPool pool(threads);
     base.bandwidth = bench::ReadBandwidth1GiB(pool, 3);
   }
-  TokenId next = 5;
-  const auto t_dec = Clock::now();
-  for (int i = 0; i < decode; ++i) {
-    const TokenId tok[] = {next};
-    SequenceRun run{memory.get(), memory->next_pos(), tok, nullptr, row0, {}};
-    auto out = b.Forward(std::span<const SequenceRun>(&run, 1));
-    if (!out.ok()) std::abort();
-    next = static_cast<TokenId>(std::max_element((*out)[0].values.begin(), (*out)[0].values.end()) -
-                                (*out)[0].values.begin());
-  }
-  const double decode_s = Seconds(t_dec, Clock::now()) / decode;
+  const double decode_s = bench::DecodeGreedy(b, memory.get(), decode);
   const double decode_roof_s = static_cast<double>(b.info().weight_bytes) / base.bandwidth;
 
   // Checkpoint size beside the formula: per recurrent layer, the last
   // d_conv - 1 conv inputs and the recurrent state, F32.
   const size_t cp_bytes = memory->Bytes(SnapshotScope::kCheckpoint);
-  const size_t cp_formula = static_cast<size_t>(s.n_rec() * ((s.d_conv - 1) * s.conv_channels + s.state_floats) * 4);
+  const size_t cp_formula = static_cast<size_t>(s.n_rec * ((s.d_conv - 1) * s.conv_channels + s.state_floats) * 4);
   const size_t full_bytes = memory->Bytes(SnapshotScope::kFull);
   const size_t rows = static_cast<size_t>(memory->next_pos());
   const size_t kv_formula = static_cast<size_t>(s.n_attn() * 2 * s.n_head_kv * s.head_dim * 4) * rows;
@@ -334,7 +179,7 @@ int RunModel(const std::string& which, GgmlType type, int threads, int prompt, i
               base.bandwidth / 1e9);
   std::printf("%-36s %14zu %14zu %7.4fx  (formula: %ld recurrent layers x ((%ld - 1) x %ld conv + %ld state) x 4 B)\n",
               "checkpoint bytes per sequence", cp_bytes, cp_formula, static_cast<double>(cp_bytes) / cp_formula,
-              s.n_rec(), s.d_conv, s.conv_channels, s.state_floats);
+              s.n_rec, s.d_conv, s.conv_channels, s.state_floats);
   std::printf("%-36s %14zu %14zu %7.4fx  (formula: checkpoint + %ld attention layers x 2 x %ld x 4 B x %zu rows)\n",
               "full snapshot bytes", full_bytes, cp_formula + kv_formula,
               static_cast<double>(full_bytes) / (cp_formula + kv_formula), s.n_attn(), s.n_head_kv * s.head_dim, rows);
@@ -353,15 +198,9 @@ int Main(int argc, char** argv) {
   std::string which = "all", types = "all";
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string k = argv[i];
-    if (k == "--model" || k == "--type") {
-      (k == "--model" ? which : types) = argv[i + 1];
-      continue;
-    }
-    const int v = std::atoi(argv[i + 1]);
-    if (k == "--threads") threads = v;
-    else if (k == "--prompt") prompt = v;
-    else if (k == "--decode") decode = v;
+    if (k == "--model" || k == "--type") (k == "--model" ? which : types) = argv[i + 1];
   }
+  bench::IntFlags(argc, argv, {{"--threads", &threads}, {"--prompt", &prompt}, {"--decode", &decode}});
   if (threads <= 0 || prompt <= 0 || decode <= 0 || (which != "all" && which != "qwen35" && which != "granitehybrid") ||
       (types != "all" && types != "f32" && types != "q8_0")) {
     std::fprintf(stderr, "usage: bench_forward_hybrid [--threads N] [--prompt N] [--decode N] "

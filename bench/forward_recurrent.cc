@@ -23,89 +23,36 @@
 
 #include "backends/kernels/thread_pool.h"
 #include "backends/model/gguf.h"
-#include "backends/model/gguf_writer.h"
 #include "backends/recurrent/recurrent_backend.h"
 #include "bench/bench_util.h"
-
-extern "C" void openblas_set_num_threads(int);
+#include "synthetic/architectures.h"
 
 namespace cairn {
 namespace {
 
 using bench::Best;
 using bench::Clock;
-using bench::Rng;
 using bench::Seconds;
-
-struct Shape {
-  int64_t n_embd = 1024, n_layer = 24, d_state = 128, n_head = 16, n_group = 1, d_conv = 4, n_vocab = 32000;
-  int64_t d_inner() const { return 2 * n_embd; }
-  int64_t conv_ch() const { return d_inner() + 2 * n_group * d_state; }
-  int64_t in_proj() const { return 2 * d_inner() + 2 * n_group * d_state + n_head; }
-};
-
-std::shared_ptr<const ModelFile> BuildModel(const Shape& s) {
-  GgufWriter w;
-  const std::string a = "mamba2";
-  w.SetString("general.architecture", a);
-  w.SetUint32(a + ".context_length", 1 << 20);
-  w.SetUint32(a + ".embedding_length", static_cast<uint32_t>(s.n_embd));
-  w.SetUint32(a + ".block_count", static_cast<uint32_t>(s.n_layer));
-  w.SetFloat32(a + ".attention.layer_norm_rms_epsilon", 1e-5f);
-  w.SetUint32(a + ".ssm.conv_kernel", static_cast<uint32_t>(s.d_conv));
-  w.SetUint32(a + ".ssm.inner_size", static_cast<uint32_t>(s.d_inner()));
-  w.SetUint32(a + ".ssm.state_size", static_cast<uint32_t>(s.d_state));
-  w.SetUint32(a + ".ssm.time_step_rank", static_cast<uint32_t>(s.n_head));
-  w.SetUint32(a + ".ssm.group_count", static_cast<uint32_t>(s.n_group));
-  Rng rng;
-  // Scales keep activations of order 1 through 24 residual layers.
-  const float in_scale = 1.0f / std::sqrt(static_cast<float>(s.n_embd));
-  const float out_scale = 1.0f / std::sqrt(static_cast<float>(s.d_inner()));
-  w.AddF32Tensor("token_embd.weight", {s.n_embd, s.n_vocab}, rng.Vec(s.n_embd * s.n_vocab, -1.0f, 1.0f));
-  w.AddF32Tensor("output_norm.weight", {s.n_embd}, std::vector<float>(s.n_embd, 1.0f));
-  w.AddF32Tensor("output.weight", {s.n_embd, s.n_vocab}, rng.Vec(s.n_embd * s.n_vocab, -in_scale, in_scale));
-  for (int64_t l = 0; l < s.n_layer; ++l) {
-    const std::string p = "blk." + std::to_string(l) + ".";
-    w.AddF32Tensor(p + "attn_norm.weight", {s.n_embd}, std::vector<float>(s.n_embd, 1.0f));
-    w.AddF32Tensor(p + "ssm_in.weight", {s.n_embd, s.in_proj()}, rng.Vec(s.n_embd * s.in_proj(), -in_scale, in_scale));
-    w.AddF32Tensor(p + "ssm_conv1d.weight", {s.d_conv, s.conv_ch()}, rng.Vec(s.d_conv * s.conv_ch(), -0.5f, 0.5f));
-    w.AddF32Tensor(p + "ssm_conv1d.bias", {s.conv_ch()}, rng.Vec(s.conv_ch(), -0.1f, 0.1f));
-    w.AddF32Tensor(p + "ssm_dt.bias", {s.n_head}, rng.Vec(s.n_head, -4.0f, -2.0f));
-    w.AddF32Tensor(p + "ssm_a", {1, s.n_head}, rng.Vec(s.n_head, -8.0f, -1.0f));
-    w.AddF32Tensor(p + "ssm_d", {1, s.n_head}, std::vector<float>(s.n_head, 1.0f));
-    w.AddF32Tensor(p + "ssm_norm.weight", {s.d_inner() / s.n_group, s.n_group}, std::vector<float>(s.d_inner(), 1.0f));
-    w.AddF32Tensor(p + "ssm_out.weight", {s.d_inner(), s.n_embd}, rng.Vec(s.d_inner() * s.n_embd, -out_scale, out_scale));
-  }
-  std::vector<uint8_t> bytes = w.Serialize();
-  w = GgufWriter();
-  return bench::ModelOrDie(bytes, "bench-mamba2");
-}
 
 }  // namespace
 
 int Main(int argc, char** argv) {
   KeepFreedSnapshotMemory();
   int threads = 2, prompt = 512, decode = 32;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string k = argv[i];
-    const int v = std::atoi(argv[i + 1]);
-    if (k == "--threads") threads = v;
-    else if (k == "--prompt") prompt = v;
-    else if (k == "--decode") decode = v;
-  }
-  const Shape s;
+  bench::IntFlags(argc, argv, {{"--threads", &threads}, {"--prompt", &prompt}, {"--decode", &decode}});
+  const synthetic::Mamba2Shape s{.n_embd = 1024, .n_vocab = 32000, .d_state = 128, .n_head = 16, .n_layer = 24};
   std::printf("synthetic mamba2: n_embd %ld, %ld layers, d_inner %ld, d_state %ld, %ld heads, %ld group, vocab %ld, F32, %d threads\n",
-              s.n_embd, s.n_layer, s.d_inner(), s.d_state, s.n_head, s.n_group, s.n_vocab, threads);
+              s.n_embd, s.n_layer, s.inner(), s.d_state, s.n_head, s.n_group, s.n_vocab, threads);
 
   // The machine is shared: every measurement is repeated `reps` times, each
   // time right next to its baseline, and the best of each is kept, so that
   // both see the same (least) contention.
   const int reps = 3;
   const int64_t M = prompt;
-  std::vector<float> ga(static_cast<size_t>(M * s.d_inner()), 0.01f), gc(static_cast<size_t>(M * s.in_proj()));
+  std::vector<float> ga(static_cast<size_t>(M * s.inner()), 0.01f), gc(static_cast<size_t>(M * s.in_proj()));
   std::vector<float> w_in(static_cast<size_t>(s.n_embd * s.in_proj()), 0.01f);
-  std::vector<float> w_out(static_cast<size_t>(s.d_inner() * s.n_embd), 0.01f);
-  const double layer_flops = 2.0 * M * (s.n_embd * s.in_proj() + s.d_inner() * s.n_embd);
+  std::vector<float> w_out(static_cast<size_t>(s.inner() * s.n_embd), 0.01f);
+  const double layer_flops = 2.0 * M * (s.n_embd * s.in_proj() + s.inner() * s.n_embd);
   // cblas_sgemm with OpenBLAS's own `threads` threads on one layer's two
   // projection shapes. The backend's MatMul runs OpenBLAS single-threaded
   // under its own pool, so the count is put back to 1 afterwards.
@@ -114,8 +61,8 @@ int Main(int argc, char** argv) {
     const double t = Best(2, [&] {
       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, s.in_proj(), s.n_embd, 1.0f, ga.data(), s.n_embd,
                   w_in.data(), s.n_embd, 0.0f, gc.data(), s.in_proj());
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, s.n_embd, s.d_inner(), 1.0f, ga.data(), s.d_inner(),
-                  w_out.data(), s.d_inner(), 0.0f, gc.data(), s.n_embd);
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, s.n_embd, s.inner(), 1.0f, ga.data(), s.inner(),
+                  w_out.data(), s.inner(), 0.0f, gc.data(), s.n_embd);
     });
     openblas_set_num_threads(1);
     return t;
@@ -125,10 +72,10 @@ int Main(int argc, char** argv) {
 
   // --- The model.
   const auto t_build = Clock::now();
-  std::shared_ptr<const ModelFile> model = BuildModel(s);
+  std::shared_ptr<const ModelFile> model = bench::ModelOrDie(synthetic::Mamba2(s), "bench-mamba2");
   BackendOptions options;
   options.n_threads = threads;
-  auto backend = CreateRecurrentBackend(model, options);
+  auto backend = RecurrentFamily().create(model, options);
   if (!backend.ok()) {
     std::fprintf(stderr, "create: %s\n", std::string(backend.status().message()).c_str());
     return 1;
@@ -150,7 +97,6 @@ int Main(int argc, char** argv) {
   double gemm_s = 1e30, prompt_s = 1e30, bw_s = 1e30, decode_s = 1e30, tail_s = 1e30;
   std::unique_ptr<SequenceMemory> memory;
   std::vector<RunLogits> kept;  // the last run's snapshots stay alive, as in a store
-  TokenId next = 5;
   for (int r = 0; r < reps; ++r) {
     gemm_s = std::min(gemm_s, sgemm_layer());
     const auto t0 = Clock::now();
@@ -168,16 +114,7 @@ int Main(int argc, char** argv) {
     kept = *std::move(tail_out);
 
     bw_s = std::min(bw_s, 1.0 / bench::ReadBandwidth(bw_pool, bw_buf, 2));  // seconds per byte
-    const auto t1 = Clock::now();
-    for (int i = 0; i < decode; ++i) {
-      const TokenId tok[] = {next};
-      SequenceRun step{memory.get(), memory->next_pos(), tok, nullptr, row0, {}};
-      auto out = b.Forward(std::span<const SequenceRun>(&step, 1));
-      if (!out.ok()) std::abort();
-      next = static_cast<TokenId>(std::max_element((*out)[0].values.begin(), (*out)[0].values.end()) -
-                                  (*out)[0].values.begin());
-    }
-    decode_s = std::min(decode_s, Seconds(t1, Clock::now()) / decode);
+    decode_s = std::min(decode_s, bench::DecodeGreedy(b, memory.get(), decode));
   }
   const double sgemm_flops = layer_flops / gemm_s;
   const double bandwidth = 1.0 / bw_s;

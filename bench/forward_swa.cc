@@ -30,74 +30,23 @@
 
 #include "backends/kernels/thread_pool.h"
 #include "backends/model/gguf.h"
-#include "backends/model/gguf_writer.h"
 #include "backends/swa/swa_backend.h"
 #include "bench/bench_util.h"
-
-extern "C" void openblas_set_num_threads(int);
+#include "synthetic/architectures.h"
 
 namespace cairn {
 namespace {
 
 using bench::Best;
 using bench::Clock;
-using bench::Rng;
 using bench::Seconds;
 
-struct Shape {
-  int64_t n_embd = 1152, n_head = 4, n_head_kv = 1, head_dim = 256, n_ff = 6912, n_vocab = 32000;
-  int64_t n_layer = 12, window = 512, pattern = 6;
-  int64_t q_dim() const { return n_head * head_dim; }
-  int64_t kv_dim() const { return n_head_kv * head_dim; }
-  int64_t n_local() const {
-    int64_t n = 0;
-    for (int64_t il = 0; il < n_layer; ++il) n += il % pattern < pattern - 1;
-    return n;
-  }
-};
-
-std::shared_ptr<const ModelFile> BuildModel(const Shape& s, const std::string& name) {
-  GgufWriter w;
-  const std::string a = "gemma3";
-  w.SetString("general.architecture", a);
-  w.SetUint32(a + ".context_length", 32768);
-  w.SetUint32(a + ".embedding_length", static_cast<uint32_t>(s.n_embd));
-  w.SetUint32(a + ".block_count", static_cast<uint32_t>(s.n_layer));
-  w.SetUint32(a + ".feed_forward_length", static_cast<uint32_t>(s.n_ff));
-  w.SetUint32(a + ".attention.head_count", static_cast<uint32_t>(s.n_head));
-  w.SetUint32(a + ".attention.head_count_kv", static_cast<uint32_t>(s.n_head_kv));
-  w.SetUint32(a + ".attention.key_length", static_cast<uint32_t>(s.head_dim));
-  w.SetUint32(a + ".attention.value_length", static_cast<uint32_t>(s.head_dim));
-  w.SetFloat32(a + ".attention.layer_norm_rms_epsilon", 1e-6f);
-  w.SetUint32(a + ".attention.sliding_window", static_cast<uint32_t>(s.window));
-  w.SetUint32(a + ".attention.sliding_window_pattern", static_cast<uint32_t>(s.pattern));
-  w.SetFloat32(a + ".rope.freq_base", 1e6f);
-  w.SetFloat32(a + ".rope.freq_base_swa", 1e4f);
-  Rng rng;
-  const float e_in = 1.0f / std::sqrt(static_cast<float>(s.n_embd));
-  const float f_in = 1.0f / std::sqrt(static_cast<float>(s.n_ff));
-  const float q_in = 1.0f / std::sqrt(static_cast<float>(s.q_dim()));
-  const std::vector<float> ones_e(s.n_embd, 1.0f), ones_d(s.head_dim, 1.0f);
-  w.AddF32Tensor("token_embd.weight", {s.n_embd, s.n_vocab}, rng.Vec(s.n_embd * s.n_vocab, -e_in, e_in));
-  w.AddF32Tensor("output_norm.weight", {s.n_embd}, ones_e);
-  for (int64_t l = 0; l < s.n_layer; ++l) {
-    const std::string p = "blk." + std::to_string(l) + ".";
-    for (const char* n : {"attn_norm", "post_attention_norm", "ffn_norm", "post_ffw_norm"}) {
-      w.AddF32Tensor(p + n + ".weight", {s.n_embd}, ones_e);
-    }
-    w.AddF32Tensor(p + "attn_q_norm.weight", {s.head_dim}, ones_d);
-    w.AddF32Tensor(p + "attn_k_norm.weight", {s.head_dim}, ones_d);
-    w.AddF32Tensor(p + "attn_q.weight", {s.n_embd, s.q_dim()}, rng.Vec(s.n_embd * s.q_dim(), -e_in, e_in));
-    w.AddF32Tensor(p + "attn_k.weight", {s.n_embd, s.kv_dim()}, rng.Vec(s.n_embd * s.kv_dim(), -e_in, e_in));
-    w.AddF32Tensor(p + "attn_v.weight", {s.n_embd, s.kv_dim()}, rng.Vec(s.n_embd * s.kv_dim(), -e_in, e_in));
-    w.AddF32Tensor(p + "attn_output.weight", {s.q_dim(), s.n_embd}, rng.Vec(s.q_dim() * s.n_embd, -q_in, q_in));
-    w.AddF32Tensor(p + "ffn_gate.weight", {s.n_embd, s.n_ff}, rng.Vec(s.n_embd * s.n_ff, -e_in, e_in));
-    w.AddF32Tensor(p + "ffn_up.weight", {s.n_embd, s.n_ff}, rng.Vec(s.n_embd * s.n_ff, -e_in, e_in));
-    w.AddF32Tensor(p + "ffn_down.weight", {s.n_ff, s.n_embd}, rng.Vec(s.n_ff * s.n_embd, -f_in, f_in));
-  }
-  std::vector<uint8_t> bytes = w.Serialize();
-  w = GgufWriter();
-  return bench::ModelOrDie(bytes, name);
+int64_t QueryDim(const synthetic::GemmaShape& s) { return int64_t{s.n_head} * s.head_dim; }
+int64_t KvDim(const synthetic::GemmaShape& s) { return int64_t{s.n_head_kv} * s.head_dim; }
+int64_t LocalLayers(const synthetic::GemmaShape& s) {
+  int64_t n = 0;
+  for (int32_t il = 0; il < s.n_layer; ++il) n += il % s.pattern < s.pattern - 1;
+  return n;
 }
 
 std::unique_ptr<Backend> MakeBackend(std::shared_ptr<const ModelFile> model, int threads, int32_t slack) {
@@ -105,7 +54,7 @@ std::unique_ptr<Backend> MakeBackend(std::shared_ptr<const ModelFile> model, int
   options.n_threads = threads;
   SwaOptions swa;
   swa.rollback_slack = slack;
-  auto b = CreateSwaBackend(std::move(model), options, swa);
+  auto b = SwaFamily(swa).create(std::move(model), options);
   if (!b.ok()) {
     std::fprintf(stderr, "create: %s\n", std::string(b.status().message()).c_str());
     std::exit(1);
@@ -123,47 +72,26 @@ void Prefill(Backend& b, SequenceMemory* mem, const std::vector<TokenId>& tokens
   }
 }
 
-// Seconds per token of greedy decoding `n` tokens.
-double Decode(Backend& b, SequenceMemory* mem, int n) {
-  TokenId next = 5;
-  const int32_t row0[] = {0};
-  const auto t0 = Clock::now();
-  for (int i = 0; i < n; ++i) {
-    const TokenId tok[] = {next};
-    SequenceRun run{mem, mem->next_pos(), tok, nullptr, row0, {}};
-    auto out = b.Forward(std::span<const SequenceRun>(&run, 1));
-    if (!out.ok()) std::abort();
-    next = static_cast<TokenId>(std::max_element((*out)[0].values.begin(), (*out)[0].values.end()) -
-                                (*out)[0].values.begin());
-  }
-  return Seconds(t0, Clock::now()) / n;
-}
-
 }  // namespace
 
 int Main(int argc, char** argv) {
-  int threads = 2, prompt = 512, decode = 16, context = 4096;
-  Shape s;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string k = argv[i];
-    const int v = std::atoi(argv[i + 1]);
-    if (k == "--threads") threads = v;
-    else if (k == "--prompt") prompt = v;
-    else if (k == "--decode") decode = v;
-    else if (k == "--context") context = v;
-    else if (k == "--layers") s.n_layer = v;
-  }
+  int threads = 2, prompt = 512, decode = 16, context = 4096, layers = 12;
+  bench::IntFlags(argc, argv, {{"--threads", &threads}, {"--prompt", &prompt}, {"--decode", &decode},
+                               {"--context", &context}, {"--layers", &layers}});
+  // Gemma 3 1B's attention geometry.
+  synthetic::GemmaShape s{.n_embd = 1152, .n_ff = 6912, .n_vocab = 32000, .n_layer = layers, .n_head = 4,
+                          .n_head_kv = 1, .head_dim = 256, .window = 512, .pattern = 6};
   std::printf("synthetic gemma3: n_embd %ld, %ld layers (%ld local, window %ld), %ld heads / %ld KV heads of %ld, "
               "ffn %ld, vocab %ld, F32, %d threads\n",
-              s.n_embd, s.n_layer, s.n_local(), s.window, s.n_head, s.n_head_kv, s.head_dim, s.n_ff, s.n_vocab,
+              s.n_embd, s.n_layer, LocalLayers(s), s.window, s.n_head, s.n_head_kv, s.head_dim, s.n_ff, s.n_vocab,
               threads);
 
   // --- Baselines (OpenBLAS on its own threads, before the backend pins it).
   openblas_set_num_threads(threads);
   const int64_t M = prompt, E = s.n_embd, F = s.n_ff;
-  const int64_t qkv = s.q_dim() + 2 * s.kv_dim();
-  std::vector<float> act(static_cast<size_t>(M * std::max(F, s.q_dim())), 0.01f), out(static_cast<size_t>(M * 2 * F));
-  std::vector<float> w_qkv(static_cast<size_t>(E * qkv), 0.01f), w_o(static_cast<size_t>(s.q_dim() * E), 0.01f),
+  const int64_t qkv = QueryDim(s) + 2 * KvDim(s);
+  std::vector<float> act(static_cast<size_t>(M * std::max(F, QueryDim(s))), 0.01f), out(static_cast<size_t>(M * 2 * F));
+  std::vector<float> w_qkv(static_cast<size_t>(E * qkv), 0.01f), w_o(static_cast<size_t>(QueryDim(s) * E), 0.01f),
       w_gu(static_cast<size_t>(E * 2 * F), 0.01f), w_d(static_cast<size_t>(F * E), 0.01f);
   auto gemm = [&](int64_t n_out, int64_t n_in, const float* w) {
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, n_out, n_in, 1.0f, act.data(), n_in, w, n_in, 0.0f,
@@ -171,11 +99,11 @@ int Main(int argc, char** argv) {
   };
   const double gemm_s = Best(3, [&] {
     gemm(qkv, E, w_qkv.data());
-    gemm(E, s.q_dim(), w_o.data());
+    gemm(E, QueryDim(s), w_o.data());
     gemm(2 * F, E, w_gu.data());
     gemm(E, F, w_d.data());
   });
-  const double layer_flops = 2.0 * M * (E * qkv + s.q_dim() * E + 2 * E * F + F * E);
+  const double layer_flops = 2.0 * M * (E * qkv + QueryDim(s) * E + 2 * E * F + F * E);
   const double sgemm_flops = layer_flops / gemm_s;
   openblas_set_num_threads(1);
   act = {}; out = {}; w_qkv = {}; w_o = {}; w_gu = {}; w_d = {};
@@ -190,7 +118,7 @@ int Main(int argc, char** argv) {
   size_t weight_bytes = 0;
   {
     const auto t_build = Clock::now();
-    std::unique_ptr<Backend> b = MakeBackend(BuildModel(s, "bench-gemma3"), threads, 512);
+    std::unique_ptr<Backend> b = MakeBackend(bench::ModelOrDie(synthetic::Gemma(s), "bench-gemma3"), threads, 512);
     weight_bytes = b->info().weight_bytes;
     std::printf("model built in %.1f s; weights read per token %.1f MiB\n", Seconds(t_build, Clock::now()),
                 weight_bytes / 1048576.0);
@@ -201,28 +129,28 @@ int Main(int argc, char** argv) {
     });
     prompt_tps = prompt / prompt_s;
     prompt_roof_tps = prompt / (layer_flops * s.n_layer / sgemm_flops);
-    decode_s = Decode(*b, mem.get(), decode);
+    decode_s = bench::DecodeGreedy(*b, mem.get(), decode);
     decode_roof_s = static_cast<double>(weight_bytes) / bandwidth;
   }
 
   // --- A 4k context: same attention geometry at full depth, narrow FFN.
-  Shape c = s;
+  synthetic::GemmaShape c = s;
   c.n_layer = 26;
   c.n_ff = 256;
   const int32_t slack = 512;
-  std::unique_ptr<Backend> cb = MakeBackend(BuildModel(c, "bench-gemma3-context"), threads, slack);
+  std::unique_ptr<Backend> cb = MakeBackend(bench::ModelOrDie(synthetic::Gemma(c), "bench-gemma3-context"), threads, slack);
   auto short_mem = *cb->NewSequence();
   Prefill(*cb, short_mem.get(), tokens, 64, 64);
-  const double decode_short_s = Decode(*cb, short_mem.get(), decode);
+  const double decode_short_s = bench::DecodeGreedy(*cb, short_mem.get(), decode);
   auto mem = *cb->NewSequence();
   const auto t_fill = Clock::now();
   Prefill(*cb, mem.get(), tokens, context, 512);
   const double fill_s = Seconds(t_fill, Clock::now());
   const size_t cp_bytes = mem->Bytes(SnapshotScope::kCheckpoint);
   const size_t full_bytes = mem->Bytes(SnapshotScope::kFull);
-  const size_t row_bytes = static_cast<size_t>(2 * c.kv_dim()) * sizeof(float);
+  const size_t row_bytes = static_cast<size_t>(2 * KvDim(c)) * sizeof(float);
   const size_t header = (*cb->NewSequence())->Bytes(SnapshotScope::kCheckpoint);  // empty rings: the header alone
-  const size_t formula = static_cast<size_t>(c.n_local()) * (c.window - 1 + slack) * row_bytes + header;
+  const size_t formula = static_cast<size_t>(LocalLayers(c)) * (c.window - 1 + slack) * row_bytes + header;
   const size_t full_kv_all_layers = static_cast<size_t>(c.n_layer) * context * row_bytes;
   Snapshot snap;
   const double capture_s = Best(5, [&] { snap = *mem->Capture(SnapshotScope::kCheckpoint); });
@@ -232,7 +160,7 @@ int Main(int argc, char** argv) {
   });
   const bench::MemcpySeconds copy = bench::MeasureMemcpy(cp_bytes, 5);
   const double memcpy_s = copy.reused, memcpy_fresh_s = copy.fresh;
-  const double decode_long_s = Decode(*cb, mem.get(), decode);
+  const double decode_long_s = bench::DecodeGreedy(*cb, mem.get(), decode);
 
   std::printf("\n%-40s %14s %14s %8s\n", "row", "cairn", "baseline", "ratio");
   std::printf("%-40s %12.1f/s %12.1f/s %7.1f%%   (baseline: cblas_sgemm %.1f GFLOP/s on the projections)\n",
@@ -242,10 +170,10 @@ int Main(int argc, char** argv) {
               "decode tokens/s", 1.0 / decode_s, 1.0 / decode_roof_s, 100.0 * decode_roof_s / decode_s,
               weight_bytes / 1048576.0, bandwidth / 1e9);
   std::printf("context model: 26 layers (%ld local), ffn %ld; %d positions absorbed in %.1f s (runs of 512)\n",
-              c.n_local(), c.n_ff, context, fill_s);
+              LocalLayers(c), c.n_ff, context, fill_s);
   std::printf("%-40s %14zu %14zu %7.3fx  (baseline: n_local %ld x (W-1+slack %ld) x (K+V) %zu B + header %zu)\n",
               ("checkpoint bytes at " + std::to_string(context)).c_str(), cp_bytes, formula,
-              static_cast<double>(cp_bytes) / formula, c.n_local(), c.window - 1 + slack, row_bytes, header);
+              static_cast<double>(cp_bytes) / formula, LocalLayers(c), c.window - 1 + slack, row_bytes, header);
   std::printf("%-40s %14zu %14zu %7.3fx  (baseline: full snapshot, global K/V included)\n",
               "checkpoint vs full snapshot bytes", cp_bytes, full_bytes, static_cast<double>(cp_bytes) / full_bytes);
   std::printf("%-40s %14zu %14zu %7.3fx  (baseline: full K/V of every layer, as a transformer would keep)\n",

@@ -70,7 +70,6 @@
 #include "absl/strings/str_split.h"
 #include "backends/backend.h"
 #include "backends/model/gguf.h"
-#include "backends/model/gguf_writer.h"
 #include "backends/register_builtin.h"
 #include "bench/bench_util.h"
 #include "cairn/v1/inference.grpc.pb.h"
@@ -78,9 +77,11 @@
 #include "checkpoint/options.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
-#include "service/demo_models.h"
-#include "service/log.h"
+#include "service/host/log.h"
+#include "service/programs/demo_catalog.h"
+#include "service/programs/demo_models.h"
 #include "service/server.h"
+#include "synthetic/architectures.h"
 
 namespace cairn {
 namespace {
@@ -103,86 +104,24 @@ using bench::Since;
 
 // ---- synthetic models (random weights, realistic ratios of shapes) ----
 //
-// GGUF bytes; served from temporary files. (The service's demo models have
-// other shapes and their own vocabulary: demo-hybrid-large is served by name,
-// these stay here.)
+// Served from temporary files. (The service's demo models have other shapes
+// and their own vocabulary: demo-hybrid-large is served by name.)
+
+std::vector<uint8_t> SerializeOrDie(const synthetic::SyntheticModel& model, const std::string& name) {
+  absl::StatusOr<std::vector<uint8_t>> bytes = model.Serialize();
+  if (!bytes.ok()) Die(name, bytes.status());
+  return *std::move(bytes);
+}
 
 std::vector<uint8_t> SyntheticLlama() {
-  const int64_t embd = 768, ff = 2048, vocab = 8192, layers = 8, heads = 12, kv_heads = 4;
-  GgufWriter w;
-  bench::Rng rng;
-  w.SetString("general.architecture", "llama");
-  w.SetUint32("llama.context_length", 8192);
-  w.SetUint32("llama.embedding_length", embd);
-  w.SetUint32("llama.block_count", layers);
-  w.SetUint32("llama.feed_forward_length", ff);
-  w.SetUint32("llama.attention.head_count", heads);
-  w.SetUint32("llama.attention.head_count_kv", kv_heads);
-  w.SetFloat32("llama.attention.layer_norm_rms_epsilon", 1e-5f);
-  w.SetFloat32("llama.rope.freq_base", 500000.0f);
-  const int64_t kv = embd / heads * kv_heads;
-  const float a = 1.0f / std::sqrt(static_cast<float>(embd));
-  const float b = 1.0f / std::sqrt(static_cast<float>(ff));
-  std::vector<float> ones(embd, 1.0f);
-  w.AddF32Tensor("token_embd.weight", {embd, vocab}, rng.SymmetricVec(embd * vocab, 1.0f));
-  w.AddF32Tensor("output_norm.weight", {embd}, ones);
-  w.AddF32Tensor("output.weight", {embd, vocab}, rng.SymmetricVec(embd * vocab, a));
-  for (int64_t l = 0; l < layers; ++l) {
-    const std::string p = "blk." + std::to_string(l) + ".";
-    w.AddF32Tensor(p + "attn_norm.weight", {embd}, ones);
-    w.AddF32Tensor(p + "ffn_norm.weight", {embd}, ones);
-    w.AddF32Tensor(p + "attn_q.weight", {embd, embd}, rng.SymmetricVec(embd * embd, a));
-    w.AddF32Tensor(p + "attn_k.weight", {embd, kv}, rng.SymmetricVec(embd * kv, a));
-    w.AddF32Tensor(p + "attn_v.weight", {embd, kv}, rng.SymmetricVec(embd * kv, a));
-    w.AddF32Tensor(p + "attn_output.weight", {embd, embd}, rng.SymmetricVec(embd * embd, a));
-    w.AddF32Tensor(p + "ffn_gate.weight", {embd, ff}, rng.SymmetricVec(embd * ff, a));
-    w.AddF32Tensor(p + "ffn_up.weight", {embd, ff}, rng.SymmetricVec(embd * ff, a));
-    w.AddF32Tensor(p + "ffn_down.weight", {ff, embd}, rng.SymmetricVec(ff * embd, b));
-  }
-  return w.Serialize();
+  return SerializeOrDie(synthetic::Llama({.n_embd = 768, .n_ff = 2048, .n_vocab = 8192, .n_layer = 8, .n_head = 12,
+                                          .n_head_kv = 4, .n_ctx = 8192, .rope_base = 500000.0f}),
+                        "synthetic-llama");
 }
 
 std::vector<uint8_t> SyntheticMamba2() {
-  const int64_t embd = 768, layers = 12, d_state = 64, n_head = 24, n_group = 1, d_conv = 4, vocab = 8192;
-  const int64_t d_inner = 2 * embd;
-  const int64_t conv_ch = d_inner + 2 * n_group * d_state;
-  const int64_t in_proj = 2 * d_inner + 2 * n_group * d_state + n_head;
-  GgufWriter w;
-  bench::Rng rng;
-  const std::string ar = "mamba2";
-  w.SetString("general.architecture", ar);
-  w.SetUint32(ar + ".context_length", 1 << 20);
-  w.SetUint32(ar + ".embedding_length", embd);
-  w.SetUint32(ar + ".block_count", layers);
-  w.SetFloat32(ar + ".attention.layer_norm_rms_epsilon", 1e-5f);
-  w.SetUint32(ar + ".ssm.conv_kernel", d_conv);
-  w.SetUint32(ar + ".ssm.inner_size", d_inner);
-  w.SetUint32(ar + ".ssm.state_size", d_state);
-  w.SetUint32(ar + ".ssm.time_step_rank", n_head);
-  w.SetUint32(ar + ".ssm.group_count", n_group);
-  const float in_scale = 1.0f / std::sqrt(static_cast<float>(embd));
-  const float out_scale = 1.0f / std::sqrt(static_cast<float>(d_inner));
-  w.AddF32Tensor("token_embd.weight", {embd, vocab}, rng.SymmetricVec(embd * vocab, 1.0f));
-  w.AddF32Tensor("output_norm.weight", {embd}, std::vector<float>(embd, 1.0f));
-  w.AddF32Tensor("output.weight", {embd, vocab}, rng.SymmetricVec(embd * vocab, in_scale));
-  for (int64_t l = 0; l < layers; ++l) {
-    const std::string p = "blk." + std::to_string(l) + ".";
-    w.AddF32Tensor(p + "attn_norm.weight", {embd}, std::vector<float>(embd, 1.0f));
-    w.AddF32Tensor(p + "ssm_in.weight", {embd, in_proj}, rng.SymmetricVec(embd * in_proj, in_scale));
-    w.AddF32Tensor(p + "ssm_conv1d.weight", {d_conv, conv_ch}, rng.SymmetricVec(d_conv * conv_ch, 0.5f));
-    w.AddF32Tensor(p + "ssm_conv1d.bias", {conv_ch}, rng.SymmetricVec(conv_ch, 0.1f));
-    std::vector<float> dt(n_head), a(n_head);
-    for (int64_t h = 0; h < n_head; ++h) {
-      dt[h] = -3.0f + rng.Symmetric(1.0f);
-      a[h] = -4.5f + rng.Symmetric(3.5f);
-    }
-    w.AddF32Tensor(p + "ssm_dt.bias", {n_head}, dt);
-    w.AddF32Tensor(p + "ssm_a", {1, n_head}, a);
-    w.AddF32Tensor(p + "ssm_d", {1, n_head}, std::vector<float>(n_head, 1.0f));
-    w.AddF32Tensor(p + "ssm_norm.weight", {d_inner / n_group, n_group}, std::vector<float>(d_inner, 1.0f));
-    w.AddF32Tensor(p + "ssm_out.weight", {d_inner, embd}, rng.SymmetricVec(d_inner * embd, out_scale));
-  }
-  return w.Serialize();
+  return SerializeOrDie(synthetic::Mamba2({.n_embd = 768, .n_vocab = 8192, .d_state = 64, .n_head = 24, .n_layer = 12}),
+                        "synthetic-mamba2");
 }
 
 // ---- scenarios ----
@@ -550,6 +489,7 @@ std::unique_ptr<service::Server> StartServer(const service::ModelSpec& spec, con
                                              int threads) {
   service::ServerOptions opt;
   opt.listen = "127.0.0.1:0";
+  opt.models_options.builtin = service::DemoModelCatalog();
   opt.models = {spec};
   opt.models_options.threads = threads;
   opt.models_options.checkpoint = options;

@@ -62,7 +62,7 @@
 #include "checkpoint/engine.h"
 #include "checkpoint/options.h"
 #include "checkpoint/prefix_index.h"
-#include "service/demo_models.h"
+#include "service/programs/demo_models.h"
 
 namespace cairn {
 namespace {

@@ -34,28 +34,6 @@ namespace {
 using bench::Best;
 using bench::Rng;
 
-// Random quant bytes with fp16 block scales of about 1/(64 sqrt(n_in)), as
-// bench/forward.cc makes its synthetic weights.
-std::vector<uint8_t> RandomMatrix(GgmlType type, int64_t n_in, int64_t n_out, Rng& rng) {
-  const size_t bytes = RowBytes(type, n_in) * static_cast<size_t>(n_out);
-  std::vector<uint8_t> data(bytes);
-  for (size_t i = 0; i + 8 <= bytes; i += 8) {
-    const uint64_t v = rng.Next();
-    std::memcpy(&data[i], &v, 8);
-  }
-  const float a = 1.0f / std::sqrt(static_cast<float>(n_in));
-  const uint16_t d = Fp32ToFp16(a / 64.0f), dmin = Fp32ToFp16(a / 256.0f);
-  for (size_t off = 0; off < bytes; off += Traits(type).block_bytes) {
-    if (type == GgmlType::kQ6_K) {
-      std::memcpy(&data[off + 208], &d, 2);
-    } else {
-      std::memcpy(&data[off], &d, 2);
-      std::memcpy(&data[off + 2], &dmin, 2);
-    }
-  }
-  return data;
-}
-
 double Median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
@@ -135,7 +113,7 @@ int Run(int argc, char** argv) {
       std::fprintf(stderr, "unknown type %s (q4_k, q5_k, q6_k)\n", std::string(name).c_str());
       return 2;
     }
-    const std::vector<uint8_t> one = RandomMatrix(type, n_in, n_out, rng);
+    const std::vector<uint8_t> one = bench::RandomWeights(type, n_in, n_out, rng);
     const size_t copies = std::max<size_t>(1, static_cast<size_t>(decode_mib << 20) / one.size());
     std::vector<uint8_t> all(one.size() * copies);
     for (size_t c = 0; c < copies; ++c) std::memcpy(all.data() + c * one.size(), one.data(), one.size());

@@ -16,6 +16,10 @@
 #     --cairn PATH      cairn's bench/forward (default build/bench/forward
 #                       of this checkout)
 #     --cairn-args ARGS extra arguments for bench/forward, word-split
+#     --baseline PATH   another bench/forward (e.g. built from an earlier
+#                       commit), run after cairn in each round with the
+#                       same arguments: a second table, the before of a
+#                       before/after taken in one sitting
 #
 # LLAMA_BUILD_DIR is llama.cpp's CMake build directory (llama-bench in bin/
 # below it) or the bin directory itself. Each run's figures go to stderr, the
@@ -24,7 +28,7 @@
 set -euo pipefail
 
 usage() {
-  sed -n '/^#   bench/,/^#     --cairn-args/p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '/^#   bench/,/^#                       before\/after/p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 die() {
@@ -33,10 +37,10 @@ die() {
 }
 
 here=$(cd "$(dirname "$0")" && pwd)
-rounds=3 threads=2 prompt=512 decode=32 cairn="$here/../build/bench/forward" cairn_args=""
+rounds=3 threads=2 prompt=512 decode=32 cairn="$here/../build/bench/forward" cairn_args="" baseline=""
 while [ $# -gt 0 ]; do
   case "$1" in
-    --rounds | --threads | --prompt | --decode | --cairn | --cairn-args)
+    --rounds | --threads | --prompt | --decode | --cairn | --cairn-args | --baseline)
       [ $# -ge 2 ] || die "$1 needs a value"
       case "$1" in
         --rounds) rounds=$2 ;;
@@ -45,6 +49,7 @@ while [ $# -gt 0 ]; do
         --decode) decode=$2 ;;
         --cairn) cairn=$2 ;;
         --cairn-args) cairn_args=$2 ;;
+        --baseline) baseline=$2 ;;
       esac
       shift 2
       ;;
@@ -67,6 +72,7 @@ for c in "$llama_dir/bin/llama-bench" "$llama_dir/llama-bench"; do
 done
 [ -n "$llama_bench" ] || die "no llama-bench in '$llama_dir/bin' or '$llama_dir' (build llama.cpp's llama-bench target)"
 [ -x "$cairn" ] || die "cairn's bench/forward '$cairn' is missing (ninja -C build bench_forward, or --cairn PATH)"
+[ -z "$baseline" ] || [ -x "$baseline" ] || die "the baseline bench/forward '$baseline' is missing"
 for m in "$@"; do
   [ -f "$m" ] || die "model file '$m' does not exist"
 done
@@ -90,11 +96,12 @@ if pp is None or tg is None: sys.exit("llama-bench printed no pp or tg record")
 print(pp, tg)' <<<"$out" || die "cannot read llama-bench's output on $1"
 }
 
-# "PROMPT_TPS DECODE_TPS" of one bench/forward run (its "median of" line).
+# "PROMPT_TPS DECODE_TPS" of one bench/forward run (its "median of" line):
+# run_cairn MODEL THREADS [BINARY].
 run_cairn() {
   local out
   # shellcheck disable=SC2086  # --cairn-args is word-split on purpose
-  out=$("$cairn" --model "$1" --threads "$2" --prompt "$prompt" --decode "$decode" --rounds 1 $cairn_args \
+  out=$("${3:-$cairn}" --model "$1" --threads "$2" --prompt "$prompt" --decode "$decode" --rounds 1 $cairn_args \
     2>"$errfile") || { cat "$errfile" >&2; die "bench/forward failed on $1"; }
   sed -n 's/^median of .*prompt (pp[0-9]*) \([0-9.]*\) tokens\/s, decode (tg[0-9]*) \([0-9.]*\) tokens\/s.*/\1 \2/p' \
     <<<"$out" | grep . || die "cannot read bench/forward's output on $1"
@@ -102,26 +109,50 @@ run_cairn() {
 errfile=$(mktemp)
 trap 'rm -f "$errfile"' EXIT
 
-rows=()
+# One table row of medians: "FILE THREADS LLAMA_PP CAIRN_PP LLAMA_TG CAIRN_TG"
+# from the file, the thread count and four space-separated lists.
+# shellcheck disable=SC2086  # the lists are word-split on purpose
+row_of() {
+  printf '%s\n' "$1" "$2" "$(printf '%s\n' $3 | median)" "$(printf '%s\n' $4 | median)" \
+    "$(printf '%s\n' $5 | median)" "$(printf '%s\n' $6 | median)" | paste -sd' '
+}
+
+rows=() base_rows=()
 for m in "$@"; do
   for t in ${threads//,/ }; do
-    lp=() ld=() cp=() cd=()
+    lp=() ld=() cp=() cd=() bp=() bd=()
     for ((r = 1; r <= rounds; ++r)); do
       read -r p d < <(run_llama "$m" "$t")
       lp+=("$p") ld+=("$d")
       read -r p2 d2 < <(run_cairn "$m" "$t")
       cp+=("$p2") cd+=("$d2")
-      echo "$(basename "$m") t$t round $r: llama.cpp pp $p tg $d | cairn pp $p2 tg $d2" >&2
+      line="$(basename "$m") t$t round $r: llama.cpp pp $p tg $d | cairn pp $p2 tg $d2"
+      if [ -n "$baseline" ]; then
+        read -r p3 d3 < <(run_cairn "$m" "$t" "$baseline")
+        bp+=("$p3") bd+=("$d3")
+        line="$line | baseline pp $p3 tg $d3"
+      fi
+      echo "$line" >&2
     done
-    rows+=("$(printf '%s\n' "$(basename "$m" .gguf)" "$t" \
-      "$(printf '%s\n' "${lp[@]}" | median)" "$(printf '%s\n' "${cp[@]}" | median)" \
-      "$(printf '%s\n' "${ld[@]}" | median)" "$(printf '%s\n' "${cd[@]}" | median)" | paste -sd' ')")
+    name=$(basename "$m" .gguf)
+    rows+=("$(row_of "$name" "$t" "${lp[*]}" "${cp[*]}" "${ld[*]}" "${cd[*]}")")
+    [ -z "$baseline" ] || base_rows+=("$(row_of "$name" "$t" "${lp[*]}" "${bp[*]}" "${ld[*]}" "${bd[*]}")")
   done
 done
 
-echo "llama-bench -p $prompt -n $decode vs bench/forward${cairn_args:+ $cairn_args}, medians of $rounds alternating rounds"
-echo "| file | threads | prompt t/s llama.cpp | cairn | ratio | decode t/s llama.cpp | cairn | ratio |"
-echo "|---|---|---|---|---|---|---|---|"
-for row in "${rows[@]}"; do
-  awk '{ printf "| %s | %s | %.1f | %.1f | %.2f | %.1f | %.1f | %.2f |\n", $1, $2, $3, $4, $4 / $3, $5, $6, $6 / $5 }' <<<"$row"
-done
+# table TITLE ROW...: the rows as a Markdown table, ratios cairn / llama.cpp.
+table() {
+  echo "$1"
+  shift
+  echo "| file | threads | prompt t/s llama.cpp | cairn | ratio | decode t/s llama.cpp | cairn | ratio |"
+  echo "|---|---|---|---|---|---|---|---|"
+  for row in "$@"; do
+    awk '{ printf "| %s | %s | %.1f | %.1f | %.2f | %.1f | %.1f | %.2f |\n", $1, $2, $3, $4, $4 / $3, $5, $6, $6 / $5 }' <<<"$row"
+  done
+}
+table "llama-bench -p $prompt -n $decode vs bench/forward${cairn_args:+ $cairn_args}, medians of $rounds alternating rounds" \
+  "${rows[@]}"
+if [ -n "$baseline" ]; then
+  echo
+  table "the same rounds, the baseline $baseline in the cairn columns" "${base_rows[@]}"
+fi

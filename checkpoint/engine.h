@@ -13,25 +13,36 @@
 // own batched Forward on Sequence::memory() under a SequenceHold, followed by
 // SequenceHold::Append) and calls EndGeneration when a reply is complete.
 //
-// Locks: every sequence has a mutex, held by engine calls on it, by a
-// PrefillJob from StartPrefill to Finish and by a SequenceHold. A prefill
-// copying another live sequence (the prefix index's kOtherSequence reuse)
-// only try_locks that sequence and skips it when busy, so no thread ever
-// blocks on a sequence's mutex while holding another one's, except a caller
-// that takes several (a scheduler holding its PrefillJobs and SequenceHolds
-// for one batched Forward) - and nobody waits for it while holding one.
-// The engine's own mutex is taken last and held briefly (nothing is locked
-// under it). Hence no cycle: order sequence mutexes -> engine mutex.
+// The engine is the entry point; its parts each own one concern (README.md
+// in this folder walks through a request):
+//   sequence.h           Sequence, SequenceHold: a live sequence, holding it
+//   sequence_state.h     what a sequence holds, its mutex
+//   sequence_registry.h  the live sequences: ids, registry, index entries
+//   reuse_planner.h      what a prompt can reuse; restoring it
+//   capturer.h           where and when to capture; keeping and forgetting
+//                        checkpoints in the store and the index
+//   prefill_job.h        the prompt's remaining runs, step by step
+//   engine_stats.h       what is counted
+// and its collaborators: policy.h (pure decisions), store.h (the snapshot
+// bytes, RAM and disk), prefix_index.h (paths to checkpoints and sequences).
+//
+// Locks: every sequence has a mutex (SequenceMutex, sequence_state.h), held
+// by engine calls on it, by a PrefillJob from StartPrefill to Finish and by
+// a SequenceHold. A prefill copying another live sequence (the prefix
+// index's kOtherSequence reuse) only TryLocks that sequence and skips it
+// when busy, so no thread ever blocks on a sequence's mutex while holding
+// another one's, except a caller that takes several (a scheduler holding its
+// PrefillJobs and SequenceHolds for one batched Forward) - and nobody waits
+// for it while holding one. The other mutexes (SequenceRegistry's,
+// EngineCounters', the store's and the index's) are taken after sequence
+// mutexes and held briefly. Hence no cycle: sequence mutexes -> the others.
 #ifndef CAIRN_CHECKPOINT_ENGINE_H_
 #define CAIRN_CHECKPOINT_ENGINE_H_
 
 #include <atomic>
-#include <chrono>
 #include <cstddef>
 #include <cstdint>
-#include <map>
 #include <memory>
-#include <mutex>
 #include <span>
 #include <string>
 #include <vector>
@@ -39,37 +50,19 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
 #include "backends/backend.h"
 #include "backends/memory.h"
+#include "checkpoint/engine_stats.h"
 #include "checkpoint/options.h"
 #include "checkpoint/policy.h"
+#include "checkpoint/prefill_job.h"
 #include "checkpoint/prefix_index.h"
 #include "checkpoint/prompt.h"
+#include "checkpoint/sequence.h"
+#include "checkpoint/sequence_state.h"
 #include "checkpoint/store.h"
 
 namespace cairn::checkpoint {
-
-struct PrefillStats {
-  size_t prompt_symbols = 0;
-  Pos prompt_positions = 0;
-  Pos reused = 0;            // positions not run through Forward
-  Pos recomputed = 0;        // positions run through Forward
-  ReuseKind source = ReuseKind::kLive;
-  Pos restored_pos = -1;     // position of the restored snapshot; -1: none
-  bool logits_from_checkpoint = false;  // no forward pass at all
-  int32_t captured = 0;      // checkpoints captured during this call
-  size_t captured_bytes = 0;
-  int32_t forward_calls = 0;
-  double restore_seconds = 0;
-  double capture_seconds = 0;
-  double forward_seconds = 0;
-};
-
-struct PrefillResult {
-  std::vector<float> logits;  // the last prompt row's, n_vocab values
-  PrefillStats stats;
-};
 
 struct PrefillControl {
   // Checked between forward chunks: when set the call stops with CANCELLED;
@@ -77,144 +70,15 @@ struct PrefillControl {
   const std::atomic<bool>* cancel = nullptr;
 };
 
-struct EngineStats {
-  uint64_t prompts = 0;
-  int64_t prompt_positions = 0;
-  int64_t reused = 0;
-  int64_t recomputed = 0;
-  uint64_t captures = 0;
-  uint64_t capture_failures = 0;  // did not fit the budget (reuse lost, not an error)
-  uint64_t capture_bytes = 0;
-  uint64_t restores = 0;
-  uint64_t restore_failures = 0;  // fell back to another candidate
-  double capture_seconds = 0;
-  double restore_seconds = 0;
-  double forward_seconds = 0;
-};
-
-class CheckpointEngine;
-class PrefillJob;
-class SequenceHold;
-
-// One live sequence (a session's conversation): its memory and the symbols
-// it absorbed. Owned by the caller; used by one thread at a time (engine
-// calls lock it; other sequences may copy from it concurrently). Must be
-// destroyed before its engine.
-class Sequence {
- public:
-  ~Sequence();
-  Sequence(const Sequence&) = delete;
-  Sequence& operator=(const Sequence&) = delete;
-
-  const std::string& tenant() const;
-  // Whether CheckpointEngine::Isolate made its state private.
-  bool isolated() const;
-  // Symbols absorbed; valid while no engine call runs on this sequence.
-  const SymbolPath& history() const;
-  Pos next_pos() const;
-  // For a batched decode by the service: while holding a SequenceHold on
-  // this sequence, run Forward on this memory, then call
-  // SequenceHold::Append with the tokens absorbed. (Without the hold,
-  // another thread's prefill may copy this memory while Forward writes it.)
-  SequenceMemory* memory();
-
- private:
-  friend class CheckpointEngine;
-  friend class PrefillJob;
-  friend class SequenceHold;
-  struct State;
-  Sequence(CheckpointEngine* engine, std::shared_ptr<State> state);
-  CheckpointEngine* engine_;
-  std::shared_ptr<State> state_;
-};
-
-// A prompt being processed on one sequence step by step, so that a
-// scheduler can put its runs into the same Forward batch as other
-// sequences' decode rows (CheckpointEngine::Prefill is the same loop for one
-// sequence). Created by CheckpointEngine::StartPrefill, which already chose
-// and applied the reuse. Holds the sequence (engine calls on it wait) until
-// Finish or destruction. Not thread-safe; must not outlive its engine.
-class PrefillJob {
- public:
-  ~PrefillJob();  // finishes as cancelled when Finish was not called
-  PrefillJob(const PrefillJob&) = delete;
-  PrefillJob& operator=(const PrefillJob&) = delete;
-
-  // True when nothing is left to run (Finish returns the logits).
-  bool done() const;
-  // The next run for Backend::Forward: up to max_tokens tokens or one whole
-  // chunk; it asks for the last row's logits when it ends the prompt. Where
-  // the backend snapshots inside a run (ModelInfo::snapshots_within_run)
-  // the capture points inside it become its snapshot_rows; otherwise the
-  // run ends at the next capture point. Valid until Absorbed or Finish.
-  // Only while !done().
-  SequenceRun NextRun(int32_t max_tokens);
-  // After Forward absorbed NextRun's run (`logits`: its RunLogits, whose
-  // snapshots are moved into the store): records it and keeps the due
-  // checkpoints. FAILED_PRECONDITION when the memory did not advance by
-  // that run.
-  absl::Status Absorbed(RunLogits& logits);
-  // Ends the job once: the result when done; otherwise `error` (CANCELLED
-  // when OK), the sequence then holding the prompt prefix absorbed so far.
-  absl::StatusOr<PrefillResult> Finish(absl::Status error = absl::OkStatus());
-
- private:
-  friend class CheckpointEngine;
-  PrefillJob() = default;
-  void CaptureDue();
-
-  CheckpointEngine* engine_ = nullptr;
-  std::shared_ptr<Sequence::State> state_;
-  std::unique_lock<std::mutex> lock_;
-  Prompt prompt_;
-  IndexMatch match_;
-  std::vector<uint64_t> excluded_;
-  std::vector<CapturePoint> points_;
-  size_t next_point_ = 0;
-  size_t i_ = 0;        // prompt symbols absorbed
-  size_t run_end_ = 0;  // end of the run NextRun returned
-  std::vector<TokenId> tokens_;
-  std::vector<int32_t> snapshot_rows_;  // of that run, one per capture point inside it
-  std::vector<CaptureReason> snapshot_reasons_;
-  int32_t last_row_ = 0;
-  std::chrono::steady_clock::time_point run_started_;
-  PrefillResult result_;
-  absl::Status error_;
-  bool finished_ = false;
-};
-
-// Holds a sequence's lock for the caller's own Forward on its memory() (a
-// scheduler's batched decode), so that no other thread reads or writes that
-// memory meanwhile: engine calls on the sequence wait, and other sequences'
-// prefills skip it as a copy source (busy). Take it before reading
-// memory()->next_pos() for the run, record the absorbed tokens with Append
-// (CheckpointEngine::Append would wait for this very lock), then Release or
-// destroy it. Must not be taken on a sequence this thread already holds (an
-// engine call or a PrefillJob on it). See the lock order above.
-class SequenceHold {
- public:
-  explicit SequenceHold(Sequence& seq);
-  SequenceHold(SequenceHold&&) noexcept = default;
-  SequenceHold& operator=(SequenceHold&&) noexcept = default;
-  ~SequenceHold() = default;
-
-  // As CheckpointEngine::Append, under this hold. FAILED_PRECONDITION as
-  // there, or when the hold was released.
-  absl::Status Append(std::span<const TokenId> tokens);
-  void Release();
-
- private:
-  CheckpointEngine* engine_;
-  std::shared_ptr<Sequence::State> state_;
-  std::unique_lock<std::mutex> lock_;
-};
+class Capturer;
+class SequenceRegistry;
+class ReusePlanner;
 
 // Thread-safe: calls on different sequences may run concurrently (Forward
 // calls are serialized by the backend as it documents).
 class CheckpointEngine final {
  public:
   friend class Sequence;
-  friend class PrefillJob;
   friend class SequenceHold;
   // `backend` must outlive the engine. `store` may be shared by the engines
   // of several models (one budget); null only when options.enabled is false.
@@ -305,53 +169,18 @@ class CheckpointEngine final {
   size_t LiveSequences() const;
 
  private:
-  struct Plan;
-  CheckpointEngine(Backend* backend, std::shared_ptr<CheckpointStore> store,
-                   std::unique_ptr<PrefixIndex> index, const CheckpointOptions& options);
+  CheckpointEngine(Backend* backend, std::shared_ptr<CheckpointStore> store, std::unique_ptr<PrefixIndex> index,
+                   const CheckpointOptions& options);
   bool enabled() const { return options_.enabled && store_ != nullptr; }
 
   absl::Status Validate(const Prompt& prompt) const;
-  std::vector<Plan> Candidates(Sequence::State& s, const Prompt& prompt, const IndexMatch& match,
-                               const std::vector<uint64_t>& excluded) const;
-  absl::Status Apply(Sequence::State& s, const Prompt& prompt, const Plan& plan,
-                     std::vector<float>* logits, uint64_t* failed_id);
-  absl::StatusOr<Snapshot> CaptureOther(uint64_t live_id, const Prompt& prompt, size_t depth);
-  // Captures the sequence now and indexes it at its history.
-  absl::Status CaptureAt(Sequence::State& s, CaptureReason reason, bool force_full,
-                         const std::vector<float>* logits, double cost, PrefillStats* stats);
-  // Stores `snapshot` of the sequence at its current history and indexes it
-  // there (CaptureAt's second half; snapshots taken inside a run come here
-  // directly). `started`: when the capture began, for the timing stats.
-  absl::Status Keep(Sequence::State& s, CaptureReason reason, Snapshot snapshot, const std::vector<float>* logits,
-                    double cost, PrefillStats* stats, std::chrono::steady_clock::time_point started);
-  // What the store's retention policy is told of a checkpoint of the
-  // sequence at its current history.
-  PutInfo Describe(const Sequence::State& s, CaptureReason reason, double cost) const;
-  // Whether the store would admit a snapshot of `bytes` (with its logits)
-  // described so: otherwise the copy is not worth taking.
-  bool WorthCapturing(SnapshotScope scope, size_t bytes, Pos pos, const PutInfo& info) const;
-  // The short-lived checkpoints of the sequence's earlier turns (tail points,
-  // points inside replies), once a prompt continues past the one they were
-  // taken for: an edit of that prompt's last message or a re-sent cut reply
-  // is now less likely. Marked stale for the retention policy to weigh
-  // (PolicyOptions::keep_turn_checkpoints), or erased.
-  void RetireTurnCheckpoints(Sequence::State& s);
-  // After generated tokens were absorbed: a checkpoint every
-  // PolicyOptions::generation_every positions. Failures only cost reuse.
-  void CaptureDuringGeneration(Sequence::State& s);
-  absl::Status PreserveIfUseful(Sequence::State& s, size_t keep_symbols);
-  void Publish(Sequence::State& s);
-  // Park with the sequence's lock held.
-  absl::Status ParkLocked(Sequence::State& s, CaptureReason reason);
-  // Takes a checkpoint out of the index (after the store dropped it, or
-  // before the engine erases it) and re-values the checkpoints below it,
-  // whose nearest shallower checkpoint it was.
-  void Forget(uint64_t id);
+  // Records tokens absorbed into the sequence's memory under its lock
+  // (Append, SequenceHold::Append).
+  absl::Status AppendHeld(SequenceState& s, std::span<const TokenId> tokens) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu);
   // A sequence going away: parked (PolicyOptions::park_dropped) unless busy,
   // then forgotten.
-  void Unregister(Sequence::State& s);
-  std::string EncodeTag(const std::string& tenant, std::span<const SymbolKey> path,
-                        bool has_logits) const;
+  void Unregister(SequenceState& s);
+  // Indexes the checkpoints adopted from the store's disk tier.
   void ReindexRecovered();
 
   Backend* const backend_;
@@ -359,13 +188,12 @@ class CheckpointEngine final {
   const std::unique_ptr<PrefixIndex> index_;
   const CheckpointOptions options_;
   const CheckpointPolicy policy_;
+  EngineCounters counters_;
+  const std::unique_ptr<SequenceRegistry> live_;
+  const std::unique_ptr<Capturer> capturer_;
+  const std::unique_ptr<ReusePlanner> planner_;
   int listener_ = 0;
   int branch_counter_ = 0;
-
-  mutable absl::Mutex mu_;
-  std::map<uint64_t, std::weak_ptr<Sequence::State>> live_ ABSL_GUARDED_BY(mu_);
-  uint64_t next_live_ ABSL_GUARDED_BY(mu_) = 1;
-  EngineStats stats_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace cairn::checkpoint

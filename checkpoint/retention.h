@@ -28,11 +28,10 @@
 
 #include "absl/status/statusor.h"
 #include "backends/memory.h"
+#include "checkpoint/checkpoint.h"
 #include "checkpoint/policy.h"
 
 namespace cairn::checkpoint {
-
-using CheckpointId = uint64_t;  // never 0
 
 // The store's two clocks: `tick` counts its operations (puts and gets),
 // `request` counts prompts (CheckpointStore::BeginRequest). Ages in requests

@@ -1,72 +1,15 @@
 #include "checkpoint/store.h"
 
 #include <algorithm>
-#include <cmath>
-#include <cstring>
 #include <utility>
 
-#include "absl/strings/match.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "checkpoint/hash.h"
 
 namespace cairn::checkpoint {
-namespace {
-
-constexpr char kMagic[8] = {'C', 'A', 'I', 'R', 'N', 'C', 'K', '1'};
-constexpr uint32_t kVersion = 1;
-constexpr size_t kEntryOverhead = 128;  // bookkeeping counted per checkpoint
-
-// Fixed-size little-endian header (the build targets little-endian hosts).
-struct FileHeader {
-  char magic[8];
-  uint32_t version;
-  uint32_t scope;
-  int32_t pos;
-  uint32_t reserved;
-  uint64_t layout;
-  uint64_t id;
-  uint64_t data_len;
-  uint64_t logits_count;
-  uint64_t tag_len;
-  double cost;
-  uint64_t header_hash;  // of every field above
-};
-static_assert(sizeof(FileHeader) == 80);
-
-uint64_t HeaderHash(const FileHeader& h) { return HashBytes(&h, offsetof(FileHeader, header_hash), 1); }
-
-size_t PayloadBytes(const FileHeader& h) {
-  return h.data_len + h.logits_count * sizeof(float) + h.tag_len;
-}
-
-// Reads and verifies the header of an open file (size included).
-absl::StatusOr<FileHeader> ReadHeader(RandomAccessFile& file, const std::string& path) {
-  const uint64_t size = file.info().size;
-  if (size < sizeof(FileHeader) + 8) return absl::DataLossError(absl::StrCat(path, " is truncated"));
-  FileHeader h;
-  if (auto s = file.Read(0, MutableBytesOf(&h, 1)); !s.ok()) return s;
-  if (std::memcmp(h.magic, kMagic, sizeof(kMagic)) != 0 || h.version != kVersion ||
-      HeaderHash(h) != h.header_hash) {
-    return absl::DataLossError(absl::StrCat(path, ": header is corrupt"));
-  }
-  // Lengths are covered by the header hash, but guard the arithmetic anyway.
-  if (h.data_len > (uint64_t{1} << 48) || h.logits_count > (uint64_t{1} << 40) ||
-      h.tag_len > (uint64_t{1} << 32) || size != sizeof(FileHeader) + PayloadBytes(h) + 8) {
-    return absl::DataLossError(absl::StrCat(path, ": size does not match its header"));
-  }
-  return h;
-}
-
-}  // namespace
 
 namespace store_testing {
 void SetWriteHook(std::function<void(size_t, size_t)> hook) { env_testing::SetWriteHook(std::move(hook)); }
 }  // namespace store_testing
-
-size_t Checkpoint::bytes() const {
-  return snapshot.data.size() + logits.size() * sizeof(float) + tag.size() + kEntryOverhead;
-}
 
 struct CheckpointStore::Pending {
   struct Spill {
@@ -82,8 +25,11 @@ struct CheckpointStore::Pending {
 absl::StatusOr<std::unique_ptr<CheckpointStore>> CheckpointStore::Create(const StoreOptions& options) {
   if (options.ram_budget_bytes == 0) return absl::InvalidArgumentError("checkpoint RAM budget is 0");
   std::unique_ptr<CheckpointStore> store(new CheckpointStore(options));
-  if (store->disk_enabled()) {
-    if (auto s = store->env_->CreateDir(options.disk_dir); !s.ok()) return s;
+  if (!options.disk_dir.empty() && options.disk_budget_bytes > 0) {
+    absl::StatusOr<std::unique_ptr<DiskTier>> disk = DiskTier::Create(
+        options.env != nullptr ? options.env : Env::Default(), options.disk_dir, options.on_warning);
+    if (!disk.ok()) return disk.status();
+    store->disk_ = std::move(*disk);
     if (auto s = store->Recover(); !s.ok()) return s;
   }
   return store;
@@ -94,7 +40,7 @@ CheckpointStore::CheckpointStore(const StoreOptions& options)
       retention_(options.retention != nullptr
                      ? options.retention
                      : std::make_shared<ForecastRetention>()),
-      env_(options.env != nullptr ? options.env : Env::Default()) {}
+      evicted_(*retention_) {}
 
 CheckpointStore::~CheckpointStore() = default;
 
@@ -102,67 +48,21 @@ void CheckpointStore::Warn(const std::string& message) const {
   if (options_.on_warning) options_.on_warning(message);
 }
 
-std::string CheckpointStore::FilePath(CheckpointId id) const {
-  return absl::StrCat(options_.disk_dir, "/ckpt-", id, ".bin");
-}
-
 absl::Status CheckpointStore::Recover() {
-  absl::StatusOr<std::vector<std::string>> names = env_->ListDir(options_.disk_dir);
-  if (!names.ok()) return names.status();
-  for (const std::string& name : *names) {
-    if (!absl::StartsWith(name, "ckpt-")) continue;  // not ours: leave it alone
-    const std::string path = options_.disk_dir + "/" + name;
-    if (absl::EndsWith(name, ".tmp")) {
-      env_->DeleteFile(path).IgnoreError();
-      Warn(absl::StrCat("checkpoint file ", path, " deleted: a write that never completed"));
-      continue;
-    }
-    if (!absl::EndsWith(name, ".bin")) continue;
-    uint64_t id = 0;
-    if (!absl::SimpleAtoi(name.substr(5, name.size() - 9), &id) || id == 0) continue;
-    absl::StatusOr<std::unique_ptr<RandomAccessFile>> file = env_->OpenForRead(path);
-    if (!file.ok()) {
-      Warn(absl::StrCat("checkpoint file ", path, " ignored (left in place): ", file.status().message()));
-      continue;
-    }
-    absl::StatusOr<FileHeader> h = ReadHeader(**file, path);
-    std::string tag;
-    if (h.ok() && h->id == id) {
-      tag.resize(h->tag_len);
-      const uint64_t off = sizeof(FileHeader) + h->data_len + h->logits_count * sizeof(float);
-      if (absl::Status s = (*file)->Read(off, MutableBytesOf(tag.data(), tag.size())); !s.ok()) h = s;
-    } else if (h.ok()) {
-      h = absl::DataLossError("its name does not match its id");
-    }
-    file->reset();
-    if (!h.ok()) {
-      env_->DeleteFile(path).IgnoreError();
-      {
-        absl::MutexLock lock(&mu_);  // nobody else has the store yet: for the analysis
-        ++stats_.corrupt;
-      }
-      Warn(absl::StrCat("checkpoint file ", path, " deleted at start-up: ", h.status().message()));
-      continue;
-    }
-    // The payload checksum is verified when the checkpoint is read back.
-    Entry e;
-    e.id = id;
-    e.pos = h->pos;
-    e.scope = h->scope == 1 ? SnapshotScope::kFull : SnapshotScope::kCheckpoint;
-    e.layout = h->layout;
-    e.bytes = PayloadBytes(*h) + kEntryOverhead;
-    e.cost = h->cost;
-    e.tag = std::move(tag);
-    e.on_disk = true;
-    absl::MutexLock lock(&mu_);
-    stats_.disk_bytes += e.bytes;
-    ++stats_.recovered;
-    next_id_ = std::max(next_id_, id + 1);
-    entries_.emplace(id, std::move(e));
-  }
+  absl::StatusOr<DiskTier::ScanResult> scan = disk_->Scan();
+  if (!scan.ok()) return scan.status();
   Pending pending;
   {
-    absl::MutexLock lock(&mu_);
+    absl::MutexLock lock(&mu_);  // nobody else has the store yet: for the analysis
+    stats_.corrupt += scan->corrupt;
+    for (DiskTier::Found& found : scan->found) {
+      stats_.disk_bytes += found.bytes;
+      ++stats_.recovered;
+      next_id_ = std::max(next_id_, found.id + 1);
+      entries_.emplace(found.id, Entry{.id = found.id, .pos = found.pos, .scope = found.scope, .layout = found.layout,
+                                       .bytes = found.bytes, .cost = found.cost, .tag = std::move(found.tag),
+                                       .on_disk = true});
+    }
     EvictDiskLocked(pending);
   }
   Settle(pending);
@@ -211,61 +111,24 @@ std::vector<RetentionFacts> CheckpointStore::VictimsLocked(size_t bytes, Checkpo
 
 void CheckpointStore::RemovedLocked(const Entry& e, bool displaced) {
   RetentionFacts f = FactsLocked(e);
-  if (displaced) RememberLocked(f);
+  if (displaced) evicted_.Remember(f, NowLocked());
   retention_->Observe(RetentionEvent::kRemoved, f, NowLocked());
-}
-
-void CheckpointStore::RememberLocked(RetentionFacts& f) {
-  // One on the same path is remembered already: the older one is what a
-  // store that had kept it would hold.
-  if (!retention_->wants_misses() || f.path_key == 0 || ghosts_.contains(f.path_key)) return;
-  f.remembered = true;
-  ghosts_[f.path_key] = Ghost{f, NowLocked(), ++ghost_serial_};
-  ghost_order_.emplace_back(f.path_key, ghost_serial_);
-  ForgetOldLocked();
-}
-
-void CheckpointStore::ForgetOldLocked() {
-  while (!ghost_order_.empty()) {
-    const auto [key, serial] = ghost_order_.front();
-    auto it = ghosts_.find(key);
-    const bool current = it != ghosts_.end() && it->second.serial == serial;
-    if (current && ghosts_.size() <= kGhosts && ghost_order_.size() <= 2 * kGhosts &&
-        requests_ - it->second.gone.request < kMissHorizon) {
-      return;
-    }
-    if (current) ForgetLocked(key);
-    ghost_order_.pop_front();
-  }
 }
 
 void CheckpointStore::RefusedLocked(RetentionFacts facts) {
   ++stats_.rejected;
-  RememberLocked(facts);
+  evicted_.Remember(facts, NowLocked());
   retention_->Observe(RetentionEvent::kRefused, facts, NowLocked());
-}
-
-void CheckpointStore::ForgetLocked(uint64_t path_key) {
-  auto it = ghosts_.find(path_key);
-  if (it == ghosts_.end()) return;
-  retention_->Observe(RetentionEvent::kForgotten, it->second.facts, NowLocked());
-  ghosts_.erase(it);
 }
 
 bool CheckpointStore::RemembersMissed() const {
   absl::MutexLock lock(&mu_);
-  return !ghosts_.empty();
+  return !evicted_.empty();
 }
 
 void CheckpointStore::NoteMissed(std::span<const uint64_t> path_keys, size_t full_only) {
   absl::MutexLock lock(&mu_);
-  for (size_t k = 0; k < path_keys.size(); ++k) {
-    auto it = ghosts_.find(path_keys[k]);
-    if (it == ghosts_.end() || (k < full_only && it->second.facts.scope != SnapshotScope::kFull)) continue;
-    retention_->Observe(RetentionEvent::kMissed, it->second.facts, NowLocked());
-    ghosts_.erase(it);
-    return;
-  }
+  evicted_.NoteMissed(path_keys, full_only, NowLocked());
 }
 
 void CheckpointStore::EvictRamLocked(CheckpointId keep, Pending& pending) {
@@ -318,9 +181,9 @@ void CheckpointStore::Settle(Pending& pending) {
   while (!pending.spills.empty()) {
     Pending::Spill spill = std::move(pending.spills.back());
     pending.spills.pop_back();
-    absl::Status written = WriteFile(spill.id, *spill.cp, spill.cost);
+    absl::Status written = disk_->Write(spill.id, *spill.cp, spill.cost);
     if (!written.ok()) {
-      Warn(absl::StrCat("checkpoint ", spill.id, " not spilled to ", FilePath(spill.id), ": ", written.message()));
+      Warn(absl::StrCat("checkpoint ", spill.id, " not spilled to ", disk_->Path(spill.id), ": ", written.message()));
     }
     absl::MutexLock lock(&mu_);
     auto it = entries_.find(spill.id);
@@ -345,7 +208,7 @@ void CheckpointStore::Settle(Pending& pending) {
     ++stats_.spills;
     EvictDiskLocked(pending);
   }
-  for (CheckpointId id : pending.delete_files) env_->DeleteFile(FilePath(id)).IgnoreError();
+  for (CheckpointId id : pending.delete_files) disk_->Delete(id);
   pending.delete_files.clear();
   if (pending.dropped.empty()) return;
   {
@@ -355,73 +218,6 @@ void CheckpointStore::Settle(Pending& pending) {
     }
   }
   pending.dropped.clear();
-}
-
-absl::Status CheckpointStore::WriteFile(CheckpointId id, const Checkpoint& cp, double cost) const {
-  FileHeader h{};
-  std::memcpy(h.magic, kMagic, sizeof(kMagic));
-  h.version = kVersion;
-  h.scope = cp.snapshot.scope == SnapshotScope::kFull ? 1 : 0;
-  h.pos = cp.snapshot.pos;
-  h.layout = cp.snapshot.layout;
-  h.id = id;
-  h.data_len = cp.snapshot.data.size();
-  h.logits_count = cp.logits.size();
-  h.tag_len = cp.tag.size();
-  h.cost = cost;
-  h.header_hash = HeaderHash(h);
-  Hash64 sum(2);
-  sum.Update(&h, sizeof(h));
-  sum.Update(cp.snapshot.data.data(), cp.snapshot.data.size());
-  sum.Update(cp.logits.data(), cp.logits.size() * sizeof(float));
-  sum.Update(cp.tag.data(), cp.tag.size());
-  const uint64_t trailer = sum.Finish();
-
-  const std::string final_path = FilePath(id);
-  const std::string tmp_path = final_path.substr(0, final_path.size() - 4) + ".tmp";
-  const std::span<const std::byte> parts[] = {
-      BytesOf(&h, 1), BytesOf(cp.snapshot.data.data(), cp.snapshot.data.size()),
-      BytesOf(cp.logits.data(), cp.logits.size()), BytesOf(cp.tag.data(), cp.tag.size()), BytesOf(&trailer, 1)};
-  return env_->WriteFileAtomically(final_path, tmp_path, parts).status();
-}
-
-absl::StatusOr<std::shared_ptr<Checkpoint>> CheckpointStore::ReadFile(CheckpointId id,
-                                                                     const Entry& meta) const {
-  const std::string path = FilePath(id);
-  absl::StatusOr<std::unique_ptr<RandomAccessFile>> file = env_->OpenForRead(path);
-  if (!file.ok()) {
-    return absl::IsNotFound(file.status()) ? absl::DataLossError("checkpoint file vanished: " + path) : file.status();
-  }
-  absl::StatusOr<FileHeader> h = ReadHeader(**file, path);
-  if (!h.ok()) return h.status();
-  if (h->id != id || h->pos != meta.pos || h->layout != meta.layout) {
-    return absl::DataLossError("checkpoint file does not match its entry: " + path);
-  }
-  auto cp = std::make_shared<Checkpoint>();
-  cp->snapshot.pos = h->pos;
-  cp->snapshot.scope = h->scope == 1 ? SnapshotScope::kFull : SnapshotScope::kCheckpoint;
-  cp->snapshot.layout = h->layout;
-  cp->snapshot.data.resize(h->data_len);
-  cp->logits.resize(h->logits_count);
-  cp->tag.resize(h->tag_len);
-  uint64_t trailer = 0;
-  uint64_t off = sizeof(FileHeader);
-  absl::Status s;
-  for (std::span<std::byte> part :
-       {MutableBytesOf(cp->snapshot.data.data(), cp->snapshot.data.size()),
-        MutableBytesOf(cp->logits.data(), cp->logits.size()), MutableBytesOf(cp->tag.data(), cp->tag.size()),
-        MutableBytesOf(&trailer, 1)}) {
-    if (s.ok()) s = (*file)->Read(off, part);
-    off += part.size();
-  }
-  if (!s.ok()) return s;
-  Hash64 sum(2);
-  sum.Update(&*h, sizeof(FileHeader));
-  sum.Update(cp->snapshot.data.data(), cp->snapshot.data.size());
-  sum.Update(cp->logits.data(), cp->logits.size() * sizeof(float));
-  sum.Update(cp->tag.data(), cp->tag.size());
-  if (sum.Finish() != trailer) return absl::DataLossError("checkpoint file checksum mismatch: " + path);
-  return cp;
 }
 
 absl::StatusOr<size_t> CheckpointStore::Persist(std::chrono::steady_clock::time_point deadline) {
@@ -456,7 +252,7 @@ absl::StatusOr<size_t> CheckpointStore::Persist(std::chrono::steady_clock::time_
       error = absl::DeadlineExceededError(absl::StrCat("persisting checkpoints: out of time after ", written, " of ",
                                                        chosen.size()));
     }
-    if (error.ok()) error = WriteFile(c.id, *c.cp, c.cost);
+    if (error.ok()) error = disk_->Write(c.id, *c.cp, c.cost);
     absl::MutexLock lock(&mu_);
     auto it = entries_.find(c.id);
     const bool current = it != entries_.end() && !it->second.on_disk;
@@ -466,7 +262,7 @@ absl::StatusOr<size_t> CheckpointStore::Persist(std::chrono::steady_clock::time_
       continue;
     }
     stats_.disk_bytes -= c.bytes;  // not written, or erased meanwhile
-    if (error.ok()) env_->DeleteFile(FilePath(c.id)).IgnoreError();
+    if (error.ok()) disk_->Delete(c.id);
   }
   if (!error.ok()) return error;
   return written;
@@ -504,7 +300,7 @@ absl::StatusOr<CheckpointId> CheckpointStore::Put(Checkpoint checkpoint, const P
       return absl::ResourceExhaustedError(absl::StrCat(
           "checkpoint of ", bytes, " bytes not admitted: worth less than what it would push out"));
     }
-    ghosts_.erase(e.path_key);  // a new checkpoint on its path: its outcome is unknowable
+    evicted_.Drop(e.path_key);  // a new checkpoint on its path: its outcome is unknowable
     id = next_id_++;
     e.id = id;
     e.tag = checkpoint.tag;
@@ -567,11 +363,12 @@ void CheckpointStore::MarkStale(CheckpointId id) {
 void CheckpointStore::BeginRequest() {
   absl::MutexLock lock(&mu_);
   ++requests_;
-  ForgetOldLocked();
+  evicted_.ForgetOld(NowLocked());
 }
 
 absl::StatusOr<std::shared_ptr<const Checkpoint>> CheckpointStore::Get(CheckpointId id) {
-  Entry meta;
+  Pos pos = 0;
+  uint64_t layout = 0;
   {
     absl::MutexLock lock(&mu_);
     auto it = entries_.find(id);
@@ -592,11 +389,11 @@ absl::StatusOr<std::shared_ptr<const Checkpoint>> CheckpointStore::Get(Checkpoin
       ++stats_.hits;
       return std::shared_ptr<const Checkpoint>(e.spilling);
     }
-    meta.pos = e.pos;
-    meta.layout = e.layout;
+    pos = e.pos;
+    layout = e.layout;
   }
   // Read outside the lock: other sessions keep going meanwhile.
-  absl::StatusOr<std::shared_ptr<Checkpoint>> read = ReadFile(id, meta);
+  absl::StatusOr<std::shared_ptr<Checkpoint>> read = disk_->Read(id, pos, layout);
   Pending pending;
   std::shared_ptr<const Checkpoint> result;
   absl::Status error;
@@ -619,7 +416,7 @@ absl::StatusOr<std::shared_ptr<const Checkpoint>> CheckpointStore::Get(Checkpoin
       RemovedLocked(e);
       entries_.erase(it);
       error = read.status();
-      Warn(absl::StrCat("checkpoint file ", FilePath(id), " dropped: ", error.message()));
+      Warn(absl::StrCat("checkpoint file ", disk_->Path(id), " dropped: ", error.message()));
     } else {
       ++stats_.hits;
       ++stats_.disk_reads;
@@ -664,7 +461,7 @@ void CheckpointStore::Erase(CheckpointId id) {
     RemovedLocked(e);
     entries_.erase(it);
   }
-  if (delete_file) env_->DeleteFile(FilePath(id)).IgnoreError();
+  if (delete_file) disk_->Delete(id);
 }
 
 std::vector<CheckpointInfo> CheckpointStore::List() const {

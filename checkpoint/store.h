@@ -5,53 +5,44 @@
 // checkpoints (not those taken inside a reply: WorthSpilling) to a disk tier
 // from which they are read back.
 //
-// Disk files are written atomically (temp file, fsync, rename, fsync of the
-// directory) and checksummed (a 64-bit hash of the header and another over
-// header and payload), so a torn or corrupt file is detected and dropped,
-// never restored. The disk tier survives a restart: Create adopts the valid
-// files it finds and deletes torn and corrupt ones. All file I/O goes through
-// StoreOptions::env; a failed write loses only that checkpoint, a failed read
-// is DATA_LOSS for that one (the caller recomputes), and every file dropped
-// or left unread is reported to StoreOptions::on_warning with the reason.
+// This file is the RAM tier and the accounting of both tiers. The files
+// themselves (format, verification, recovery after a restart) are the disk
+// tier's (disk_tier.h): written atomically and checksummed, so a torn or
+// corrupt file is detected and dropped, never restored. The disk tier
+// survives a restart: Create adopts the valid files it finds and deletes
+// torn and corrupt ones. All file I/O goes through StoreOptions::env; a
+// failed write loses only that checkpoint, a failed read is DATA_LOSS for
+// that one (the caller recomputes), and every file dropped or left unread is
+// reported to StoreOptions::on_warning with the reason. What the store
+// pushed out or refused is remembered for a while (eviction_memory.h), so
+// its policy hears of the uses it missed.
 #ifndef CAIRN_CHECKPOINT_STORE_H_
 #define CAIRN_CHECKPOINT_STORE_H_
 
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
 #include <optional>
 #include <span>
 #include <string>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "backends/memory.h"
 #include "absl/synchronization/mutex.h"
+#include "backends/memory.h"
+#include "checkpoint/checkpoint.h"
+#include "checkpoint/disk_tier.h"
 #include "checkpoint/env.h"
+#include "checkpoint/eviction_memory.h"
 #include "checkpoint/retention.h"
 
 namespace cairn::checkpoint {
-
-// One stored checkpoint.
-struct Checkpoint {
-  Snapshot snapshot;
-  // Logits of the row just before snapshot.pos when kept (end of a prompt),
-  // so that a regenerate needs no forward pass; empty otherwise.
-  std::vector<float> logits;
-  // Opaque caller data persisted with the checkpoint (the engine stores the
-  // tenant and symbol path, to rebuild its index after a restart).
-  std::string tag;
-
-  size_t bytes() const;  // what it counts against a budget
-};
 
 struct CheckpointInfo {
   CheckpointId id = 0;
@@ -157,11 +148,8 @@ class CheckpointStore final {
   void BeginRequest();
 
   // Prompts (BeginRequest) the store remembers a checkpoint it pushed out or
-  // refused: a use later than that is no longer told as a miss, and the
-  // policy hears it was forgotten (unused this long). Short, because a miss
-  // is told at once and a forgetting only this late: with a long memory the
-  // misses would outweigh the forgettings still to come.
-  static constexpr uint64_t kMissHorizon = 8;
+  // refused (see EvictionMemory::kMissHorizon).
+  static constexpr uint64_t kMissHorizon = EvictionMemory::kMissHorizon;
 
   // Whether NoteMissed can find anything: the store remembers checkpoints it
   // pushed out or refused (only for a retention policy that wants_misses()).
@@ -234,21 +222,21 @@ class CheckpointStore final {
     size_t bytes = 0;
     double cost = 0;
     std::string tag;
-    std::shared_ptr<Checkpoint> ram;       // set while in RAM
-    std::shared_ptr<Checkpoint> spilling;  // set while its file is being written
+    std::shared_ptr<Checkpoint> ram{};       // set while in RAM
+    std::shared_ptr<Checkpoint> spilling{};  // set while its file is being written
     bool on_disk = false;
     CaptureReason reason = CaptureReason::kMessageBoundary;
     bool stale = false;
     uint64_t path_key = 0;
-    RetentionClock added;
-    RetentionClock last_use;
+    RetentionClock added{};
+    RetentionClock last_use{};
     uint32_t uses = 0;
   };
   struct Pending;
   explicit CheckpointStore(const StoreOptions& options);
 
-  bool disk_enabled() const { return !options_.disk_dir.empty() && options_.disk_budget_bytes > 0; }
-  std::string FilePath(CheckpointId id) const;
+  bool disk_enabled() const { return disk_ != nullptr; }
+  // Adopts the disk tier's files (after a restart) within its budget.
   absl::Status Recover();
   ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_)
   RetentionClock NowLocked() const { return RetentionClock{tick_, requests_}; }
@@ -269,55 +257,28 @@ class CheckpointStore final {
   // otherwise write a file every PolicyOptions::generation_every positions.
   static bool WorthSpilling(const Entry& e) { return e.reason != CaptureReason::kDuringGeneration; }
   // Tells the policy that an entry leaves the store (before erasing it);
-  // `displaced`: pushed out for room, so remembered (RememberLocked).
+  // `displaced`: pushed out for room, so remembered (EvictionMemory).
   ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_)
   void RemovedLocked(const Entry& e, bool displaced = false);
-  // Remembers a checkpoint pushed out or refused, by its path key, when the
-  // policy wants_misses() and none on the same path is remembered already
-  // (sets f.remembered).
-  ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_)
-  void RememberLocked(RetentionFacts& f);
   // Counts, remembers and tells the policy of a checkpoint Admit refused.
   ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_)
   void RefusedLocked(RetentionFacts facts);
-  // Tells the policy the remembered one on `path_key` is forgotten
-  // (RetentionEvent::kForgotten) and forgets it; no-op when none.
-  ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_)
-  void ForgetLocked(uint64_t path_key);
-  // Forgets the remembered ones kMissHorizon prompts old, and the oldest
-  // beyond kGhosts.
-  ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_)
-  void ForgetOldLocked();
   ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_)
   void EvictDiskLocked(Pending& pending);
   // Writes spills and deletes files outside the lock, then runs listeners.
   void Settle(Pending& pending);
   void Warn(const std::string& message) const;
-  absl::Status WriteFile(CheckpointId id, const Checkpoint& cp, double cost) const;
-  absl::StatusOr<std::shared_ptr<Checkpoint>> ReadFile(CheckpointId id, const Entry& meta) const;
 
   const StoreOptions options_;
   const std::shared_ptr<RetentionPolicy> retention_;
-  Env* const env_;
+  // Null without a disk tier. Its calls run outside mu_ (file I/O).
+  std::unique_ptr<DiskTier> disk_;
   mutable absl::Mutex mu_;
   std::map<CheckpointId, Entry> entries_ ABSL_GUARDED_BY(mu_);
   CheckpointId next_id_ ABSL_GUARDED_BY(mu_) = 1;
   uint64_t tick_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t requests_ ABSL_GUARDED_BY(mu_) = 0;
-  // Checkpoints pushed out or refused, remembered so that the policy learns
-  // of the uses it would have had (a policy learning only from what it kept
-  // never sees the worth of what it keeps leaving out). By path key;
-  // `ghost_order_` holds (path key, serial) oldest first, some of them gone
-  // already.
-  struct Ghost {
-    RetentionFacts facts;
-    RetentionClock gone;
-    uint64_t serial = 0;
-  };
-  static constexpr size_t kGhosts = 4096;
-  std::unordered_map<uint64_t, Ghost> ghosts_ ABSL_GUARDED_BY(mu_);
-  std::deque<std::pair<uint64_t, uint64_t>> ghost_order_ ABSL_GUARDED_BY(mu_);
-  uint64_t ghost_serial_ ABSL_GUARDED_BY(mu_) = 0;
+  EvictionMemory evicted_ ABSL_GUARDED_BY(mu_);
   std::map<int, BranchCounter> branch_counters_ ABSL_GUARDED_BY(mu_);
   int next_counter_ ABSL_GUARDED_BY(mu_) = 1;
   StoreStats stats_ ABSL_GUARDED_BY(mu_);

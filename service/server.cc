@@ -10,12 +10,14 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "backends/plugin.h"
+#include "backends/register_builtin.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/health_check_service_interface.h"
 #include "grpcpp/resource_quota.h"
 #include "grpcpp/security/server_credentials.h"
 #include "grpcpp/server_builder.h"
-#include "service/listen_socket.h"
+#include "service/host/listen_socket.h"
 
 namespace cairn::service {
 namespace {
@@ -26,6 +28,41 @@ absl::StatusOr<std::string> ReadFile(const std::string& path) {
   std::stringstream buf;
   buf << in.rdbuf();
   return buf.str();
+}
+
+// Plaintext, or TLS with the certificate chain and key (both or neither),
+// requiring client certificates signed by the client CA when there is one.
+absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> Credentials(const ServerOptions& options) {
+  if (options.tls_cert.empty() && options.tls_key.empty() && options.tls_client_ca.empty()) {
+    return grpc::InsecureServerCredentials();
+  }
+  if (options.tls_cert.empty() || options.tls_key.empty()) {
+    return absl::InvalidArgumentError("TLS needs both a certificate and a key");
+  }
+  auto cert = ReadFile(options.tls_cert);
+  if (!cert.ok()) return cert.status();
+  auto key = ReadFile(options.tls_key);
+  if (!key.ok()) return key.status();
+  grpc::SslServerCredentialsOptions ssl;
+  ssl.pem_key_cert_pairs.push_back({*key, *cert});
+  if (!options.tls_client_ca.empty()) {
+    auto ca = ReadFile(options.tls_client_ca);
+    if (!ca.ok()) return ca.status();
+    ssl.pem_root_certs = *ca;
+    ssl.client_certificate_request = GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY;
+  }
+  return grpc::SslServerCredentials(ssl);
+}
+
+// The backend families this server runs: the ones linked into the binary
+// (cairn_backends_all, or cairn_backends_none) and those of the plugins.
+absl::StatusOr<BackendRegistry> BackendFamilies(const std::vector<std::string>& plugins) {
+  BackendRegistry families;
+  if (absl::Status st = RegisterBuiltinBackends(families); !st.ok()) return st;
+  for (const std::string& path : plugins) {
+    if (absl::Status st = LoadBackendPlugin(path, families); !st.ok()) return st;
+  }
+  return families;
 }
 
 }  // namespace
@@ -45,13 +82,15 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Create(const ServerOptions& opti
   if (!metrics.ok()) return metrics.status();
   s->metrics_ = std::move(*metrics);
   SchedulerOptions sched = options.scheduler;
-  sched.metrics = s->metrics_.get();
+  sched.metrics = &s->metrics_->scheduler;
   // The step budget is the prompt chunk size (--prefill-chunk): a step then
   // holds one full prompt chunk next to the decode rows.
   if (options.models_options.checkpoint.prefill_chunk > 0) {
     sched.step_tokens = options.models_options.checkpoint.prefill_chunk;
   }
-  auto models = ModelRegistry::Load(options.models, options.models_options, sched);
+  auto families = BackendFamilies(options.models_options.backend_plugins);
+  if (!families.ok()) return families.status();
+  auto models = ModelRegistry::Load(options.models, options.models_options, sched, *families);
   if (!models.ok()) return models.status();
   s->models_ = std::move(*models);
   s->memory_budget_ = std::make_unique<MemoryBudget>(options.memory_budget_bytes);
@@ -71,25 +110,8 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Create(const ServerOptions& opti
   s->service_ = std::make_unique<InferenceService>(s->models_.get(), s->sessions_.get(),
                                                    s->metrics_.get(), s->auth_.get(), options.limits,
                                                    s->memory_budget_.get(), std::move(replica));
-  std::shared_ptr<grpc::ServerCredentials> creds = grpc::InsecureServerCredentials();
-  if (!options.tls_cert.empty() || !options.tls_key.empty() || !options.tls_client_ca.empty()) {
-    if (options.tls_cert.empty() || options.tls_key.empty()) {
-      return absl::InvalidArgumentError("TLS needs both a certificate and a key");
-    }
-    auto cert = ReadFile(options.tls_cert);
-    if (!cert.ok()) return cert.status();
-    auto key = ReadFile(options.tls_key);
-    if (!key.ok()) return key.status();
-    grpc::SslServerCredentialsOptions ssl;
-    ssl.pem_key_cert_pairs.push_back({*key, *cert});
-    if (!options.tls_client_ca.empty()) {
-      auto ca = ReadFile(options.tls_client_ca);
-      if (!ca.ok()) return ca.status();
-      ssl.pem_root_certs = *ca;
-      ssl.client_certificate_request = GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY;
-    }
-    creds = grpc::SslServerCredentials(ssl);
-  }
+  auto creds = Credentials(options);
+  if (!creds.ok()) return creds.status();
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
@@ -97,12 +119,13 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Create(const ServerOptions& opti
   // gRPC sets SO_REUSEPORT by default: a second server on a taken port would
   // then start and split the calls with the first. Off, the bind fails.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
-  builder.AddListeningPort(options.listen, creds, &s->port_);
+  builder.AddListeningPort(options.listen, *creds, &s->port_);
   builder.RegisterService(s->service_.get());
   builder.SetMaxReceiveMessageSize(options.max_message_bytes);
   builder.SetMaxSendMessageSize(options.max_message_bytes);
-  // The sync API runs each call on a pool thread; bound it (Generate calls
-  // beyond max_concurrent_generate are refused before they block).
+  // SessionControl and ListModels run on gRPC's synchronous pool, a thread
+  // each: bound it. (Generate calls hold no thread; they are bounded by
+  // max_concurrent_generate.)
   grpc::ResourceQuota quota("cairn");
   quota.SetMaxThreads(options.limits.max_concurrent_generate + 64);
   builder.SetResourceQuota(quota);
@@ -143,7 +166,7 @@ void Server::Housekeeping() {
     }
     Metrics::AdvanceTo(metrics_->checkpoints_captured, captured);
     Metrics::AdvanceTo(metrics_->checkpoints_restored, restored);
-    metrics_->queue_depth->Set(static_cast<double>(queued));
+    metrics_->scheduler.queue_depth->Set(static_cast<double>(queued));
     metrics_->sessions->Set(static_cast<double>(sessions_->size()));
     metrics_->sequence_memory_bytes->Set(static_cast<double>(memory_budget_->in_use()));
     if (checkpoint::CheckpointStore* store = models_->store()) {
@@ -168,15 +191,13 @@ void Server::Shutdown() {
   }
   // New calls are refused with UNAVAILABLE by the service itself while the
   // running ones get the grace to finish; then gRPC stops and cancels what
-  // still runs (the handlers see IsCancelled and stop within a step).
+  // still runs (a Generate's OnCancel stops its job within a step).
   if (server_ == nullptr) return;
   if (auto* health = server_->GetHealthCheckService()) health->Shutdown();
   const auto deadline = std::chrono::system_clock::now() + options_.shutdown_grace;
   if (service_ != nullptr) {
     service_->StopAccepting();
-    while (service_->calls_in_flight() > 0 && std::chrono::system_clock::now() < deadline) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
+    service_->WaitForCalls(absl::FromChrono(deadline));
   }
   server_->Shutdown(deadline);
 }

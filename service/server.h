@@ -15,12 +15,12 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "grpcpp/server.h"
-#include "service/inference_service.h"
-#include "service/memory_budget.h"
-#include "service/metrics.h"
-#include "service/models.h"
-#include "service/scheduler.h"
-#include "service/sessions.h"
+#include "service/api/inference_service.h"
+#include "service/host/memory_budget.h"
+#include "service/host/metrics.h"
+#include "service/host/models.h"
+#include "service/scheduling/scheduler.h"
+#include "service/sessions/sessions.h"
 
 namespace cairn::service {
 

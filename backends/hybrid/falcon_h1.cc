@@ -10,12 +10,12 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
-#include "backends/hybrid/hybrid_stack.h"
+#include "backends/hybrid/hybrid_loading.h"
 
 namespace cairn {
 
 absl::StatusOr<std::unique_ptr<ArchModel>> LoadFalconH1(const ModelLoader& ld) {
-  auto m = std::make_unique<HybridStack>();
+  auto m = std::make_unique<LayerStack>();
   DecoderHParams hp;
   CAIRN_LOAD_ASSIGN(hp, ReadDecoderHParams(ld, 4096));
   // Every layer has attention and a recurrent mixer.
@@ -33,8 +33,8 @@ absl::StatusOr<std::unique_ptr<ArchModel>> LoadFalconH1(const ModelLoader& ld) {
   const double kq_scale = 1.0 / std::sqrt(static_cast<float>(hp.head_dim_v));
   m->layers.resize(hp.n_layer);
   for (int32_t il = 0; il < hp.n_layer; ++il) {
-    HybridStack::Layer& L = m->layers[il];
-    L.mixer = HybridStack::Mixer::kAttentionAndMamba;
+    LayerStack::Layer& L = m->layers[il];
+    L.mixer = LayerStack::Mixer::kAttentionAndMamba;
     CAIRN_RETURN_IF_ERROR(LoadLayerNorms(ld, il, hp.n_embd, "ffn_norm", L));
     for (const char* bias : {"ffn_gate.bias", "ffn_up.bias", "ffn_down.bias"}) {
       if (ld.HasTensor(BlockTensor(il, bias))) {
@@ -52,7 +52,7 @@ absl::StatusOr<std::unique_ptr<ArchModel>> LoadFalconH1(const ModelLoader& ld) {
     CAIRN_RETURN_IF_ERROR(LoadAttention(ld, il, hp.n_embd, tensors, a));
   }
 
-  m->FinishLoad(ld, hp, n_head_kv, m->mamba.conv_state_floats(), m->mamba.ssm_state_floats());
+  m->FinishLoad(ld, HybridDims(hp, n_head_kv, m->mamba.conv_state_floats(), m->mamba.ssm_state_floats()));
   return std::unique_ptr<ArchModel>(std::move(m));
 }
 

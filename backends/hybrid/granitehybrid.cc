@@ -8,12 +8,12 @@
 // plus an ungated SwiGLU shared expert of expert_shared_feed_forward_length.
 
 #include "absl/strings/str_cat.h"
-#include "backends/hybrid/hybrid_stack.h"
+#include "backends/hybrid/hybrid_loading.h"
 
 namespace cairn {
 
 absl::StatusOr<std::unique_ptr<ArchModel>> LoadGraniteHybrid(const ModelLoader& ld) {
-  auto m = std::make_unique<HybridStack>();
+  auto m = std::make_unique<LayerStack>();
   DecoderHParams hp;
   int32_t n_head_kv = 0;
   CAIRN_LOAD_ASSIGN(n_head_kv, ReadKvMarkedHybrid(ld, hp));
@@ -41,11 +41,11 @@ absl::StatusOr<std::unique_ptr<ArchModel>> LoadGraniteHybrid(const ModelLoader& 
   }
   m->layers.resize(hp.n_layer);
   for (int32_t il = 0; il < hp.n_layer; ++il) {
-    HybridStack::Layer& L = m->layers[il];
+    LayerStack::Layer& L = m->layers[il];
     CAIRN_RETURN_IF_ERROR(LoadLayerNorms(ld, il, hp.n_embd, "ffn_norm.weight", L));
     CAIRN_RETURN_IF_ERROR(LoadSwiGluOrMoe(ld, il, hp, moe.n_expert > 0 ? &moe : nullptr, L));
     if (hp.n_head_kv[il] == 0) {
-      L.mixer = HybridStack::Mixer::kMamba;
+      L.mixer = LayerStack::Mixer::kMamba;
       CAIRN_LOAD_ASSIGN(L.mamba, LoadMambaMixer(ld, m->mamba, il));
       continue;
     }
@@ -55,7 +55,7 @@ absl::StatusOr<std::unique_ptr<ArchModel>> LoadGraniteHybrid(const ModelLoader& 
     CAIRN_RETURN_IF_ERROR(LoadAttention(ld, il, hp.n_embd, {Presence::kAbsent, Presence::kAbsent, Presence::kAbsent}, a));
   }
 
-  m->FinishLoad(ld, hp, n_head_kv, m->mamba.conv_state_floats(), m->mamba.ssm_state_floats());
+  m->FinishLoad(ld, HybridDims(hp, n_head_kv, m->mamba.conv_state_floats(), m->mamba.ssm_state_floats()));
   return std::unique_ptr<ArchModel>(std::move(m));
 }
 

@@ -2,8 +2,8 @@
 // with one composite memory per sequence (HybridMemory: a full K/V cache per
 // attention mixer, a state per recurrent mixer), so
 // nothing is cut back without a snapshot, which the backend can take inside a
-// run. Architectures (wiring files on the shared layer stack of
-// hybrid_stack.h):
+// run. Architectures (wiring files loading a LayerStack, with the load steps
+// of hybrid_loading.h):
 //   granitehybrid  Mamba-2 layers where head_count_kv[layer] == 0, attention
 //                  layers elsewhere (no positional encoding unless
 //                  rope.scaling.finetuned); embedding, residual, attention
@@ -36,32 +36,18 @@
 #ifndef CAIRN_BACKENDS_HYBRID_HYBRID_BACKEND_H_
 #define CAIRN_BACKENDS_HYBRID_HYBRID_BACKEND_H_
 
-#include <memory>
-#include <string>
-#include <vector>
-
-#include "absl/status/status.h"
-#include "absl/status/statusor.h"
 #include "backends/backend.h"
 
 namespace cairn {
 
-inline constexpr char kHybridFamily[] = "hybrid";
-
-// The architectures this family serves.
-std::vector<std::string> HybridArchs();
-
-// Loads the model. Errors: INVALID_ARGUMENT for another architecture or
-// missing/inconsistent metadata and tensors (the message names them),
-// NOT_FOUND for a missing tensor, UNIMPLEMENTED for attention layers of
-// different K/V widths and the variants the wiring files name (older
-// qwen3next files with one ssm_in for q, k, v and z, falcon-h1's FFN biases,
-// nemotron_h's MLP biases and latent MoE, lfm2's sliding-window attention).
-absl::StatusOr<std::unique_ptr<Backend>> CreateHybridBackend(std::shared_ptr<const ModelFile> model,
-                                                             const BackendOptions& options);
-
-// Registers the family under kHybridFamily for HybridArchs().
-absl::Status RegisterHybridFamily(BackendRegistry& registry);
+// Name "hybrid". Its factory's errors: INVALID_ARGUMENT for another
+// architecture or missing/inconsistent metadata and tensors (the message
+// names them), NOT_FOUND for a missing tensor, UNIMPLEMENTED for attention
+// layers of different K/V widths and the variants the wiring files name
+// (older qwen3next files with one ssm_in for q, k, v and z, falcon-h1's FFN
+// biases, nemotron_h's MLP biases and latent MoE, lfm2's sliding-window
+// attention).
+BackendFamily HybridFamily();
 
 }  // namespace cairn
 

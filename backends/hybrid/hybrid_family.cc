@@ -1,6 +1,8 @@
+// The hybrid family (hybrid_backend.h): its architectures and the memory of
+// their sequences.
 #include "backends/hybrid/hybrid_backend.h"
-#include "backends/hybrid/hybrid_stack.h"
-#include "backends/layers/layered_backend.h"
+#include "backends/hybrid/hybrid_loading.h"
+#include "backends/layers/family.h"
 #include "backends/memory/fingerprint.h"
 #include "backends/memory/hybrid_memory.h"
 
@@ -19,18 +21,11 @@ constexpr ArchEntry kArchs[] = {
     {"lfm2", &LoadLfm2},
 };
 
-}  // namespace
-
-std::vector<std::string> HybridArchs() { return ArchNames(kArchs); }
-
-absl::StatusOr<std::unique_ptr<Backend>> CreateHybridBackend(std::shared_ptr<const ModelFile> model,
-                                                             const BackendOptions& options) {
-  if (model == nullptr) return absl::InvalidArgumentError("no model");
-  absl::StatusOr<std::unique_ptr<ArchModel>> arch = LoadArch(kArchs, *model, kHybridFamily);
-  if (!arch.ok()) return arch.status();
-  const ArchShape& s = (*arch)->shape();
+// A full K/V cache per attention slot and a state per recurrent slot;
+// snapshots inside runs.
+absl::StatusOr<FamilyMemory> CompositePlan(const ModelFile& model, const ArchShape& s, const BackendOptions& options) {
   HybridGeometry g;
-  g.layout = MemoryLayout(*model, "cairn-hybrid-f32-v2",
+  g.layout = MemoryLayout(model, "cairn-hybrid-f32-v2",
                           {s.n_full_slots, s.n_recurrent_slots, s.k_dim, s.v_dim, s.conv_floats, s.state_floats});
   g.attention.n_layers = s.n_full_slots;
   g.attention.k_dim = s.k_dim;
@@ -40,24 +35,19 @@ absl::StatusOr<std::unique_ptr<Backend>> CreateHybridBackend(std::shared_ptr<con
   g.recurrent_layers = s.n_recurrent_slots;
   g.conv_floats = s.conv_floats;
   g.state_floats = s.state_floats;
-
   FamilyMemory memory;
-  memory.family = kHybridFamily;
   memory.create = [g](const void* owner) -> absl::StatusOr<std::unique_ptr<LayerMemory>> {
     absl::StatusOr<std::unique_ptr<HybridMemory>> m = HybridMemory::Create(g, owner);
     if (!m.ok()) return m.status();
     return std::unique_ptr<LayerMemory>(std::move(*m));
   };
-  memory.caps.truncatable = false;
-  memory.caps.rollback_window = 0;
-  memory.caps.has_checkpoint_state = true;
   memory.capacity = g.attention.capacity;
   memory.snapshots_within_run = true;
-  return CreateLayeredBackend(std::move(model), *std::move(arch), std::move(memory), options);
+  return memory;
 }
 
-absl::Status RegisterHybridFamily(BackendRegistry& registry) {
-  return registry.Register(kHybridFamily, HybridArchs(), &CreateHybridBackend);
-}
+}  // namespace
+
+BackendFamily HybridFamily() { return LayeredFamily("hybrid", kArchs, &CompositePlan); }
 
 }  // namespace cairn

@@ -8,12 +8,12 @@
 // elsewhere, both of width feed_forward_length.
 
 #include "absl/strings/str_cat.h"
-#include "backends/hybrid/hybrid_stack.h"
+#include "backends/hybrid/hybrid_loading.h"
 
 namespace cairn {
 
 absl::StatusOr<std::unique_ptr<ArchModel>> LoadJamba(const ModelLoader& ld) {
-  auto m = std::make_unique<HybridStack>();
+  auto m = std::make_unique<LayerStack>();
   DecoderHParams hp;
   int32_t n_head_kv = 0;
   CAIRN_LOAD_ASSIGN(n_head_kv, ReadKvMarkedHybrid(ld, hp));
@@ -30,7 +30,7 @@ absl::StatusOr<std::unique_ptr<ArchModel>> LoadJamba(const ModelLoader& ld) {
   moe.gating = RouterGating::kSoftmax;
   m->layers.resize(hp.n_layer);
   for (int32_t il = 0; il < hp.n_layer; ++il) {
-    HybridStack::Layer& L = m->layers[il];
+    LayerStack::Layer& L = m->layers[il];
     CAIRN_RETURN_IF_ERROR(LoadLayerNorms(ld, il, hp.n_embd, "ffn_norm.weight", L));
     // The reference decides per layer by the router's presence.
     const bool routed = ld.HasTensor(BlockTensor(il, "ffn_gate_inp.weight"));
@@ -39,7 +39,7 @@ absl::StatusOr<std::unique_ptr<ArchModel>> LoadJamba(const ModelLoader& ld) {
     }
     CAIRN_RETURN_IF_ERROR(LoadSwiGluOrMoe(ld, il, hp, routed ? &moe : nullptr, L));
     if (hp.n_head_kv[il] == 0) {
-      L.mixer = HybridStack::Mixer::kMamba;
+      L.mixer = LayerStack::Mixer::kMamba;
       CAIRN_LOAD_ASSIGN(L.mamba, LoadMambaMixer(ld, m->mamba, il));
       continue;
     }
@@ -48,7 +48,7 @@ absl::StatusOr<std::unique_ptr<ArchModel>> LoadJamba(const ModelLoader& ld) {
                                         L.attn));
   }
 
-  m->FinishLoad(ld, hp, n_head_kv, m->mamba.conv_state_floats(), m->mamba.ssm_state_floats());
+  m->FinishLoad(ld, HybridDims(hp, n_head_kv, m->mamba.conv_state_floats(), m->mamba.ssm_state_floats()));
   return std::unique_ptr<ArchModel>(std::move(m));
 }
 

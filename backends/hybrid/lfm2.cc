@@ -8,12 +8,12 @@
 // (UNIMPLEMENTED): sliding-window attention layers (attention.sliding_window).
 
 #include "absl/strings/str_cat.h"
-#include "backends/hybrid/hybrid_stack.h"
+#include "backends/hybrid/hybrid_loading.h"
 
 namespace cairn {
 
 absl::StatusOr<std::unique_ptr<ArchModel>> LoadLfm2(const ModelLoader& ld) {
-  auto m = std::make_unique<HybridStack>();
+  auto m = std::make_unique<LayerStack>();
   int64_t window = 0;
   CAIRN_LOAD_ASSIGN(window, ld.IntOr("attention.sliding_window", 0));
   if (window > 0) {
@@ -31,11 +31,11 @@ absl::StatusOr<std::unique_ptr<ArchModel>> LoadLfm2(const ModelLoader& ld) {
   CAIRN_LOAD_ASSIGN(m->head, LoadOutputHead(ld, *m->tok_embd, hp.eps, "token_embd_norm.weight"));
   m->layers.resize(hp.n_layer);
   for (int32_t il = 0; il < hp.n_layer; ++il) {
-    HybridStack::Layer& L = m->layers[il];
+    LayerStack::Layer& L = m->layers[il];
     CAIRN_RETURN_IF_ERROR(LoadLayerNorms(ld, il, hp.n_embd, "ffn_norm.weight", L));
     CAIRN_RETURN_IF_ERROR(LoadSwiGluOrMoe(ld, il, hp, nullptr, L));
     if (hp.n_head_kv[il] == 0) {
-      L.mixer = HybridStack::Mixer::kShortConv;
+      L.mixer = LayerStack::Mixer::kShortConv;
       CAIRN_LOAD_ASSIGN(L.short_conv, LoadShortConv(ld, m->short_conv, il));
       continue;
     }
@@ -46,7 +46,7 @@ absl::StatusOr<std::unique_ptr<ArchModel>> LoadLfm2(const ModelLoader& ld) {
   }
 
   // A short convolution carries conv inputs only: no recurrent state.
-  m->FinishLoad(ld, hp, n_head_kv, m->short_conv.conv_state_floats(), 0);
+  m->FinishLoad(ld, HybridDims(hp, n_head_kv, m->short_conv.conv_state_floats(), 0));
   return std::unique_ptr<ArchModel>(std::move(m));
 }
 

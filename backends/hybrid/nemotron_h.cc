@@ -18,7 +18,7 @@
 // MoE projections (moe_latent_size) of the larger Nemotron 3 models.
 
 #include "absl/strings/str_cat.h"
-#include "backends/hybrid/hybrid_stack.h"
+#include "backends/hybrid/hybrid_loading.h"
 
 namespace cairn {
 namespace {
@@ -50,10 +50,10 @@ absl::StatusOr<MoeSpec> ReadNemotronMoe(const ModelLoader& ld) {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<ArchModel>> LoadNemotronH(const ModelLoader& ld) {
-  auto m = std::make_unique<HybridStack>();
+  auto m = std::make_unique<LayerStack>();
   DecoderHParams hp;
   CAIRN_LOAD_ASSIGN(hp, ReadDecoderHParams(ld, 4096));
-  using Mixer = HybridStack::Mixer;
+  using Mixer = LayerStack::Mixer;
   std::vector<int32_t> attention_layers;
   int32_t n_mamba = 0;
   for (int32_t il = 0; il < hp.n_layer; ++il) {
@@ -78,7 +78,7 @@ absl::StatusOr<std::unique_ptr<ArchModel>> LoadNemotronH(const ModelLoader& ld) 
   CAIRN_LOAD_ASSIGN(m->head, LoadOutputHead(ld, *m->tok_embd, hp.eps));
   m->layers.resize(hp.n_layer);
   for (int32_t il = 0; il < hp.n_layer; ++il) {
-    HybridStack::Layer& L = m->layers[il];
+    LayerStack::Layer& L = m->layers[il];
     std::vector<float> norm;
     CAIRN_LOAD_ASSIGN(norm, ld.F32(BlockTensor(il, "attn_norm.weight"), {hp.n_embd}));
     if (hp.n_ff[il] > 0) {
@@ -96,7 +96,7 @@ absl::StatusOr<std::unique_ptr<ArchModel>> LoadNemotronH(const ModelLoader& ld) 
       CAIRN_LOAD_ASSIGN(L.ffn, LoadMlp(ld, il, hp.n_embd, hp.n_ff[il], FfnActivation::kReluSquared));
       continue;
     }
-    L.attn_norm = std::move(norm);
+    L.mixer_norm = std::move(norm);
     if (hp.n_head_kv[il] == 0) {
       L.mixer = Mixer::kMamba;
       // The reference requires the grouped norm here (mamba2 has it optional).
@@ -110,7 +110,7 @@ absl::StatusOr<std::unique_ptr<ArchModel>> LoadNemotronH(const ModelLoader& ld) 
         LoadAttention(ld, il, hp.n_embd, {Presence::kOptional, Presence::kOptional, Presence::kAbsent}, L.attn));
   }
 
-  m->FinishLoad(ld, hp, n_head_kv, m->mamba.conv_state_floats(), m->mamba.ssm_state_floats());
+  m->FinishLoad(ld, HybridDims(hp, n_head_kv, m->mamba.conv_state_floats(), m->mamba.ssm_state_floats()));
   return std::unique_ptr<ArchModel>(std::move(m));
 }
 

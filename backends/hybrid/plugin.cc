@@ -2,4 +2,4 @@
 #include "backends/hybrid/hybrid_backend.h"
 #include "backends/plugin.h"
 
-CAIRN_BACKEND_PLUGIN(cairn::kHybridFamily, &cairn::RegisterHybridFamily)
+CAIRN_BACKEND_PLUGIN(cairn::HybridFamily())

@@ -6,7 +6,7 @@
 // post_attention_norm; MTP blocks (nextn_predict_layers) are not run. Takes
 // multimodal embedding chunks, positioned by M-RoPE.
 
-#include "backends/hybrid/hybrid_stack.h"
+#include "backends/hybrid/hybrid_loading.h"
 
 namespace cairn {
 
@@ -47,7 +47,7 @@ absl::Status ReadImropeSections(const ModelLoader& ld, PositionEncoding& rope) {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<ArchModel>> LoadQwen35Style(const ModelLoader& ld, const QwenHybridVariant& variant) {
-  auto m = std::make_unique<HybridStack>();
+  auto m = std::make_unique<LayerStack>();
   DecoderHParams hp;
   CAIRN_LOAD_ASSIGN(hp, ReadDecoderHParams(ld, 4096));
   std::vector<bool> recurrent;
@@ -72,11 +72,11 @@ absl::StatusOr<std::unique_ptr<ArchModel>> LoadQwen35Style(const ModelLoader& ld
   CAIRN_LOAD_ASSIGN(m->head, LoadOutputHead(ld, *m->tok_embd, hp.eps));
   m->layers.resize(hp.n_layer);
   for (int32_t il = 0; il < hp.n_layer; ++il) {
-    HybridStack::Layer& L = m->layers[il];
+    LayerStack::Layer& L = m->layers[il];
     CAIRN_RETURN_IF_ERROR(LoadLayerNorms(ld, il, hp.n_embd, "post_attention_norm.weight", L));
     CAIRN_RETURN_IF_ERROR(LoadSwiGluOrMoe(ld, il, hp, variant.moe, L));
     if (recurrent[il]) {
-      L.mixer = HybridStack::Mixer::kDeltaNet;
+      L.mixer = LayerStack::Mixer::kDeltaNet;
       CAIRN_LOAD_ASSIGN(L.delta_net, LoadDeltaNet(ld, m->delta_net, il));
       continue;
     }
@@ -88,7 +88,7 @@ absl::StatusOr<std::unique_ptr<ArchModel>> LoadQwen35Style(const ModelLoader& ld
   }
 
   m->accepts_embeddings = variant.imrope;
-  m->FinishLoad(ld, hp, n_head_kv, m->delta_net.conv_state_floats(), m->delta_net.state_floats());
+  m->FinishLoad(ld, HybridDims(hp, n_head_kv, m->delta_net.conv_state_floats(), m->delta_net.state_floats()));
   return std::unique_ptr<ArchModel>(std::move(m));
 }
 

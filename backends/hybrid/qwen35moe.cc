@@ -3,7 +3,7 @@
 // expert_used_count best, their weights renormalized to sum 1; SwiGLU experts
 // of expert_feed_forward_length; a SwiGLU shared expert of
 // expert_shared_feed_forward_length scaled by sigmoid(ffn_gate_inp_shexp . x).
-#include "backends/hybrid/hybrid_stack.h"
+#include "backends/hybrid/hybrid_loading.h"
 
 namespace cairn {
 

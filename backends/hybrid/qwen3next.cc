@@ -5,7 +5,7 @@
 // positions (no M-RoPE sections, no embedding chunks), and the DeltaNet of
 // DeltaNetVariant::kQwen3Next (beta and alpha from one ssm_ba projection,
 // value head h reading key head h / (value heads / key heads)).
-#include "backends/hybrid/hybrid_stack.h"
+#include "backends/hybrid/hybrid_loading.h"
 
 namespace cairn {
 

@@ -1,11 +1,13 @@
 // Buffers, threads and the run-time choice; the arithmetic is in
-// gemm_avx512.cc (compiled for AVX-512 whatever this file's flags are).
+// gemm_avx512.cc and gemm_avx2.cc (each compiled for its ISA whatever this
+// file's flags are).
 #include "backends/kernels/gemm.h"
 
 #include <algorithm>
 #include <vector>
 
 #include "backends/kernels/cpu_isa.h"
+#include "backends/kernels/gemm_avx2.h"
 #include "backends/kernels/gemm_avx512.h"
 
 namespace cairn {
@@ -14,11 +16,29 @@ namespace {
 using gemm_avx512::kTokens;
 using gemm_avx512::kOuts;
 
+// Row ranges per thread of a decode product (ThreadPool::ParallelFor): a
+// thread descheduled on a loaded machine then holds back an eighth of the
+// rows, not half.
+constexpr int kStreamChunksPerThread = 4;
+
 // Read once: the CPU and the CAIRN_ISA cap do not change while a process
 // runs.
 bool Avx512Allowed() {
   static const bool allowed = IsaCap() == Isa::kAvx512Vnni && CpuRunsAvx512Float();
   return allowed;
+}
+
+// AVX2, FMA and F16C, with CAIRN_ISA at avx2 or above.
+bool Avx2Allowed() {
+  static const bool allowed =
+      static_cast<int>(IsaCap()) <= static_cast<int>(Isa::kAvx2) && CpuRuns(Isa::kAvx2);
+  return allowed;
+}
+
+bool Avx512Takes(GgmlType type) { return (type == GgmlType::kF32 || type == GgmlType::kF16) && Avx512Allowed(); }
+
+bool Avx2Takes(GgmlType type) {
+  return (type == GgmlType::kF32 || type == GgmlType::kF16 || type == GgmlType::kBF16) && Avx2Allowed();
 }
 
 gemm_avx512::FloatRows RowsOf(const WeightMatrix& w) {
@@ -39,7 +59,9 @@ float* ThreadBuffer(std::vector<Line>& buf, int64_t floats) {
 
 }  // namespace
 
-bool GemmTakes(GgmlType type) { return (type == GgmlType::kF32 || type == GgmlType::kF16) && Avx512Allowed(); }
+bool GemmTakes(GgmlType type) { return Avx512Takes(type); }
+
+bool StreamTakes(GgmlType type) { return Avx512Takes(type) || Avx2Takes(type); }
 
 void GemmFloatWeights(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool) {
   if (n_tokens <= 0 || w.n_out <= 0 || !Avx512Allowed()) return;
@@ -73,12 +95,22 @@ void GemmFloatWeights(const WeightMatrix& w, const float* x, int64_t n_tokens, f
 }
 
 void StreamFloatWeights(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool) {
-  if (n_tokens <= 0 || w.n_out <= 0 || !Avx512Allowed()) return;
-  const gemm_avx512::FloatRows rows = RowsOf(w);
-  // Contiguous halves: each thread streams its own rows in order.
-  pool.ParallelFor(w.n_out, 16, [&](int64_t r0, int64_t r1) {
-    gemm_avx512::StreamRows(rows, x, n_tokens, y, r0, r1);
-  });
+  if (n_tokens <= 0 || w.n_out <= 0) return;
+  // Contiguous ranges: each streams its rows in order.
+  if (Avx512Takes(w.type)) {
+    const gemm_avx512::FloatRows rows = RowsOf(w);
+    pool.ParallelFor(
+        w.n_out, 16, [&](int64_t r0, int64_t r1) { gemm_avx512::StreamRows(rows, x, n_tokens, y, r0, r1); },
+        kStreamChunksPerThread);
+  } else if (Avx2Takes(w.type)) {
+    const gemm_avx2::Element element = w.type == GgmlType::kF32   ? gemm_avx2::Element::kF32
+                                       : w.type == GgmlType::kF16 ? gemm_avx2::Element::kF16
+                                                                  : gemm_avx2::Element::kBF16;
+    const gemm_avx2::FloatRows rows{w.data, w.row_bytes(), w.n_in, w.n_out, element};
+    pool.ParallelFor(
+        w.n_out, 16, [&](int64_t r0, int64_t r1) { gemm_avx2::StreamRows(rows, x, n_tokens, y, r0, r1); },
+        kStreamChunksPerThread);
+  }
 }
 
 }  // namespace cairn

@@ -1,9 +1,10 @@
-// Products of F32 activations with F32 or F16 weights on cairn's own
+// Products of F32 activations with F32, F16 or BF16 weights on cairn's own
 // kernels (no BLAS): a register-blocked GEMM for prompts, a prefetching row
-// stream for decode steps. The kernels are AVX-512 (F, BW, VL), in every
-// build whatever CAIRN_NATIVE says, and run where the CPU has it
-// (cpu_isa.h); elsewhere, or under CAIRN_ISA=avx2 or portable, GemmTakes is
-// false and callers keep their BLAS path.
+// stream for decode steps. The kernels are AVX-512 (F, BW, VL; F32 and F16)
+// and AVX2 (+FMA, F16C; the row stream, F32, F16 and BF16), in every build
+// whatever CAIRN_NATIVE says, and run where the CPU has them (cpu_isa.h);
+// where GemmTakes or StreamTakes is false (no such CPU, a CAIRN_ISA cap, or
+// another type), callers keep their BLAS or portable path.
 #ifndef CAIRN_BACKENDS_KERNELS_GEMM_H_
 #define CAIRN_BACKENDS_KERNELS_GEMM_H_
 
@@ -32,11 +33,19 @@ bool GemmTakes(GgmlType type);
 // (prompts): for a few tokens the packing costs more than it saves. Thread-safe for distinct y; uses `pool` (one job at a time).
 void GemmFloatWeights(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool);
 
+// True for the weight types StreamFloatWeights takes: F32 and F16 where
+// GemmTakes them (the AVX-512 row stream); otherwise F32, F16 and BF16 where
+// the CPU runs AVX2, FMA and F16C and CAIRN_ISA is not portable (the AVX2
+// row stream, which also takes BF16 on AVX-512 CPUs); false for every type
+// otherwise.
+bool StreamTakes(GgmlType type);
+
 // The same product for a few tokens (decode steps, 1 to 3 tokens in
 // practice): each weight row is read once, in order, with software prefetch
 // ahead of it, for up to 3 tokens at a time; each thread streams a
-// contiguous part of the rows. Same contract as GemmFloatWeights otherwise
-// (results do not depend on the thread count).
+// contiguous part of the rows, the rows split evenly. Same contract as
+// GemmFloatWeights otherwise (results do not depend on the thread count),
+// with StreamTakes in place of GemmTakes. BF16 weights are widened exactly.
 void StreamFloatWeights(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool);
 
 }  // namespace cairn

@@ -260,7 +260,7 @@ void MatMul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, T
     });
     return;
   }
-  if (GemmTakes(w.type)) {
+  if (StreamTakes(w.type)) {
     StreamFloatWeights(w, x, n_tokens, y, pool);
     return;
   }

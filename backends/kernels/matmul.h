@@ -51,7 +51,9 @@ enum class MatMulPrecision {
 // dequantized tile by tile and multiplied with cblas_sgemm; 4 to 16 tokens (batched decode steps): each
 // weight row is read once for a group of tokens whose activations fit in L1
 // (for wide rows, a register-blocked kernel reads each row once per 4
-// tokens); fewer: a fused dequantize-and-dot kernel per token. All paths
+// tokens); fewer: F32, F16 and BF16 weights through the row stream of
+// gemm.h where StreamTakes them (AVX2 or AVX-512), other types a fused
+// dequantize-and-dot kernel per token. All paths
 // keep activations in F32, so results match a dequantized F32 model to
 // rounding. Uses `pool` for parallelism: on the sgemm path each pool thread
 // runs a single-threaded sgemm on its block of output columns, so on first use

@@ -62,6 +62,21 @@ inline Q8ActivationRow ViewQ8Activations(const uint8_t* row, int64_t nb) {
           reinterpret_cast<const int8_t*>(row + 8 * nb)};
 }
 
+// The split of a prompt product between a kernel's panels and its row
+// kernel: with at least min_tokens tokens and panel_rows rows, panels(m)
+// computes the first m rows (n_rows rounded down to a multiple of
+// panel_rows), and *w, *y and *n_rows move past them (*n_rows 0: done).
+template <class Panels>
+inline void TakePanelRows(int64_t panel_rows, int64_t min_tokens, int64_t n_tokens, Panels&& panels,
+                          const uint8_t** w, size_t w_stride, int64_t* n_rows, float** y) {
+  if (n_tokens < min_tokens || *n_rows < panel_rows) return;
+  const int64_t m = *n_rows / panel_rows * panel_rows;
+  panels(m);
+  *w += m * w_stride;
+  *y += m;
+  *n_rows -= m;
+}
+
 // Weight block layouts (GGUF): an F16 scale, then the quants.
 constexpr int64_t kQ8_0BlockBytes = 34;  // d, int8 q[32]
 constexpr int64_t kQ4_0BlockBytes = 18;  // d, nibbles: q[j] low = element j, high = element j + 16

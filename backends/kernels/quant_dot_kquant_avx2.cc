@@ -21,17 +21,6 @@
 namespace cairn {
 namespace {
 
-// No std:: templates here (std::max, std::vector ...): their out-of-line
-// copies are shared by every file at link time, and this file's would use
-// instructions other CPUs lack. Local helpers in this anonymous namespace
-// instead.
-inline int64_t Min(int64_t a, int64_t b) { return a < b ? a : b; }
-inline int64_t Max(int64_t a, int64_t b) { return a > b ? a : b; }
-
-// The loops over the small compile-time counts (rows, tokens, groups) carry
-// "#pragma GCC unroll": at -O2 GCC keeps them as loops, and the arrays of
-// accumulators they index then live in memory instead of registers (2x
-// slower measured).
 
 inline __m256i Load256(const uint8_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
 
@@ -144,8 +133,6 @@ struct Q6_K {
   }
 };
 
-size_t Q8KRowBytes(int64_t n) { return static_cast<size_t>(n / kQ8KBlockElems) * kQ8KBlockBytes; }
-
 // Eight floats to eight int32, clamped to [-127, 127] (NaN -> 127) and
 // rounded to nearest even, as the portable quantizer does.
 inline __m256i Round8(const float* x, __m256 id) {
@@ -189,62 +176,98 @@ void QuantizeQ8K(const float* x, int64_t n, uint8_t* qx) {
   }
 }
 
-inline int32_t ReduceAdd(__m256i v) {
-  __m128i x = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-  x = _mm_add_epi32(x, _mm_shuffle_epi32(x, 0x4E));
-  x = _mm_add_epi32(x, _mm_shuffle_epi32(x, 0xB1));
-  return _mm_cvtsi128_si32(x);
+// How far ahead of its reads RowTokens prefetches the weights: decode steps
+// (one token) are bound by them.
+constexpr size_t kRowPrefetchBytes = 1024;
+
+// The integer products of weight block b of `row` with block b of kTokens
+// activation rows: isum[t] and mins[t] (8 int32 lanes each, summed exactly
+// later) and the block's scales d * dx, dmin * dx per token.
+template <class K, int kTokens>
+CAIRN_KQUANT_INLINE void BlockProducts(const uint8_t* row, const uint8_t* qx, size_t qx_stride, int64_t b,
+                                       __m256i* isum, __m256i* mins, float* d_dx, float* dmin_dx) {
+  const uint8_t* wb = row + b * K::kBlockBytes;
+  // The block kRowPrefetchBytes ahead, a line at a time (rows follow each
+  // other, so past the row's end this is the next row's start; past the
+  // matrix's end a prefetch never faults).
+#pragma GCC unroll 4
+  for (size_t line = 0; line < K::kBlockBytes; line += 64) __builtin_prefetch(wb + kRowPrefetchBytes + line);
+  Header h;
+  K::Head(wb, &h);
+#pragma GCC unroll 8
+  for (int t = 0; t < kTokens; ++t) isum[t] = _mm256_setzero_si256();
+#pragma GCC unroll 4
+  for (int g = 0; g < 4; ++g) {
+    Group grp;
+    K::Unpack(wb, h, g, &grp);
+#pragma GCC unroll 8
+    for (int t = 0; t < kTokens; ++t) {
+      const uint8_t* xq = qx + t * qx_stride + b * kQ8KBlockBytes + 4 + 64 * g;
+      const __m256i p_lo = _mm256_madd_epi16(_mm256_maddubs_epi16(grp.lo, Load256(xq)), grp.s_lo);
+      const __m256i p_hi = _mm256_madd_epi16(_mm256_maddubs_epi16(grp.hi, Load256(xq + 32)), grp.s_hi);
+      isum[t] = _mm256_add_epi32(isum[t], _mm256_add_epi32(p_lo, p_hi));
+    }
+  }
+#pragma GCC unroll 8
+  for (int t = 0; t < kTokens; ++t) {
+    const uint8_t* xb = qx + t * qx_stride + b * kQ8KBlockBytes;
+    mins[t] = _mm256_madd_epi16(h.mins, Load256(xb + 4 + kQ8KBlockElems));
+    float dx;
+    std::memcpy(&dx, xb, 4);
+    d_dx[t] = h.d * dx;
+    dmin_dx[t] = h.dmin * dx;
+  }
 }
 
-// The sums of eight vectors of 8 int32: lane i holds the sum of v[i].
-inline __m256i SumEach(const __m256i* v) {
-  const __m256i a = _mm256_hadd_epi32(_mm256_hadd_epi32(v[0], v[1]), _mm256_hadd_epi32(v[2], v[3]));
-  const __m256i b = _mm256_hadd_epi32(_mm256_hadd_epi32(v[4], v[5]), _mm256_hadd_epi32(v[6], v[7]));
-  return _mm256_add_epi32(_mm256_permute2x128_si256(a, b, 0x20), _mm256_permute2x128_si256(a, b, 0x31));
+// AccumulateBlock for four blocks (or four tokens: `sequential` false) at
+// once: `both` holds their four integer dots then their four mins; one
+// horizontal pass sums all eight. Sequential: the four blocks of one token,
+// added to acc[0] in order; otherwise acc[t] of token t.
+template <bool kSequential>
+CAIRN_KQUANT_INLINE void AccumulateFour(const __m256i* both, const float* d_dx, const float* dmin_dx, float* acc) {
+  const __m256 s = _mm256_cvtepi32_ps(SumEach(both));
+  const __m128 dot = _mm_mul_ps(_mm256_castps256_ps128(s), _mm_loadu_ps(d_dx));
+  const __m128 mins = _mm_mul_ps(_mm256_extractf128_ps(s, 1), _mm_loadu_ps(dmin_dx));
+  if constexpr (kSequential) {
+    alignas(16) float p[4], q[4];
+    _mm_store_ps(p, dot);
+    _mm_store_ps(q, mins);
+    float a = acc[0];
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; ++i) a = (a + p[i]) - q[i];
+    acc[0] = a;
+  } else {
+    _mm_storeu_ps(acc, _mm_sub_ps(_mm_add_ps(_mm_loadu_ps(acc), dot), mins));
+  }
 }
 
 // y[t * ldy] = row . X[t] for kTokens tokens; each block's integer products
-// are summed exactly, then accumulated as AccumulateBlock does.
+// are summed exactly, then accumulated as AccumulateBlock does. One token
+// (decode) sums four blocks' products in one horizontal pass, four tokens
+// one block's.
 template <class K, int kTokens>
 void RowTokens(const uint8_t* row, const uint8_t* qx, size_t qx_stride, int64_t nb, float* y, int64_t ldy) {
   float acc[kTokens] = {};
-  for (int64_t b = 0; b < nb; ++b) {
-    const uint8_t* wb = row + b * K::kBlockBytes;
-    Header h;
-    K::Head(wb, &h);
-    __m256i isum[kTokens];
-#pragma GCC unroll 8
-    for (int t = 0; t < kTokens; ++t) isum[t] = _mm256_setzero_si256();
-#pragma GCC unroll 4
-    for (int g = 0; g < 4; ++g) {
-      Group grp;
-      K::Unpack(wb, h, g, &grp);
-#pragma GCC unroll 8
-      for (int t = 0; t < kTokens; ++t) {
-        const uint8_t* xq = qx + t * qx_stride + b * kQ8KBlockBytes + 4 + 64 * g;
-        const __m256i p_lo = _mm256_madd_epi16(_mm256_maddubs_epi16(grp.lo, Load256(xq)), grp.s_lo);
-        const __m256i p_hi = _mm256_madd_epi16(_mm256_maddubs_epi16(grp.hi, Load256(xq + 32)), grp.s_hi);
-        isum[t] = _mm256_add_epi32(isum[t], _mm256_add_epi32(p_lo, p_hi));
+  int64_t b = 0;
+  if constexpr (kTokens == 1) {
+    for (; b + 4 <= nb; b += 4) {
+      __m256i both[8];  // the four blocks' dots, then their mins
+      alignas(16) float d_dx[4], dmin_dx[4];
+      // Not unrolled: four blocks' unpacked groups at once spill registers.
+#pragma GCC unroll 1
+      for (int i = 0; i < 4; ++i) {
+        BlockProducts<K, 1>(row, qx, qx_stride, b + i, &both[i], &both[4 + i], &d_dx[i], &dmin_dx[i]);
       }
+      AccumulateFour<true>(both, d_dx, dmin_dx, acc);
     }
-    __m256i mins[kTokens];
+  }
+  for (; b < nb; ++b) {
+    __m256i isum[kTokens], mins[kTokens];
     alignas(16) float d_dx[kTokens], dmin_dx[kTokens];
-#pragma GCC unroll 8
-    for (int t = 0; t < kTokens; ++t) {
-      const uint8_t* xb = qx + t * qx_stride + b * kQ8KBlockBytes;
-      mins[t] = _mm256_madd_epi16(h.mins, Load256(xb + 4 + kQ8KBlockElems));
-      float dx;
-      std::memcpy(&dx, xb, 4);
-      d_dx[t] = h.d * dx;
-      dmin_dx[t] = h.dmin * dx;
-    }
+    BlockProducts<K, kTokens>(row, qx, qx_stride, b, isum, mins, d_dx, dmin_dx);
     if constexpr (kTokens == 4) {
-      // All eight sums at once, then AccumulateBlock a token per lane.
       const __m256i both[8] = {isum[0], isum[1], isum[2], isum[3], mins[0], mins[1], mins[2], mins[3]};
-      const __m256 s = _mm256_cvtepi32_ps(SumEach(both));
-      __m128 a = _mm_add_ps(_mm_loadu_ps(acc), _mm_mul_ps(_mm256_castps256_ps128(s), _mm_load_ps(d_dx)));
-      a = _mm_sub_ps(a, _mm_mul_ps(_mm256_extractf128_ps(s, 1), _mm_load_ps(dmin_dx)));
-      _mm_storeu_ps(acc, a);
+      AccumulateFour<false>(both, d_dx, dmin_dx, acc);
     } else {
 #pragma GCC unroll 2
       for (int t = 0; t < kTokens; ++t) {
@@ -262,7 +285,8 @@ void RowTokens(const uint8_t* row, const uint8_t* qx, size_t qx_stride, int64_t 
 // holds elements 4c..4c+3 of row r. Two vpmaddubsw with four activation
 // bytes broadcast, added in int16 (|sum of 4 products| <= 4 * 63 * 127 <
 // 2^15), and one vpmaddwd by ones give 64 multiply-adds for 8 rows in four
-// instructions, with no horizontal sums; the per-row scales apply in int32
+// instructions (four vpmaddubsw in int16 for the 5-bit quants of Q4_K and
+// Q5_K), with no horizontal sums; the per-row scales apply in int32
 // (vpmulld) once per group of 32 (Q4_K, Q5_K) or 16 (Q6_K) elements, and
 // each lane then follows AccumulateBlock.
 constexpr int64_t kPanelMinTokens = 16;
@@ -300,6 +324,11 @@ inline __m256i Broadcast32(const uint8_t* p) { return _mm256_set1_epi32(static_c
 template <int kGroupShift, int kTokens>
 __attribute__((noinline)) void PanelTokens(const PanelBlock& pb, const uint8_t* xb, size_t qx_stride, float* acc) {
   constexpr int kChunks = (1 << kGroupShift) / 4, kGroups = 256 >> kGroupShift;
+  // Chunks whose vpmaddubsw pairs add up in int16 before widening: each
+  // pair is at most 2 x 127 x the largest quant, 31 for Q4_K / Q5_K (groups
+  // of 32), 63 for Q6_K (groups of 16): four pairs (31 496) or two (32 004)
+  // stay below 2^15.
+  constexpr int kInt16Chunks = kGroupShift == 5 ? 4 : 2;
   const __m256i ones = _mm256_set1_epi16(1);
   __m256i dot[kTokens];
 #pragma GCC unroll 8
@@ -310,14 +339,16 @@ __attribute__((noinline)) void PanelTokens(const PanelBlock& pb, const uint8_t* 
 #pragma GCC unroll 8
     for (int t = 0; t < kTokens; ++t) part[t] = _mm256_setzero_si256();
 #pragma GCC unroll 4
-    for (int c = g * kChunks; c < (g + 1) * kChunks; c += 2) {
-      const __m256i w0 = _mm256_load_si256(reinterpret_cast<const __m256i*>(pb.q[c]));
-      const __m256i w1 = _mm256_load_si256(reinterpret_cast<const __m256i*>(pb.q[c + 1]));
+    for (int c = g * kChunks; c < (g + 1) * kChunks; c += kInt16Chunks) {
+      __m256i w[kInt16Chunks];
+#pragma GCC unroll 4
+      for (int i = 0; i < kInt16Chunks; ++i) w[i] = _mm256_load_si256(reinterpret_cast<const __m256i*>(pb.q[c + i]));
 #pragma GCC unroll 8
       for (int t = 0; t < kTokens; ++t) {
         const uint8_t* xq = xb + t * qx_stride + 4 + 4 * c;
-        const __m256i p = _mm256_add_epi16(_mm256_maddubs_epi16(w0, Broadcast32(xq)),
-                                           _mm256_maddubs_epi16(w1, Broadcast32(xq + 4)));
+        __m256i p = _mm256_maddubs_epi16(w[0], Broadcast32(xq));
+#pragma GCC unroll 4
+        for (int i = 1; i < kInt16Chunks; ++i) p = _mm256_add_epi16(p, _mm256_maddubs_epi16(w[i], Broadcast32(xq + 4 * i)));
         part[t] = _mm256_add_epi32(part[t], _mm256_madd_epi16(p, ones));
       }
     }
@@ -387,14 +418,10 @@ void PanelDot(const uint8_t* w, size_t w_stride, int64_t n_rows, const uint8_t* 
 template <class K>
 void DotK(const uint8_t* w, size_t w_stride, int64_t n_rows, const uint8_t* qx, size_t qx_stride, int64_t n_tokens,
           int64_t n, float* y, int64_t ldy) {
-  if (n_tokens >= kPanelMinTokens && n_rows >= kPanelRows) {
-    const int64_t r0 = n_rows / kPanelRows * kPanelRows;
-    PanelDot<K>(w, w_stride, r0, qx, qx_stride, n_tokens, n, y, ldy);
-    if (r0 == n_rows) return;
-    w += r0 * w_stride;
-    y += r0;
-    n_rows -= r0;
-  }
+  TakePanelRows(
+      kPanelRows, kPanelMinTokens, n_tokens,
+      [&](int64_t rows) { PanelDot<K>(w, w_stride, rows, qx, qx_stride, n_tokens, n, y, ldy); }, &w, w_stride,
+      &n_rows, &y);
   const int64_t nb = n / kQ8KBlockElems;
   const int64_t tile = Max(4, static_cast<int64_t>((256 << 10) / Q8KRowBytes(n)) / 4 * 4);
   for (int64_t t0 = 0; t0 < n_tokens; t0 += tile) {

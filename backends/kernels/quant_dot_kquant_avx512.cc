@@ -26,17 +26,6 @@
 namespace cairn {
 namespace {
 
-// No std:: templates here (std::max, std::vector ...): their out-of-line
-// copies are shared by every file at link time, and this file's would use
-// instructions other CPUs lack. Local helpers in this anonymous namespace
-// instead.
-inline int64_t Min(int64_t a, int64_t b) { return a < b ? a : b; }
-inline int64_t Max(int64_t a, int64_t b) { return a > b ? a : b; }
-
-// The loops over the small compile-time counts (rows, tokens, groups) carry
-// "#pragma GCC unroll": at -O2 GCC keeps them as loops, and the arrays of
-// accumulators they index then live in memory instead of registers (2x
-// slower measured).
 
 // The block helpers are small and called per block in the hot loops:
 // CAIRN_KQUANT_INLINE (quant_dot_kquant_blocks.h) always inlines them.
@@ -156,8 +145,6 @@ CAIRN_KQUANT_INLINE __m512i PackedSums(const Prepared& p, const uint8_t* xq) {
   return _mm512_dpwssd_epi32(_mm512_madd_epi16(_mm512_packs_epi32(d0, d1), p.s[0]), _mm512_packs_epi32(d2, d3), p.s[1]);
 }
 
-size_t Q8KRowBytes(int64_t n) { return static_cast<size_t>(n / kQ8KBlockElems) * kQ8KBlockBytes; }
-
 void QuantizeQ8K(const float* x, int64_t n, uint8_t* qx) {
   for (int64_t b = 0; b < n / kQ8KBlockElems; ++b, x += kQ8KBlockElems, qx += kQ8KBlockBytes) {
     __m512 amax = _mm512_setzero_ps();
@@ -177,20 +164,6 @@ void QuantizeQ8K(const float* x, int64_t n, uint8_t* qx) {
     std::memcpy(qx, &d, 4);
     std::memcpy(qx + 4 + kQ8KBlockElems, sums, sizeof sums);
   }
-}
-
-CAIRN_KQUANT_INLINE int32_t ReduceAdd(__m256i v) {
-  __m128i x = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-  x = _mm_add_epi32(x, _mm_shuffle_epi32(x, 0x4E));
-  x = _mm_add_epi32(x, _mm_shuffle_epi32(x, 0xB1));
-  return _mm_cvtsi128_si32(x);
-}
-
-// The sums of eight vectors of 8 int32: lane i holds the sum of v[i].
-CAIRN_KQUANT_INLINE __m256i SumEach(const __m256i* v) {
-  const __m256i a = _mm256_hadd_epi32(_mm256_hadd_epi32(v[0], v[1]), _mm256_hadd_epi32(v[2], v[3]));
-  const __m256i b = _mm256_hadd_epi32(_mm256_hadd_epi32(v[4], v[5]), _mm256_hadd_epi32(v[6], v[7]));
-  return _mm256_add_epi32(_mm256_permute2x128_si256(a, b, 0x20), _mm256_permute2x128_si256(a, b, 0x31));
 }
 
 CAIRN_KQUANT_INLINE __m256i Halves(__m512i v) {

@@ -1,6 +1,7 @@
-// The K-quant block layout as the AVX2 and AVX-512 kernel files read it:
-// fp16 scales, the packed 6-bit scales and mins of Q4_K / Q5_K, and the
-// per-row scales of a prompt panel. Included only by those two files, each
+// What the AVX2 and AVX-512 K-quant kernel files share: the block layout as
+// they read it (fp16 scales, the packed 6-bit scales and mins of Q4_K /
+// Q5_K, the per-row scales of a prompt panel), the q8_K row size, and the
+// 256-bit integer sums both use. Included only by those two files, each
 // compiled with its own ISA flags: everything here sits in an unnamed
 // namespace, so each file gets its own copy, built for its own ISA (with
 // external linkage the linker could keep one file's AVX-512 copy for both,
@@ -10,8 +11,11 @@
 
 #include <immintrin.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
+
+#include "backends/kernels/quant_dot_kquant.h"
 
 namespace cairn {
 namespace {  // NOLINT(build/namespaces_headers): one copy per ISA file, on purpose
@@ -19,6 +23,36 @@ namespace {  // NOLINT(build/namespaces_headers): one copy per ISA file, on purp
 // Called per block in the hot loops: always inlined (GCC does not inline
 // them through the kernels' template function pointers by itself).
 #define CAIRN_KQUANT_INLINE inline __attribute__((always_inline))
+
+// No std:: templates in the kernel files (std::max, std::vector ...): their
+// out-of-line copies are shared by every file at link time, and one ISA
+// file's would use instructions other CPUs lack. Local helpers here instead.
+inline int64_t Min(int64_t a, int64_t b) { return a < b ? a : b; }
+inline int64_t Max(int64_t a, int64_t b) { return a > b ? a : b; }
+
+// The loops over the small compile-time counts (rows, tokens, groups) carry
+// "#pragma GCC unroll": at -O2 GCC keeps them as loops, and the arrays of
+// accumulators they index then live in memory instead of registers (2x
+// slower measured).
+
+// Bytes of a q8_K activation row of n elements (quant_dot_kquant.h).
+size_t Q8KRowBytes(int64_t n) { return static_cast<size_t>(n / kQ8KBlockElems) * kQ8KBlockBytes; }
+
+// The sum of the eight int32 lanes of v.
+CAIRN_KQUANT_INLINE int32_t ReduceAdd(__m256i v) {
+  __m128i x = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+  x = _mm_add_epi32(x, _mm_shuffle_epi32(x, 0x4E));
+  x = _mm_add_epi32(x, _mm_shuffle_epi32(x, 0xB1));
+  return _mm_cvtsi128_si32(x);
+}
+
+// The sums of eight vectors of 8 int32: lane i holds the sum of v[i].
+CAIRN_KQUANT_INLINE __m256i SumEach(const __m256i* v) {
+  const __m256i a = _mm256_hadd_epi32(_mm256_hadd_epi32(v[0], v[1]), _mm256_hadd_epi32(v[2], v[3]));
+  const __m256i b = _mm256_hadd_epi32(_mm256_hadd_epi32(v[4], v[5]), _mm256_hadd_epi32(v[6], v[7]));
+  return _mm256_add_epi32(_mm256_permute2x128_si256(a, b, 0x20), _mm256_permute2x128_si256(a, b, 0x31));
+}
+
 
 CAIRN_KQUANT_INLINE float Half(const uint8_t* p) {
   uint16_t h;

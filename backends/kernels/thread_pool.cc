@@ -25,7 +25,7 @@ constexpr std::chrono::microseconds kSpinBeforeSleep{100};
 
 }  // namespace
 
-// A job is split into at most n_threads chunks with fixed boundaries, so a
+// A job is split into at most n_threads (x chunks_per_thread) chunks with fixed boundaries, so a
 // kernel's result never depends on which thread ran which chunk (forward
 // passes are bitwise reproducible). Any thread may claim any chunk: when a
 // worker is descheduled (a loaded machine) the caller runs its chunk instead
@@ -125,12 +125,13 @@ ThreadPool::~ThreadPool() {
   delete impl_;
 }
 
-void ThreadPool::ParallelFor(int64_t n, int64_t grain,
-                             const std::function<void(int64_t, int64_t)>& body) {
+void ThreadPool::ParallelFor(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& body,
+                             int chunks_per_thread) {
   if (n <= 0) return;
   grain = std::max<int64_t>(grain, 1);
   const int64_t max_chunks = std::max<int64_t>(1, n / grain);
-  const int n_chunks = static_cast<int>(std::min<int64_t>({n_threads_, max_chunks, 0xffff}));
+  const int64_t wanted = static_cast<int64_t>(n_threads_) * std::max(chunks_per_thread, 1);
+  const int n_chunks = static_cast<int>(std::min<int64_t>({wanted, max_chunks, 0xffff}));
   if (n_chunks <= 1 || impl_->workers.empty()) {
     body(0, n);
     return;

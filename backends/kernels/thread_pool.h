@@ -22,8 +22,14 @@ class ThreadPool {
   int size() const { return n_threads_; }
 
   // body(begin, end) for disjoint ranges covering [0, n); ranges are at least
-  // `grain` long (except the last).
-  void ParallelFor(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& body);
+  // `grain` long (except the last). The ranges' boundaries depend only on n,
+  // grain, size() and chunks_per_thread: up to chunks_per_thread x size()
+  // ranges, which any thread may claim. More than one per thread lets the
+  // running threads take the share of one that is descheduled (a loaded
+  // machine) instead of waiting for it: for long jobs bound by memory, such
+  // as a decode step's weight products.
+  void ParallelFor(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& body,
+                   int chunks_per_thread = 1);
 
   // fn(i) for every i in [0, n), split as ParallelFor(n, grain, ...): the
   // per-row steps of a forward pass (norms, activations, RoPE).

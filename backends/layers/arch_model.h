@@ -1,14 +1,16 @@
-// An architecture's wiring: which tensors it loads and how its layers
-// compose the shared blocks, in the spirit of llama.cpp's src/models/*.cpp.
-// One implementation per architecture (backends/<family>/<arch>.cc); the
-// family it is registered to decides its memory (backends/memory/), the
-// shared backend (layered_backend.h) runs it.
+// An architecture as the backend runs it: an ArchModel computes a forward
+// pass and tells its shape; an architecture's wiring file
+// (backends/<family>/<arch>.cc) is an ArchLoader, which reads the file's
+// hyperparameters and tensors into the ArchModel every architecture uses,
+// the LayerStack (layer_stack.h; backends/README.md says why one). The
+// family the loader is registered to decides its memory (backends/memory/),
+// the shared backend (layered_backend.h) runs it.
 //
 // Contract:
-// - A loader (ArchLoader) reads the file through a ModelLoader and returns
-//   the wiring with its shape filled in; INVALID_ARGUMENT (naming the key or
-//   tensor) for a malformed file, UNIMPLEMENTED for a variant not supported.
-//   It keeps pointers into the ModelFile, which must outlive it.
+// - A loader reads the file through a ModelLoader and returns the model
+//   with its shape filled in; INVALID_ARGUMENT (naming the key or tensor)
+//   for a malformed file, UNIMPLEMENTED for a variant not supported. The
+//   model keeps pointers into the ModelFile, which must outlive it.
 // - Forward absorbs the pass's rows into the memories (through the blocks)
 //   and writes the logits of the wanted rows (ForwardPass::Logits). Forward
 //   calls are serialized by the backend; the wiring keeps no per-call state
@@ -57,7 +59,7 @@ struct ArchShape {
 class ArchModel {
  public:
   ArchModel() = default;
-  ArchModel(const ArchModel&) = delete;  // blocks point into the wiring (PositionEncoding)
+  ArchModel(const ArchModel&) = delete;  // blocks point into the model (PositionEncoding)
   ArchModel& operator=(const ArchModel&) = delete;
   virtual ~ArchModel() = default;
 
@@ -78,15 +80,6 @@ class ArchModel {
 };
 
 using ArchLoader = absl::StatusOr<std::unique_ptr<ArchModel>> (*)(const ModelLoader& loader);
-
-// A new `Model` (an ArchModel with `absl::Status Load(const ModelLoader&,
-// args...)`), loaded: the body of most ArchLoaders.
-template <typename Model, typename... Args>
-absl::StatusOr<std::unique_ptr<ArchModel>> MakeArch(const ModelLoader& loader, const Args&... args) {
-  auto model = std::make_unique<Model>();
-  if (absl::Status s = model->Load(loader, args...); !s.ok()) return s;
-  return std::unique_ptr<ArchModel>(std::move(model));
-}
 
 // An architecture registered to a family.
 struct ArchEntry {

@@ -15,7 +15,7 @@ namespace {
 class LayeredBackend final : public Backend {
  public:
   LayeredBackend(std::shared_ptr<const ModelFile> model, std::unique_ptr<ArchModel> arch, FamilyMemory memory,
-                 const BackendOptions& options)
+                 MemoryCapabilities caps, const BackendOptions& options)
       : model_(std::move(model)), arch_(std::move(arch)), memory_(std::move(memory)), pool_(options.n_threads),
         precision_(options.exact_activations ? MatMulPrecision::kExact : MatMulPrecision::kInt8Activations) {
     const ArchShape& s = arch_->shape();
@@ -26,7 +26,7 @@ class LayeredBackend final : public Backend {
     info_.n_ctx_train = s.n_ctx_train;
     info_.n_embd = s.n_embd;
     info_.accepts_embeddings = s.accepts_embeddings;
-    info_.caps = memory_.caps;
+    info_.caps = caps;
     info_.snapshots_within_run = memory_.snapshots_within_run;
     info_.weight_bytes = s.weight_bytes;
   }
@@ -144,8 +144,11 @@ absl::StatusOr<std::unique_ptr<Backend>> CreateLayeredBackend(std::shared_ptr<co
   if (options.max_context < 0) {
     return absl::InvalidArgumentError(absl::StrCat("max_context ", options.max_context, " is negative"));
   }
+  absl::StatusOr<std::unique_ptr<LayerMemory>> fresh = memory.create(nullptr);
+  if (!fresh.ok()) return fresh.status();
+  const MemoryCapabilities caps = (*fresh)->caps();
   return std::unique_ptr<Backend>(
-      new LayeredBackend(std::move(model), std::move(arch), std::move(memory), options));
+      new LayeredBackend(std::move(model), std::move(arch), std::move(memory), caps, options));
 }
 
 }  // namespace cairn

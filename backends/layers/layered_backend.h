@@ -24,9 +24,9 @@ namespace cairn {
 // What a family decides about the memory of its sequences.
 struct FamilyMemory {
   std::string family;  // ModelInfo::family
-  // A fresh memory (next_pos() == 0) for the backend `owner`.
+  // A fresh memory (next_pos() == 0) for the backend `owner`. ModelInfo's
+  // capabilities are those of one made for no owner.
   std::function<absl::StatusOr<std::unique_ptr<LayerMemory>>(const void* owner)> create;
-  MemoryCapabilities caps;            // of a fresh memory
   int64_t capacity = 0;               // positions and stored rows a sequence may reach; 0: no limit
   bool snapshots_within_run = false;  // SequenceRun::snapshot_rows honoured
   // > 0: runs are cut into micro-batches of at most this many rows (bounds
@@ -37,7 +37,7 @@ struct FamilyMemory {
 
 // The backend of `arch` (loaded from `model`) with `memory`. ModelInfo's
 // name is options.name or the file's stem. INVALID_ARGUMENT for a null model
-// or a negative max_context.
+// or a negative max_context; the error of a memory that cannot be created.
 absl::StatusOr<std::unique_ptr<Backend>> CreateLayeredBackend(std::shared_ptr<const ModelFile> model,
                                                               std::unique_ptr<ArchModel> arch, FamilyMemory memory,
                                                               const BackendOptions& options);

@@ -68,6 +68,16 @@ void GgufWriter::Set(std::string key, MetadataValue value) {
   kv_.emplace_back(std::move(key), std::move(value));
 }
 
+bool GgufWriter::Erase(const std::string& key) {
+  for (auto it = kv_.begin(); it != kv_.end(); ++it) {
+    if (it->first == key) {
+      kv_.erase(it);
+      return true;
+    }
+  }
+  return false;
+}
+
 void GgufWriter::SetUint32(std::string key, uint32_t v) {
   Set(std::move(key), MetadataValue::FromScalar(GgufValueType::kUint32, uint64_t{v}));
 }

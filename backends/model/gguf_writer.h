@@ -1,5 +1,5 @@
-// Writes GGUF images: used to build synthetic models in memory (benchmarks,
-// the demo models of the server) and malformed files in tests.
+// Writes GGUF images: the synthetic models (synthetic/: the server's demo
+// models, benchmarks, tests) and malformed files in tests.
 #ifndef CAIRN_BACKENDS_MODEL_GGUF_WRITER_H_
 #define CAIRN_BACKENDS_MODEL_GGUF_WRITER_H_
 
@@ -29,6 +29,8 @@ class GgufWriter {
   void SetStringArray(std::string key, std::vector<std::string> v);
   void SetInt32Array(std::string key, const std::vector<int32_t>& v);
   void SetFloat32Array(std::string key, const std::vector<float>& v);
+  // Removes `key`; false when it is not set.
+  bool Erase(const std::string& key);
 
   // `data` must hold exactly RowBytes(type, shape[0]) * rows bytes.
   void AddTensor(std::string name, GgmlType type, std::vector<int64_t> shape,

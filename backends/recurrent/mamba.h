@@ -1,6 +1,7 @@
 // The Mamba wiring, shared by the pure state-space architectures: every
 // layer is x += mixer(RMSNorm(x)) with a Mamba-1 (mamba.cc) or Mamba-2
-// (mamba2.cc) mixer, then the final norm and the output head.
+// (mamba2.cc) mixer, then the final norm and the output head; LoadMambaStack
+// reads it into a LayerStack.
 #ifndef CAIRN_BACKENDS_RECURRENT_MAMBA_H_
 #define CAIRN_BACKENDS_RECURRENT_MAMBA_H_
 

@@ -2,4 +2,4 @@
 #include "backends/recurrent/recurrent_backend.h"
 #include "backends/plugin.h"
 
-CAIRN_BACKEND_PLUGIN(cairn::kRecurrentFamily, &cairn::RegisterRecurrentFamily)
+CAIRN_BACKEND_PLUGIN(cairn::RecurrentFamily())

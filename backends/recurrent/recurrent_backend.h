@@ -6,30 +6,16 @@
 #ifndef CAIRN_BACKENDS_RECURRENT_RECURRENT_BACKEND_H_
 #define CAIRN_BACKENDS_RECURRENT_RECURRENT_BACKEND_H_
 
-#include <memory>
-#include <string>
-#include <vector>
-
-#include "absl/status/status.h"
-#include "absl/status/statusor.h"
 #include "backends/backend.h"
 
 namespace cairn {
 
-inline constexpr char kRecurrentFamily[] = "recurrent";
-
-// The architectures this family serves.
-std::vector<std::string> RecurrentArchs();
-
-// Loads `model`. Errors: INVALID_ARGUMENT for another architecture, a
-// negative max_context, or missing/inconsistent metadata and tensor shapes
-// (naming the key or tensor). A run's position limit is options.max_context
-// when set (RESOURCE_EXHAUSTED beyond it); the state itself has no capacity.
-absl::StatusOr<std::unique_ptr<Backend>> CreateRecurrentBackend(std::shared_ptr<const ModelFile> model,
-                                                                const BackendOptions& options);
-
-// Registers family "recurrent" for RecurrentArchs().
-absl::Status RegisterRecurrentFamily(BackendRegistry& registry);
+// Name "recurrent". Its factory's errors: INVALID_ARGUMENT for another
+// architecture, a negative max_context, or missing/inconsistent metadata
+// and tensor shapes (naming the key or tensor). A run's position limit is
+// options.max_context when set (RESOURCE_EXHAUSTED beyond it); the state
+// itself has no capacity.
+BackendFamily RecurrentFamily();
 
 }  // namespace cairn
 

@@ -1,9 +1,10 @@
-// The gemma wiring, shared by the sliding-window architectures that compose
+// The gemma wiring, shared by the sliding-window architectures that hold
 // the same blocks: embeddings scaled by sqrt(n_embd); per layer
 // x += RMSNorm(attn(RMSNorm(x))) and x += RMSNorm(GeGLU(RMSNorm(x)))
 // (sandwich norms); local layers attend over a sliding window (a ring slot)
 // with their own RoPE base, global layers over the full cache. What differs
-// per architecture is a GemmaVariant (gemma3.cc, gemma2.cc).
+// per architecture is a GemmaVariant (gemma3.cc, gemma2.cc); LoadGemmaStyle
+// reads it into a LayerStack.
 #ifndef CAIRN_BACKENDS_SWA_GEMMA_H_
 #define CAIRN_BACKENDS_SWA_GEMMA_H_
 

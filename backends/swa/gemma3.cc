@@ -7,41 +7,37 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
-#include "backends/layers/ffn.h"
+#include "backends/layers/layer_stack.h"
 #include "backends/swa/gemma.h"
 
 namespace cairn {
 namespace {
 
-class GemmaModel final : public ArchModel {
- public:
-  absl::Status Load(const ModelLoader& ld, const GemmaVariant& variant);
-  void Forward(ForwardPass& pass) const override;
+// The sandwich-normed attention and GeGLU of layer `il` into `L`.
+absl::Status LoadGemmaLayer(const ModelLoader& ld, int il, const DecoderHParams& hp, const AttentionTensors& tensors,
+                            LayerStack::Layer& L) {
+  const int64_t n_embd = hp.n_embd;
+  if (hp.n_ff[il] <= 0) return ld.Error(absl::StrCat("layer ", il, " has no FFN"));
+  CAIRN_LOAD_ASSIGN(L.mixer_norm, ld.Vector(BlockTensor(il, "attn_norm.weight"), n_embd));
+  CAIRN_LOAD_ASSIGN(L.post_mixer_norm, ld.Vector(BlockTensor(il, "post_attention_norm.weight"), n_embd));
+  CAIRN_LOAD_ASSIGN(L.ffn_norm, ld.Vector(BlockTensor(il, "ffn_norm.weight"), n_embd));
+  CAIRN_LOAD_ASSIGN(L.post_ffn_norm, ld.Vector(BlockTensor(il, "post_ffw_norm.weight"), n_embd));
+  CAIRN_RETURN_IF_ERROR(LoadAttention(ld, il, n_embd, tensors, L.attn));
+  CAIRN_LOAD_ASSIGN(L.ffn, LoadGluFfn(ld, il, n_embd, hp.n_ff[il], FfnActivation::kGelu));
+  return absl::OkStatus();
+}
 
- private:
-  struct Layer {
-    int32_t slot = 0;
-    std::vector<float> attn_norm, post_attn_norm, ffn_norm, post_ffn_norm;
-    AttentionBlock attn;
-    FfnBlock ffn;
-  };
+}  // namespace
 
-  float eps_ = 1e-6f;
-  float embd_scale_ = 1.0f;
-  PositionEncoding rope_global_, rope_local_;
-  const TensorInfo* tok_embd_ = nullptr;
-  OutputHead head_;
-  std::vector<Layer> layers_;
-};
-
-absl::Status GemmaModel::Load(const ModelLoader& ld, const GemmaVariant& variant) {
+absl::StatusOr<std::unique_ptr<ArchModel>> LoadGemmaStyle(const ModelLoader& ld, const GemmaVariant& variant) {
+  auto m = std::make_unique<LayerStack>();
   DecoderHParams hp;
   CAIRN_LOAD_ASSIGN(hp, ReadDecoderHParams(ld, 8192));
   int32_t n_head_kv = 0;
   CAIRN_LOAD_ASSIGN(n_head_kv, UniformKvHeads(ld, hp));
   const int64_t n_embd = hp.n_embd;
   const int32_t n_layer = hp.n_layer;
-  eps_ = hp.eps;
+  m->eps = hp.eps;
   int64_t window = 0;
   double f = 0;
   CAIRN_LOAD_ASSIGN(window, ld.IntInOr("attention.sliding_window", 0, int64_t{1} << 30, variant.default_window));
@@ -50,12 +46,12 @@ absl::Status GemmaModel::Load(const ModelLoader& ld, const GemmaVariant& variant
 
   // RoPE: NEOX pairing; global layers with the file's base and linear
   // scaling, local layers with the SWA base.
-  CAIRN_LOAD_ASSIGN(rope_global_.params, ReadRope(ld, RopeType::kNeox, hp.head_dim_k));
-  rope_local_ = rope_global_;
-  const double swa_base = variant.default_swa_base < 0 ? rope_global_.params.freq_base : variant.default_swa_base;
+  CAIRN_LOAD_ASSIGN(m->rope.params, ReadRope(ld, RopeType::kNeox, hp.head_dim_k));
+  m->rope_local = m->rope;
+  const double swa_base = variant.default_swa_base < 0 ? m->rope.params.freq_base : variant.default_swa_base;
   CAIRN_LOAD_ASSIGN(f, ld.FloatOr("rope.freq_base_swa", swa_base));
-  rope_local_.params.freq_base = static_cast<float>(f);
-  if (variant.local_rope_unscaled) rope_local_.params.freq_scale = 1.0f;
+  m->rope_local.params.freq_base = static_cast<float>(f);
+  if (variant.local_rope_unscaled) m->rope_local.params.freq_scale = 1.0f;
 
   // Scales. The 27B variants scale queries by 1/sqrt(n_embd / n_head)
   // (query_pre_attn_scalar), recognized by layer count as llama.cpp does.
@@ -68,59 +64,26 @@ absl::Status GemmaModel::Load(const ModelLoader& ld, const GemmaVariant& variant
   }
   CAIRN_LOAD_ASSIGN(final_softcap, ld.FloatOr("final_logit_softcapping", variant.default_final_softcap));
   if (attn_softcap < 0 || final_softcap < 0) return ld.Error("negative logit soft cap");
-  embd_scale_ = std::sqrt(static_cast<float>(n_embd));
+  m->embedding_scale = std::sqrt(static_cast<float>(n_embd));
 
-  CAIRN_LOAD_ASSIGN(tok_embd_, LoadTokenEmbedding(ld, n_embd));
-  CAIRN_LOAD_ASSIGN(head_, LoadOutputHead(ld, *tok_embd_, eps_));
-  head_.softcap = static_cast<float>(final_softcap);
-  const std::vector<int32_t> slots = NumberWindowedSlots(local, shape_);
-  size_t weight_bytes = head_.output.bytes();
-  layers_.resize(n_layer);
+  CAIRN_LOAD_ASSIGN(m->tok_embd, LoadTokenEmbedding(ld, n_embd));
+  CAIRN_LOAD_ASSIGN(m->head, LoadOutputHead(ld, *m->tok_embd, hp.eps));
+  m->head.softcap = static_cast<float>(final_softcap);
+  m->layers.resize(n_layer);
   const AttentionTensors tensors{Presence::kAbsent, Presence::kAbsent, variant.qk_norm};
   for (int il = 0; il < n_layer; ++il) {
-    Layer& L = layers_[il];
-    if (hp.n_ff[il] <= 0) return ld.Error(absl::StrCat("layer ", il, " has no FFN"));
-    L.slot = slots[il];
+    LayerStack::Layer& L = m->layers[il];
     AttentionBlock& a = L.attn;
     a = DecoderAttention(hp, n_head_kv, kq_scale);
     a.softcap = static_cast<float>(attn_softcap);
     a.window = local[il] ? static_cast<int32_t>(window) : 0;
-    a.rope = local[il] ? &rope_local_ : &rope_global_;
-    CAIRN_LOAD_ASSIGN(L.attn_norm, ld.Vector(BlockTensor(il, "attn_norm.weight"), n_embd));
-    CAIRN_LOAD_ASSIGN(L.post_attn_norm, ld.Vector(BlockTensor(il, "post_attention_norm.weight"), n_embd));
-    CAIRN_LOAD_ASSIGN(L.ffn_norm, ld.Vector(BlockTensor(il, "ffn_norm.weight"), n_embd));
-    CAIRN_LOAD_ASSIGN(L.post_ffn_norm, ld.Vector(BlockTensor(il, "post_ffw_norm.weight"), n_embd));
-    CAIRN_RETURN_IF_ERROR(LoadAttention(ld, il, n_embd, tensors, a));
-    CAIRN_LOAD_ASSIGN(L.ffn, LoadGluFfn(ld, il, n_embd, hp.n_ff[il], FfnActivation::kGelu));
-    weight_bytes += a.matrix_bytes() + L.ffn.matrix_bytes();
+    a.rope = local[il] ? &m->rope_local : &m->rope;
+    CAIRN_RETURN_IF_ERROR(LoadGemmaLayer(ld, il, hp, tensors, L));
   }
-
-  SetVocabulary(ld, *tok_embd_, hp.n_ctx_train);
-  shape_.weight_bytes = weight_bytes;
-  shape_.window = static_cast<int32_t>(window);
-  shape_.k_dim = layers_[0].attn.k_dim();
-  shape_.v_dim = layers_[0].attn.v_dim();
-  return absl::OkStatus();
-}
-
-void GemmaModel::Forward(ForwardPass& pass) const {
-  pass.Embed(*tok_embd_, embd_scale_);
-  float* out = pass.BlockOut();
-  for (const Layer& L : layers_) {
-    AttentionForward(L.attn, pass, L.slot, pass.Normed(L.attn_norm, eps_), out);
-    pass.NormInPlace(out, L.post_attn_norm, eps_);
-    pass.AddResidual(out);
-    FfnForward(L.ffn, pass, pass.Normed(L.ffn_norm, eps_), out);
-    pass.NormInPlace(out, L.post_ffn_norm, eps_);
-    pass.AddResidual(out);
-  }
-  pass.Logits(head_);
-}
-
-}  // namespace
-
-absl::StatusOr<std::unique_ptr<ArchModel>> LoadGemmaStyle(const ModelLoader& loader, const GemmaVariant& variant) {
-  return MakeArch<GemmaModel>(loader, variant);
+  const AttentionBlock& first = m->layers[0].attn;
+  m->FinishLoad(ld, {.n_ctx_train = hp.n_ctx_train, .k_dim = first.k_dim(), .v_dim = first.v_dim(),
+                     .window = static_cast<int32_t>(window)});
+  return std::unique_ptr<ArchModel>(std::move(m));
 }
 
 absl::StatusOr<std::unique_ptr<ArchModel>> LoadGemma3(const ModelLoader& loader) {

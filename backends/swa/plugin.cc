@@ -2,4 +2,4 @@
 #include "backends/swa/swa_backend.h"
 #include "backends/plugin.h"
 
-CAIRN_BACKEND_PLUGIN(cairn::kSwaFamily, &cairn::RegisterSwaFamily)
+CAIRN_BACKEND_PLUGIN(cairn::SwaFamily())

@@ -23,20 +23,11 @@
 #ifndef CAIRN_BACKENDS_SWA_SWA_BACKEND_H_
 #define CAIRN_BACKENDS_SWA_SWA_BACKEND_H_
 
-#include <memory>
-#include <string>
-#include <vector>
+#include <cstdint>
 
-#include "absl/status/status.h"
-#include "absl/status/statusor.h"
 #include "backends/backend.h"
 
 namespace cairn {
-
-inline constexpr char kSwaFamily[] = "swa";
-
-// The architectures this family serves.
-std::vector<std::string> SwaArchs();
 
 struct SwaOptions {
   // Positions each ring keeps beyond the W - 1 the next query needs: how far
@@ -46,16 +37,11 @@ struct SwaOptions {
   int32_t rollback_slack = 512;
 };
 
-// Loads the model's hyperparameters and weights. Errors: INVALID_ARGUMENT for
-// a file of another architecture, missing/inconsistent tensors or metadata
-// (the message names them), or a non-positive slack; UNIMPLEMENTED for RoPE
-// scaling kinds other than linear/none.
-absl::StatusOr<std::unique_ptr<Backend>> CreateSwaBackend(std::shared_ptr<const ModelFile> model,
-                                                          const BackendOptions& options,
-                                                          const SwaOptions& swa_options = SwaOptions());
-
-// Registers the family under kSwaFamily for SwaArchs() (default SwaOptions).
-absl::Status RegisterSwaFamily(BackendRegistry& registry);
+// Name "swa" (the registry takes the default options). Its factory's
+// errors: INVALID_ARGUMENT for a file of another architecture,
+// missing/inconsistent tensors or metadata (the message names them), or a
+// non-positive slack; UNIMPLEMENTED for RoPE scaling kinds not supported.
+BackendFamily SwaFamily(const SwaOptions& options = SwaOptions());
 
 }  // namespace cairn
 

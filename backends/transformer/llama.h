@@ -1,9 +1,8 @@
-// The llama-style decoder wiring, shared by the architectures of this family
-// that compose the same blocks: x += attn(RMSNorm(x)), x += FFN(RMSNorm(x))
-// (SwiGLU, or a mixture of SwiGLU experts),
-// the last layer computing only the rows whose logits are wanted. What
-// differs per architecture is a LlamaVariant (llama.cc, qwen2.cc,
-// qwen3.cc, qwen3moe.cc).
+// The llama-style decoder, shared by the architectures of this family that
+// hold the same blocks: x += attn(RMSNorm(x)), x += FFN(RMSNorm(x)) (SwiGLU,
+// or a mixture of SwiGLU experts), the last layer computing only the rows
+// whose logits are wanted. What differs per architecture is a LlamaVariant
+// (llama.cc, qwen2.cc, qwen3.cc, qwen3moe.cc).
 #ifndef CAIRN_BACKENDS_TRANSFORMER_LLAMA_H_
 #define CAIRN_BACKENDS_TRANSFORMER_LLAMA_H_
 
@@ -26,6 +25,7 @@ struct LlamaVariant {
   const MoeSpec* moe = nullptr;
 };
 
+// The llama layers of `loader`'s model, as `variant` says, in a LayerStack.
 absl::StatusOr<std::unique_ptr<ArchModel>> LoadLlamaStyle(const ModelLoader& loader, const LlamaVariant& variant);
 
 // The loaders registered to the family (transformer_family.cc).

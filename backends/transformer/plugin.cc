@@ -2,4 +2,4 @@
 #include "backends/transformer/transformer.h"
 #include "backends/plugin.h"
 
-CAIRN_BACKEND_PLUGIN(cairn::kTransformerFamily, &cairn::RegisterTransformerFamily)
+CAIRN_BACKEND_PLUGIN(cairn::TransformerFamily())

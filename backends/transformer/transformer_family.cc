@@ -1,6 +1,6 @@
-#include <limits>
-
-#include "backends/layers/layered_backend.h"
+// The transformer family (transformer.h): its architectures and the memory
+// of their sequences.
+#include "backends/layers/family.h"
 #include "backends/memory/fingerprint.h"
 #include "backends/memory/kv_memory.h"
 #include "backends/transformer/llama.h"
@@ -16,38 +16,19 @@ constexpr ArchEntry kArchs[] = {
     {"qwen3moe", &LoadQwen3Moe},
 };
 
-}  // namespace
-
-std::vector<std::string> TransformerArchs() { return ArchNames(kArchs); }
-
-absl::StatusOr<std::unique_ptr<Backend>> CreateTransformerBackend(std::shared_ptr<const ModelFile> model,
-                                                                  const BackendOptions& options) {
-  if (model == nullptr) return absl::InvalidArgumentError("no model");
-  absl::StatusOr<std::unique_ptr<ArchModel>> arch = LoadArch(kArchs, *model, kTransformerFamily);
-  if (!arch.ok()) return arch.status();
-  const ArchShape& s = (*arch)->shape();
+// A full K/V cache per layer, up to --max-context or the training context.
+absl::StatusOr<FamilyMemory> KvPlan(const ModelFile& model, const ArchShape& s, const BackendOptions& options) {
   KvGeometry g;
   g.n_layers = s.n_full_slots;
   g.k_dim = s.k_dim;
   g.v_dim = s.v_dim;
   g.capacity = options.max_context > 0 ? options.max_context : s.n_ctx_train;
-  g.layout = MemoryLayout(*model, "cairn-kv-f32-v2", {g.n_layers, g.k_dim, g.v_dim});
-
-  FamilyMemory memory;
-  memory.family = kTransformerFamily;
-  memory.create = [g](const void* owner) -> absl::StatusOr<std::unique_ptr<LayerMemory>> {
-    return std::make_unique<KvMemory>(g, owner);
-  };
-  memory.caps.truncatable = true;
-  memory.caps.rollback_window = 0;
-  memory.caps.rollback_slack = std::numeric_limits<Pos>::max();
-  memory.caps.has_checkpoint_state = false;
-  memory.capacity = g.capacity;
-  return CreateLayeredBackend(std::move(model), *std::move(arch), std::move(memory), options);
+  g.layout = MemoryLayout(model, "cairn-kv-f32-v2", {g.n_layers, g.k_dim, g.v_dim});
+  return ConstructedMemory<KvMemory>(g, g.capacity);
 }
 
-absl::Status RegisterTransformerFamily(BackendRegistry& registry) {
-  return registry.Register(kTransformerFamily, TransformerArchs(), &CreateTransformerBackend);
-}
+}  // namespace
+
+BackendFamily TransformerFamily() { return LayeredFamily("transformer", kArchs, &KvPlan); }
 
 }  // namespace cairn

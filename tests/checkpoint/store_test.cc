@@ -14,60 +14,13 @@
 
 #include "gtest/gtest.h"
 #include "tests/checkpoint/recording_retention.h"
+#include "tests/checkpoint/store_testing.h"
 #include "tests/testing/fault_env.h"
 
 namespace cairn::checkpoint {
 namespace {
 
 namespace fs = std::filesystem;
-
-Checkpoint Make(Pos pos, size_t bytes, uint32_t seed, bool logits = false) {
-  Checkpoint cp;
-  cp.snapshot.pos = pos;
-  cp.snapshot.scope = seed % 2 ? SnapshotScope::kFull : SnapshotScope::kCheckpoint;
-  cp.snapshot.layout = 0xABCD0000u + seed;
-  cp.snapshot.data.resize(bytes);
-  std::mt19937 rng(seed);
-  for (auto& b : cp.snapshot.data) b = static_cast<uint8_t>(rng());
-  if (logits) {
-    cp.logits.resize(17);
-    for (size_t i = 0; i < cp.logits.size(); ++i) cp.logits[i] = 0.25f * i + seed;
-  }
-  cp.tag = "tag-" + std::to_string(seed);
-  return cp;
-}
-
-void ExpectSame(const Checkpoint& a, const Checkpoint& b) {
-  EXPECT_EQ(a.snapshot.pos, b.snapshot.pos);
-  EXPECT_EQ(a.snapshot.scope, b.snapshot.scope);
-  EXPECT_EQ(a.snapshot.layout, b.snapshot.layout);
-  EXPECT_EQ(a.snapshot.data, b.snapshot.data);
-  EXPECT_EQ(a.logits, b.logits);
-  EXPECT_EQ(a.tag, b.tag);
-}
-
-class TempDir {
- public:
-  TempDir() {
-    char tmpl[] = "/tmp/cairn-ckpt-test-XXXXXX";
-    path_ = ::mkdtemp(tmpl);
-  }
-  ~TempDir() { fs::remove_all(path_); }
-  const std::string& path() const { return path_; }
-  std::vector<std::string> Files(const std::string& suffix) const {
-    std::vector<std::string> out;
-    for (auto& e : fs::directory_iterator(path_)) {
-      std::string n = e.path().filename();
-      if (n.size() >= suffix.size() && n.compare(n.size() - suffix.size(), suffix.size(), suffix) == 0) {
-        out.push_back(e.path());
-      }
-    }
-    return out;
-  }
-
- private:
-  std::string path_;
-};
 
 StoreOptions Opts(size_t ram, std::string dir, size_t disk) {
   StoreOptions o;
@@ -108,9 +61,9 @@ std::string FileOf(const TempDir& dir, CheckpointId id) {
 
 TEST(CheckpointStoreTest, PutGetRoundTripAndAccounting) {
   auto store = MustCreate(Opts(1 << 20, "", 0));
-  Checkpoint a = Make(12, 1000, 1, true);
+  Checkpoint a = TestCheckpoint(12, 1000, 1, true);
   const size_t bytes = a.bytes();
-  auto id = store->Put(Make(12, 1000, 1, true), 12);
+  auto id = store->Put(TestCheckpoint(12, 1000, 1, true), 12);
   ASSERT_TRUE(id.ok());
   auto got = store->Get(*id);
   ASSERT_TRUE(got.ok());
@@ -131,7 +84,7 @@ TEST(CheckpointStoreTest, RejectsBadOptionsAndOversizedCheckpoints) {
   EXPECT_EQ(CheckpointStore::Create(Opts(0, "", 0)).status().code(),
             absl::StatusCode::kInvalidArgument);
   auto store = MustCreate(Opts(4096, "", 0));
-  EXPECT_EQ(store->Put(Make(1, 5000, 1), 1).status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(store->Put(TestCheckpoint(1, 5000, 1), 1).status().code(), absl::StatusCode::kResourceExhausted);
 }
 
 PutInfo OnPath(uint64_t path_key, CaptureReason reason = CaptureReason::kMessageBoundary) {
@@ -149,12 +102,12 @@ TEST(CheckpointStoreTest, RemembersWhatItPushesOutOrRefusesAndReportsMisses) {
   auto store = MustCreate(o);
   EXPECT_FALSE(store->RemembersMissed());
   store->BeginRequest();
-  ASSERT_TRUE(store->Put(Make(10, 1000, 1), OnPath(11)).ok());  // full scope (odd seed)
-  ASSERT_TRUE(store->Put(Make(20, 1000, 2), OnPath(12)).ok());  // checkpoint scope
-  ASSERT_TRUE(store->Put(Make(30, 1000, 3), OnPath(13)).ok());  // pushes 11 out
-  EXPECT_FALSE(store->Put(Make(40, 1000, 4), OnPath(14, CaptureReason::kTail)).ok());
+  ASSERT_TRUE(store->Put(TestCheckpoint(10, 1000, 1), OnPath(11)).ok());  // full scope (odd seed)
+  ASSERT_TRUE(store->Put(TestCheckpoint(20, 1000, 2), OnPath(12)).ok());  // checkpoint scope
+  ASSERT_TRUE(store->Put(TestCheckpoint(30, 1000, 3), OnPath(13)).ok());  // pushes 11 out
+  EXPECT_FALSE(store->Put(TestCheckpoint(40, 1000, 4), OnPath(14, CaptureReason::kTail)).ok());
   EXPECT_FALSE(store->WouldAdmit(1000, SnapshotScope::kFull, 50, OnPath(15, CaptureReason::kTail)));
-  ASSERT_TRUE(store->Put(Make(60, 1000, 5), OnPath(0)).ok());  // pushes 12 out; no path: 13 stays known
+  ASSERT_TRUE(store->Put(TestCheckpoint(60, 1000, 5), OnPath(0)).ok());  // pushes 12 out; no path: 13 stays known
   ASSERT_EQ(policy->Of(RetentionEvent::kRemoved).size(), 2u);
   for (const auto& r : policy->Of(RetentionEvent::kRemoved)) EXPECT_TRUE(r.remembered);
   ASSERT_EQ(policy->Of(RetentionEvent::kRefused).size(), 2u);
@@ -182,11 +135,11 @@ TEST(CheckpointStoreTest, RemembersWhatItPushesOutOrRefusesAndReportsMisses) {
   // A new checkpoint on a remembered path ends its memory without a verdict;
   // what no prompt missed is forgotten after kMissHorizon prompts, as unused
   // until then.
-  ASSERT_TRUE(store->Put(Make(40, 100, 6), OnPath(14)).ok());  // fits: nothing pushed out
+  ASSERT_TRUE(store->Put(TestCheckpoint(40, 100, 6), OnPath(14)).ok());  // fits: nothing pushed out
   for (uint64_t i = 0; i < CheckpointStore::kMissHorizon; ++i) store->BeginRequest();
   EXPECT_FALSE(store->RemembersMissed());
   EXPECT_TRUE(policy->Of(RetentionEvent::kForgotten).empty());
-  ASSERT_TRUE(store->Put(Make(70, 1000, 7), OnPath(17, CaptureReason::kTail)).status().code() ==
+  ASSERT_TRUE(store->Put(TestCheckpoint(70, 1000, 7), OnPath(17, CaptureReason::kTail)).status().code() ==
               absl::StatusCode::kResourceExhausted);
   for (uint64_t i = 0; i < CheckpointStore::kMissHorizon; ++i) store->BeginRequest();
   ASSERT_EQ(policy->Of(RetentionEvent::kForgotten).size(), 1u);
@@ -201,8 +154,8 @@ TEST(CheckpointStoreTest, RemembersNothingForAPolicyThatDoesNotAsk) {
   StoreOptions o = Opts(2000, "", 0);
   o.retention = policy;
   auto store = MustCreate(o);
-  for (uint64_t k = 1; k <= 4; ++k) ASSERT_TRUE(store->Put(Make(10, 1000, k), OnPath(k)).ok());
-  EXPECT_FALSE(store->Put(Make(40, 1000, 9), OnPath(9, CaptureReason::kTail)).ok());
+  for (uint64_t k = 1; k <= 4; ++k) ASSERT_TRUE(store->Put(TestCheckpoint(10, 1000, k), OnPath(k)).ok());
+  EXPECT_FALSE(store->Put(TestCheckpoint(40, 1000, 9), OnPath(9, CaptureReason::kTail)).ok());
   EXPECT_FALSE(store->RemembersMissed());
   for (const auto& r : policy->Of(RetentionEvent::kRemoved)) EXPECT_FALSE(r.remembered);
   const uint64_t path[] = {9, 1};
@@ -216,12 +169,12 @@ TEST(CheckpointStoreTest, StaysWithinByteBudgetNotCount) {
   std::vector<CheckpointId> dropped;
   store->AddDropListener([&](CheckpointId id) { dropped.push_back(id); });
   // Many small ones fit where few big ones do not.
-  for (int i = 0; i < 30; ++i) ASSERT_TRUE(store->Put(Make(i + 1, 400, i), 100).ok());
+  for (int i = 0; i < 30; ++i) ASSERT_TRUE(store->Put(TestCheckpoint(i + 1, 400, i), 100).ok());
   EXPECT_EQ(store->stats().ram_entries, 30u);
   EXPECT_TRUE(dropped.empty());
   for (int i = 0; i < 5; ++i) {
     // Worth their bytes: admitted, pushing small ones out.
-    ASSERT_TRUE(store->Put(Make(1000 + i, 6000, 100 + i), 1e5).ok());
+    ASSERT_TRUE(store->Put(TestCheckpoint(1000 + i, 6000, 100 + i), 1e5).ok());
     EXPECT_LE(store->stats().ram_bytes, budget);
   }
   EXPECT_FALSE(dropped.empty());
@@ -234,16 +187,16 @@ TEST(CheckpointStoreTest, EvictsLowestValuePerByteFirst) {
   auto store = MustCreate(Opts(10000, "", 0));
   // Same size, different recompute cost: the cheap-to-recompute ones go.
   std::vector<CheckpointId> ids;
-  for (int i = 0; i < 4; ++i) ids.push_back(*store->Put(Make(10, 2000, i), (i % 2) ? 1000 : 10));
-  ASSERT_TRUE(store->Put(Make(10, 2000, 9), 500).ok());  // forces one eviction
+  for (int i = 0; i < 4; ++i) ids.push_back(*store->Put(TestCheckpoint(10, 2000, i), (i % 2) ? 1000 : 10));
+  ASSERT_TRUE(store->Put(TestCheckpoint(10, 2000, 9), 500).ok());  // forces one eviction
   EXPECT_FALSE(store->Contains(ids[0]));
   EXPECT_TRUE(store->Contains(ids[1]));
   EXPECT_TRUE(store->Contains(ids[3]));
   // Per byte: a big checkpoint saving the same work is worth less than a small one.
   auto store2 = MustCreate(Opts(10000, "", 0));
-  CheckpointId big = *store2->Put(Make(10, 5000, 1), 100);
-  CheckpointId small = *store2->Put(Make(10, 1000, 2), 100);
-  ASSERT_TRUE(store2->Put(Make(10, 4000, 3), 1e6).ok());
+  CheckpointId big = *store2->Put(TestCheckpoint(10, 5000, 1), 100);
+  CheckpointId small = *store2->Put(TestCheckpoint(10, 1000, 2), 100);
+  ASSERT_TRUE(store2->Put(TestCheckpoint(10, 4000, 3), 1e6).ok());
   EXPECT_FALSE(store2->Contains(big));
   EXPECT_TRUE(store2->Contains(small));
 }
@@ -251,14 +204,14 @@ TEST(CheckpointStoreTest, EvictsLowestValuePerByteFirst) {
 TEST(CheckpointStoreTest, RecencyBreaksEqualValue) {
   auto store = MustCreate(Opts(10000, "", 0));
   std::vector<CheckpointId> ids;
-  for (int i = 0; i < 4; ++i) ids.push_back(*store->Put(Make(10, 2000, i), 100));
+  for (int i = 0; i < 4; ++i) ids.push_back(*store->Put(TestCheckpoint(10, 2000, i), 100));
   // Touch the oldest ones: now ids[2] is the least recently used.
   for (int r = 0; r < 3; ++r) {
     ASSERT_TRUE(store->Get(ids[0]).ok());
     ASSERT_TRUE(store->Get(ids[1]).ok());
     ASSERT_TRUE(store->Get(ids[3]).ok());
   }
-  ASSERT_TRUE(store->Put(Make(10, 2000, 7), 100).ok());
+  ASSERT_TRUE(store->Put(TestCheckpoint(10, 2000, 7), 100).ok());
   EXPECT_FALSE(store->Contains(ids[2]));
   EXPECT_TRUE(store->Contains(ids[0]));
   EXPECT_TRUE(store->Contains(ids[1]));
@@ -269,7 +222,7 @@ TEST(CheckpointStoreTest, SpillsToDiskAndReadsBack) {
   TempDir dir;
   auto store = MustCreate(Opts(10000, dir.path(), 1 << 20));
   std::vector<CheckpointId> ids;
-  for (int i = 0; i < 12; ++i) ids.push_back(*store->Put(Make(i + 1, 3000, i, i % 3 == 0), 50 + i));
+  for (int i = 0; i < 12; ++i) ids.push_back(*store->Put(TestCheckpoint(i + 1, 3000, i, i % 3 == 0), 50 + i));
   StoreStats s = store->stats();
   EXPECT_LE(s.ram_bytes, 10000u);
   EXPECT_GT(s.spills, 0u);
@@ -279,7 +232,7 @@ TEST(CheckpointStoreTest, SpillsToDiskAndReadsBack) {
   for (int i = 0; i < 12; ++i) {
     auto got = store->Get(ids[i]);
     ASSERT_TRUE(got.ok()) << i << " " << got.status();
-    ExpectSame(**got, Make(i + 1, 3000, i, i % 3 == 0));
+    ExpectSame(**got, TestCheckpoint(i + 1, 3000, i, i % 3 == 0));
     EXPECT_LE(store->stats().ram_bytes, 10000u);
   }
   EXPECT_GT(store->stats().disk_reads, 0u);
@@ -291,7 +244,7 @@ TEST(CheckpointStoreTest, DiskBudgetDropsAndNotifies) {
   std::set<CheckpointId> dropped;
   store->AddDropListener([&](CheckpointId id) { dropped.insert(id); });
   std::vector<CheckpointId> ids;
-  for (int i = 0; i < 10; ++i) ids.push_back(*store->Put(Make(i + 1, 3000, i), 10));
+  for (int i = 0; i < 10; ++i) ids.push_back(*store->Put(TestCheckpoint(i + 1, 3000, i), 10));
   StoreStats s = store->stats();
   EXPECT_LE(s.disk_bytes, 7000u);
   EXPECT_EQ(s.dropped, dropped.size());
@@ -306,7 +259,7 @@ TEST(CheckpointStoreTest, AdoptsValidFilesAfterRestart) {
   std::vector<CheckpointId> spilled;
   {
     auto store = MustCreate(o);
-    for (int i = 0; i < 6; ++i) store->Put(Make(i + 1, 2000, i), 10).IgnoreError();
+    for (int i = 0; i < 6; ++i) store->Put(TestCheckpoint(i + 1, 2000, i), 10).IgnoreError();
     for (const auto& info : store->List()) {
       if (info.on_disk) spilled.push_back(info.id);
     }
@@ -320,10 +273,10 @@ TEST(CheckpointStoreTest, AdoptsValidFilesAfterRestart) {
     auto got = store->Get(id);
     ASSERT_TRUE(got.ok()) << got.status();
     EXPECT_EQ(info->tag, (*got)->tag);
-    ExpectSame(**got, Make((*got)->snapshot.pos, 2000, (*got)->snapshot.pos - 1));
+    ExpectSame(**got, TestCheckpoint((*got)->snapshot.pos, 2000, (*got)->snapshot.pos - 1));
   }
   // New ids never reuse adopted ones.
-  auto fresh = store->Put(Make(99, 100, 99), 1);
+  auto fresh = store->Put(TestCheckpoint(99, 100, 99), 1);
   ASSERT_TRUE(fresh.ok());
   for (CheckpointId id : spilled) EXPECT_NE(*fresh, id);
 }
@@ -337,7 +290,7 @@ TEST(CheckpointStoreTest, PersistWritesRamCheckpointsForTheNextStart) {
   std::vector<CheckpointId> ids;
   {
     auto store = MustCreate(o);
-    for (int i = 0; i < 3; ++i) ids.push_back(*store->Put(Make(i + 1, 2000, i), 10.0 * (i + 1)));
+    for (int i = 0; i < 3; ++i) ids.push_back(*store->Put(TestCheckpoint(i + 1, 2000, i), 10.0 * (i + 1)));
     EXPECT_EQ(store->stats().disk_entries + store->stats().spills, 0u);
     auto written = store->Persist();
     ASSERT_TRUE(written.ok()) << written.status();
@@ -358,7 +311,7 @@ TEST(CheckpointStoreTest, PersistWritesRamCheckpointsForTheNextStart) {
   for (int i : {1, 2}) {
     auto got = store->Get(ids[i]);
     ASSERT_TRUE(got.ok()) << got.status();
-    ExpectSame(**got, Make(i + 1, 2000, i));
+    ExpectSame(**got, TestCheckpoint(i + 1, 2000, i));
   }
   auto no_disk = MustCreate(Opts(1 << 20, "", 0));
   EXPECT_EQ(no_disk->Persist().status().code(), absl::StatusCode::kFailedPrecondition);
@@ -374,7 +327,7 @@ TEST(CheckpointStoreTest, ReplyCheckpointsAreNotSpilledAndPersistIsBounded) {
   reply.reason = CaptureReason::kDuringGeneration;
   for (int i = 0; i < 12; ++i) {
     reply.cost = 50 + i;
-    ASSERT_TRUE(store->Put(Make(i + 1, 3000, i), reply).ok());
+    ASSERT_TRUE(store->Put(TestCheckpoint(i + 1, 3000, i), reply).ok());
   }
   StoreStats s = store->stats();
   EXPECT_LE(s.ram_bytes, 10000u);
@@ -386,7 +339,7 @@ TEST(CheckpointStoreTest, ReplyCheckpointsAreNotSpilledAndPersistIsBounded) {
   ASSERT_TRUE(skipped.ok());
   EXPECT_EQ(*skipped, 0u);
 
-  ASSERT_TRUE(store->Put(Make(40, 3000, 1), 100).ok());
+  ASSERT_TRUE(store->Put(TestCheckpoint(40, 3000, 1), 100).ok());
   auto late = store->Persist(std::chrono::steady_clock::now() - std::chrono::seconds(1));
   EXPECT_EQ(late.status().code(), absl::StatusCode::kDeadlineExceeded);
   EXPECT_TRUE(dir.Files(".bin").empty());
@@ -412,7 +365,7 @@ TEST(CheckpointStoreTest, WriterKilledMidwayIsNeverRestored) {
       if (files == 2 && written * 2 >= total) ::kill(::getpid(), SIGKILL);
       if (written == total) ++files;
     });
-    for (int i = 0; i < 20; ++i) (*store)->Put(Make(i + 1, 3000, i), 10).IgnoreError();
+    for (int i = 0; i < 20; ++i) (*store)->Put(TestCheckpoint(i + 1, 3000, i), 10).IgnoreError();
     ::_exit(4);  // not reached: killed during the third spill
   }
   int status = 0;
@@ -428,7 +381,7 @@ TEST(CheckpointStoreTest, WriterKilledMidwayIsNeverRestored) {
   for (const CheckpointInfo& info : store->List()) {
     auto got = store->Get(info.id);
     ASSERT_TRUE(got.ok()) << got.status();
-    ExpectSame(**got, Make(info.pos, 3000, info.pos - 1));
+    ExpectSame(**got, TestCheckpoint(info.pos, 3000, info.pos - 1));
   }
 }
 
@@ -441,7 +394,7 @@ TEST(CheckpointStoreTest, CorruptFileIsDetectedAndDropped) {
   std::set<CheckpointId> dropped;
   store->AddDropListener([&](CheckpointId id) { dropped.insert(id); });
   std::vector<CheckpointId> ids;
-  for (int i = 0; i < 6; ++i) ids.push_back(*store->Put(Make(i + 1, 2000, i), 10));
+  for (int i = 0; i < 6; ++i) ids.push_back(*store->Put(TestCheckpoint(i + 1, 2000, i), 10));
   std::vector<CheckpointId> on_disk;
   for (CheckpointId id : ids) {
     if (!store->Info(id)->in_ram) on_disk.push_back(id);
@@ -485,7 +438,7 @@ TEST(CheckpointStoreTest, CorruptFileIsDroppedAtRestart) {
   std::vector<CheckpointId> on_disk;
   {
     auto store = MustCreate(o);
-    for (int i = 0; i < 6; ++i) store->Put(Make(i + 1, 2000, i), 10).IgnoreError();
+    for (int i = 0; i < 6; ++i) store->Put(TestCheckpoint(i + 1, 2000, i), 10).IgnoreError();
     for (const auto& info : store->List()) {
       if (info.on_disk) on_disk.push_back(info.id);
     }
@@ -536,7 +489,7 @@ TEST(CheckpointStoreTest, ConcurrentUseKeepsInvariants) {
       std::vector<std::pair<CheckpointId, uint32_t>> mine;
       for (int i = 0; i < 150; ++i) {
         uint32_t seed = t * 1000 + i;
-        auto id = store->Put(Make(seed % 500 + 1, 1000 + rng() % 3000, seed), 1 + rng() % 100);
+        auto id = store->Put(TestCheckpoint(seed % 500 + 1, 1000 + rng() % 3000, seed), 1 + rng() % 100);
         if (!id.ok()) {
           // Not admitted (worth less than what it would push out) is fine.
           if (id.status().code() != absl::StatusCode::kResourceExhausted) ++bad;
@@ -587,7 +540,7 @@ TEST(CheckpointStoreTest, FailedSpillLosesOnlyThatCheckpoint) {
   std::set<CheckpointId> dropped;
   store->AddDropListener([&](CheckpointId id) { dropped.insert(id); });
   std::vector<CheckpointId> ids;
-  for (int i = 0; i < 6; ++i) ids.push_back(*store->Put(Make(i + 1, 2000, i), 10));
+  for (int i = 0; i < 6; ++i) ids.push_back(*store->Put(TestCheckpoint(i + 1, 2000, i), 10));
   ASSERT_EQ(ids[1], 2u);
   ASSERT_EQ(env.failures(), 1);  // the oldest go first: checkpoint 2 was spilled
   EXPECT_EQ(dropped, std::set<CheckpointId>{2});
@@ -603,7 +556,7 @@ TEST(CheckpointStoreTest, FailedSpillLosesOnlyThatCheckpoint) {
     if (ids[i] == 2) continue;
     auto got = store->Get(ids[i]);
     ASSERT_TRUE(got.ok()) << i << " " << got.status();
-    ExpectSame(**got, Make(i + 1, 2000, i));
+    ExpectSame(**got, TestCheckpoint(i + 1, 2000, i));
   }
   EXPECT_GT(store->stats().spills, 0u);
   EXPECT_LE(store->stats().ram_bytes, 5000u);
@@ -617,7 +570,7 @@ TEST(CheckpointStoreTest, FailedReadOfSpilledCheckpointIsDataLoss) {
   auto& [dir, env, warnings] = f;
   auto store = MustCreate(f.Options());
   std::vector<CheckpointId> on_disk;
-  for (int i = 0; i < 6; ++i) store->Put(Make(i + 1, 2000, i), 10).IgnoreError();
+  for (int i = 0; i < 6; ++i) store->Put(TestCheckpoint(i + 1, 2000, i), 10).IgnoreError();
   for (const CheckpointInfo& info : store->List()) {
     if (!info.in_ram) on_disk.push_back(info.id);
   }
@@ -631,7 +584,7 @@ TEST(CheckpointStoreTest, FailedReadOfSpilledCheckpointIsDataLoss) {
   for (size_t k = 1; k < on_disk.size(); ++k) {
     auto other = store->Get(on_disk[k]);
     ASSERT_TRUE(other.ok()) << other.status();
-    ExpectSame(**other, Make((*other)->snapshot.pos, 2000, (*other)->snapshot.pos - 1));
+    ExpectSame(**other, TestCheckpoint((*other)->snapshot.pos, 2000, (*other)->snapshot.pos - 1));
   }
   EXPECT_EQ(dir.Files(".bin").size(), store->stats().disk_entries);
 }

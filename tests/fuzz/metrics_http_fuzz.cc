@@ -1,4 +1,4 @@
-// Fuzzes the metrics endpoint (service/metrics_http.h): any bytes, arriving
+// Fuzzes the metrics endpoint (service/host/metrics_http.h): any bytes, arriving
 // in any pieces, get either no reply yet or one well-formed reply, and a
 // real MetricsHttpServer on 127.0.0.1 answers (or closes) every connection
 // they are sent on, staying up for the next input.
@@ -12,7 +12,7 @@
 #include <memory>
 #include <string>
 
-#include "service/metrics_http.h"
+#include "service/host/metrics_http.h"
 
 namespace {
 

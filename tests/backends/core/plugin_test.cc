@@ -1,6 +1,7 @@
 // LoadBackendPlugin against real shared libraries: the recurrent family's
-// plugin (which this test does not link) and malformed ones. Every refusal
-// leaves the registry as it was.
+// plugin (which this test does not link), malformed ones, and plugins built
+// against another ABI, abseil, compiler or layout of the boundary types
+// (fake_plugin.cc). Every refusal leaves the registry as it was.
 #include "backends/plugin.h"
 
 #include <filesystem>
@@ -8,6 +9,7 @@
 #include <memory>
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "backends/model/gguf.h"
 #include "gtest/gtest.h"
 #include "tests/testing/shared_data.h"
@@ -43,8 +45,40 @@ TEST(PluginTest, ALibraryWithoutTheEntryPointIsRefused) {
 }
 
 TEST(PluginTest, AnotherAbiVersionIsRefused) {
-  ExpectRefused(CAIRN_WRONG_ABI_PLUGIN, absl::StatusCode::kFailedPrecondition, "plugin ABI version 999");
+  ExpectRefused(CAIRN_WRONG_ABI_PLUGIN, absl::StatusCode::kFailedPrecondition,
+                absl::StrCat("plugin ABI version 999, this server takes version ", kBackendPluginAbiVersion));
 }
+
+// Built with libstdc++'s other std::string ABI: every type holding a string
+// is laid out otherwise, which the sizes the plugin reports show before any
+// of its code runs.
+TEST(PluginTest, OtherTypeLayoutsAreRefusedNamingTheTypes) {
+  ExpectRefused(CAIRN_OLD_STRING_ABI_PLUGIN, absl::StatusCode::kFailedPrecondition,
+                "built with other type layouts than this server");
+  BackendRegistry registry;
+  const std::string message(LoadBackendPlugin(CAIRN_OLD_STRING_ABI_PLUGIN, registry).message());
+  EXPECT_NE(message.find(absl::StrCat("std::string 8 bytes (here ", sizeof(std::string), ")")), std::string::npos)
+      << message;
+  for (const char* type : {"BackendFamily", "ModelInfo", "BackendOptions", "TensorInfo"}) {
+    EXPECT_NE(message.find(absl::StrCat(type, " ")), std::string::npos) << type << ": " << message;
+  }
+  // Types without a string are not named.
+  EXPECT_EQ(message.find("absl::Status "), std::string::npos) << message;
+  EXPECT_EQ(message.find("SequenceRun "), std::string::npos) << message;
+}
+
+TEST(PluginTest, AnotherAbseilReleaseIsRefused) {
+  ExpectRefused(CAIRN_OTHER_ABSEIL_PLUGIN, absl::StatusCode::kFailedPrecondition,
+                absl::StrCat("built against abseil LTS 20230125, this server against ", kAbseilLtsVersion));
+}
+
+TEST(PluginTest, AnotherCompilerIsRefused) {
+  ExpectRefused(CAIRN_OTHER_TOOLCHAIN_PLUGIN, absl::StatusCode::kFailedPrecondition,
+                "built with compiler 'gcc 0.0', this server with '" __VERSION__ "'");
+}
+
+// This build's abseil is an LTS release: the check compares real versions.
+TEST(PluginTest, AbseilVersionIsThisBuilds) { EXPECT_EQ(kAbseilLtsVersion, uint32_t{ABSL_LTS_RELEASE_VERSION}); }
 
 TEST(PluginTest, RegistersItsFamilyOnceOnly) {
   BackendRegistry registry;

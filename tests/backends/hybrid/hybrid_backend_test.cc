@@ -18,6 +18,7 @@
 #include "backends/model/dequant.h"
 #include "backends/model/gguf_writer.h"
 #include "gtest/gtest.h"
+#include "synthetic/synthetic_model.h"
 #include "tests/testing/gguf_rewrite.h"
 #include "tests/testing/shared_data.h"
 #include "tools/eval_lib.h"
@@ -29,7 +30,7 @@ std::unique_ptr<Backend> Load(const std::string& relative) {
   auto model = ModelFile::Open(testing::SharedPath(relative));
   EXPECT_TRUE(model.ok()) << model.status();
   if (!model.ok()) return nullptr;
-  auto b = CreateHybridBackend(std::shared_ptr<const ModelFile>(std::move(*model)), BackendOptions{});
+  auto b = HybridFamily().create(std::shared_ptr<const ModelFile>(std::move(*model)), BackendOptions{});
   EXPECT_TRUE(b.ok()) << b.status();
   return b.ok() ? std::move(*b) : nullptr;
 }
@@ -37,7 +38,7 @@ std::unique_ptr<Backend> Load(const std::string& relative) {
 absl::StatusOr<std::unique_ptr<Backend>> CreateFrom(const std::vector<uint8_t>& bytes) {
   auto file = ModelFile::FromBuffer(bytes, "rewritten");
   if (!file.ok()) return file.status();
-  return CreateHybridBackend(std::shared_ptr<const ModelFile>(std::move(*file)), BackendOptions{});
+  return HybridFamily().create(std::shared_ptr<const ModelFile>(std::move(*file)), BackendOptions{});
 }
 
 std::vector<int32_t> AllRows(int64_t n) {
@@ -233,7 +234,7 @@ TEST_F(QwenMultimodalTest, InvalidChunksChangeNothing) {
   ASSERT_TRUE(small_model.ok());
   BackendOptions opts;
   opts.max_context = 12;
-  auto small = CreateHybridBackend(std::shared_ptr<const ModelFile>(std::move(*small_model)), opts);
+  auto small = HybridFamily().create(std::shared_ptr<const ModelFile>(std::move(*small_model)), opts);
   ASSERT_TRUE(small.ok());
   auto sm = (*small)->NewSequence();
   ASSERT_TRUE(sm.ok());
@@ -392,29 +393,13 @@ TEST(HybridBackendTest, MtpBlocksAreNotRun) {
     w.AddF32Tensor("blk.4.nextn.eh_proj.weight", {128, 64}, std::vector<float>(128 * 64, 1.0f));
   }));
   ASSERT_TRUE(b_mtp.ok()) << b_mtp.status();
-  auto b = CreateHybridBackend(std::shared_ptr<const ModelFile>(std::move(*orig)), BackendOptions{});
+  auto b = HybridFamily().create(std::shared_ptr<const ModelFile>(std::move(*orig)), BackendOptions{});
   ASSERT_TRUE(b.ok());
   const std::vector<TokenId> toks = {1, 403, 407, 261, 378};
   auto l_mtp = EvalSequence(**b_mtp, toks, EvalMode{});
   auto l = EvalSequence(**b, toks, EvalMode{});
   ASSERT_TRUE(l_mtp.ok() && l.ok());
   EXPECT_EQ(l_mtp->values, l->values);
-}
-
-// Q8_0 blocks of 32: an fp16 scale max|x| / 127, then 32 rounded int8.
-std::vector<uint8_t> QuantizeQ8_0(const std::vector<float>& x) {
-  std::vector<uint8_t> out;
-  for (size_t b = 0; b < x.size(); b += 32) {
-    float amax = 0.0f;
-    for (size_t i = 0; i < 32; ++i) amax = std::max(amax, std::abs(x[b + i]));
-    const float d = amax / 127.0f;
-    const float id = d != 0.0f ? 1.0f / d : 0.0f;
-    const uint16_t h = Fp32ToFp16(d);
-    out.push_back(static_cast<uint8_t>(h & 0xff));
-    out.push_back(static_cast<uint8_t>(h >> 8));
-    for (size_t i = 0; i < 32; ++i) out.push_back(static_cast<uint8_t>(static_cast<int8_t>(std::lround(x[b + i] * id))));
-  }
-  return out;
 }
 
 // Quantized weights go through the same mathematics as their exact F32
@@ -447,7 +432,7 @@ TEST(HybridBackendTest, QuantizedWeightsMatchTheirDequantizedCopy) {
       std::vector<uint8_t> raw(t->data, t->data + t->n_bytes);
       // Matrices and 3-D expert tensors (Q8_0 blocks run along their rows).
       if (t->type == GgmlType::kF32 && t->shape.size() >= 2 && t->shape[0] % 32 == 0 && t->shape[1] > 1) {
-        const std::vector<uint8_t> q = QuantizeQ8_0(DequantizeTensor(*t));
+        const std::vector<uint8_t> q = synthetic::QuantizeQ8_0(DequantizeTensor(*t));
         std::vector<float> back(static_cast<size_t>(t->n_elements()));
         DequantizeRow(GgmlType::kQ8_0, q.data(), back.data(), t->n_elements());
         wq.AddTensor(t->name, GgmlType::kQ8_0, t->shape, q);
@@ -466,9 +451,9 @@ TEST(HybridBackendTest, QuantizedWeightsMatchTheirDequantizedCopy) {
     BackendOptions exact;
     exact.exact_activations = true;
     std::shared_ptr<const ModelFile> q8_file(std::move(*mq));
-    auto q8 = CreateHybridBackend(q8_file, exact);
-    auto q8_fast = CreateHybridBackend(q8_file, BackendOptions{});
-    auto f32 = CreateHybridBackend(std::shared_ptr<const ModelFile>(std::move(*mf)), exact);
+    auto q8 = HybridFamily().create(q8_file, exact);
+    auto q8_fast = HybridFamily().create(q8_file, BackendOptions{});
+    auto f32 = HybridFamily().create(std::shared_ptr<const ModelFile>(std::move(*mf)), exact);
     ASSERT_TRUE(q8.ok() && q8_fast.ok() && f32.ok()) << q8.status() << q8_fast.status() << f32.status();
     EXPECT_LT((*q8)->info().weight_bytes, (*f32)->info().weight_bytes / 3);
     std::vector<TokenId> toks;
@@ -547,7 +532,7 @@ TEST(HybridBackendTest, RejectsFilesItCannotServe) {
   CAIRN_REQUIRE_SHARED("golden/models/granitehybrid.gguf");
   auto llama = ModelFile::Open(testing::SharedPath("golden/models/llama.gguf"));
   ASSERT_TRUE(llama.ok());
-  EXPECT_EQ(CreateHybridBackend(std::shared_ptr<const ModelFile>(std::move(*llama)), BackendOptions{}).status().code(),
+  EXPECT_EQ(HybridFamily().create(std::shared_ptr<const ModelFile>(std::move(*llama)), BackendOptions{}).status().code(),
             absl::StatusCode::kInvalidArgument);
   // granitehybrid with every layer declared attention: no recurrent layer.
   auto orig = ModelFile::Open(testing::SharedPath("golden/models/granitehybrid.gguf"));

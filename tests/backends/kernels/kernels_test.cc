@@ -38,27 +38,41 @@ std::vector<float> RandomVec(size_t n, uint32_t seed, float scale = 1.0f) {
 
 // ---------------------------------------------------------------- ThreadPool
 
+// Up to chunks_per_thread x threads ranges, each at least `grain` long, with
+// the same boundaries on every call (kernels rely on them for results that
+// do not depend on which thread ran what).
 TEST(ThreadPoolTest, RangesAreDisjointCoverEverythingAndRespectGrain) {
   for (int threads : {1, 2, 3, 5}) {
     ThreadPool pool(threads);
     EXPECT_EQ(pool.size(), threads);
-    for (int64_t n : {int64_t{0}, int64_t{1}, int64_t{7}, int64_t{64}, int64_t{1000}, int64_t{100003}}) {
-      for (int64_t grain : {int64_t{1}, int64_t{16}, int64_t{500}}) {
-        std::vector<std::atomic<int>> hits(static_cast<size_t>(n));
-        std::mutex mu;
-        std::vector<std::pair<int64_t, int64_t>> ranges;
-        pool.ParallelFor(n, grain, [&](int64_t b, int64_t e) {
-          for (int64_t i = b; i < e; ++i) hits[i].fetch_add(1);
-          std::lock_guard<std::mutex> lock(mu);
-          ranges.emplace_back(b, e);
-        });
-        for (int64_t i = 0; i < n; ++i) ASSERT_EQ(hits[i].load(), 1) << "n " << n << " i " << i;
-        EXPECT_LE(static_cast<int>(ranges.size()), threads);
-        if (ranges.size() > 1) {
-          for (auto [b, e] : ranges) EXPECT_GE(e - b, grain) << "n " << n << " grain " << grain;
-        }
-        if (n == 0) {
-          EXPECT_TRUE(ranges.empty());
+    for (int per_thread : {1, 4}) {
+      for (int64_t n : {int64_t{0}, int64_t{1}, int64_t{7}, int64_t{64}, int64_t{1000}, int64_t{100003}}) {
+        for (int64_t grain : {int64_t{1}, int64_t{16}, int64_t{500}}) {
+          std::vector<std::pair<int64_t, int64_t>> first;
+          for (int call = 0; call < 2; ++call) {
+            std::vector<std::atomic<int>> hits(static_cast<size_t>(n));
+            std::mutex mu;
+            std::vector<std::pair<int64_t, int64_t>> ranges;
+            pool.ParallelFor(
+                n, grain,
+                [&](int64_t b, int64_t e) {
+                  for (int64_t i = b; i < e; ++i) hits[i].fetch_add(1);
+                  std::lock_guard<std::mutex> lock(mu);
+                  ranges.emplace_back(b, e);
+                },
+                per_thread);
+            for (int64_t i = 0; i < n; ++i) ASSERT_EQ(hits[i].load(), 1) << "n " << n << " i " << i;
+            EXPECT_LE(static_cast<int>(ranges.size()), threads * per_thread);
+            if (ranges.size() > 1) {
+              for (auto [b, e] : ranges) EXPECT_GE(e - b, grain) << "n " << n << " grain " << grain;
+            }
+            if (n == 0) {
+              EXPECT_TRUE(ranges.empty());
+            }
+            std::sort(ranges.begin(), ranges.end());
+            if (call == 0) first = ranges;
+            EXPECT_EQ(ranges, first) << "threads " << threads << " n " << n << " grain " << grain;
+          }
         }
       }
     }

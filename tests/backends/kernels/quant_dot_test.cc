@@ -166,6 +166,52 @@ TEST(QuantDotTest, WideRowsAndManyTokens) {
   }
 }
 
+// Weights and activations at their extremes with the signs of a row's and a
+// token's products all alike: the largest integer sums the kernels hold
+// (vpmaddubsw pairs of 128 x 127, the lanes of the prompt panels), on the
+// decode tiles (few tokens) and the prompt panels (16 rows x 16 tokens).
+TEST(QuantDotTest, ExtremeQuantsDoNotSaturate) {
+  for (GgmlType type : kTypes) {
+    const int64_t n = 512, rows = 17;
+    const size_t rb = RowBytes(type, n);
+    const size_t block_bytes = Traits(type).block_bytes;
+    std::vector<uint8_t> w(rb * rows);
+    std::vector<double> value(rows);  // every weight of row r
+    for (int64_t r = 0; r < rows; ++r) {
+      const bool high = r % 2 == 1;
+      // Q8_0: -128 or 127; Q4_0: nibbles 0 or 15, that is -8 or 7.
+      const uint8_t fill = type == GgmlType::kQ8_0 ? (high ? 0x7F : 0x80) : (high ? 0xFF : 0x00);
+      value[r] = type == GgmlType::kQ8_0 ? (high ? 127 : -128) : (high ? 7 : -8);
+      for (int64_t b = 0; b < n / 32; ++b) {
+        uint8_t* blk = w.data() + r * rb + b * block_bytes;
+        const uint16_t one = Fp32ToFp16(1.0f);
+        std::memcpy(blk, &one, 2);
+        std::memset(blk + 2, fill, block_bytes - 2);
+      }
+    }
+    for (const QuantDotKernel* k : QuantDotKernelsFor(type)) {
+      for (int64_t tokens : {1, 2, 3, 16}) {
+        std::vector<float> x(static_cast<size_t>(tokens * n));
+        for (int64_t t = 0; t < tokens; ++t) std::fill_n(x.begin() + t * n, n, t % 2 == 0 ? 1.0f : -1.0f);
+        const size_t qs = k->activation_row_bytes(n);
+        std::vector<uint8_t> qx(qs * static_cast<size_t>(tokens));
+        for (int64_t t = 0; t < tokens; ++t) k->quantize(x.data() + t * n, n, qx.data() + t * qs);
+        std::vector<float> y(static_cast<size_t>(tokens * rows));
+        k->dot(w.data(), rb, rows, qx.data(), qs, tokens, n, y.data(), rows);
+        for (int64_t t = 0; t < tokens; ++t) {
+          for (int64_t r = 0; r < rows; ++r) {
+            // Each activation quantizes to +-127 at the scale 1/127.
+            const double want = static_cast<double>(n) * value[r] * (t % 2 == 0 ? 1 : -1) * 127.0 *
+                                static_cast<double>(1.0f / 127.0f);
+            ASSERT_NEAR(y[t * rows + r], want, 1e-5 * std::fabs(want))
+                << TypeName(type) << " " << k->isa << " tokens " << tokens << " t " << t << " r " << r;
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST(QuantDotTest, QuantizeIsRoundToNearestOfAmaxOver127) {
   const QuantDotKernel* k = FindQuantDot(GgmlType::kQ8_0);
   ASSERT_NE(k, nullptr);

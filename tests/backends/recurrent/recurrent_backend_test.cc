@@ -63,7 +63,7 @@ std::unique_ptr<Backend> Load(const std::string& name, int n_threads = 2) {
   BackendOptions options;
   options.n_threads = n_threads;
   absl::StatusOr<std::unique_ptr<Backend>> b =
-      CreateRecurrentBackend(std::shared_ptr<const ModelFile>(std::move(*model)), options);
+      RecurrentFamily().create(std::shared_ptr<const ModelFile>(std::move(*model)), options);
   EXPECT_TRUE(b.ok()) << b.status();
   return b.ok() ? std::move(*b) : nullptr;
 }
@@ -439,7 +439,7 @@ TEST(RecurrentBackendLimits, ContextLimitIsResourceExhausted) {
   BackendOptions options;
   options.n_threads = 1;
   options.max_context = 4;
-  auto b = CreateRecurrentBackend(std::shared_ptr<const ModelFile>(std::move(*model)), options);
+  auto b = RecurrentFamily().create(std::shared_ptr<const ModelFile>(std::move(*model)), options);
   ASSERT_TRUE(b.ok()) << b.status();
   auto m = *(*b)->NewSequence();
   const TokenId four[] = {1, 2, 3, 4};
@@ -455,16 +455,16 @@ TEST(RecurrentBackendLoad, RejectsOtherArchitectures) {
   CAIRN_REQUIRE_SHARED("golden/models/llama.gguf");
   auto model = ModelFile::Open(SharedPath("golden/models/llama.gguf"));
   ASSERT_TRUE(model.ok());
-  auto b = CreateRecurrentBackend(std::shared_ptr<const ModelFile>(std::move(*model)), BackendOptions{});
+  auto b = RecurrentFamily().create(std::shared_ptr<const ModelFile>(std::move(*model)), BackendOptions{});
   EXPECT_EQ(b.status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 TEST(RecurrentRegistry, ServesBothArchs) {
   BackendRegistry registry;
-  ASSERT_TRUE(RegisterRecurrentFamily(registry).ok());
+  ASSERT_TRUE(registry.Register(RecurrentFamily()).ok());
   EXPECT_EQ(*registry.FamilyForArch("mamba2"), "recurrent");
   EXPECT_EQ(*registry.FamilyForArch("mamba"), "recurrent");
-  EXPECT_EQ(RegisterRecurrentFamily(registry).code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_EQ(registry.Register(RecurrentFamily()).code(), absl::StatusCode::kAlreadyExists);
 }
 
 }  // namespace

@@ -1,18 +1,17 @@
-// Synthetic recurrent models written with GgufWriter: the Mamba-1 path that
+// Synthetic recurrent models (synthetic/): the Mamba-1 path that
 // no golden file exercises (dt_b_c_rms, as FalconMamba sets it) against a
 // direct double-precision computation, and load errors that name what is
 // wrong.
 #include <cmath>
 #include <cstdint>
 #include <memory>
-#include <random>
 #include <string>
 #include <vector>
 
 #include "backends/model/gguf.h"
-#include "backends/model/gguf_writer.h"
 #include "backends/recurrent/recurrent_backend.h"
 #include "gtest/gtest.h"
+#include "synthetic/architectures.h"
 
 namespace cairn {
 namespace {
@@ -24,10 +23,12 @@ struct Dims {
   int64_t n_embd = 8, d_inner = 16, d_state = 4, dt_rank = 2, d_conv = 3, n_vocab = 10, n_layer = 2;
 };
 
-// Weights of a Mamba-1 model in GGUF layout, kept for the reference.
+// A Mamba-1 model (synthetic/) and its weights in GGUF layout, kept for the
+// reference.
 struct Mamba1Weights {
   Dims d;
   bool dt_b_c_rms = false;
+  synthetic::SyntheticModel model{"mamba"};
   std::vector<float> embd, out_norm, out;
   struct Layer {
     std::vector<float> norm, in, conv_w, conv_b, x, dt, dt_b, a, dd, o;
@@ -39,29 +40,28 @@ Mamba1Weights MakeWeights(bool dt_b_c_rms, uint32_t seed) {
   Mamba1Weights w;
   w.dt_b_c_rms = dt_b_c_rms;
   const Dims& d = w.d;
-  std::mt19937 rng(seed);
-  auto vec = [&](int64_t n, float lo, float hi) {
-    std::uniform_real_distribution<float> u(lo, hi);
-    std::vector<float> v(static_cast<size_t>(n));
-    for (float& x : v) x = u(rng);
-    return v;
-  };
-  w.embd = vec(d.n_embd * d.n_vocab, -1, 1);
-  w.out_norm = vec(d.n_embd, 0.5f, 1.5f);
-  w.out = vec(d.n_embd * d.n_vocab, -0.5f, 0.5f);
+  w.model = synthetic::Mamba({.n_embd = d.n_embd, .n_vocab = d.n_vocab, .d_inner = d.d_inner, .d_state = d.d_state,
+                              .dt_rank = d.dt_rank, .d_conv = d.d_conv, .n_layer = static_cast<int32_t>(d.n_layer),
+                              .dt_b_c_rms = dt_b_c_rms});
+  w.model.seed = seed;
+  // Norms and D away from 1, so that the reference checks where they enter.
+  w.model.Find("output_norm.weight")->init = synthetic::Init::Uniform(0.5f, 1.5f);
   for (int64_t l = 0; l < d.n_layer; ++l) {
-    Mamba1Weights::Layer L;
-    L.norm = vec(d.n_embd, 0.5f, 1.5f);
-    L.in = vec(d.n_embd * 2 * d.d_inner, -0.4f, 0.4f);
-    L.conv_w = vec(d.d_conv * d.d_inner, -0.6f, 0.6f);
-    L.conv_b = vec(d.d_inner, -0.2f, 0.2f);
-    L.x = vec(d.d_inner * (d.dt_rank + 2 * d.d_state), -0.4f, 0.4f);
-    L.dt = vec(d.dt_rank * d.d_inner, -0.5f, 0.5f);
-    L.dt_b = vec(d.d_inner, -2.0f, 0.0f);
-    L.a = vec(d.d_state * d.d_inner, -2.0f, -0.2f);
-    L.dd = vec(d.d_inner, 0.5f, 1.5f);
-    L.o = vec(d.d_inner * d.n_embd, -0.3f, 0.3f);
-    w.layers.push_back(L);
+    for (const char* name : {"attn_norm.weight", "ssm_d"}) {
+      w.model.Find("blk." + std::to_string(l) + "." + name)->init = synthetic::Init::Uniform(0.5f, 1.5f);
+    }
+  }
+  w.model.Materialize();
+  synthetic::SyntheticModel& m = w.model;
+  w.embd = m.Values("token_embd.weight");
+  w.out_norm = m.Values("output_norm.weight");
+  w.out = m.Values("output.weight");
+  for (int64_t l = 0; l < d.n_layer; ++l) {
+    const std::string p = "blk." + std::to_string(l) + ".";
+    w.layers.push_back({m.Values(p + "attn_norm.weight"), m.Values(p + "ssm_in.weight"), m.Values(p + "ssm_conv1d.weight"),
+                        m.Values(p + "ssm_conv1d.bias"), m.Values(p + "ssm_x.weight"), m.Values(p + "ssm_dt.weight"),
+                        m.Values(p + "ssm_dt.bias"), m.Values(p + "ssm_a"), m.Values(p + "ssm_d"),
+                        m.Values(p + "ssm_out.weight")});
   }
   return w;
 }
@@ -74,43 +74,17 @@ struct Damage {
 };
 
 std::shared_ptr<const ModelFile> Write(const Mamba1Weights& w, const Damage& damage = {}) {
-  const Dims& d = w.d;
-  GgufWriter g;
-  g.SetString("general.architecture", "mamba");
-  g.SetUint32("mamba.context_length", 1024);
-  g.SetUint32("mamba.embedding_length", static_cast<uint32_t>(d.n_embd));
-  g.SetUint32("mamba.block_count", static_cast<uint32_t>(d.n_layer));
-  g.SetFloat32("mamba.attention.layer_norm_rms_epsilon", 1e-5f);
-  g.SetUint32("mamba.ssm.conv_kernel", static_cast<uint32_t>(d.d_conv));
-  g.SetUint32("mamba.ssm.inner_size", static_cast<uint32_t>(d.d_inner));
-  if (!damage.drop_state_size) g.SetUint32("mamba.ssm.state_size", static_cast<uint32_t>(d.d_state));
-  g.SetUint32("mamba.ssm.time_step_rank", static_cast<uint32_t>(d.dt_rank));
-  g.SetBool("mamba.ssm.dt_b_c_rms", w.dt_b_c_rms);
-  auto add = [&](const std::string& name, std::vector<int64_t> shape, const std::vector<float>& v) {
-    if (name == damage.skip_tensor) return;
-    if (name == damage.reshape_tensor) shape = {static_cast<int64_t>(v.size())};
-    g.AddF32Tensor(name, shape, v);
-  };
-  add("token_embd.weight", {d.n_embd, d.n_vocab}, w.embd);
-  add("output_norm.weight", {d.n_embd}, w.out_norm);
-  add("output.weight", {d.n_embd, d.n_vocab}, w.out);
-  for (int64_t l = 0; l < d.n_layer; ++l) {
-    const auto& L = w.layers[l];
-    const std::string p = "blk." + std::to_string(l) + ".";
-    add(p + "attn_norm.weight", {d.n_embd}, L.norm);
-    add(p + "ssm_in.weight", {d.n_embd, 2 * d.d_inner}, L.in);
-    add(p + "ssm_conv1d.weight", {d.d_conv, d.d_inner}, L.conv_w);
-    add(p + "ssm_conv1d.bias", {d.d_inner}, L.conv_b);
-    add(p + "ssm_x.weight", {d.d_inner, d.dt_rank + 2 * d.d_state}, L.x);
-    add(p + "ssm_dt.weight", {d.dt_rank, d.d_inner}, L.dt);
-    add(p + "ssm_dt.bias", {d.d_inner}, L.dt_b);
-    add(p + "ssm_a", {d.d_state, d.d_inner}, L.a);
-    add(p + "ssm_d", {d.d_inner}, L.dd);
-    add(p + "ssm_out.weight", {d.d_inner, d.n_embd}, L.o);
+  synthetic::SyntheticModel m = w.model;
+  if (!damage.skip_tensor.empty()) {
+    EXPECT_TRUE(m.Remove(damage.skip_tensor));
   }
-  auto model = ModelFile::FromBuffer(g.Serialize(), "synthetic-mamba");
+  if (synthetic::SyntheticTensor* t = m.Find(damage.reshape_tensor)) t->shape = {t->n_elements()};
+  if (damage.drop_state_size) {
+    EXPECT_TRUE(m.metadata().Erase("mamba.ssm.state_size"));
+  }
+  auto model = m.Open("synthetic-mamba");
   EXPECT_TRUE(model.ok()) << model.status();
-  return model.ok() ? std::shared_ptr<const ModelFile>(std::move(*model)) : nullptr;
+  return model.ok() ? *std::move(model) : nullptr;
 }
 
 // y[o] = sum_i W[o][i] x[i] for a GGUF [n_in, n_out] matrix.
@@ -194,7 +168,7 @@ TEST_P(SyntheticMamba1Test, MatchesDirectComputationInDouble) {
   ASSERT_NE(model, nullptr);
   BackendOptions options;
   options.n_threads = 2;
-  auto b = CreateRecurrentBackend(model, options);
+  auto b = RecurrentFamily().create(model, options);
   ASSERT_TRUE(b.ok()) << b.status();
   const std::vector<TokenId> tokens = {1, 4, 9, 0, 3, 3, 7, 2};
   const auto ref = Reference(w, tokens);
@@ -229,8 +203,8 @@ INSTANTIATE_TEST_SUITE_P(DtBcRms, SyntheticMamba1Test, ::testing::Bool(),
 TEST(SyntheticMamba1Test, DtBcRmsChangesTheResult) {
   // The same weights with and without the flag: the flag must reach the model.
   Mamba1Weights on = MakeWeights(true, 12), off = MakeWeights(false, 12);
-  auto b_on = CreateRecurrentBackend(Write(on), BackendOptions{});
-  auto b_off = CreateRecurrentBackend(Write(off), BackendOptions{});
+  auto b_on = RecurrentFamily().create(Write(on), BackendOptions{});
+  auto b_off = RecurrentFamily().create(Write(off), BackendOptions{});
   ASSERT_TRUE(b_on.ok() && b_off.ok());
   const TokenId toks[] = {2, 5};
   const int32_t rows[] = {1};
@@ -246,7 +220,7 @@ TEST(SyntheticMamba1Test, DtBcRmsChangesTheResult) {
 
 TEST(SyntheticMamba1Test, StateBytesFollowTheFormula) {
   const Mamba1Weights w = MakeWeights(false, 14);
-  auto b = CreateRecurrentBackend(Write(w), BackendOptions{});
+  auto b = RecurrentFamily().create(Write(w), BackendOptions{});
   ASSERT_TRUE(b.ok()) << b.status();
   auto m = *(*b)->NewSequence();
   // Per layer: (d_conv - 1) * d_inner conv inputs + d_state * d_inner SSM state.
@@ -261,21 +235,21 @@ TEST(SyntheticLoadErrors, NameWhatIsWrong) {
   {
     Damage damage;
     damage.skip_tensor = "blk.1.ssm_x.weight";
-    auto b = CreateRecurrentBackend(Write(w, damage), BackendOptions{});
+    auto b = RecurrentFamily().create(Write(w, damage), BackendOptions{});
     EXPECT_EQ(b.status().code(), absl::StatusCode::kInvalidArgument);
     EXPECT_NE(b.status().message().find("blk.1.ssm_x.weight"), std::string::npos) << b.status();
   }
   {
     Damage damage;
     damage.reshape_tensor = "blk.0.ssm_a";
-    auto b = CreateRecurrentBackend(Write(w, damage), BackendOptions{});
+    auto b = RecurrentFamily().create(Write(w, damage), BackendOptions{});
     EXPECT_EQ(b.status().code(), absl::StatusCode::kInvalidArgument);
     EXPECT_NE(b.status().message().find("blk.0.ssm_a"), std::string::npos) << b.status();
   }
   {
     Damage damage;
     damage.drop_state_size = true;
-    auto b = CreateRecurrentBackend(Write(w, damage), BackendOptions{});
+    auto b = RecurrentFamily().create(Write(w, damage), BackendOptions{});
     EXPECT_EQ(b.status().code(), absl::StatusCode::kInvalidArgument);
     EXPECT_NE(b.status().message().find("mamba.ssm.state_size"), std::string::npos) << b.status();
   }

@@ -17,6 +17,7 @@
 #include "backends/model/gguf.h"
 #include "backends/model/gguf_writer.h"
 #include "gtest/gtest.h"
+#include "synthetic/architectures.h"
 #include "tests/testing/gguf_rewrite.h"
 #include "tests/testing/shared_data.h"
 #include "tools/eval_lib.h"
@@ -38,7 +39,7 @@ std::unique_ptr<Backend> Load(int32_t slack, int32_t max_context = 0) {
   options.max_context = max_context;
   SwaOptions swa;
   swa.rollback_slack = slack;
-  auto b = CreateSwaBackend(std::shared_ptr<const ModelFile>(std::move(*model)), options, swa);
+  auto b = SwaFamily(swa).create(std::shared_ptr<const ModelFile>(std::move(*model)), options);
   EXPECT_TRUE(b.ok()) << b.status();
   return b.ok() ? std::move(*b) : nullptr;
 }
@@ -108,7 +109,7 @@ TEST_F(SwaGoldenTest, ModelInfoAndFreshCapabilities) {
   auto b = Load(512);
   ASSERT_NE(b, nullptr);
   EXPECT_EQ(b->info().arch, "gemma3");
-  EXPECT_EQ(b->info().family, kSwaFamily);
+  EXPECT_EQ(b->info().family, "swa");
   EXPECT_EQ(b->info().n_vocab, 512);
   EXPECT_FALSE(b->info().caps.truncatable);
   EXPECT_TRUE(b->info().caps.has_checkpoint_state);
@@ -341,21 +342,21 @@ TEST(SwaBackendTest, RejectsOtherArchitecturesAndBadSlack) {
   CAIRN_REQUIRE_SHARED("golden/models/llama.gguf");
   auto llama = ModelFile::Open(testing::SharedPath("golden/models/llama.gguf"));
   ASSERT_TRUE(llama.ok());
-  auto b = CreateSwaBackend(std::shared_ptr<const ModelFile>(std::move(*llama)), BackendOptions{});
+  auto b = SwaFamily().create(std::shared_ptr<const ModelFile>(std::move(*llama)), BackendOptions{});
   EXPECT_EQ(b.status().code(), absl::StatusCode::kInvalidArgument);
   CAIRN_REQUIRE_SHARED(kModel);
   auto gemma = ModelFile::Open(testing::SharedPath(kModel));
   ASSERT_TRUE(gemma.ok());
   SwaOptions bad;
   bad.rollback_slack = 0;
-  auto c = CreateSwaBackend(std::shared_ptr<const ModelFile>(std::move(*gemma)), BackendOptions{}, bad);
+  auto c = SwaFamily(bad).create(std::shared_ptr<const ModelFile>(std::move(*gemma)), BackendOptions{});
   EXPECT_EQ(c.status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 absl::StatusOr<std::unique_ptr<Backend>> CreateFrom(const std::vector<uint8_t>& bytes) {
   auto file = ModelFile::FromBuffer(bytes, "rewritten");
   if (!file.ok()) return file.status();
-  return CreateSwaBackend(std::shared_ptr<const ModelFile>(std::move(*file)), BackendOptions{});
+  return SwaFamily().create(std::shared_ptr<const ModelFile>(std::move(*file)), BackendOptions{});
 }
 
 // gpt-oss.gguf has no pattern key: the reference's period 2 makes layers 0
@@ -364,7 +365,7 @@ TEST(SwaBackendTest, GptOssLayersFollowTheSlidingWindowPattern) {
   CAIRN_REQUIRE_SHARED("golden/models/gpt-oss.gguf");
   auto orig = ModelFile::Open(testing::SharedPath("golden/models/gpt-oss.gguf"));
   ASSERT_TRUE(orig.ok());
-  auto b = CreateSwaBackend(std::shared_ptr<const ModelFile>(std::move(*orig)), BackendOptions{});
+  auto b = SwaFamily().create(std::shared_ptr<const ModelFile>(std::move(*orig)), BackendOptions{});
   ASSERT_TRUE(b.ok()) << b.status();
   orig = ModelFile::Open(testing::SharedPath("golden/models/gpt-oss.gguf"));
   ASSERT_TRUE(orig.ok());
@@ -412,73 +413,40 @@ struct Synth {
   double attn_cap = 0, final_cap = 0;                      // 0: key absent
   bool qk_norm = false;
   bool write_pattern = true;  // false: the arch's default period applies
-  std::map<std::string, std::vector<float>> t;
-  std::map<std::string, std::vector<int64_t>> shape;
+  std::map<std::string, std::vector<float>> t;  // the values Build wrote, by tensor name
 
-  void Add(const std::string& name, std::vector<int64_t> s, uint32_t seed, float lo, float hi) {
-    size_t n = 1;
-    for (int64_t d : s) n *= static_cast<size_t>(d);
-    std::vector<float> v(n);
-    uint64_t x = 0x9e3779b97f4a7c15ull * (seed + 1);
-    for (float& f : v) {
-      x ^= x << 13;
-      x ^= x >> 7;
-      x ^= x << 17;
-      f = lo + (hi - lo) * static_cast<float>(x >> 40) / static_cast<float>(1 << 24);
-    }
-    t[name] = v;
-    shape[name] = s;
+  static bool EndsWith(const std::string& s, const std::string& suffix) {
+    return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
   }
 
+  // The model (synthetic/) with norms away from 1 and matrices a little
+  // larger than the default, so that each of them matters.
   std::shared_ptr<const ModelFile> Build() {
-    GgufWriter w;
-    const std::string a = arch + ".";
-    w.SetString("general.architecture", arch);
-    w.SetUint32(a + "context_length", 256);
-    w.SetUint32(a + "embedding_length", E);
-    w.SetUint32(a + "block_count", L);
-    w.SetUint32(a + "feed_forward_length", F);
-    w.SetUint32(a + "attention.head_count", H);
-    w.SetUint32(a + "attention.head_count_kv", HKV);
-    w.SetUint32(a + "attention.key_length", D);
-    w.SetUint32(a + "attention.value_length", D);
-    w.SetFloat32(a + "attention.layer_norm_rms_epsilon", 1e-6f);
-    w.SetUint32(a + "attention.sliding_window", W);
-    if (write_pattern) w.SetUint32(a + "attention.sliding_window_pattern", P);
-    w.SetFloat32(a + "rope.freq_base", static_cast<float>(base));
-    if (arch == "gemma3") w.SetFloat32(a + "rope.freq_base_swa", static_cast<float>(base_swa));
+    synthetic::SyntheticModel m = synthetic::Gemma({
+        .arch = arch, .n_embd = E, .n_ff = F, .n_vocab = V, .n_layer = L, .n_head = H, .n_head_kv = HKV,
+        .head_dim = D, .window = W, .pattern = write_pattern ? P : 0, .n_ctx = 256,
+        .rope_base = static_cast<float>(base),
+        .rope_base_swa = arch == "gemma3" ? static_cast<float>(base_swa) : -1.0f, .qk_norm = qk_norm});
+    GgufWriter& w = m.metadata();
     if (rope_factor > 0) {
-      w.SetString(a + "rope.scaling.type", "linear");
-      w.SetFloat32(a + "rope.scaling.factor", static_cast<float>(rope_factor));
+      w.SetString(m.Key("rope.scaling.type"), "linear");
+      w.SetFloat32(m.Key("rope.scaling.factor"), static_cast<float>(rope_factor));
     }
-    if (attn_cap > 0) w.SetFloat32(a + "attn_logit_softcapping", static_cast<float>(attn_cap));
-    if (final_cap > 0) w.SetFloat32(a + "final_logit_softcapping", static_cast<float>(final_cap));
-    uint32_t seed = 1;
-    Add("token_embd.weight", {E, V}, seed++, -1.0f, 1.0f);
-    Add("output_norm.weight", {E}, seed++, 0.5f, 1.5f);
+    if (attn_cap > 0) w.SetFloat32(m.Key("attn_logit_softcapping"), static_cast<float>(attn_cap));
+    if (final_cap > 0) w.SetFloat32(m.Key("final_logit_softcapping"), static_cast<float>(final_cap));
     const float s_in = 1.5f / std::sqrt(static_cast<float>(E));
-    for (int l = 0; l < L; ++l) {
-      const std::string p = "blk." + std::to_string(l) + ".";
-      Add(p + "attn_norm.weight", {E}, seed++, 0.5f, 1.5f);
-      Add(p + "attn_q.weight", {E, H * D}, seed++, -s_in, s_in);
-      Add(p + "attn_k.weight", {E, HKV * D}, seed++, -s_in, s_in);
-      Add(p + "attn_v.weight", {E, HKV * D}, seed++, -s_in, s_in);
-      Add(p + "attn_output.weight", {H * D, E}, seed++, -s_in, s_in);
-      if (qk_norm) {
-        Add(p + "attn_q_norm.weight", {D}, seed++, 0.5f, 1.5f);
-        Add(p + "attn_k_norm.weight", {D}, seed++, 0.5f, 1.5f);
+    for (synthetic::SyntheticTensor& tensor : m.tensors()) {
+      if (EndsWith(tensor.name, "norm.weight")) {
+        tensor.init = synthetic::Init::Uniform(0.5f, 1.5f);
+      } else if (tensor.weight && tensor.name != "token_embd.weight") {
+        tensor.init = synthetic::Init::Symmetric(s_in);
       }
-      Add(p + "post_attention_norm.weight", {E}, seed++, 0.5f, 1.5f);
-      Add(p + "ffn_norm.weight", {E}, seed++, 0.5f, 1.5f);
-      Add(p + "ffn_gate.weight", {E, F}, seed++, -s_in, s_in);
-      Add(p + "ffn_up.weight", {E, F}, seed++, -s_in, s_in);
-      Add(p + "ffn_down.weight", {F, E}, seed++, -s_in, s_in);
-      Add(p + "post_ffw_norm.weight", {E}, seed++, 0.5f, 1.5f);
     }
-    for (const auto& [name, values] : t) w.AddF32Tensor(name, shape[name], values);
-    auto m = ModelFile::FromBuffer(w.Serialize(), "synthetic-" + arch);
-    EXPECT_TRUE(m.ok()) << m.status();
-    return m.ok() ? std::shared_ptr<const ModelFile>(std::move(*m)) : nullptr;
+    m.Materialize();
+    for (const synthetic::SyntheticTensor& tensor : m.tensors()) t[tensor.name] = tensor.init.values;
+    auto file = m.Open("synthetic-" + arch);
+    EXPECT_TRUE(file.ok()) << file.status();
+    return file.ok() ? *std::move(file) : nullptr;
   }
 
   // y = W x for a GGUF matrix of shape [n_in, n_out].
@@ -597,7 +565,7 @@ void ExpectMatchesReference(Synth& s, const std::string& what) {
   ASSERT_NE(model, nullptr);
   SwaOptions swa;
   swa.rollback_slack = 2;  // rings of W + 1 rows: wrapping all the time
-  auto b = CreateSwaBackend(model, BackendOptions{}, swa);
+  auto b = SwaFamily(swa).create(model, BackendOptions{});
   ASSERT_TRUE(b.ok()) << b.status();
   const std::vector<TokenId> tokens = SynthTokens(29, s.V);
   const SequenceLogits ref = s.Reference(tokens);
@@ -627,8 +595,8 @@ TEST(SwaSyntheticTest, Gemma2DefaultsToCapsOf50And30) {
   auto model_default = d.Build();
   ASSERT_NE(model_explicit, nullptr);
   ASSERT_NE(model_default, nullptr);
-  auto be = CreateSwaBackend(model_explicit, BackendOptions{});
-  auto bd = CreateSwaBackend(model_default, BackendOptions{});
+  auto be = SwaFamily().create(model_explicit, BackendOptions{});
+  auto bd = SwaFamily().create(model_default, BackendOptions{});
   ASSERT_TRUE(be.ok() && bd.ok());
   const std::vector<TokenId> tokens = SynthTokens(12, s.V);
   auto le = EvalSequence(**be, tokens, EvalMode{0});
@@ -669,7 +637,7 @@ TEST(SwaSyntheticTest, Gemma3WithoutAWindowIsAllGlobalAndTruncatable) {
   s.qk_norm = true;
   s.W = 0;
   ExpectMatchesReference(s, "gemma3 without window");
-  auto b = CreateSwaBackend(s.Build(), BackendOptions{});
+  auto b = SwaFamily().create(s.Build(), BackendOptions{});
   ASSERT_TRUE(b.ok()) << b.status();
   EXPECT_TRUE((*b)->info().caps.truncatable);
   EXPECT_FALSE((*b)->info().caps.has_checkpoint_state);

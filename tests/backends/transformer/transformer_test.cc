@@ -9,18 +9,15 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <map>
 #include <memory>
-#include <random>
-#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
-#include "backends/model/gguf_writer.h"
 #include "backends/model/tokenizer.h"
 #include "gtest/gtest.h"
+#include "synthetic/architectures.h"
 #include "tests/testing/shared_data.h"
 #include "tools/eval_lib.h"
 
@@ -31,7 +28,7 @@ std::unique_ptr<Backend> Load(const std::string& rel, BackendOptions options = {
   auto model = ModelFile::Open(testing::SharedPath(rel));
   EXPECT_TRUE(model.ok()) << model.status();
   if (!model.ok()) return nullptr;
-  auto b = CreateTransformerBackend(std::shared_ptr<const ModelFile>(std::move(*model)), options);
+  auto b = TransformerFamily().create(std::shared_ptr<const ModelFile>(std::move(*model)), options);
   EXPECT_TRUE(b.ok()) << b.status();
   return b.ok() ? std::move(*b) : nullptr;
 }
@@ -227,7 +224,7 @@ TEST(GreedyTest, Stories260KReproducesLlamaCpp) {
   ASSERT_TRUE(model.ok());
   auto tok = Tokenizer::Create(**model);
   ASSERT_TRUE(tok.ok()) << tok.status();
-  auto backend = CreateTransformerBackend(std::shared_ptr<const ModelFile>(std::move(*model)), {});
+  auto backend = TransformerFamily().create(std::shared_ptr<const ModelFile>(std::move(*model)), {});
   ASSERT_TRUE(backend.ok()) << backend.status();
   auto cases = ReadGreedy(testing::SharedPath("models/stories260K_greedy.json"));
   ASSERT_EQ(cases.size(), 3u);
@@ -243,88 +240,38 @@ TEST(GreedyTest, Stories260KReproducesLlamaCpp) {
 
 // ------------------------------------------------------- synthetic models
 
-// A tiny model as named F32 tensors plus metadata, turned into a GGUF image.
-struct Synthetic {
-  std::string arch = "llama";
-  int64_t embd = 64, ff = 96, vocab = 40;
-  int32_t layers = 2, heads = 4, kv_heads = 2;
-  std::map<std::string, std::pair<std::vector<int64_t>, std::vector<float>>> tensors;
-  std::map<std::string, float> f32_keys;
-  std::map<std::string, std::string> str_keys;
-  std::set<std::string> skip_keys;
+constexpr int64_t kEmbd = 64, kVocab = 40;
+constexpr int32_t kLayers = 2, kHeads = 4, kKvHeads = 2;
+constexpr int64_t kHeadDim = kEmbd / kHeads;
 
-  int64_t hd() const { return embd / heads; }
+bool EndsWith(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
 
-  void Add(const std::string& name, std::vector<int64_t> shape, uint32_t seed, float scale) {
-    int64_t n = 1;
-    for (int64_t d : shape) n *= d;
-    std::mt19937 g(seed);
-    std::uniform_real_distribution<float> dist(-scale, scale);
-    std::vector<float> v(static_cast<size_t>(n));
-    for (float& x : v) x = dist(g);
-    tensors[name] = {shape, v};
-  }
-
-  // Random weights; norms around 1. Seeds depend only on the name, so two
-  // Synthetic models share every tensor they both have.
-  void Fill(bool qkv_bias, bool qk_norm, bool tied) {
-    uint32_t seed = 1;
-    const float ws = 1.0f / std::sqrt(static_cast<float>(embd));
-    Add("token_embd.weight", {embd, vocab}, seed++, 1.0f);
-    Add("output_norm.weight", {embd}, seed++, 0.2f);
-    for (float& x : tensors["output_norm.weight"].second) x += 1.0f;
-    if (!tied) Add("output.weight", {embd, vocab}, seed++, ws);
-    const int64_t kv = hd() * kv_heads;
-    for (int32_t l = 0; l < layers; ++l) {
-      const std::string p = "blk." + std::to_string(l) + ".";
-      seed = 100 * (l + 1);
-      Add(p + "attn_norm.weight", {embd}, seed++, 0.2f);
-      Add(p + "ffn_norm.weight", {embd}, seed++, 0.2f);
-      for (auto* n : {&tensors[p + "attn_norm.weight"].second, &tensors[p + "ffn_norm.weight"].second})
-        for (float& x : *n) x += 1.0f;
-      Add(p + "attn_q.weight", {embd, embd}, seed++, ws * 3);
-      Add(p + "attn_k.weight", {embd, kv}, seed++, ws * 3);
-      Add(p + "attn_v.weight", {embd, kv}, seed++, ws);
-      Add(p + "attn_output.weight", {embd, embd}, seed++, ws);
-      Add(p + "ffn_gate.weight", {embd, ff}, seed++, ws);
-      Add(p + "ffn_up.weight", {embd, ff}, seed++, ws);
-      Add(p + "ffn_down.weight", {ff, embd}, seed++, 1.0f / std::sqrt(static_cast<float>(ff)));
-      if (qkv_bias) {
-        Add(p + "attn_q.bias", {embd}, seed++, 0.5f);
-        Add(p + "attn_k.bias", {kv}, seed++, 0.5f);
-        Add(p + "attn_v.bias", {kv}, seed++, 0.5f);
-      }
-      if (qk_norm) {
-        Add(p + "attn_q_norm.weight", {hd()}, seed++, 0.2f);
-        Add(p + "attn_k_norm.weight", {hd()}, seed++, 0.2f);
-      }
+// A tiny model of `arch` with llama's tensors (synthetic/), its values drawn:
+// norms around 1 and q/k three times the default scale, so that every norm
+// and the attention pattern matter. The same flags give the same values
+// whatever the arch.
+synthetic::SyntheticModel Tiny(const std::string& arch, bool qkv_bias, bool qk_norm, bool tied) {
+  synthetic::SyntheticModel m = synthetic::Llama({.arch = arch, .n_embd = kEmbd, .n_ff = 96, .n_vocab = kVocab,
+                                                  .n_layer = kLayers, .n_head = kHeads, .n_head_kv = kKvHeads,
+                                                  .n_ctx = 256, .tied_output = tied, .qkv_bias = qkv_bias,
+                                                  .qk_norm = qk_norm});
+  for (synthetic::SyntheticTensor& t : m.tensors()) {
+    if (EndsWith(t.name, "norm.weight")) t.init = synthetic::Init::Uniform(0.8f, 1.2f);
+    if (EndsWith(t.name, "attn_q.weight") || EndsWith(t.name, "attn_k.weight")) {
+      t.init = synthetic::Init::Symmetric(3.0f / std::sqrt(static_cast<float>(kEmbd)));
     }
   }
+  m.Materialize();
+  return m;
+}
 
-  absl::StatusOr<std::unique_ptr<Backend>> Build() const {
-    GgufWriter w;
-    auto key = [&](const std::string& k) { return arch + "." + k; };
-    w.SetString("general.architecture", arch);
-    auto u32 = [&](const std::string& k, int64_t v) {
-      if (!skip_keys.count(k)) w.SetUint32(key(k), static_cast<uint32_t>(v));
-    };
-    u32("context_length", 256);
-    u32("embedding_length", embd);
-    u32("block_count", layers);
-    u32("feed_forward_length", ff);
-    u32("attention.head_count", heads);
-    u32("attention.head_count_kv", kv_heads);
-    if (!skip_keys.count("attention.layer_norm_rms_epsilon")) {
-      w.SetFloat32(key("attention.layer_norm_rms_epsilon"), 1e-5f);
-    }
-    for (const auto& [k, v] : f32_keys) w.SetFloat32(key(k), v);
-    for (const auto& [k, v] : str_keys) w.SetString(key(k), v);
-    for (const auto& [name, t] : tensors) w.AddF32Tensor(name, t.first, t.second);
-    auto model = ModelFile::FromBuffer(w.Serialize(), "synthetic-" + arch);
-    if (!model.ok()) return model.status();
-    return CreateTransformerBackend(std::shared_ptr<const ModelFile>(std::move(*model)), BackendOptions{});
-  }
-};
+absl::StatusOr<std::unique_ptr<Backend>> Build(const synthetic::SyntheticModel& m) {
+  absl::StatusOr<std::shared_ptr<const ModelFile>> file = m.Open("synthetic-" + m.arch());
+  if (!file.ok()) return file.status();
+  return TransformerFamily().create(*std::move(file), BackendOptions{});
+}
 
 SequenceLogits RunAll(Backend& b, const std::vector<TokenId>& tokens) {
   auto l = EvalSequence(b, tokens, EvalMode{});
@@ -346,12 +293,9 @@ const std::vector<TokenId> kTokens = {1, 5, 9, 2, 33, 17, 17, 4, 38, 21, 0, 12, 
 // model equals a llama model (which accepts optional biases) with permuted
 // rows: this pins both the pairing and where the biases enter (before RoPE).
 TEST(ArchTest, Qwen2EqualsLlamaWithPermutedQkRows) {
-  Synthetic q2;
-  q2.arch = "qwen2";
-  q2.Fill(/*qkv_bias=*/true, false, false);
-  Synthetic ll = q2;
-  ll.arch = "llama";
-  const int64_t hd = q2.hd(), half = hd / 2, E = q2.embd;
+  synthetic::SyntheticModel q2 = Tiny("qwen2", /*qkv_bias=*/true, false, false);
+  synthetic::SyntheticModel ll = Tiny("llama", /*qkv_bias=*/true, false, false);
+  const int64_t hd = kHeadDim, half = hd / 2;
   auto permute_rows = [&](std::vector<float>& m, int64_t n_rows_total, int64_t row_len) {
     std::vector<float> out(m.size());
     for (int64_t r = 0; r < n_rows_total; ++r) {
@@ -362,32 +306,27 @@ TEST(ArchTest, Qwen2EqualsLlamaWithPermutedQkRows) {
     }
     m = out;
   };
-  for (int32_t l = 0; l < q2.layers; ++l) {
+  for (int32_t l = 0; l < kLayers; ++l) {
     const std::string p = "blk." + std::to_string(l) + ".";
-    permute_rows(ll.tensors[p + "attn_q.weight"].second, E, E);
-    permute_rows(ll.tensors[p + "attn_k.weight"].second, hd * q2.kv_heads, E);
-    permute_rows(ll.tensors[p + "attn_q.bias"].second, E, 1);
-    permute_rows(ll.tensors[p + "attn_k.bias"].second, hd * q2.kv_heads, 1);
+    permute_rows(ll.Values(p + "attn_q.weight"), kEmbd, kEmbd);
+    permute_rows(ll.Values(p + "attn_k.weight"), hd * kKvHeads, kEmbd);
+    permute_rows(ll.Values(p + "attn_q.bias"), kEmbd, 1);
+    permute_rows(ll.Values(p + "attn_k.bias"), hd * kKvHeads, 1);
   }
-  auto bq = q2.Build();
-  auto bl = ll.Build();
+  auto bq = Build(q2);
+  auto bl = Build(ll);
   ASSERT_TRUE(bq.ok()) << bq.status();
   ASSERT_TRUE(bl.ok()) << bl.status();
   const SequenceLogits lq = RunAll(**bq, kTokens), ll_logits = RunAll(**bl, kTokens);
   EXPECT_LT(MaxRel(lq, ll_logits), 1e-5);
   // Not vacuous: without the permutation the two differ.
-  Synthetic unpermuted = q2;
-  unpermuted.arch = "llama";
-  auto bu = unpermuted.Build();
+  auto bu = Build(Tiny("llama", /*qkv_bias=*/true, false, false));
   ASSERT_TRUE(bu.ok());
   EXPECT_GT(MaxRel(RunAll(**bu, kTokens), lq), 1e-2);
 }
 
 TEST(ArchTest, Qwen2RequiresItsBiases) {
-  Synthetic q2;
-  q2.arch = "qwen2";
-  q2.Fill(false, false, false);
-  auto b = q2.Build();
+  auto b = Build(Tiny("qwen2", false, false, false));
   EXPECT_EQ(b.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(b.status().message().find("attn_q.bias"), std::string::npos) << b.status();
 }
@@ -395,55 +334,51 @@ TEST(ArchTest, Qwen2RequiresItsBiases) {
 // rope_freqs factors divide each pair's frequency; linear scaling by factor f
 // multiplies every frequency by 1/f. Factors of 2 everywhere equal f = 2.
 TEST(ArchTest, RopeFreqsFactorsAndLinearScaling) {
-  Synthetic base;
-  base.Fill(false, false, false);
-  Synthetic factors = base;
-  factors.tensors["rope_freqs.weight"] = {{base.hd() / 2}, std::vector<float>(base.hd() / 2, 2.0f)};
-  Synthetic linear = base;
-  linear.str_keys["rope.scaling.type"] = "linear";
-  linear.f32_keys["rope.scaling.factor"] = 2.0f;
-  auto b0 = base.Build(), b1 = factors.Build(), b2 = linear.Build();
+  const synthetic::SyntheticModel base = Tiny("llama", false, false, false);
+  synthetic::SyntheticModel factors = base;
+  factors.Add("rope_freqs.weight", {kHeadDim / 2}, synthetic::Init::Constant(2.0f));
+  synthetic::SyntheticModel linear = base;
+  linear.metadata().SetString("llama.rope.scaling.type", "linear");
+  linear.metadata().SetFloat32("llama.rope.scaling.factor", 2.0f);
+  auto b0 = Build(base), b1 = Build(factors), b2 = Build(linear);
   ASSERT_TRUE(b0.ok() && b1.ok() && b2.ok()) << b1.status() << b2.status();
   const SequenceLogits l0 = RunAll(**b0, kTokens), l1 = RunAll(**b1, kTokens), l2 = RunAll(**b2, kTokens);
   EXPECT_LT(MaxRel(l1, l2), 1e-5);
   EXPECT_GT(MaxRel(l0, l1), 1e-3) << "scaling had no effect";
   // A different base changes the result too (the key is read).
-  Synthetic other_base = base;
-  other_base.f32_keys["rope.freq_base"] = 500.0f;
-  auto b3 = other_base.Build();
+  synthetic::SyntheticModel other_base = base;
+  other_base.metadata().SetFloat32("llama.rope.freq_base", 500.0f);
+  auto b3 = Build(other_base);
   ASSERT_TRUE(b3.ok());
   EXPECT_GT(MaxRel(RunAll(**b3, kTokens), l0), 1e-3);
 }
 
 TEST(ArchTest, TiedOutputIsTheTokenEmbedding) {
-  Synthetic tied;
-  tied.Fill(false, false, /*tied=*/true);
-  Synthetic untied = tied;
-  untied.tensors["output.weight"] = untied.tensors["token_embd.weight"];
-  auto bt = tied.Build(), bu = untied.Build();
+  synthetic::SyntheticModel tied = Tiny("llama", false, false, /*tied=*/true);
+  synthetic::SyntheticModel untied = tied;
+  untied.Add("output.weight", {kEmbd, kVocab}, synthetic::Init::Values(untied.Values("token_embd.weight")));
+  auto bt = Build(tied), bu = Build(untied);
   ASSERT_TRUE(bt.ok() && bu.ok());
   EXPECT_EQ(RunAll(**bt, kTokens).values, RunAll(**bu, kTokens).values);
 }
 
 TEST(ArchTest, Qwen3NeedsPerHeadNorms) {
-  Synthetic q3;
-  q3.arch = "qwen3";
-  q3.Fill(false, /*qk_norm=*/true, true);
-  auto ok = q3.Build();
+  const synthetic::SyntheticModel q3 = Tiny("qwen3", false, /*qk_norm=*/true, true);
+  auto ok = Build(q3);
   ASSERT_TRUE(ok.ok()) << ok.status();
-  Synthetic missing = q3;
-  missing.tensors.erase("blk.1.attn_k_norm.weight");
-  auto bad = missing.Build();
+  synthetic::SyntheticModel missing = q3;
+  ASSERT_TRUE(missing.Remove("blk.1.attn_k_norm.weight"));
+  auto bad = Build(missing);
   EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(bad.status().message().find("blk.1.attn_k_norm.weight"), std::string::npos) << bad.status();
   // The norms matter: all-ones norms give other logits than random ones.
-  Synthetic ones = q3;
-  for (auto& [name, t] : ones.tensors) {
-    if (name.find("_norm.weight") != std::string::npos && name.find("attn_") != std::string::npos) {
-      std::fill(t.second.begin(), t.second.end(), 1.0f);
+  synthetic::SyntheticModel ones = q3;
+  for (synthetic::SyntheticTensor& t : ones.tensors()) {
+    if (EndsWith(t.name, "attn_q_norm.weight") || EndsWith(t.name, "attn_k_norm.weight")) {
+      t.init = synthetic::Init::Ones();
     }
   }
-  auto bo = ones.Build();
+  auto bo = Build(ones);
   ASSERT_TRUE(bo.ok());
   EXPECT_GT(MaxRel(RunAll(**bo, kTokens), RunAll(**ok, kTokens)), 1e-3);
 }
@@ -451,46 +386,43 @@ TEST(ArchTest, Qwen3NeedsPerHeadNorms) {
 // ------------------------------------------------------------- load errors
 
 TEST(LoadTest, ErrorsNameTheProblem) {
-  Synthetic good;
-  good.Fill(false, false, false);
-  ASSERT_TRUE(good.Build().ok());
+  const synthetic::SyntheticModel good = Tiny("llama", false, false, false);
+  ASSERT_TRUE(Build(good).ok());
 
-  Synthetic missing = good;
-  missing.tensors.erase("blk.0.ffn_up.weight");
-  auto s = missing.Build().status();
+  synthetic::SyntheticModel missing = good;
+  ASSERT_TRUE(missing.Remove("blk.0.ffn_up.weight"));
+  auto s = Build(missing).status();
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(s.message().find("blk.0.ffn_up.weight"), std::string::npos) << s;
 
-  Synthetic shape = good;
-  shape.Add("blk.1.attn_v.weight", {good.embd, 8}, 5, 0.1f);
-  s = shape.Build().status();
+  synthetic::SyntheticModel shape = good;
+  shape.Add("blk.1.attn_v.weight", {kEmbd, 8}, synthetic::Init::Symmetric(0.1f));
+  s = Build(shape).status();
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(s.message().find("blk.1.attn_v.weight"), std::string::npos) << s;
 
   // YaRN loads (the shared RoPE reads it, as for gpt-oss); other scaling
   // types are refused by name.
-  Synthetic yarn = good;
-  yarn.str_keys["rope.scaling.type"] = "yarn";
-  EXPECT_TRUE(yarn.Build().ok()) << yarn.Build().status();
-  Synthetic longrope = good;
-  longrope.str_keys["rope.scaling.type"] = "longrope";
-  s = longrope.Build().status();
+  synthetic::SyntheticModel yarn = good;
+  yarn.metadata().SetString("llama.rope.scaling.type", "yarn");
+  EXPECT_TRUE(Build(yarn).ok()) << Build(yarn).status();
+  synthetic::SyntheticModel longrope = good;
+  longrope.metadata().SetString("llama.rope.scaling.type", "longrope");
+  s = Build(longrope).status();
   EXPECT_EQ(s.code(), absl::StatusCode::kUnimplemented);
   EXPECT_NE(s.message().find("longrope"), std::string::npos) << s;
 
-  Synthetic no_eps = good;
-  no_eps.skip_keys.insert("attention.layer_norm_rms_epsilon");
-  s = no_eps.Build().status();
+  synthetic::SyntheticModel no_eps = good;
+  ASSERT_TRUE(no_eps.metadata().Erase("llama.attention.layer_norm_rms_epsilon"));
+  s = Build(no_eps).status();
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(s.message().find("layer_norm_rms_epsilon"), std::string::npos) << s;
 
-  Synthetic bad_kv = good;
-  bad_kv.kv_heads = 3;
-  EXPECT_EQ(bad_kv.Build().status().code(), absl::StatusCode::kInvalidArgument);
+  synthetic::SyntheticModel bad_kv = good;
+  bad_kv.metadata().SetUint32("llama.attention.head_count_kv", 3);
+  EXPECT_EQ(Build(bad_kv).status().code(), absl::StatusCode::kInvalidArgument);
 
-  Synthetic other_arch = good;
-  other_arch.arch = "mamba2";
-  s = other_arch.Build().status();
+  s = Build(Tiny("mamba2", false, false, false)).status();
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(s.message().find("mamba2"), std::string::npos) << s;
 }
@@ -499,9 +431,9 @@ TEST(LoadTest, ErrorsNameTheProblem) {
 
 TEST(RegistryTest, FamilyServesItsArchsOnce) {
   BackendRegistry r;
-  ASSERT_TRUE(RegisterTransformerFamily(r).ok());
+  ASSERT_TRUE(r.Register(TransformerFamily()).ok());
   for (const char* arch : {"llama", "qwen2", "qwen3"}) EXPECT_EQ(*r.FamilyForArch(arch), "transformer");
-  EXPECT_EQ(RegisterTransformerFamily(r).code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_EQ(r.Register(TransformerFamily()).code(), absl::StatusCode::kAlreadyExists);
 }
 
 TEST(SnapshotTest, LayoutTellsModelsApartButNotReplicas) {

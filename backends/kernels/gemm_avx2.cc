@@ -1,0 +1,121 @@
+// The AVX2 (+FMA, F16C) kernels of the F32/F16/BF16 products, compiled with
+// those flags whatever CAIRN_NATIVE says; gemm.cc calls them only where the
+// CPU runs them. No std:: templates or header inline functions here (see
+// gemm_avx2.h): local helpers in the unnamed namespace instead.
+#include "backends/kernels/gemm_avx2.h"
+
+#include <immintrin.h>
+
+namespace cairn::gemm_avx2 {
+namespace {
+
+inline int64_t Min(int64_t a, int64_t b) { return a < b ? a : b; }
+
+// Bytes ahead of the current position that StreamRowsOf prefetches: with
+// only the hardware prefetcher, a decode step left the bus idle between its
+// requests (as on AVX-512, gemm_avx512.cc).
+constexpr int64_t kStreamPrefetchBytes = 1536;
+
+template <Element E>
+constexpr int64_t kElementBytes = E == Element::kF32 ? 4 : 2;
+
+// Eight weights of `row` from input k, widened to F32 exactly.
+template <Element E>
+inline __m256 Load8(const uint8_t* row, int64_t k) {
+  if constexpr (E == Element::kF32) {
+    return _mm256_loadu_ps(reinterpret_cast<const float*>(row) + k);
+  } else {
+    const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 2 * k));
+    if constexpr (E == Element::kF16) {
+      return _mm256_cvtph_ps(h);
+    } else {
+      // A bfloat16 is the high half of the F32 with the same bits.
+      return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+    }
+  }
+}
+
+// One weight as F32 (the inputs past the last multiple of 8).
+template <Element E>
+inline float Load1(const uint8_t* row, int64_t k) {
+  if constexpr (E == Element::kF32) {
+    return reinterpret_cast<const float*>(row)[k];
+  } else {
+    const uint16_t h = reinterpret_cast<const uint16_t*>(row)[k];
+    if constexpr (E == Element::kF16) {
+      return _cvtsh_ss(h);
+    } else {
+      return _mm_cvtss_f32(_mm_castsi128_ps(_mm_cvtsi32_si128(static_cast<int>(h) << 16)));
+    }
+  }
+}
+
+inline float Sum8(__m256 v) {
+  const __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  const __m128 s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
+  return _mm_cvtss_f32(_mm_add_ss(s2, _mm_movehdup_ps(s2)));
+}
+
+// y[t * ldy + o] = W[o] . x[t] for rows [r0, r1) and T tokens: each row is
+// read once, in order, for all T tokens. Per token four accumulators take
+// 32 inputs a step (four FMA chains hide the FMA latency), then 8 a step,
+// then one at a time; the same operations for a token whatever T.
+template <int T, Element E>
+void StreamRowsOf(const FloatRows& w, const float* x, float* y, int64_t ldy, int64_t r0, int64_t r1) {
+  const int64_t K = w.n_in;
+  const int64_t k32 = K / 32 * 32, k8 = K / 8 * 8;
+  for (int64_t o = r0; o < r1; ++o) {
+    const uint8_t* row = w.data + o * w.row_bytes;
+    __m256 a[T][4];
+#pragma GCC unroll 4
+    for (int t = 0; t < T; ++t) a[t][0] = a[t][1] = a[t][2] = a[t][3] = _mm256_setzero_ps();
+    for (int64_t k = 0; k < k32; k += 32) {
+      // Past the matrix's end only at its last rows: a prefetch never faults.
+      const uint8_t* ahead = row + k * kElementBytes<E> + kStreamPrefetchBytes;
+      __builtin_prefetch(ahead);
+      if constexpr (E == Element::kF32) __builtin_prefetch(ahead + 64);
+#pragma GCC unroll 4
+      for (int v = 0; v < 4; ++v) {
+        const __m256 wv = Load8<E>(row, k + 8 * v);
+#pragma GCC unroll 4
+        for (int t = 0; t < T; ++t) a[t][v] = _mm256_fmadd_ps(wv, _mm256_loadu_ps(x + t * K + k + 8 * v), a[t][v]);
+      }
+    }
+    for (int64_t k = k32; k < k8; k += 8) {
+      const __m256 wv = Load8<E>(row, k);
+#pragma GCC unroll 4
+      for (int t = 0; t < T; ++t) a[t][0] = _mm256_fmadd_ps(wv, _mm256_loadu_ps(x + t * K + k), a[t][0]);
+    }
+#pragma GCC unroll 4
+    for (int t = 0; t < T; ++t) {
+      float sum = Sum8(_mm256_add_ps(_mm256_add_ps(a[t][0], a[t][1]), _mm256_add_ps(a[t][2], a[t][3])));
+      for (int64_t k = k8; k < K; ++k) sum += Load1<E>(row, k) * x[t * K + k];
+      y[t * ldy + o] = sum;
+    }
+  }
+}
+
+using StreamRowsFn = void (*)(const FloatRows&, const float*, float*, int64_t, int64_t, int64_t);
+
+// StreamRowsOf<T, E> for T = 1, 2, 3 (12 accumulators at most).
+template <Element E>
+constexpr StreamRowsFn kStreamRowsByTokens[3] = {&StreamRowsOf<1, E>, &StreamRowsOf<2, E>, &StreamRowsOf<3, E>};
+
+template <Element E>
+void StreamRange(const FloatRows& w, const float* x, int64_t n_tokens, float* y, int64_t r0, int64_t r1) {
+  for (int64_t t0 = 0; t0 < n_tokens; t0 += 3) {
+    kStreamRowsByTokens<E>[Min(3, n_tokens - t0) - 1](w, x + t0 * w.n_in, y + t0 * w.n_out, w.n_out, r0, r1);
+  }
+}
+
+}  // namespace
+
+void StreamRows(const FloatRows& w, const float* x, int64_t n_tokens, float* y, int64_t r0, int64_t r1) {
+  switch (w.element) {
+    case Element::kF32: return StreamRange<Element::kF32>(w, x, n_tokens, y, r0, r1);
+    case Element::kF16: return StreamRange<Element::kF16>(w, x, n_tokens, y, r0, r1);
+    case Element::kBF16: return StreamRange<Element::kBF16>(w, x, n_tokens, y, r0, r1);
+  }
+}
+
+}  // namespace cairn::gemm_avx2

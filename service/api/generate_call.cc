@@ -1,0 +1,406 @@
+#include "service/api/generate_call.h"
+
+#include <algorithm>
+#include <chrono>
+#include <random>
+#include <utility>
+#include <variant>
+
+#include "absl/strings/str_cat.h"
+#include "service/api/generate_response.h"
+#include "service/api/prompt_builder.h"
+#include "service/api/status.h"
+#include "service/scheduling/scheduler.h"
+#include "service/sessions/history_proto.h"
+
+namespace cairn::service {
+namespace {
+
+// When the scheduler stops a request for its deadline: 100 ms before it, or
+// a tenth of the time left when that is shorter, so that the tokens written
+// and the status reach the client before it gives up (which drops what it
+// has not read): the session then holds exactly the tokens the client
+// received.
+Clock::time_point StopTime(std::chrono::system_clock::time_point deadline) {
+  const auto now = std::chrono::system_clock::now();
+  if (deadline == std::chrono::system_clock::time_point::max()) return Clock::time_point::max();
+  const auto left = std::max<std::chrono::system_clock::duration>(deadline - now, {});
+  const auto early = std::min<std::chrono::system_clock::duration>(std::chrono::milliseconds(100), left / 10);
+  return Clock::now() + std::chrono::duration_cast<Clock::duration>(left - early);
+}
+
+// The sampler's settings as the request gives them (validated by the caller).
+SamplingConfig SamplingFromRequest(const v1::GenerateRequest& req) {
+  SamplingConfig sc;
+  const v1::SamplingParams& sp = req.sampling();
+  if (sp.has_temperature()) sc.temperature = sp.temperature();
+  sc.top_k = sp.top_k();
+  if (sp.has_top_p()) sc.top_p = sp.top_p();
+  sc.min_p = sp.min_p();
+  if (sp.has_repetition_penalty()) sc.repetition_penalty = sp.repetition_penalty();
+  sc.presence_penalty = sp.presence_penalty();
+  if (sp.has_penalty_last_n()) sc.penalty_last_n = sp.penalty_last_n();
+  sc.seed = sp.has_seed() ? sp.seed() : std::random_device{}();
+  sc.logprobs = req.logprobs();
+  sc.top_logprobs = req.top_logprobs();
+  return sc;
+}
+
+}  // namespace
+
+InferenceService::GenerateCall::GenerateCall(InferenceService& service, grpc::CallbackServerContext* ctx,
+                                             const v1::GenerateRequest& req)
+    : service_(service), ctx_(ctx), req_(req) {}
+
+grpc::ServerWriteReactor<v1::GenerateResponse>* InferenceService::GenerateCall::Begin(
+    InferenceService& service, grpc::CallbackServerContext* ctx, const v1::GenerateRequest& req) {
+  std::shared_ptr<GenerateCall> call(new GenerateCall(service, ctx, req));
+  call->self_ = call;
+  service.CallStarted();
+  service.AddReplicaMetadata(ctx);
+  service.workers_.Run([call] { call->Start(); });
+  return call.get();
+}
+
+// ---------------------------------------------------------------------------
+// Step 2: the start, on a worker thread.
+
+void InferenceService::GenerateCall::Start() {
+  absl::Status st = Admit();
+  if (st.ok()) st = Prepare();
+  if (st.ok()) st = CheckOut();
+  if (st.ok()) st = Submit();
+  if (!st.ok()) End(st, nullptr);
+}
+
+// Shutting down, the concurrency bound, authentication: before anything is
+// parsed or held.
+absl::Status InferenceService::GenerateCall::Admit() {
+  if (service_.stopping_.load()) return ShuttingDown();
+  counted_ = true;
+  if (service_.active_generate_.fetch_add(1) >= service_.limits_.max_concurrent_generate) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("more than ", service_.limits_.max_concurrent_generate, " concurrent Generate calls"));
+  }
+  absl::StatusOr<Caller> caller = service_.auth_->Authenticate(*ctx_);
+  if (!caller.ok()) return caller.status();
+  caller_ = *std::move(caller);
+  return absl::OkStatus();
+}
+
+// The model and parameters, checked before anything changes.
+absl::Status InferenceService::GenerateCall::Prepare() {
+  auto model_or = service_.models_->Find(req_.model());
+  if (!model_or.ok()) return model_or.status();
+  model_ = *model_or;
+  trace_.model = model_->name;
+  sampling_ = SamplingFromRequest(req_);
+  if (absl::Status st = sampling_.Validate(); !st.ok()) return st;
+  const v1::StopParams& stop = req_.stop();
+  max_tokens_ = stop.has_max_tokens() ? stop.max_tokens() : 256;
+  if (max_tokens_ < 0) return absl::InvalidArgumentError("stop.max_tokens must be >= 0");
+  if (absl::Status st = CheckStopParams(); !st.ok()) return st;
+  if (req_.append() && req_.session_id().empty()) {
+    return absl::InvalidArgumentError("append needs a session_id");
+  }
+  if (req_.create_session() && (req_.append() || req_.session_id().empty())) {
+    return absl::InvalidArgumentError(
+        "create_session needs a session_id and the whole conversation (append = false)");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status InferenceService::GenerateCall::CheckStopParams() const {
+  const v1::StopParams& stop = req_.stop();
+  const ServiceLimits& limits = service_.limits_;
+  if (stop.stop_strings_size() > limits.max_stop_strings) {
+    return absl::InvalidArgumentError(absl::StrCat("more than ", limits.max_stop_strings, " stop strings"));
+  }
+  for (const std::string& s : stop.stop_strings()) {
+    if (s.empty() || s.size() > static_cast<size_t>(limits.max_stop_string_bytes)) {
+      return absl::InvalidArgumentError(absl::StrCat("stop strings must have 1..",
+                                                     limits.max_stop_string_bytes, " bytes"));
+    }
+  }
+  if (stop.stop_strings_size() > 0 && model_->tokenizer == nullptr) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("model '", model_->name, "' has no tokenizer: stop strings cannot match"));
+  }
+  if (stop.stop_token_ids_size() > limits.max_stop_tokens) {
+    return absl::InvalidArgumentError(absl::StrCat("more than ", limits.max_stop_tokens, " stop tokens"));
+  }
+  for (int32_t id : stop.stop_token_ids()) {
+    if (absl::Status st = CheckToken(*model_, id); !st.ok()) return st;
+  }
+  return absl::OkStatus();
+}
+
+// The session (exclusively this call's until it ends) or a fresh sequence's
+// memory, and the prompt: the session's history when appending, then the
+// request's new items.
+absl::Status InferenceService::GenerateCall::CheckOut() {
+  const History* base = nullptr;  // the conversation the request appends to
+  if (!req_.session_id().empty()) {
+    auto l = service_.AcquireSession(req_.session_id(), caller_, req_.create_session() ? model_ : nullptr);
+    if (!l.ok()) return l.status();
+    lease_ = std::move(*l);
+    if (lease_->model != model_) {
+      return absl::InvalidArgumentError(absl::StrCat("session '", req_.session_id(), "' runs model '",
+                                                     lease_->model->name, "', not '", model_->name, "'"));
+    }
+    if (req_.append()) base = &lease_->history;
+  }
+  auto added = BuildPrompt(*model_, service_.limits_, req_, base == nullptr || base->empty());
+  if (!added.ok()) return added.status();
+  if (base != nullptr) prompt_ = *base;
+  prompt_.Append(*added);
+  if (prompt_.empty()) return absl::InvalidArgumentError("empty prompt");
+  const Pos positions = prompt_.PositionsOf(prompt_.size());
+  if (positions >= model_->context_length()) {
+    return absl::ResourceExhaustedError(absl::StrCat("prompt of ", positions,
+                                                     " positions does not fit the context of ",
+                                                     model_->context_length()));
+  }
+  return ReserveSequence(positions);
+}
+
+// The live-memory budget: what the sequence can reach (the prompt, then up
+// to max_tokens more, within the context), reserved before anything
+// changes. A session's reservation is set to what its sequence really holds
+// when the call ends, however it ends.
+absl::Status InferenceService::GenerateCall::ReserveSequence(Pos positions) {
+  MemoryBudget* const budget = service_.budget_;
+  if (budget == nullptr) return absl::OkStatus();
+  const int64_t rows = prompt_.RowsOf(prompt_.size());
+  const int64_t reach = rows + std::min<int64_t>(max_tokens_, model_->context_length() - positions);
+  const std::string what = absl::StrCat("a prompt of ", positions, " positions plus up to ",
+                                        reach - rows, " new tokens on model '", model_->name, "'");
+  if (lease_.get() != nullptr) {
+    if (absl::Status st = lease_->memory.Grow(model_->SequenceBytes(reach), what); !st.ok()) return st;
+    settle_memory_ = true;
+    return absl::OkStatus();
+  }
+  auto r = budget->Reserve(model_->SequenceBytes(reach), what);
+  if (!r.ok()) return r.status();
+  temp_memory_ = std::move(*r);
+  return absl::OkStatus();
+}
+
+absl::Status InferenceService::GenerateCall::Submit() {
+  const v1::StopParams& stop = req_.stop();
+  auto job = std::make_shared<GenerateJob>();
+  job->seq = lease_.get() != nullptr ? lease_->seq.get() : nullptr;
+  job->tenant = caller_.cache_tenant;
+  job->prompt = std::move(prompt_);
+  job->sampling = sampling_;
+  job->max_tokens = max_tokens_;
+  job->stop_tokens.assign(stop.stop_token_ids().begin(), stop.stop_token_ids().end());
+  job->stop_strings.assign(stop.stop_strings().begin(), stop.stop_strings().end());
+  job->ignore_eos = stop.ignore_eos();
+  job->stream_text = !req_.has_stream_text() || req_.stream_text();
+  job->session_id = req_.session_id();
+  job->received = received_;
+  job->deadline = StopTime(ctx_->deadline());
+  // The wake-up holds no reference: a call gRPC is done with may go while
+  // the scheduler still has the job.
+  job->on_progress = [weak = weak_from_this()] {
+    if (std::shared_ptr<GenerateCall> call = weak.lock()) call->Wake();
+  };
+  grpc::CallbackServerContext* ctx = ctx_;
+  job->abort_stream = [ctx] { ctx->TryCancel(); };
+  {
+    absl::MutexLock lock(&mu_);
+    job_ = job;
+    if (cancelled_) job->RequestStop(StopReason::kCancelled);
+  }
+  return model_->scheduler->Submit(job);
+}
+
+// ---------------------------------------------------------------------------
+// Step 4: events to the stream.
+
+// On the scheduler's thread: the write (and its serialization and the
+// transport's work) goes to a worker, so that the scheduler's loop, which
+// every request waits for, does not carry it. A write in flight takes the
+// next event when it completes; one wake-up pending serves all events
+// queued until it runs.
+void InferenceService::GenerateCall::Wake() {
+  {
+    absl::MutexLock lock(&mu_);
+    if (write_in_flight_ || pump_pending_ || concluding_) return;
+    pump_pending_ = true;
+  }
+  service_.workers_.Run([call = shared_from_this()] { call->Pump(); });
+}
+
+void InferenceService::GenerateCall::Pump() {
+  Next next;
+  {
+    absl::MutexLock lock(&mu_);
+    pump_pending_ = false;
+    next = TakeNext();
+  }
+  if (next == Next::kWrite) {
+    StartWrite(&message_);
+  } else if (next == Next::kConclude) {
+    service_.workers_.Run([call = shared_from_this()] { call->Conclude(); });
+  }
+}
+
+InferenceService::GenerateCall::Next InferenceService::GenerateCall::TakeNext() {
+  if (write_in_flight_ || concluding_ || job_ == nullptr) return Next::kNothing;
+  while (std::optional<GenerateEvent> event = job_->TakeEvent()) {
+    if (std::holds_alternative<GenerationFinished>(*event)) {
+      finished_ = ToResponse(*event);  // sent by Conclude, with the session's final size
+      continue;
+    }
+    const bool token = std::holds_alternative<TokenGenerated>(*event);
+    // Once stopped, no more tokens go out: the history keeps those written.
+    if (token && job_->stop_reason() != StopReason::kNone) {
+      held_back_ = true;
+      continue;
+    }
+    if (client_gone_) continue;
+    message_ = ToResponse(*event);
+    writing_token_ = token;
+    write_in_flight_ = true;
+    return Next::kWrite;
+  }
+  if (!job_->done()) return Next::kNothing;
+  concluding_ = true;
+  return Next::kConclude;
+}
+
+void InferenceService::GenerateCall::OnWriteDone(bool ok) {
+  std::shared_ptr<GenerateJob> job;
+  bool acknowledge = false;
+  {
+    absl::MutexLock lock(&mu_);
+    job = job_;
+    if (!ok) {
+      client_gone_ = true;
+    } else if (writing_token_) {
+      ++written_tokens_;
+      acknowledge = true;
+      // A busy session's progress, for GetSession (Session::busy_tokens);
+      // while this write is in flight the call cannot end.
+      if (lease_.get() != nullptr) lease_->busy_tokens.store(job->prompt.size() + written_tokens_);
+    }
+    write_in_flight_ = false;
+  }
+  if (!ok) job->RequestStop(StopReason::kCancelled);
+  if (acknowledge) job->Acknowledge();
+  Pump();
+}
+
+void InferenceService::GenerateCall::OnCancel() {
+  std::shared_ptr<GenerateJob> job;
+  {
+    absl::MutexLock lock(&mu_);
+    cancelled_ = true;
+    job = job_;
+  }
+  // gRPC also cancels a call whose deadline passed: that is the deadline.
+  if (job != nullptr) {
+    job->RequestStop(Clock::now() >= job->deadline ? StopReason::kDeadline : StopReason::kCancelled);
+  }
+}
+
+void InferenceService::GenerateCall::OnDone() {
+  std::shared_ptr<GenerateCall> last = std::move(self_);
+}
+
+// ---------------------------------------------------------------------------
+// Step 5: the end, on a worker thread.
+
+namespace {
+
+// The job's status, unless the request was stopped as it completed: without
+// its last tokens it did not complete.
+absl::Status FinalStatus(const GenerateJob& job, bool held_back) {
+  absl::Status status = job.status();
+  if (status.ok() && held_back) {
+    status = job.stop_reason() == StopReason::kDeadline ? absl::DeadlineExceededError("deadline exceeded")
+                                                        : absl::CancelledError("request cancelled");
+  }
+  return status;
+}
+
+// Session bookkeeping: see GenerateRequest.session_id in the proto. The
+// history a session holds after the request, or nothing when it keeps the
+// one it had.
+std::optional<History> SessionHistoryAfter(const GenerateJob& job, const absl::Status& status, size_t written) {
+  const bool stopped = absl::IsCancelled(status) || absl::IsDeadlineExceeded(status);
+  if (status.ok() || (job.prefilled && stopped)) {
+    // After a stop, only the tokens actually sent: the client never saw the
+    // others, so they must not become part of its conversation.
+    const size_t n = status.ok() ? job.streamed.size() : std::min(written, job.streamed.size());
+    History after = job.prompt;
+    for (size_t i = 0; i < n; ++i) after.AddToken(job.streamed[i]);
+    return after;
+  }
+  // Stopped during prompt processing: the sequence holds a prefix of the
+  // prompt (or still its old state when nothing happened yet).
+  if (!stopped || !job.prompt_prefix_held.has_value()) return std::nullopt;
+  History after = job.prompt;
+  after.Resize(*job.prompt_prefix_held);
+  return after;
+}
+
+}  // namespace
+
+void InferenceService::GenerateCall::Conclude() {
+  std::shared_ptr<GenerateJob> job;
+  size_t written = 0;
+  bool held_back = false, client_gone = false;
+  std::optional<v1::GenerateResponse> final;
+  {
+    absl::MutexLock lock(&mu_);
+    job = job_;
+    written = written_tokens_;
+    held_back = held_back_;
+    client_gone = client_gone_;
+    final = std::move(finished_);
+  }
+  const absl::Status status = FinalStatus(*job, held_back);
+  trace_.prefilled = job->prefilled;
+  trace_.stats = job->stats;
+  trace_.tokens = static_cast<int64_t>(written);
+  if (final.has_value()) trace_.timings = final->finished().timings();
+  if (lease_.get() != nullptr) {
+    if (std::optional<History> after = SessionHistoryAfter(*job, status, written); after.has_value()) {
+      lease_->history = std::move(*after);
+      service_.Persist(*lease_);
+    }
+  }
+  if (!status.ok() || client_gone) final.reset();
+  if (final.has_value()) {
+    final->mutable_finished()->mutable_usage()->set_session_tokens(
+        lease_.get() != nullptr ? static_cast<int32_t>(lease_->history.size()) : 0);
+  }
+  End(status, final.has_value() ? &*final : nullptr);
+}
+
+void InferenceService::GenerateCall::End(const absl::Status& status, const v1::GenerateResponse* final) {
+  {
+    absl::MutexLock lock(&mu_);
+    job_.reset();  // done: the scheduler already freed a fresh sequence
+  }
+  // The session's reservation settles while its lease is still held; the
+  // fresh sequence's goes after the scheduler freed it.
+  if (settle_memory_) lease_->memory.Set(lease_->seq->memory()->Bytes(SnapshotScope::kFull));
+  lease_.Reset();
+  temp_memory_.Reset();
+  if (counted_) service_.active_generate_.fetch_sub(1);
+  RecordGenerate(service_.metrics_, req_, trace_, status,
+                 std::chrono::duration<double>(Clock::now() - received_).count());
+  service_.CallEnded();
+  if (final != nullptr) {
+    message_ = *final;
+    StartWriteAndFinish(&message_, grpc::WriteOptions(), grpc::Status::OK);
+  } else {
+    Finish(ToGrpcStatus(status));
+  }
+}
+
+}  // namespace cairn::service

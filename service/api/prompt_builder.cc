@@ -1,0 +1,124 @@
+#include "service/api/prompt_builder.h"
+
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "chat/chat_template.h"
+#include "backends/model/tokenizer.h"
+#include "service/sessions/history_proto.h"
+
+namespace cairn::service {
+namespace {
+
+// Appends the tokens of `text` (a BOS first when `first` and the model wants
+// one); special tokens in the text stay text.
+absl::Status AddText(const ServedModel& model, const ServiceLimits& limits, const std::string& text, bool first,
+                     History* out) {
+  const Tokenizer* tok = model.tokenizer.get();
+  if (tok == nullptr) {
+    return absl::FailedPreconditionError(absl::StrCat("model '", model.name, "' has no tokenizer: send token ids"));
+  }
+  if (text.size() > static_cast<size_t>(limits.max_text_bytes)) {
+    return absl::InvalidArgumentError(absl::StrCat("text part longer than ", limits.max_text_bytes, " bytes"));
+  }
+  if (first && tok->add_bos() && tok->special_tokens().bos >= 0) out->AddToken(tok->special_tokens().bos);
+  TokenizeOptions opt;
+  opt.add_special = false;
+  opt.parse_special = false;
+  for (TokenId t : tok->Tokenize(text, opt)) out->AddToken(t);
+  return absl::OkStatus();
+}
+
+absl::Status AddParts(const ServedModel& model, const ServiceLimits& limits, const v1::GenerateRequest& req,
+                      bool at_start, History* h) {
+  for (int i = 0; i < req.parts_size(); ++i) {
+    const v1::PromptPart& p = req.parts(i);
+    switch (p.part_case()) {
+      case v1::PromptPart::kText:
+        if (absl::Status st = AddText(model, limits, p.text(), at_start && h->empty(), h); !st.ok()) return st;
+        break;
+      case v1::PromptPart::kTokens:
+        for (int32_t id : p.tokens().ids()) {
+          if (absl::Status st = CheckToken(model, id); !st.ok()) return st;
+          h->AddToken(id);
+        }
+        break;
+      case v1::PromptPart::kEmbeddings: {
+        auto c = ToChunk(model, p.embeddings());
+        if (!c.ok()) return c.status();
+        h->AddChunk(std::move(*c));
+        break;
+      }
+      case v1::PromptPart::kMessageBoundary:
+        h->EndMessage();
+        break;
+      default:
+        return absl::InvalidArgumentError(absl::StrCat("prompt part ", i, " is empty"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Renders the messages with the model's chat template and appends them,
+// with a message boundary where each message after the first starts and
+// where the generation prompt starts.
+absl::Status AddMessages(const ServedModel& model, const ServiceLimits& limits, const v1::GenerateRequest& req,
+                         bool at_start, History* h) {
+  const Tokenizer* tok = model.tokenizer.get();
+  if (tok == nullptr || !model.chat_template.has_value()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("model '", model.name, "' has no tokenizer: messages cannot be rendered"));
+  }
+  std::vector<ChatMessage> msgs;
+  size_t bytes = 0;
+  for (const v1::ChatMessage& m : req.messages()) {
+    msgs.push_back({m.role(), m.content()});
+    bytes += m.content().size();
+  }
+  if (bytes > static_cast<size_t>(limits.max_text_bytes)) {
+    return absl::InvalidArgumentError(absl::StrCat("messages longer than ", limits.max_text_bytes, " bytes"));
+  }
+  const bool gen = !req.has_add_generation_prompt() || req.add_generation_prompt();
+  auto rendered = model.chat_template->Render(msgs, gen);
+  if (!rendered.ok()) return rendered.status();
+  TokenizedChat chat = TokenizeChat(*tok, *rendered);
+  // Appended to a conversation: no second BOS.
+  size_t skip = 0;
+  if (!at_start && !chat.tokens.empty() && chat.tokens[0] == tok->special_tokens().bos) skip = 1;
+  std::vector<size_t> ends(chat.message_starts.begin() + (chat.message_starts.empty() ? 0 : 1),
+                           chat.message_starts.end());
+  ends.push_back(chat.generation_prompt_start);
+  size_t next = 0;
+  for (size_t i = skip; i < chat.tokens.size(); ++i) {
+    while (next < ends.size() && ends[next] <= i) {
+      if (ends[next] == i) h->EndMessage();
+      ++next;
+    }
+    h->AddToken(chat.tokens[i]);
+  }
+  while (next < ends.size()) {
+    if (ends[next] == chat.tokens.size()) h->EndMessage();
+    ++next;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<History> BuildPrompt(const ServedModel& model, const ServiceLimits& limits,
+                                    const v1::GenerateRequest& req, bool at_start) {
+  if (req.parts_size() > 0 && req.messages_size() > 0) {
+    return absl::InvalidArgumentError("give either parts or messages, not both");
+  }
+  if (req.parts_size() > limits.max_prompt_parts || req.messages_size() > limits.max_prompt_parts) {
+    return absl::InvalidArgumentError(absl::StrCat("more than ", limits.max_prompt_parts, " prompt parts"));
+  }
+  History h;
+  absl::Status st = req.messages_size() > 0 ? AddMessages(model, limits, req, at_start, &h)
+                                            : AddParts(model, limits, req, at_start, &h);
+  if (!st.ok()) return st;
+  return h;
+}
+
+}  // namespace cairn::service

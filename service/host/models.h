@@ -1,0 +1,126 @@
+// The models a server serves: each one loaded file, its backend, tokenizer,
+// checkpoint engine and scheduler, under a deployment name.
+#ifndef CAIRN_SERVICE_HOST_MODELS_H_
+#define CAIRN_SERVICE_HOST_MODELS_H_
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "backends/backend.h"
+#include "backends/model/gguf.h"
+#include "backends/model/tokenizer.h"
+#include "chat/chat_template.h"
+#include "checkpoint/engine.h"
+#include "checkpoint/options.h"
+#include "checkpoint/store.h"
+
+namespace cairn::service {
+
+class Scheduler;
+struct SchedulerOptions;
+
+// "NAME=PATH" or "NAME=PATH:family"; a bare "PATH" names the model after the
+// file stem. INVALID_ARGUMENT for an empty name or path.
+struct ModelSpec {
+  std::string name;
+  std::string path;
+  std::string family;  // empty: from general.architecture
+  // The path names a built-in model (BuiltinModels); Load also takes a path
+  // that BuiltinModels::contains as one.
+  bool builtin = false;
+};
+absl::StatusOr<ModelSpec> ParseModelSpec(const std::string& text);
+
+// One served model. Immutable after load except through its scheduler and
+// engine, which are thread-safe.
+struct ServedModel {
+  ~ServedModel();
+
+  std::string name;
+  std::string path;       // "" for built-in models
+  bool synthetic = false;
+  std::shared_ptr<const ModelFile> file;
+  // Member order is destruction order in reverse: the scheduler stops
+  // before the engine goes, the engine before the backend.
+  std::unique_ptr<Backend> backend;
+  std::unique_ptr<Tokenizer> tokenizer;  // null: token ids only
+  // From tokenizer.chat_template; the plain template when the model has none
+  // or one of a family cairn does not render (see chat_template.h).
+  std::optional<ChatTemplate> chat_template;
+  std::unique_ptr<checkpoint::CheckpointEngine> engine;
+  std::unique_ptr<Scheduler> scheduler;
+
+  // What one sequence's memory holds (SequenceMemory::Bytes(kFull)), as an
+  // upper bound: a fresh sequence's bytes plus bytes per position, measured
+  // at load with a two-token probe (exact for KV caches and recurrent state;
+  // a sliding window's ring stops growing at its width, so beyond it this
+  // overestimates).
+  size_t sequence_base_bytes = 0;
+  size_t sequence_bytes_per_position = 0;
+
+  const ModelInfo& info() const { return backend->info(); }
+  // Most positions a sequence may hold.
+  Pos context_length() const;
+  // The bound above for a sequence of `rows` positions (a multimodal chunk
+  // counts as its rows, at least its positions); saturates.
+  size_t SequenceBytes(int64_t rows) const;
+};
+
+// Models built in memory instead of read from a file. cairn's synthetic demo
+// models (service/programs/demo_models.h) are not part of the production
+// libraries: the programs and tests that serve them pass them in here.
+// Empty: every path names a file.
+struct BuiltinModels {
+  // Served when no model is given (those whose family the build lacks are
+  // skipped).
+  std::vector<std::string> served_by_default;
+  std::function<bool(const std::string& name)> contains;
+  // The model `name` names; NOT_FOUND for a name it does not contain.
+  std::function<absl::StatusOr<std::shared_ptr<const ModelFile>>(const std::string& name)> build;
+};
+
+struct ModelsOptions {
+  // Backend families loaded from plugin libraries (backends/plugin.h),
+  // beside the ones linked in; a plugin that cannot be loaded fails
+  // Server::Create, which registers the families Load uses.
+  std::vector<std::string> backend_plugins;
+  int32_t threads = 0;  // per backend; 0: all cores
+  int32_t max_context = 0;
+  bool exact_activations = false;  // BackendOptions::exact_activations of every model
+  checkpoint::CheckpointOptions checkpoint;
+  BuiltinModels builtin;
+};
+
+// Thread-safe after Load: read-only.
+class ModelRegistry final {
+ public:
+  // Loads every spec (options.builtin.served_by_default when `specs` is
+  // empty) with the backend of its family in `families`. One checkpoint
+  // store (one RAM budget) is shared by all models. Errors from opening,
+  // recognizing or loading a file name the model; ALREADY_EXISTS for a
+  // duplicate name.
+  static absl::StatusOr<std::unique_ptr<ModelRegistry>> Load(
+      const std::vector<ModelSpec>& specs, const ModelsOptions& options,
+      const SchedulerOptions& scheduler_options, const BackendRegistry& families);
+  ~ModelRegistry();
+
+  // NOT_FOUND naming the model and the served ones.
+  absl::StatusOr<ServedModel*> Find(const std::string& name) const;
+  std::vector<ServedModel*> All() const;
+  checkpoint::CheckpointStore* store() const { return store_.get(); }
+
+ private:
+  ModelRegistry() = default;
+  std::shared_ptr<checkpoint::CheckpointStore> store_;
+  std::map<std::string, std::unique_ptr<ServedModel>> models_;
+};
+
+}  // namespace cairn::service
+
+#endif  // CAIRN_SERVICE_HOST_MODELS_H_

@@ -1,0 +1,270 @@
+// cairn-server: serves models over gRPC (see README "Run").
+#include <unistd.h>
+
+#include <cerrno>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+#include "backends/memory.h"
+#include "checkpoint/options.h"
+#include "service/host/log.h"
+#include "service/host/memory_budget.h"
+#include "service/programs/demo_catalog.h"
+#include "service/programs/demo_models.h"
+#include "service/programs/flags.h"
+#include "service/server.h"
+#include "service/sessions/snapshot_seal.h"
+
+namespace {
+
+int g_signal_pipe[2] = {-1, -1};
+
+void OnSignal(int sig) {
+  const char c = static_cast<char>(sig);
+  if (write(g_signal_pipe[1], &c, 1) < 0) {
+  }
+}
+
+const char kUsage[] = R"(cairn-server: a gRPC inference service (cairn.v1.Inference)
+
+  --listen=HOST:PORT        address to serve on (default 127.0.0.1:50051; port 0: any)
+  --model=NAME=PATH[:FAMILY]
+                            serve a GGUF model under NAME (repeatable); the family
+                            comes from general.architecture unless given. PATH may be
+                            a built-in synthetic model: {demo models}.
+                            Without --model: every built-in synthetic model (random
+                            weights: their text is meaningless).
+  --backend-plugin=PATH     load a backend family from its plugin library
+                            (libcairn_<family>_plugin.so; repeatable); the server
+                            refuses to start if one cannot be loaded
+  --threads=N               compute threads per model (default: all cores)
+  --exact-activations       keep activations in F32 in every weight product (logits
+                            match the exact-math golden files to 1e-4 x std); default:
+                            quantized weights (Q8_0, Q4_0, K-quants) take 8-bit
+                            activations and integer dot products, like llama.cpp
+                            (2-3x faster prompts); F32/F16 models are exact either way
+  --max-context=N           cap the context length (default: the model's)
+  --max-batch=N             sequences decoding together per model (default 64)
+  --shutdown-grace=N        on SIGTERM/SIGINT: stop accepting, give running calls N
+                            seconds to finish, then cancel them (default 5)
+  --shutdown-persist-seconds=N  then write checkpoints to the disk tier for at most N
+                            seconds, the most valuable first (default 5)
+  --stalled-stream-seconds=N  a Generate whose client stopped reading pauses once 32
+                            tokens are unwritten, and ends (CANCELLED) after N seconds
+                            without a completed write (default 30)
+  --max-queue=N             requests waiting per model (default 256)
+  --max-concurrent=N        concurrent Generate calls (default 256)
+  --max-sessions=N          live sessions (default 1024)
+  --memory-budget=SIZE|N%   bytes of live sequence memory (KV caches, recurrent state)
+                            of all sessions and running requests together, e.g. 8GiB
+                            or 25% of the RAM (default 50%; 0: unlimited). A request,
+                            session create, fork or import that would exceed it gets
+                            RESOURCE_EXHAUSTED and changes nothing.
+  --session-idle-seconds=N  delete sessions idle this long (default 3600)
+  --metrics-listen=HOST:PORT  Prometheus /metrics over HTTP (GET/HEAD /metrics; default: off)
+  --log-level=LEVEL         error, warning, info (default: also one access-log line per
+                            request on stderr) or debug
+  --tls-cert=PEM --tls-key=PEM  serve TLS with this certificate chain and key
+  --tls-client-ca=PEM       require client certificates signed by this CA (mutual TLS)
+  --auth-token-file=PATH    require 'authorization: Bearer <token>' with a token from
+                            this file (one per line); sessions belong to their token
+  --share-prefix-cache      let different tokens share the prefix cache (off: cache
+                            timing could reveal another tenant's prompts)
+  --replica-name=NAME       sent as 'x-cairn-replica' metadata on every response
+                            (default: the host name; '' : none)
+  --session-dir=PATH        a directory replicas share: every session is written there
+                            with its id after each request that changes it, and a
+                            session this replica does not hold is read from there, so
+                            it continues here when its replica went away (files older
+                            than --session-idle-seconds are deleted)
+  --snapshot-key=FILE       a secret (>= 16 bytes) the replicas share: session exports
+                            and session-directory files are signed with it, and only
+                            state signed with it may serve other sessions through the
+                            shared prefix cache (without it, imported and restored
+                            state serves only its own session and its forks)
+{checkpoint flags})";
+
+// The flags' values that ServerOptions does not take as they are
+// (FinishOptions turns them into options).
+struct ServerFlags {
+  std::string memory_budget = "50%";
+  std::string replica_name;
+  bool replica_name_given = false;
+  std::string auth_token_file;
+  std::string snapshot_key_file;
+  std::string log_level;
+  std::vector<std::string> models;
+  int32_t shutdown_grace = 5;
+  int32_t shutdown_persist = 5;
+  int32_t stalled_stream = 30;
+  int64_t session_idle = 3600;
+};
+
+// Every flag of cairn-server, into `opt` or `f`.
+void DeclareFlags(cairn::service::FlagParser& flags, ServerFlags& f, cairn::service::ServerOptions& opt) {
+  flags.Delegate([&opt](std::string_view arg) {
+    return cairn::checkpoint::ApplyCheckpointFlag(arg, &opt.models_options.checkpoint);
+  });
+  flags.Add("listen", &opt.listen);
+  flags.Add("model", &f.models);
+  flags.Add("backend-plugin", &opt.models_options.backend_plugins);
+  flags.Add("threads", &opt.models_options.threads, 0);
+  flags.Add("max-context", &opt.models_options.max_context, 0);
+  flags.Add("shutdown-grace", &f.shutdown_grace, 0);
+  flags.Add("shutdown-persist-seconds", &f.shutdown_persist, 0);
+  flags.Add("stalled-stream-seconds", &f.stalled_stream, 1);
+  flags.Add("max-batch", &opt.scheduler.max_batch, 0);
+  flags.Add("max-queue", &opt.scheduler.max_queue, 0);
+  flags.Add("max-concurrent", &opt.limits.max_concurrent_generate, 0);
+  flags.Add("memory-budget", &f.memory_budget);
+  flags.Add("max-sessions", &opt.sessions.max_sessions, 0);
+  flags.Add("session-idle-seconds", &f.session_idle, 0);
+  flags.Add("metrics-listen", &opt.metrics_listen);
+  flags.Add("log-level", &f.log_level);
+  flags.Add("tls-cert", &opt.tls_cert);
+  flags.Add("tls-key", &opt.tls_key);
+  flags.Add("tls-client-ca", &opt.tls_client_ca);
+  flags.Add("auth-token-file", &f.auth_token_file);
+  flags.Add("replica-name", [&f](const std::string& v) {
+    f.replica_name = v;
+    f.replica_name_given = true;
+    return absl::OkStatus();
+  });
+  flags.Add("session-dir", [&opt](const std::string& v) {
+    if (v.empty()) return absl::InvalidArgumentError("a path is needed");
+    opt.session_dir = v;
+    return absl::OkStatus();
+  });
+  flags.Add("snapshot-key", &f.snapshot_key_file);
+  flags.Switch("share-prefix-cache", &opt.share_prefix_cache);
+  flags.Switch("exact-activations", &opt.models_options.exact_activations);
+}
+
+// `status` with the flag named first.
+absl::Status Prefixed(const char* flag, const absl::Status& status) {
+  return absl::Status(status.code(), absl::StrCat(flag, ": ", status.message()));
+}
+
+// What the flags name beyond a value: files read, sizes and levels parsed,
+// the host name. The error names the flag.
+absl::Status FinishOptions(const ServerFlags& f, cairn::service::ServerOptions& opt) {
+  using namespace cairn;
+  for (const std::string& m : f.models) {
+    auto spec = service::ParseModelSpec(m);
+    if (!spec.ok()) return spec.status();
+    opt.models.push_back(*spec);
+  }
+  opt.shutdown_grace = std::chrono::seconds(f.shutdown_grace);
+  opt.shutdown_persist = std::chrono::seconds(f.shutdown_persist);
+  opt.scheduler.stalled_stream = std::chrono::seconds(f.stalled_stream);
+  opt.sessions.idle_timeout = std::chrono::seconds(f.session_idle);
+  if (!f.log_level.empty()) {
+    auto level = service::ParseLogLevel(f.log_level);
+    if (!level.ok()) return Prefixed("--log-level", level.status());
+    service::SetLogLevel(*level);
+  }
+  if (!f.auth_token_file.empty()) {
+    auto tokens = service::Authenticator::ReadTokenFile(f.auth_token_file);
+    if (!tokens.ok()) return tokens.status();
+    opt.auth_tokens = *tokens;
+  }
+  if (!f.snapshot_key_file.empty()) {
+    auto key = service::ReadSnapshotKey(f.snapshot_key_file);
+    if (!key.ok()) return Prefixed("--snapshot-key", key.status());
+    opt.snapshot_key = *key;
+  }
+  opt.replica_name = f.replica_name;
+  if (!f.replica_name_given) {
+    char host[256] = {};
+    if (gethostname(host, sizeof(host) - 1) == 0) opt.replica_name = host;
+  }
+  auto budget = service::ParseMemoryBudget(f.memory_budget);
+  if (!budget.ok()) return Prefixed("--memory-budget", budget.status());
+  opt.memory_budget_bytes = *budget;
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace cairn;
+  KeepFreedSnapshotMemory();
+  service::ServerOptions opt;
+  opt.models_options.builtin = service::DemoModelCatalog();
+  std::string demo_names;
+  for (const auto& n : service::DemoModelNames()) demo_names += (demo_names.empty() ? "" : ", ") + n;
+  const std::string usage = absl::StrReplaceAll(
+      kUsage, {{"{demo models}", demo_names}, {"{checkpoint flags}", checkpoint::CheckpointFlagsHelp()}});
+  service::FlagParser flags("cairn-server");
+  ServerFlags f;
+  DeclareFlags(flags, f, opt);
+  if (auto outcome = flags.Parse(argc, argv, usage); outcome != service::FlagParser::Outcome::kRun) {
+    return service::FlagParser::ExitCode(outcome);
+  }
+  if (absl::Status st = FinishOptions(f, opt); !st.ok()) {
+    std::fprintf(stderr, "cairn-server: %s\n", st.ToString().c_str());
+    return 2;
+  }
+  const std::string& memory_budget = f.memory_budget;
+
+  // SIGINT/SIGTERM end the server cleanly. A handler (not a blocked mask and
+  // sigwait) because library threads may run with their own masks: whichever
+  // thread takes the signal, the handler only writes to a pipe that one
+  // thread here reads.
+  if (pipe(g_signal_pipe) != 0) {
+    std::perror("cairn-server: pipe");
+    return 1;
+  }
+  struct sigaction sa = {};
+  sa.sa_handler = OnSignal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+
+  auto server = service::Server::Create(opt);
+  if (!server.ok()) {
+    std::fprintf(stderr, "cairn-server: %s\n", server.status().ToString().c_str());
+    return 1;
+  }
+  for (service::ServedModel* m : (*server)->models().All()) {
+    std::fprintf(stderr, "cairn-server: model %s (%s, %s%s), context %d, sequence memory %zu + %zu bytes/position\n",
+                 m->name.c_str(), m->info().arch.c_str(), m->info().family.c_str(),
+                 m->synthetic ? ", synthetic: random weights" : "", m->context_length(),
+                 m->sequence_base_bytes, m->sequence_bytes_per_position);
+  }
+  if (opt.memory_budget_bytes > 0) {
+    std::fprintf(stderr, "cairn-server: memory budget for live sequences: %zu bytes (%.1f MiB; --memory-budget=%s)\n",
+                 opt.memory_budget_bytes, static_cast<double>(opt.memory_budget_bytes) / (1 << 20),
+                 memory_budget.c_str());
+  } else {
+    std::fprintf(stderr, "cairn-server: memory budget for live sequences: unlimited\n");
+  }
+  if (!opt.session_dir.empty()) {
+    std::fprintf(stderr, "cairn-server: sessions persisted in %s\n", opt.session_dir.c_str());
+  }
+  std::fprintf(stderr, "cairn-server: listening on port %d\n", (*server)->port());
+  if ((*server)->metrics().port() != 0) {
+    std::fprintf(stderr, "cairn-server: metrics on port %d\n", (*server)->metrics().port());
+  }
+  std::thread signals([&] {
+    char c = 0;
+    while (read(g_signal_pipe[0], &c, 1) < 0 && errno == EINTR) {
+    }
+    if (c != 0) std::fprintf(stderr, "cairn-server: signal %d, shutting down\n", c);
+    (*server)->Shutdown();
+  });
+  (*server)->Wait();
+  // Wake the signal thread if Shutdown came from elsewhere.
+  const char zero = 0;
+  if (write(g_signal_pipe[1], &zero, 1) < 0) {
+  }
+  signals.join();
+  server->reset();
+  return 0;
+}

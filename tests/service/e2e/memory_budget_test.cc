@@ -1,0 +1,217 @@
+// End-to-end tests (service_fixture.h): the live-memory budget (--memory-budget): a refused
+// request changes nothing, and every kind of sequence shares one budget across models.
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "service/host/models.h"
+#include "tests/service/e2e/service_fixture.h"
+
+namespace cairn::service::e2e {
+namespace {
+
+// The live-memory budget (ServerOptions::memory_budget_bytes,
+// --memory-budget): requests, session creates, forks and imports that would
+// take live sequence memory beyond it are refused before anything changes.
+class ServiceMemoryBudgetTest : public ::testing::Test {
+ protected:
+  // Starts a server serving `specs` with a budget of `budget(models)` bytes,
+  // computed from the models' measured sequence sizes.
+  void Start(const std::vector<std::string>& specs,
+             const std::function<size_t(const ModelRegistry&)>& budget) {
+    ServerOptions opt = TestServerOptions();
+    opt.models_options.threads = 2;
+    for (const std::string& spec : specs) opt.models.push_back(*ParseModelSpec(spec));
+    {
+      auto probe = Server::Create(opt);
+      ASSERT_TRUE(probe.ok()) << probe.status();
+      budget_ = budget((*probe)->models());
+    }
+    opt.memory_budget_bytes = budget_;
+    auto s = Server::Create(opt);
+    ASSERT_TRUE(s.ok()) << s.status();
+    server_ = std::move(*s);
+    client_ = std::make_unique<Client>(server_->port());
+  }
+  const ServedModel& Model(const std::string& name) { return **server_->models().Find(name); }
+  // Waits until no request holds a reservation beyond the sessions' (the
+  // server finishes a call's bookkeeping after the client saw its end).
+  size_t SettledInUse(size_t want) {
+    for (int i = 0; i < 500 && server_->memory_budget().in_use() != want; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    return server_->memory_budget().in_use();
+  }
+  size_t budget_ = 0;
+  std::unique_ptr<Server> server_;
+  std::unique_ptr<Client> client_;
+};
+
+TEST_F(ServiceMemoryBudgetTest, RefusedGenerateLeavesTheSessionExactlyAsItWas) {
+  Start({"tf=demo-transformer"}, [](const ModelRegistry& r) { return (*r.Find("tf"))->SequenceBytes(600); });
+  const ServedModel& tf = Model("tf");
+  ASSERT_GT(tf.sequence_bytes_per_position, 0u);
+  EXPECT_EQ(server_->memory_budget().budget(), budget_);
+
+  const std::string sid = client_->Create("tf");
+  GenerateRequest first = Req("tf", Ids(100), 10);
+  first.set_session_id(sid);
+  first.set_append(true);
+  ASSERT_TRUE(client_->Generate(first).status.ok());
+  const v1::SessionInfo before = client_->GetIdle(sid);
+  ASSERT_EQ(before.tokens(), 110);
+  // A fork made before the refused request: the reference for "unchanged".
+  v1::SessionRequest fork;
+  fork.mutable_fork()->set_session_id(sid);
+  v1::SessionResponse forked;
+  ASSERT_TRUE(client_->Session(fork, &forked).ok());
+  const std::string fid = forked.session().session_id();
+  const size_t in_use = SettledInUse(2 * tf.SequenceBytes(109));
+  EXPECT_EQ(in_use, 2 * tf.SequenceBytes(109));  // both hold 109 positions (the last token is pending)
+
+  // 110 + 300 prompt positions + 200 new tokens: beyond 600 positions.
+  GenerateRequest big = Req("tf", Ids(300, 350), 200);
+  big.set_session_id(sid);
+  big.set_append(true);
+  Result refused = client_->Generate(big);
+  ASSERT_EQ(refused.status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << refused.status.error_message();
+  EXPECT_FALSE(refused.has_prompt);
+  EXPECT_TRUE(refused.ids.empty());
+  const std::string& msg = refused.status.error_message();
+  EXPECT_NE(msg.find("a prompt of 410 positions plus up to 200 new tokens on model 'tf'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find(absl::StrCat("needs ", tf.SequenceBytes(610), " bytes")), std::string::npos) << msg;
+  EXPECT_NE(msg.find(absl::StrCat(in_use, " bytes are in use")), std::string::npos) << msg;
+  EXPECT_NE(msg.find(absl::StrCat("the budget is ", budget_, " bytes")), std::string::npos) << msg;
+  EXPECT_EQ(server_->memory_budget().in_use(), in_use);
+
+  // The session is exactly as before: same history, and the next request
+  // gives the same tokens and log-probabilities as on the fork and as a
+  // fresh computation.
+  const v1::SessionInfo after = client_->GetIdle(sid);
+  EXPECT_EQ(after.tokens(), before.tokens());
+  EXPECT_EQ(std::vector<int32_t>(after.token_ids().begin(), after.token_ids().end()),
+            std::vector<int32_t>(before.token_ids().begin(), before.token_ids().end()));
+  auto next = [&](const std::string& id) {
+    GenerateRequest r = Req("tf", Ids(3, 440), 5);
+    r.set_session_id(id);
+    r.set_append(true);
+    r.set_logprobs(true);
+    r.set_top_logprobs(3);
+    grpc::ClientContext ctx;
+    auto reader = client_->stub().Generate(&ctx, r);
+    std::vector<std::pair<int32_t, float>> out;
+    v1::GenerateResponse ev;
+    while (reader->Read(&ev)) {
+      if (!ev.has_token()) continue;
+      out.emplace_back(ev.token().id(), ev.token().logprob());
+      for (const auto& t : ev.token().top_logprobs()) out.emplace_back(t.id(), t.logprob());
+    }
+    EXPECT_TRUE(reader->Finish().ok());
+    return out;
+  };
+  // (Ids equal; log-probabilities within float rounding: the fork may reuse
+  // the session's new state, computed in another batch shape.)
+  const auto on_session = next(sid);
+  const auto on_fork = next(fid);
+  ASSERT_EQ(on_session.size(), 5u * 4u);
+  ASSERT_EQ(on_fork.size(), on_session.size());
+  for (size_t i = 0; i < on_session.size(); ++i) {
+    EXPECT_EQ(on_session[i].first, on_fork[i].first) << i;
+    EXPECT_NEAR(on_session[i].second, on_fork[i].second, 1e-4) << i;
+  }
+  std::vector<int32_t> session_ids;
+  for (size_t i = 0; i < on_session.size(); i += 4) session_ids.push_back(on_session[i].first);
+  const std::vector<int32_t> hist(before.token_ids().begin(), before.token_ids().end());
+  EXPECT_EQ(session_ids, client_->Generate(Req("tf", Concat(hist, Ids(3, 440)), 5)).ids);
+
+  // Sessionless: a prompt beyond the budget on its own.
+  Result alone = client_->Generate(Req("tf", Ids(700), 5));
+  EXPECT_EQ(alone.status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_NE(alone.status.error_message().find("memory budget exceeded"), std::string::npos);
+
+  // Deleting the sessions returns their bytes.
+  v1::SessionRequest del;
+  v1::SessionResponse resp;
+  for (const std::string& id : {sid, fid}) {
+    del.mutable_delete_()->set_session_id(id);
+    EXPECT_TRUE(client_->Session(del, &resp).ok());
+  }
+  EXPECT_EQ(SettledInUse(0), 0u);
+}
+
+TEST_F(ServiceMemoryBudgetTest, CreateForkImportAndSessionlessShareOneBudgetAcrossModels) {
+  // Room for two recurrent states and a half.
+  Start({"rec=demo-recurrent", "tf=demo-transformer"}, [](const ModelRegistry& r) {
+    return (*r.Find("rec"))->SequenceBytes(0) * 5 / 2;
+  });
+  const ServedModel& rec = Model("rec");
+  const ServedModel& tf = Model("tf");
+  ASSERT_GT(rec.sequence_base_bytes, 0u);
+  EXPECT_EQ(rec.sequence_bytes_per_position, 0u);  // fixed-size state
+  const std::string a = client_->Create("rec");
+  const std::string b = client_->Create("rec");
+  EXPECT_EQ(SettledInUse(2 * rec.SequenceBytes(0)), 2 * rec.SequenceBytes(0));
+  v1::SessionRequest create;
+  create.mutable_create()->set_model("rec");
+  v1::SessionResponse resp;
+  grpc::Status st = client_->Session(create, &resp);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_NE(st.error_message().find("a new session on model 'rec' needs"), std::string::npos) << st.error_message();
+
+  GenerateRequest turn = Req("rec", Ids(20), 3);
+  turn.set_session_id(a);
+  turn.set_append(true);
+  ASSERT_TRUE(client_->Generate(turn).status.ok());
+  const v1::SessionInfo before = client_->GetIdle(a);
+
+  v1::SessionRequest fork;
+  fork.mutable_fork()->set_session_id(a);
+  st = client_->Session(fork, &resp);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_NE(st.error_message().find("a fork of session '" + a + "'"), std::string::npos) << st.error_message();
+
+  v1::SessionRequest exp;
+  exp.mutable_export_()->set_session_id(a);
+  ASSERT_TRUE(client_->Session(exp, &resp).ok());
+  v1::SessionRequest imp;
+  imp.mutable_import()->set_snapshot(resp.snapshot());
+  st = client_->Session(imp, &resp);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_NE(st.error_message().find("an imported session of"), std::string::npos) << st.error_message();
+  v1::SessionRequest list;
+  list.mutable_list();
+  ASSERT_TRUE(client_->Session(list, &resp).ok());
+  EXPECT_EQ(resp.sessions().sessions_size(), 2);
+
+  // Sessionless: no room for another recurrent state, but a short
+  // transformer prompt fits in the rest (one budget, all models).
+  EXPECT_EQ(client_->Generate(Req("rec", Ids(4), 2)).status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  ASSERT_LT(tf.SequenceBytes(4 + 2), budget_ - 2 * rec.SequenceBytes(0));
+  EXPECT_TRUE(client_->Generate(Req("tf", Ids(4), 2)).status.ok());
+
+  // Session a is unchanged by the refused fork and export; with b gone
+  // there is room for a fresh computation to compare with.
+  const v1::SessionInfo after = client_->GetIdle(a);
+  EXPECT_EQ(after.tokens(), before.tokens());
+  v1::SessionRequest del;
+  del.mutable_delete_()->set_session_id(b);
+  ASSERT_TRUE(client_->Session(del, &resp).ok());
+  const std::vector<int32_t> hist(before.token_ids().begin(), before.token_ids().end());
+  GenerateRequest next = Req("rec", Ids(3, 440), 5);
+  next.set_session_id(a);
+  next.set_append(true);
+  Result rn = client_->Generate(next);
+  ASSERT_TRUE(rn.status.ok()) << rn.status.error_message();
+  EXPECT_EQ(rn.ids, client_->Generate(Req("rec", Concat(hist, Ids(3, 440)), 5)).ids);
+  // And a session can be created again.
+  EXPECT_TRUE(client_->Session(create, &resp).ok());
+  EXPECT_EQ(SettledInUse(2 * rec.SequenceBytes(0)), 2 * rec.SequenceBytes(0));
+}
+
+}  // namespace
+}  // namespace cairn::service::e2e

@@ -1,0 +1,154 @@
+// End-to-end tests (service_fixture.h): bearer tokens (sessions and the prefix cache per tenant)
+// and TLS, mutual TLS.
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "grpcpp/create_channel.h"
+#include "grpcpp/security/credentials.h"
+#include "gtest/gtest.h"
+#include "service/host/models.h"
+#include "tests/service/e2e/service_fixture.h"
+
+namespace cairn::service::e2e {
+namespace {
+
+TEST(ServiceAuthTest, TokensAuthenticateAndPartitionSessionsAndCache) {
+  for (bool share : {false, true}) {
+    SCOPED_TRACE(share ? "shared cache" : "partitioned cache");
+    ServerOptions opt = TestServerOptions();
+    opt.models = {*ParseModelSpec("rec=demo-recurrent")};
+    opt.auth_tokens = {"alpha-token", "beta-token"};
+    opt.share_prefix_cache = share;
+    auto server = Server::Create(opt);
+    ASSERT_TRUE(server.ok()) << server.status();
+    const int port = (*server)->port();
+    Client none(port), wrong(port, "gamma-token"), alpha(port, "alpha-token"), beta(port, "beta-token");
+    v1::ListModelsResponse models;
+    EXPECT_EQ(none.ListModels(&models).error_code(), grpc::StatusCode::UNAUTHENTICATED);
+    EXPECT_EQ(wrong.ListModels(&models).error_code(), grpc::StatusCode::UNAUTHENTICATED);
+    EXPECT_TRUE(alpha.ListModels(&models).ok());
+    EXPECT_EQ(none.Generate(Req("rec", Ids(4), 2)).status.error_code(), grpc::StatusCode::UNAUTHENTICATED);
+    v1::SessionRequest list;
+    list.mutable_list();
+    v1::SessionResponse resp;
+    EXPECT_EQ(wrong.Session(list, &resp).error_code(), grpc::StatusCode::UNAUTHENTICATED);
+
+    // Sessions belong to the token that created them.
+    const std::string sid = alpha.Create("rec");
+    GenerateRequest turn = Req("rec", Ids(10), 3);
+    turn.set_session_id(sid);
+    turn.set_append(true);
+    ASSERT_TRUE(alpha.Generate(turn).status.ok());
+    EXPECT_EQ(beta.Generate(turn).status.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+    EXPECT_EQ(beta.Get(sid).status().code(), absl::StatusCode::kPermissionDenied);
+    EXPECT_EQ(beta.Rewind(sid, 0), grpc::StatusCode::PERMISSION_DENIED);
+    v1::SessionRequest del;
+    del.mutable_delete_()->set_session_id(sid);
+    EXPECT_EQ(beta.Session(del, &resp).error_code(), grpc::StatusCode::PERMISSION_DENIED);
+    ASSERT_TRUE(beta.Session(list, &resp).ok());
+    EXPECT_EQ(resp.sessions().sessions_size(), 0);
+    ASSERT_TRUE(alpha.Session(list, &resp).ok());
+    EXPECT_EQ(resp.sessions().sessions_size(), 1);
+
+    // The prefix cache: alpha's prompt is reused by beta only when shared.
+    const std::vector<int32_t> secret = Ids(48, 320);
+    ASSERT_TRUE(alpha.Generate(Req("rec", secret, 2)).status.ok());
+    Result again = alpha.Generate(Req("rec", Concat(secret, {7}), 2));
+    ASSERT_TRUE(again.status.ok());
+    EXPECT_GE(again.prompt.reused_tokens(), 48);
+    Result other = beta.Generate(Req("rec", Concat(secret, {9}), 2));
+    ASSERT_TRUE(other.status.ok());
+    if (share) {
+      EXPECT_GE(other.prompt.reused_tokens(), 48);
+    } else {
+      EXPECT_EQ(other.prompt.reused_tokens(), 0);
+    }
+  }
+}
+
+// Certificates made at test time with the openssl command.
+class ServiceTlsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/cairn-tls-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    const std::string d = dir_;
+    const std::string cmd =
+        "cd " + d + " && "
+        "openssl req -x509 -newkey rsa:2048 -nodes -keyout server.key -out server.pem -days 1 "
+        "-subj /CN=localhost -addext subjectAltName=DNS:localhost >/dev/null 2>&1 && "
+        "openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.pem -days 1 -subj /CN=cairn-test-ca "
+        ">/dev/null 2>&1 && "
+        "openssl req -newkey rsa:2048 -nodes -keyout client.key -out client.csr -subj /CN=client >/dev/null 2>&1 && "
+        "openssl x509 -req -in client.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out client.pem -days 1 "
+        ">/dev/null 2>&1";
+    ASSERT_EQ(std::system(cmd.c_str()), 0) << "openssl failed";
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::string Read(const std::string& name) {
+    std::ifstream in(dir_ + "/" + name);
+    std::stringstream b;
+    b << in.rdbuf();
+    return b.str();
+  }
+  std::shared_ptr<grpc::Channel> Channel(int port, bool with_client_cert) {
+    grpc::SslCredentialsOptions ssl;
+    ssl.pem_root_certs = Read("server.pem");
+    if (with_client_cert) {
+      ssl.pem_private_key = Read("client.key");
+      ssl.pem_cert_chain = Read("client.pem");
+    }
+    grpc::ChannelArguments args;
+    args.SetSslTargetNameOverride("localhost");
+    return grpc::CreateCustomChannel("127.0.0.1:" + std::to_string(port), grpc::SslCredentials(ssl), args);
+  }
+  std::string dir_;
+};
+
+TEST_F(ServiceTlsTest, ServesTlsAndRefusesPlaintext) {
+  ServerOptions opt = TestServerOptions();
+  opt.models = {*ParseModelSpec("tf=demo-transformer")};
+  opt.tls_cert = dir_ + "/server.pem";
+  opt.tls_key = dir_ + "/server.key";
+  auto server = Server::Create(opt);
+  ASSERT_TRUE(server.ok()) << server.status();
+  Client tls(Channel((*server)->port(), false), "");
+  v1::ListModelsResponse models;
+  grpc::Status st = tls.ListModels(&models);
+  ASSERT_TRUE(st.ok()) << st.error_message();
+  Result r = tls.Generate(Req("tf", Ids(5), 4));
+  ASSERT_TRUE(r.status.ok());
+  EXPECT_EQ(r.ids.size(), 4u);
+  Client plain((*server)->port());
+  EXPECT_EQ(plain.ListModels(&models).error_code(), grpc::StatusCode::UNAVAILABLE);
+}
+
+TEST_F(ServiceTlsTest, MutualTlsRequiresAClientCertificate) {
+  ServerOptions opt = TestServerOptions();
+  opt.models = {*ParseModelSpec("tf=demo-transformer")};
+  opt.tls_cert = dir_ + "/server.pem";
+  opt.tls_key = dir_ + "/server.key";
+  opt.tls_client_ca = dir_ + "/ca.pem";
+  opt.auth_tokens = {"tok"};
+  auto server = Server::Create(opt);
+  ASSERT_TRUE(server.ok()) << server.status();
+  v1::ListModelsResponse models;
+  Client with_cert(Channel((*server)->port(), true), "tok");
+  grpc::Status st = with_cert.ListModels(&models);
+  EXPECT_TRUE(st.ok()) << st.error_message();
+  Client no_token(Channel((*server)->port(), true), "");
+  EXPECT_EQ(no_token.ListModels(&models).error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  Client no_cert(Channel((*server)->port(), false), "tok");
+  EXPECT_EQ(no_cert.ListModels(&models).error_code(), grpc::StatusCode::UNAVAILABLE);
+  opt.tls_key.clear();
+  EXPECT_EQ(Server::Create(opt).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace cairn::service::e2e

@@ -1,0 +1,202 @@
+// SessionManager on its own, with a real served model (demo-transformer):
+// leases, ownership, client-chosen ids, the session bound and idle expiry,
+// forks, and the live-memory budget every new sequence reserves from.
+#include "service/sessions/sessions.h"
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "service/host/memory_budget.h"
+#include "service/host/models.h"
+#include "tests/service/testing/demo_registry.h"
+
+namespace cairn::service {
+namespace {
+
+class SessionsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    models_ = testing::LoadDemoModels({"tf=demo-transformer"});
+    ASSERT_NE(models_, nullptr);
+    model_ = *models_->Find("tf");
+  }
+  void TearDown() override {
+    if (sessions_ != nullptr) sessions_->Clear();  // sequences before their engine
+  }
+  SessionManager& Manager(SessionOptions options = {}, MemoryBudget* budget = nullptr) {
+    sessions_ = std::make_unique<SessionManager>(options, budget);
+    return *sessions_;
+  }
+  // Brings the session's sequence to `n` tokens (as a Generate would).
+  void Run(Session& s, int n) {
+    checkpoint::Prompt prompt;
+    for (int i = 0; i < n; ++i) {
+      prompt.AddToken(300 + i);
+      s.history.AddToken(300 + i);
+    }
+    ASSERT_TRUE(model_->engine->Prefill(*s.seq, prompt).ok());
+  }
+
+  std::unique_ptr<ModelRegistry> models_;
+  ServedModel* model_ = nullptr;
+  std::unique_ptr<SessionManager> sessions_;  // declared last: goes first
+};
+
+TEST_F(SessionsTest, ALeaseIsExclusiveAndOwned) {
+  SessionManager& m = Manager();
+  std::string id;
+  {
+    auto lease = m.Create(model_, "alice", "alice");
+    ASSERT_TRUE(lease.ok()) << lease.status();
+    id = (*lease)->id;
+    EXPECT_EQ(id.size(), 32u);
+    EXPECT_TRUE(absl::IsFailedPrecondition(m.Acquire(id, "alice").status()));  // busy
+    EXPECT_TRUE(absl::IsFailedPrecondition(m.Delete(id, "alice")));
+  }
+  EXPECT_TRUE(absl::IsPermissionDenied(m.Acquire(id, "bob").status()));
+  EXPECT_TRUE(absl::IsPermissionDenied(m.Delete(id, "bob")));
+  EXPECT_TRUE(absl::IsNotFound(m.Acquire("no-such-session", "alice").status()));
+  auto again = m.Acquire(id, "alice");
+  ASSERT_TRUE(again.ok()) << again.status();
+  again->Reset();
+  EXPECT_TRUE(m.Delete(id, "alice").ok());
+  EXPECT_TRUE(absl::IsNotFound(m.Acquire(id, "alice").status()));
+  EXPECT_EQ(m.size(), 0u);
+}
+
+TEST_F(SessionsTest, ClientChosenIdsAreCheckedAndUnique) {
+  SessionManager& m = Manager();
+  EXPECT_TRUE(SessionManager::ValidateId("conv-42_A").ok());
+  const std::vector<std::string> bad_ids = {"", "a b", "../x", "id/with/slash", std::string(129, 'a')};
+  for (const std::string& bad : bad_ids) {
+    EXPECT_TRUE(absl::IsInvalidArgument(SessionManager::ValidateId(bad))) << bad;
+    // (Create takes "" as "choose one".)
+    if (!bad.empty()) {
+      EXPECT_TRUE(absl::IsInvalidArgument(m.Create(model_, "", "", 0, "", bad).status())) << bad;
+    }
+  }
+  auto first = m.Create(model_, "", "", 0, "", "conv-42_A");
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_EQ((*first)->id, "conv-42_A");
+  EXPECT_TRUE(absl::IsAlreadyExists(m.Create(model_, "", "", 0, "", "conv-42_A").status()));
+  EXPECT_EQ(m.size(), 1u);
+}
+
+TEST_F(SessionsTest, TheBoundCountsLiveSessionsAndIdleOnesExpire) {
+  SessionOptions options;
+  options.max_sessions = 2;
+  options.idle_timeout = std::chrono::seconds(0);
+  SessionManager& m = Manager(options);
+  auto a = m.Create(model_, "", "");
+  auto b = m.Create(model_, "", "");
+  ASSERT_TRUE(a.ok() && b.ok());
+  // Both busy: nothing to sweep, no room.
+  EXPECT_TRUE(absl::IsResourceExhausted(m.Create(model_, "", "").status()));
+  EXPECT_EQ(m.Sweep(), 0u);
+  a->Reset();
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  EXPECT_EQ(m.Sweep(), 1u);  // idle longer than 0 s
+  EXPECT_EQ(m.size(), 1u);
+  EXPECT_TRUE(m.Create(model_, "", "").ok());
+}
+
+TEST_F(SessionsTest, ListShowsABusySessionsProgressOnly) {
+  SessionManager& m = Manager();
+  auto lease = m.Create(model_, "alice", "alice");
+  ASSERT_TRUE(lease.ok());
+  Run(**lease, 5);
+  (*lease)->busy_tokens.store(7);
+  auto listed = m.List("alice");
+  ASSERT_EQ(listed.size(), 1u);
+  EXPECT_TRUE(listed[0].busy);
+  EXPECT_EQ(listed[0].tokens, 7u);
+  EXPECT_EQ(listed[0].model, "tf");
+  EXPECT_TRUE(m.List("bob").empty());
+  lease->Reset();
+  listed = m.List("alice");
+  EXPECT_FALSE(listed[0].busy);
+  EXPECT_EQ(listed[0].tokens, 5u);
+  EXPECT_EQ(listed[0].positions, 5);
+}
+
+TEST_F(SessionsTest, AForkCopiesHistoryAndStateAndThenBranches) {
+  SessionManager& m = Manager();
+  auto source = m.Create(model_, "alice", "alice");
+  ASSERT_TRUE(source.ok());
+  Run(**source, 6);
+  auto fork = m.Fork(**source);
+  ASSERT_TRUE(fork.ok()) << fork.status();
+  EXPECT_NE((*fork)->id, (*source)->id);
+  EXPECT_EQ((*fork)->tenant, "alice");
+  EXPECT_EQ((*fork)->history.Tokens(), (*source)->history.Tokens());
+  EXPECT_EQ((*fork)->seq->next_pos(), 6);
+  (*fork)->history.Resize(2);  // the fork branches; the source keeps its history
+  EXPECT_EQ((*source)->history.size(), 6u);
+  EXPECT_EQ(m.size(), 2u);
+}
+
+TEST_F(SessionsTest, NewSequencesReserveFromTheMemoryBudget) {
+  const size_t fresh = model_->SequenceBytes(0);
+  MemoryBudget budget(3 * fresh);
+  SessionManager& m = Manager({}, &budget);
+  auto a = m.Create(model_, "", "");
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_EQ(budget.in_use(), fresh);
+  // A reservation beyond the budget is refused, names what it was for and
+  // creates nothing.
+  const absl::Status refused = m.Create(model_, "", "", 4 * fresh, "an import").status();
+  EXPECT_TRUE(absl::IsResourceExhausted(refused)) << refused;
+  EXPECT_NE(refused.message().find("an import"), std::string::npos) << refused;
+  EXPECT_EQ(m.size(), 1u);
+  EXPECT_EQ(budget.in_use(), fresh);
+  // Deleting a session releases its bytes.
+  const std::string id = (*a)->id;
+  a->Reset();
+  ASSERT_TRUE(m.Delete(id, "").ok());
+  EXPECT_EQ(budget.in_use(), 0u);
+}
+
+TEST_F(SessionsTest, AForkReservesWhatItsSourceHolds) {
+  // What a 3-token sequence holds, measured on a session without a budget.
+  size_t held = 0;
+  {
+    auto probe = Manager().Create(model_, "", "");
+    ASSERT_TRUE(probe.ok());
+    Run(**probe, 3);
+    held = (*probe)->seq->memory()->Bytes(SnapshotScope::kFull);
+  }
+  sessions_.reset();
+  for (const bool fits : {false, true}) {
+    MemoryBudget budget(2 * held - (fits ? 0 : 1));
+    SessionManager& m = Manager({}, &budget);
+    auto source = m.Create(model_, "", "");
+    ASSERT_TRUE(source.ok()) << source.status();
+    Run(**source, 3);
+    (*source)->memory.Set((*source)->seq->memory()->Bytes(SnapshotScope::kFull));
+    auto fork = m.Fork(**source);
+    EXPECT_EQ(fork.ok(), fits) << fork.status();
+    EXPECT_EQ(budget.in_use(), fits ? 2 * held : held);
+    EXPECT_EQ(m.size(), fits ? 2u : 1u);
+    if (fork.ok()) fork->Reset();
+    source->Reset();
+    sessions_.reset();  // before its budget goes
+  }
+}
+
+TEST_F(SessionsTest, ParkAllKeepsIdleSessionsStatesInTheStore) {
+  SessionManager& m = Manager();
+  auto busy = m.Create(model_, "", "");
+  auto idle = m.Create(model_, "", "");
+  ASSERT_TRUE(busy.ok() && idle.ok());
+  Run(**busy, 4);
+  Run(**idle, 5);
+  idle->Reset();
+  EXPECT_EQ(m.ParkAll(), 1u);
+}
+
+}  // namespace
+}  // namespace cairn::service
