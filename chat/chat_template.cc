@@ -41,6 +41,8 @@ size_t CommonPrefix(const std::string& a, const std::string& b) {
 struct ChatTemplate::JinjaState {
   std::shared_ptr<const jinja::Template> main;
   std::shared_ptr<const jinja::Template> tool_use;
+  std::string source;           // of main
+  std::string tool_use_source;  // of tool_use, when there is one
   std::string name;
   ChatSpecialTokens tokens;
   ChatTemplateOptions options;
@@ -118,7 +120,9 @@ absl::StatusOr<ChatTemplate> ChatTemplate::FromSource(std::string_view source, s
     auto tool_use = jinja::Template::Create(*tool_use_source);
     if (!tool_use.ok()) return tool_use.status();
     state->tool_use = *std::move(tool_use);
+    state->tool_use_source = std::string(*tool_use_source);
   }
+  state->source = std::string(source);
   state->name = std::move(name);
   state->tokens = tokens;
   state->options = options;
@@ -191,6 +195,11 @@ std::string ChatTemplate::description() const {
   std::string out = absl::StrCat("builtin:", std::string(chat_internal::FamilyName(kind_)));
   if (!fallback_reason().ok()) absl::StrAppend(&out, " (fallback: ", jinja::DescribeError(fallback_reason()), ")");
   return out;
+}
+
+std::string_view ChatTemplate::source(bool with_tools) const {
+  if (kind_ != ChatTemplateKind::kJinja) return {};
+  return with_tools && jinja_->tool_use != nullptr ? jinja_->tool_use_source : jinja_->source;
 }
 
 const absl::Status& ChatTemplate::fallback_reason() const {

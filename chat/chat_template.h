@@ -4,7 +4,7 @@
 // tokenization with special tokens parsed only in the template's own text.
 //
 // Which template renders (FromMetadata):
-//   1. an override source (the service's --chat-template=FILE), executed by
+//   1. an override source (the service's --chat-template=NAME=FILE), executed by
 //      cairn's Jinja interpreter (chat/jinja/template.h);
 //   2. the GGUF's tokenizer.chat_template, executed the same way, with the
 //      named alternative tokenizer.chat_template.tool_use chosen, as Hugging
@@ -147,6 +147,10 @@ class ChatTemplate final {
   std::string description() const;
   // Why the model's own template is not the one in use (OK when it is).
   const absl::Status& fallback_reason() const;
+  // The Jinja source that renders a request with tools (`with_tools`) or
+  // without: the tool_use variant or the main template; "" for a built-in
+  // family (what chat/output's DetectOutputFormat reads).
+  std::string_view source(bool with_tools) const;
 
   // Renders the conversation. INVALID_ARGUMENT when the template refuses it
   // (raise_exception or an error Jinja2's sandbox raises: the template's
