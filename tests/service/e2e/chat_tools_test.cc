@@ -202,6 +202,17 @@ class ChatToolsTest : public ::testing::Test {
     return p;
   }
 
+  // The reply made exactly one call, of `name` with exactly `arguments`,
+  // and finished for it.
+  static void ExpectOneCall(const Parsed& p, const std::string& name, const std::string& arguments) {
+    ASSERT_EQ(p.calls.size(), 1u) << p.raw;
+    EXPECT_EQ(p.calls[0].name(), name);
+    EXPECT_EQ(p.calls[0].arguments(), arguments);
+    EXPECT_FALSE(p.calls[0].arguments_not_json());
+    EXPECT_FALSE(p.calls[0].id().empty());
+    EXPECT_EQ(p.reason, v1::FINISH_REASON_TOOL_CALLS);
+  }
+
   static Server* server_;
   static std::string* dir_;
   std::unique_ptr<Client> client_;
@@ -256,12 +267,7 @@ TEST_F(ChatToolsTest, QwenToolCallArrivesAsAnEvent) {
   ASSERT_TRUE(p.status.ok()) << p.status.error_message();
   EXPECT_EQ(p.reasoning, "Find the callers.");
   EXPECT_EQ(p.content, "");
-  ASSERT_EQ(p.calls.size(), 1u) << p.raw;
-  EXPECT_EQ(p.calls[0].name(), "search_files");
-  EXPECT_EQ(p.calls[0].arguments(), R"({"pattern":"EvictLocked","max_results":3})");
-  EXPECT_FALSE(p.calls[0].arguments_not_json());
-  EXPECT_FALSE(p.calls[0].id().empty());
-  EXPECT_EQ(p.reason, v1::FINISH_REASON_TOOL_CALLS);
+  ExpectOneCall(p, "search_files", R"({"pattern":"EvictLocked","max_results":3})");
   // The raw text is unchanged by parsing.
   EXPECT_NE(p.raw.find("<function=search_files>"), std::string::npos);
 }
@@ -274,10 +280,7 @@ TEST_F(ChatToolsTest, GptOssToolCallArrivesAsAnEvent) {
   ASSERT_TRUE(p.status.ok()) << p.status.error_message();
   EXPECT_EQ(p.prompt.output_format(), "harmony");
   EXPECT_EQ(p.reasoning, "Look for callers.");
-  ASSERT_EQ(p.calls.size(), 1u) << p.raw;
-  EXPECT_EQ(p.calls[0].name(), "search_files");
-  EXPECT_EQ(p.calls[0].arguments(), R"({"pattern":"EvictLocked("})");
-  EXPECT_EQ(p.reason, v1::FINISH_REASON_TOOL_CALLS);
+  ExpectOneCall(p, "search_files", R"({"pattern":"EvictLocked("})");
 }
 
 TEST_F(ChatToolsTest, ArgumentsThatAreNotJsonAreFlagged) {
