@@ -32,6 +32,10 @@
 //               tail span, whose points would otherwise reach back to the
 //               system prompt's end); after 3 turns each request drops the
 //               oldest user+reply turn right after the unmarked system prompt
+//   agent       over gRPC only: a tool-using agent sent as chat messages,
+//               rendered by Qwen3.5's template from ../shared (its reasoning
+//               of earlier turns dropped after each new user turn); --turns
+//               user turns of three requests each (multiturn_agent.h)
 // "minimum" is, per server, the part of each prompt that no earlier request
 // on that server computed (prompts and generated tokens; over gRPC the last
 // token of a reply is sampled but never run through the model, so the next
@@ -77,13 +81,12 @@
 #include "backends/model/gguf.h"
 #include "backends/register_builtin.h"
 #include "bench/bench_util.h"
+#include "bench/multiturn_agent.h"
 #include "cairn/v1/inference.grpc.pb.h"
 #include "checkpoint/engine.h"
 #include "checkpoint/options.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
-#include "service/host/log.h"
-#include "service/programs/demo_catalog.h"
 #include "service/programs/demo_models.h"
 #include "service/server.h"
 #include "synthetic/architectures.h"
@@ -512,27 +515,13 @@ std::pair<Totals, Totals> MeasureInProcess(Backend& backend, const CheckpointOpt
   return {d.totals[0], d.totals[1]};
 }
 
-std::unique_ptr<service::Server> StartServer(const service::ModelSpec& spec, const CheckpointOptions& options,
-                                             int threads) {
-  service::ServerOptions opt;
-  opt.listen = "127.0.0.1:0";
-  opt.models_options.builtin = service::DemoModelCatalog();
-  opt.models = {spec};
-  opt.models_options.threads = threads;
-  opt.models_options.checkpoint = options;
-  service::SetLogLevel(service::LogLevel::kWarning);  // no access-log line per request
-  auto s = service::Server::Create(opt);
-  if (!s.ok()) Die("starting a server for " + spec.name, s.status());
-  return std::move(*s);
-}
-
 // Over gRPC: a fresh pair of servers (checkpointing on, off) per scenario.
 std::pair<Totals, Totals> MeasureGrpc(const ModelUnderTest& model, const CheckpointOptions& options, int threads,
                                       float temperature, const std::string& scenario, int turns, uint32_t seed) {
   CheckpointOptions disabled = options;
   disabled.enabled = false;
-  std::unique_ptr<service::Server> on = StartServer(model.spec, options, threads);
-  std::unique_ptr<service::Server> off = StartServer(model.spec, disabled, threads);
+  std::unique_ptr<service::Server> on = bench::StartServer(model.spec, options, threads);
+  std::unique_ptr<service::Server> off = bench::StartServer(model.spec, disabled, threads);
   std::mt19937 rng(seed);
   Conv c = NewConv(model.backend->info().n_vocab, rng);
   GrpcDriver d(on->port(), off->port(), model.spec.name, temperature, seed, rng);
@@ -653,7 +642,7 @@ int Main(int argc, char** argv) {
   uint32_t seed = 1;
   float temperature = 0.0f;
   std::vector<std::string> scenarios = {"append", "regenerate", "edit", "dropthink",
-                                        "branch", "interleave", "manyusers", "trim"};
+                                        "branch", "interleave", "manyusers", "trim", "agent"};
   std::vector<std::pair<std::string, std::string>> files;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
@@ -769,6 +758,19 @@ int Main(int argc, char** argv) {
     std::printf("  %-11s %8s %10s %8s %7s %12s %12s %8s %11s\n", "scenario", "prompt", "recomputed", "minimum",
                 "ratio", "ttft cached", "ttft off", "speedup", "peak ckpt");
     for (const std::string& sc : scenarios) {
+      if (sc == "agent") {
+        const std::string tmpl = shared + "/chat_templates/templates/Qwen3.5-4B.jinja";
+        if (in_process || !std::filesystem::exists(tmpl)) continue;  // messages need a server and the template
+        const bench::AgentTotals a = bench::MeasureAgent(m.spec, tmpl, options, threads, turns, seed);
+        if (a.requests == 0) continue;  // no tokenizer
+        const double ratio = a.minimum > 0 ? static_cast<double>(a.recomputed) / a.minimum : 0;
+        if (ratio > worst_ratio) worst_ratio = ratio, worst = m.name + " " + sc;
+        std::printf("  %-11s %8lld %10lld %8lld %7.3f  (%d requests as messages, Qwen3.5 template)\n", sc.c_str(),
+                    static_cast<long long>(a.prompt), static_cast<long long>(a.recomputed),
+                    static_cast<long long>(a.minimum), ratio, a.requests);
+        std::fflush(stdout);
+        continue;
+      }
       auto [on, off] = in_process ? MeasureInProcess(*m.backend, options, sc, turns, seed)
                                   : MeasureGrpc(m, options, threads, temperature, sc, turns, seed);
       if (on.requests == 0) {

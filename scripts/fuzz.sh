@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets with clang (ASan + UBSan) and fuzzes, each for
 # a fixed time: the GGUF reader (seeded with the golden files when ../shared
-# exists), the metrics HTTP endpoint (seeded with a few requests), the chat
-# output parser (seeded with a reply per format, and with the renderings of
-# ../shared/chat_templates when it exists), and the tokenizers (with
+# exists), the metrics HTTP endpoint (seeded with a few requests), the Jinja
+# interpreter (seeded with ../shared's 45 chat templates when present), the
+# chat output parser (seeded with a reply per format, and with the renderings
+# of ../shared/chat_templates when it exists), and the tokenizers (with
 # ../shared's vocabularies; skipped without them, an error under CI=true).
 #   FUZZ_SECONDS=60 bash scripts/fuzz.sh
 set -euo pipefail
@@ -15,7 +16,7 @@ CC=clang CXX=clang++ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithD
   -DCAIRN_FUZZ=ON -DCAIRN_NATIVE=OFF \
   -DCMAKE_CXX_FLAGS="-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined" \
   -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" >/dev/null
-ninja -C "$build" gguf_fuzz tokenizer_fuzz metrics_http_fuzz chat_output_fuzz >/dev/null
+ninja -C "$build" gguf_fuzz tokenizer_fuzz metrics_http_fuzz jinja_fuzz chat_output_fuzz >/dev/null
 
 # Runs one target on a seed corpus, showing libFuzzer's own summary lines
 # only. libFuzzer exits non-zero when it finds a crash, leak, timeout or OOM
@@ -25,17 +26,18 @@ failed=()
 run_fuzzer() {
   local status=0
   "$build/tests/fuzz/$1" "$2" -max_total_time="$seconds" -max_len="$3" \
-    -rss_limit_mb=4096 -print_final_stats=1 -print_pcs=0 >"$log" 2>&1 || status=$?
-  grep -E '^(#[0-9]+[[:space:]]+(INITED|DONE)|stat::|==.*ERROR|SUMMARY|Done |tokenizer_fuzz:)' "$log" || true
+    -rss_limit_mb=4096 -print_final_stats=1 -print_pcs=0 "${@:4}" >"$log" 2>&1 || status=$?
+  grep -E '^(#[0-9]+[[:space:]]+(INITED|DONE)|stat::|==.*ERROR|SUMMARY|Done |tokenizer_fuzz:|jinja_fuzz:)' "$log" || true
   if [ "$status" -ne 0 ]; then failed+=("$1 (exit $status)"); fi
 }
 
 corpus=$(mktemp -d)
 text_corpus=$(mktemp -d)
 http_corpus=$(mktemp -d)
+jinja_corpus=$(mktemp -d)
 chat_corpus=$(mktemp -d)
 log=$(mktemp)
-trap 'rm -rf "$corpus" "$text_corpus" "$http_corpus" "$chat_corpus" "$log"' EXIT
+trap 'rm -rf "$corpus" "$text_corpus" "$http_corpus" "$jinja_corpus" "$chat_corpus" "$log"' EXIT
 seeds=0
 if [ -d ../shared/golden ]; then
   # Small files only: the vocabulary files (several MB) would slow every run;
@@ -51,6 +53,21 @@ printf 'HEAD /metrics?x=1 HTTP/1.0\n\n' > "$http_corpus/head"
 printf 'POST / HTTP/1.1\r\nContent-Length: 3\r\n\r\nabc' > "$http_corpus/post"
 echo "fuzz: metrics HTTP endpoint for ${seconds}s"
 run_fuzzer metrics_http_fuzz "$http_corpus" 1024
+
+# A few templates of every construct, and the real ones when ../shared has them.
+printf '{%% for m in messages %%}<|im_start|>{{ m.role }}\n{{ m.content|trim }}<|im_end|>\n{%% endfor %%}' \
+  > "$jinja_corpus/chatml"
+printf '{%% macro f(x, y=2) %%}{{ x ~ y }}{{ caller() if caller is defined }}{%% endmacro %%}{%% set ns = namespace(a=[]) %%}{{ f(1) }}{{ tools|tojson(indent=2) }}' \
+  > "$jinja_corpus/macro"
+printf '{%%- if messages[0].role == "system" -%%}{{ raise_exception("no") }}{%%- endif -%%}{{ "%%s" %% (1,) }}{{ range(3)|map("string")|join(",") }}' \
+  > "$jinja_corpus/errors"
+jinja_seeds=3
+if [ -d ../shared/chat_templates/templates ]; then
+  cp ../shared/chat_templates/templates/*.jinja "$jinja_corpus/"
+  jinja_seeds=$(find "$jinja_corpus" -type f | wc -l)
+fi
+echo "fuzz: Jinja interpreter for ${seconds}s with $jinja_seeds seed templates"
+run_fuzzer jinja_fuzz "$jinja_corpus" 32768 -dict=tests/fuzz/jinja.dict -timeout=20
 
 # Seeds: the first byte picks the format (its index in chat/output/
 # output_format.h's AllOutputFormats: 0 none, 1 think, 2 hermes, 3 qwen-xml,

@@ -139,6 +139,7 @@ absl::StatusOr<Caller> Authenticator::Authenticate(std::optional<std::string_vie
   char buf[17];
   std::snprintf(buf, sizeof(buf), "%016llx",
                 static_cast<unsigned long long>(checkpoint::HashBytes(token.data(), token.size(), 0x5eed)));
+  Caller c;
   c.owner = buf;
   c.cache_tenant = share_cache_ ? "" : c.owner;
   return c;

@@ -150,8 +150,16 @@ absl::Status InferenceService::GenerateCall::CheckOut() {
     }
     if (req_.append()) base = &lease_->history;
   }
-  auto added = BuildPrompt(*model_, service_.limits_, req_, base == nullptr || base->empty());
+  PromptRendering rendering;
+  auto added = BuildPrompt(*model_, service_.limits_, req_, base == nullptr || base->empty(), &rendering);
   if (!added.ok()) return added.status();
+  auto parser = ReplyParser::Create(*model_, rendering);
+  if (!parser.ok()) return parser.status();
+  if (*parser != nullptr) continue_tokens_ = TurnContinuingTokens(*model_->tokenizer, (*parser)->format());
+  {
+    absl::MutexLock lock(&mu_);
+    parser_ = *std::move(parser);
+  }
   if (base != nullptr) prompt_ = *base;
   prompt_.Append(*added);
   if (prompt_.empty()) return absl::InvalidArgumentError("empty prompt");
@@ -197,6 +205,7 @@ absl::Status InferenceService::GenerateCall::Submit() {
   job->stop_tokens.assign(stop.stop_token_ids().begin(), stop.stop_token_ids().end());
   job->stop_strings.assign(stop.stop_strings().begin(), stop.stop_strings().end());
   job->ignore_eos = stop.ignore_eos();
+  job->continue_tokens = continue_tokens_;
   job->stream_text = !req_.has_stream_text() || req_.stream_text();
   job->session_id = req_.session_id();
   job->received = received_;
@@ -259,9 +268,19 @@ void InferenceService::GenerateCall::Pump() {
 
 InferenceService::GenerateCall::Next InferenceService::GenerateCall::TakeNext() {
   if (write_in_flight_ || concluding_ || job_ == nullptr) return Next::kNothing;
+  // A stopped request sends nothing more (its status says it did not complete).
+  if (client_gone_ || job_->stop_reason() != StopReason::kNone) pending_.clear();
+  if (!pending_.empty()) {
+    message_ = std::move(pending_.front());
+    pending_.pop_front();
+    writing_token_ = false;
+    write_in_flight_ = true;
+    return Next::kWrite;
+  }
   while (std::optional<GenerateEvent> event = job_->TakeEvent()) {
     if (std::holds_alternative<GenerationFinished>(*event)) {
-      finished_ = ToResponse(*event);  // sent by Conclude, with the session's final size
+      finished_ = ToMessage(*event);  // sent by Conclude, with the session's final size
+      if (!pending_.empty()) return TakeNext();  // the last tool calls go first
       continue;
     }
     const bool token = std::holds_alternative<TokenGenerated>(*event);
@@ -271,7 +290,7 @@ InferenceService::GenerateCall::Next InferenceService::GenerateCall::TakeNext() 
       continue;
     }
     if (client_gone_) continue;
-    message_ = ToResponse(*event);
+    message_ = ToMessage(*event);
     writing_token_ = token;
     write_in_flight_ = true;
     return Next::kWrite;
@@ -279,6 +298,24 @@ InferenceService::GenerateCall::Next InferenceService::GenerateCall::TakeNext() 
   if (!job_->done()) return Next::kNothing;
   concluding_ = true;
   return Next::kConclude;
+}
+
+v1::GenerateResponse InferenceService::GenerateCall::ToMessage(const GenerateEvent& event) {
+  v1::GenerateResponse message = ToResponse(event);
+  if (parser_ == nullptr) return message;
+  std::vector<v1::ToolCall> calls;
+  if (const auto* token = std::get_if<TokenGenerated>(&event)) {
+    const TokenId id = token->token.id;
+    const bool ends = !req_.stop().ignore_eos() && model_->tokenizer->IsEndOfGeneration(id) &&
+                      std::find(continue_tokens_.begin(), continue_tokens_.end(), id) == continue_tokens_.end();
+    parser_->Token(id, ends, message.mutable_token(), &calls);
+  } else if (std::holds_alternative<GenerationFinished>(event)) {
+    parser_->Finish(message.mutable_finished(), &calls);
+  } else {
+    message.mutable_prompt()->set_output_format(std::string(chat::output::OutputFormatName(parser_->format())));
+  }
+  for (v1::ToolCall& call : calls) *pending_.emplace_back().mutable_tool_call() = std::move(call);
+  return message;
 }
 
 void InferenceService::GenerateCall::OnWriteDone(bool ok) {

@@ -33,6 +33,7 @@
 #define CAIRN_SERVICE_API_GENERATE_CALL_H_
 
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <optional>
 
@@ -42,6 +43,7 @@
 #include "cairn/v1/inference.grpc.pb.h"
 #include "service/api/access_log.h"
 #include "service/api/inference_service.h"
+#include "service/api/reply_parser.h"
 #include "service/scheduling/generate_job.h"
 
 namespace cairn::service {
@@ -76,6 +78,9 @@ class InferenceService::GenerateCall final : public grpc::ServerWriteReactor<v1:
   Next TakeNext() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The job stops for `reason` (the client cancelled or went away).
   void StopForClient(StopReason reason) ABSL_LOCKS_EXCLUDED(mu_);
+  // The stream message of `event` (parsed output added); tool calls it
+  // completes are queued after it.
+  v1::GenerateResponse ToMessage(const GenerateEvent& event) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Step 5.
   void Conclude() ABSL_LOCKS_EXCLUDED(mu_);
   // Releases what the call holds (the session settled first), records the
@@ -115,6 +120,11 @@ class InferenceService::GenerateCall final : public grpc::ServerWriteReactor<v1:
   bool held_back_ ABSL_GUARDED_BY(mu_) = false;  // tokens not sent because the request was stopped
   size_t written_tokens_ ABSL_GUARDED_BY(mu_) = 0;  // token deltas the transport took
   std::optional<v1::GenerateResponse> finished_ ABSL_GUARDED_BY(mu_);  // sent by Conclude
+  // Parsed output (null: not parsed), and the tool-call messages it made
+  // that wait for their write.
+  std::unique_ptr<ReplyParser> parser_ ABSL_GUARDED_BY(mu_);
+  std::vector<TokenId> continue_tokens_;  // Start's: end-of-generation tokens that do not end the turn
+  std::deque<v1::GenerateResponse> pending_ ABSL_GUARDED_BY(mu_);
   // The message being written: set under mu_ by TakeNext, then untouched
   // until its OnWriteDone.
   v1::GenerateResponse message_;

@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "service/api/access_log.h"
 #include "service/api/generate_call.h"
+#include "service/api/prompt_builder.h"
 #include "service/api/status.h"
 #include "service/sessions/session_snapshot.h"
 
@@ -302,6 +303,35 @@ grpc::Status InferenceService::ListModels(grpc::ServerContext* ctx, const v1::Li
     d->set_path(m->path);
     if (m->chat_template.has_value()) d->set_chat_template(std::string(m->chat_template->name()));
   }
+  return grpc::Status::OK;
+}
+
+grpc::Status InferenceService::RenderPrompt(grpc::ServerContext* ctx, const v1::RenderPromptRequest* req,
+                                            v1::RenderPromptResponse* resp) {
+  AddReplicaMetadata(ctx);
+  if (absl::StatusOr<Caller> caller = auth_->Authenticate(*ctx); !caller.ok()) {
+    return ToGrpcStatus(caller.status());
+  }
+  absl::StatusOr<ServedModel*> model = models_->Find(req->model());
+  if (!model.ok()) return ToGrpcStatus(model.status());
+  const ServedModel& m = **model;
+  if (m.tokenizer == nullptr || !m.chat_template.has_value()) {
+    return ToGrpcStatus(absl::FailedPreconditionError(
+        absl::StrCat("model '", m.name, "' has no tokenizer: messages cannot be rendered")));
+  }
+  const bool gen = !req->has_add_generation_prompt() || req->add_generation_prompt();
+  auto request = ToChatRequest(limits_, req->messages(), req->tools(), req->template_args(), gen);
+  if (!request.ok()) return ToGrpcStatus(request.status());
+  auto rendered = m.chat_template->Render(*request);
+  if (!rendered.ok()) return ToGrpcStatus(rendered.status());
+  const TokenizedChat chat = TokenizeChat(*m.tokenizer, *rendered);
+  resp->set_text(rendered->Text());
+  resp->mutable_token_ids()->Add(chat.tokens.begin(), chat.tokens.end());
+  for (size_t start : rendered->message_starts) resp->add_message_starts(static_cast<int32_t>(start));
+  for (size_t start : chat.message_starts) resp->add_message_token_starts(static_cast<int32_t>(start));
+  resp->set_generation_prompt_start(static_cast<int32_t>(rendered->generation_prompt_start));
+  resp->set_template_name(std::string(m.chat_template->name()));
+  resp->set_template_description(m.chat_template->description());
   return grpc::Status::OK;
 }
 

@@ -1,4 +1,5 @@
-// The cairn.v1.Inference service: Generate, SessionControl and ListModels,
+// The cairn.v1.Inference service: Generate, SessionControl, ListModels and
+// RenderPrompt,
 // and the session access both share (the live sessions and the session
 // directory).
 //
@@ -7,8 +8,8 @@
 // scheduler's events, by completed writes and by cancellation; its blocking
 // steps run on the service's WorkerPool, so no thread waits for a stream.
 // --max-concurrent bounds the Generate calls at once (RESOURCE_EXHAUSTED
-// beyond). SessionControl and ListModels are short, synchronous calls on
-// gRPC's thread pool.
+// beyond). SessionControl, ListModels and RenderPrompt are short,
+// synchronous calls on gRPC's thread pool.
 #ifndef CAIRN_SERVICE_API_INFERENCE_SERVICE_H_
 #define CAIRN_SERVICE_API_INFERENCE_SERVICE_H_
 
@@ -66,6 +67,8 @@ class InferenceService final : public v1::Inference::WithCallbackMethod_Generate
                               v1::SessionResponse* resp) override;
   grpc::Status ListModels(grpc::ServerContext* ctx, const v1::ListModelsRequest* req,
                           v1::ListModelsResponse* resp) override;
+  grpc::Status RenderPrompt(grpc::ServerContext* ctx, const v1::RenderPromptRequest* req,
+                            v1::RenderPromptResponse* resp) override;
 
   // Shutdown's first step: from now on Generate and SessionControl answer
   // UNAVAILABLE (retryable elsewhere) while the calls already running go on;

@@ -4,8 +4,9 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "backends/model/chat_template.h"
 #include "backends/model/tokenizer.h"
+#include "chat/chat_template.h"
+#include "nlohmann/json.hpp"
 #include "service/sessions/history_proto.h"
 
 namespace cairn::service {
@@ -60,28 +61,52 @@ absl::Status AddParts(const ServedModel& model, const ServiceLimits& limits, con
   return absl::OkStatus();
 }
 
+// The JSON syntax check of a tool call's arguments (the template needs
+// them parsed; nlohmann-json accepts exactly JSON).
+bool IsJson(const std::string& text) { return nlohmann::json::accept(text); }
+
+absl::StatusOr<ChatMessage> ToChatMessage(const v1::ChatMessage& m, int index, size_t* bytes) {
+  ChatMessage out;
+  out.role = m.role();
+  // Absent content is None only where it means something (a turn of tool
+  // calls): a client unaware of presence sends "" as absent.
+  if (m.has_content() || m.tool_calls_size() == 0) out.content = m.content();
+  if (m.has_reasoning_content()) out.reasoning_content = m.reasoning_content();
+  if (m.has_tool_call_id()) out.tool_call_id = m.tool_call_id();
+  if (m.has_name()) out.name = m.name();
+  *bytes += m.content().size() + m.reasoning_content().size() + m.tool_call_id().size() + m.name().size();
+  for (int j = 0; j < m.tool_calls_size(); ++j) {
+    const v1::ToolCall& call = m.tool_calls(j);
+    if (!IsJson(call.arguments())) {
+      return absl::InvalidArgumentError(absl::StrCat("messages[", index, "].tool_calls[", j, "] (", call.name(),
+                                                     "): arguments are not JSON text"));
+    }
+    out.tool_calls.push_back({call.id(), call.name(), call.arguments()});
+    *bytes += call.id().size() + call.name().size() + call.arguments().size();
+  }
+  return out;
+}
+
 // Renders the messages with the model's chat template and appends them,
 // with a message boundary where each message after the first starts and
 // where the generation prompt starts.
 absl::Status AddMessages(const ServedModel& model, const ServiceLimits& limits, const v1::GenerateRequest& req,
-                         bool at_start, History* h) {
+                         bool at_start, History* h, PromptRendering* rendering) {
   const Tokenizer* tok = model.tokenizer.get();
   if (tok == nullptr || !model.chat_template.has_value()) {
     return absl::FailedPreconditionError(
         absl::StrCat("model '", model.name, "' has no tokenizer: messages cannot be rendered"));
   }
-  std::vector<ChatMessage> msgs;
-  size_t bytes = 0;
-  for (const v1::ChatMessage& m : req.messages()) {
-    msgs.push_back({m.role(), m.content()});
-    bytes += m.content().size();
-  }
-  if (bytes > static_cast<size_t>(limits.max_text_bytes)) {
-    return absl::InvalidArgumentError(absl::StrCat("messages longer than ", limits.max_text_bytes, " bytes"));
-  }
   const bool gen = !req.has_add_generation_prompt() || req.add_generation_prompt();
-  auto rendered = model.chat_template->Render(msgs, gen);
+  auto request = ToChatRequest(limits, req.messages(), req.tools(), req.template_args(), gen);
+  if (!request.ok()) return request.status();
+  auto rendered = model.chat_template->Render(*request);
   if (!rendered.ok()) return rendered.status();
+  if (rendering != nullptr) {
+    rendering->rendered = true;
+    rendering->text = rendered->Text();
+    rendering->with_tools = !req.tools().empty();
+  }
   TokenizedChat chat = TokenizeChat(*tok, *rendered);
   // Appended to a conversation: no second BOS.
   size_t skip = 0;
@@ -106,8 +131,31 @@ absl::Status AddMessages(const ServedModel& model, const ServiceLimits& limits, 
 
 }  // namespace
 
+absl::StatusOr<ChatRequest> ToChatRequest(const ServiceLimits& limits,
+                                          const google::protobuf::RepeatedPtrField<v1::ChatMessage>& messages,
+                                          const std::string& tools, const std::string& template_args,
+                                          bool add_generation_prompt) {
+  if (messages.size() > limits.max_prompt_parts) {
+    return absl::InvalidArgumentError(absl::StrCat("more than ", limits.max_prompt_parts, " messages"));
+  }
+  ChatRequest out;
+  size_t bytes = tools.size() + template_args.size();
+  for (int i = 0; i < messages.size(); ++i) {
+    auto m = ToChatMessage(messages[i], i, &bytes);
+    if (!m.ok()) return m.status();
+    out.messages.push_back(*std::move(m));
+  }
+  if (bytes > static_cast<size_t>(limits.max_text_bytes)) {
+    return absl::InvalidArgumentError(absl::StrCat("messages longer than ", limits.max_text_bytes, " bytes"));
+  }
+  out.tools = tools;
+  out.template_arguments = template_args;
+  out.add_generation_prompt = add_generation_prompt;
+  return out;
+}
+
 absl::StatusOr<History> BuildPrompt(const ServedModel& model, const ServiceLimits& limits,
-                                    const v1::GenerateRequest& req, bool at_start) {
+                                    const v1::GenerateRequest& req, bool at_start, PromptRendering* rendering) {
   if (req.parts_size() > 0 && req.messages_size() > 0) {
     return absl::InvalidArgumentError("give either parts or messages, not both");
   }
@@ -115,7 +163,10 @@ absl::StatusOr<History> BuildPrompt(const ServedModel& model, const ServiceLimit
     return absl::InvalidArgumentError(absl::StrCat("more than ", limits.max_prompt_parts, " prompt parts"));
   }
   History h;
-  absl::Status st = req.messages_size() > 0 ? AddMessages(model, limits, req, at_start, &h)
+  if (req.messages_size() == 0 && (!req.tools().empty() || !req.template_args().empty())) {
+    return absl::InvalidArgumentError("tools and template_args go with messages");
+  }
+  absl::Status st = req.messages_size() > 0 ? AddMessages(model, limits, req, at_start, &h, rendering)
                                             : AddParts(model, limits, req, at_start, &h);
   if (!st.ok()) return st;
   return h;

@@ -7,13 +7,35 @@
 #ifndef CAIRN_SERVICE_API_PROMPT_BUILDER_H_
 #define CAIRN_SERVICE_API_PROMPT_BUILDER_H_
 
+#include <string>
+
 #include "absl/status/statusor.h"
 #include "cairn/v1/inference.pb.h"
+#include "chat/chat_template.h"
 #include "service/api/limits.h"
 #include "service/host/models.h"
 #include "service/scheduling/history.h"
 
 namespace cairn::service {
+
+// A request's conversation as the chat template takes it (messages, tools,
+// template arguments). INVALID_ARGUMENT for more than limits.max_prompt_parts
+// messages, more than limits.max_text_bytes of text in all (contents,
+// reasoning, arguments, tools, template arguments), or a tool call whose
+// arguments are not JSON (naming the message and the call). Tools and
+// template arguments are checked when rendered (ChatTemplate::Render).
+absl::StatusOr<ChatRequest> ToChatRequest(const ServiceLimits& limits,
+                                          const google::protobuf::RepeatedPtrField<v1::ChatMessage>& messages,
+                                          const std::string& tools, const std::string& template_args,
+                                          bool add_generation_prompt);
+
+// What rendering messages gave besides the tokens: the reply's parsing
+// follows the template that rendered them (reply_parser.h).
+struct PromptRendering {
+  bool rendered = false;    // the prompt came from messages
+  std::string text;         // the rendered conversation
+  bool with_tools = false;  // tools were given (a tool_use variant renders)
+};
 
 // The request's new prompt items. `at_start`: they begin a conversation (a
 // text part first gets the model's BOS when it wants one; rendered messages
@@ -26,10 +48,13 @@ namespace cairn::service {
 // in a part or in the messages, an empty part, a token id out of the
 // model's vocabulary, or an embedding chunk the model does not take
 // (history_proto.h); FAILED_PRECONDITION for text or messages on a model
-// without a tokenizer (or chat template); the template's rendering errors.
-// Thread-safe (reads the model only).
+// without a tokenizer (or chat template); ToChatRequest's errors; the
+// template's rendering errors (INVALID_ARGUMENT with its message when it
+// refuses the conversation). `rendering`, when given, receives what the
+// messages rendered to. Thread-safe (reads the model only).
 absl::StatusOr<History> BuildPrompt(const ServedModel& model, const ServiceLimits& limits,
-                                    const v1::GenerateRequest& req, bool at_start);
+                                    const v1::GenerateRequest& req, bool at_start,
+                                    PromptRendering* rendering = nullptr);
 
 }  // namespace cairn::service
 

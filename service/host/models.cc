@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdint>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <span>
 #include <utility>
 
@@ -111,6 +113,34 @@ absl::StatusOr<std::shared_ptr<const ModelFile>> OpenModel(const ModelSpec& spec
   return std::shared_ptr<const ModelFile>(std::move(*file));
 }
 
+// The chat template messages render with (see ServedModel::chat_template).
+absl::Status ChooseChatTemplate(ServedModel& m, const ModelsOptions& options) {
+  ChatTemplateOptions template_options;
+  template_options.now = options.chat_template_clock;
+  if (auto file = options.chat_template_files.find(m.name); file != options.chat_template_files.end()) {
+    std::ifstream in(file->second, std::ios::binary);
+    std::stringstream source;
+    source << in.rdbuf();
+    if (!in.is_open() || in.bad()) {
+      return absl::NotFoundError(absl::StrCat("model '", m.name, "': cannot read chat template ", file->second));
+    }
+    template_options.override_source = source.str();
+    template_options.override_name = "file:" + file->second;
+  }
+  auto tmpl = ChatTemplate::FromMetadata(m.file->metadata(), template_options);
+  if (!tmpl.ok() && template_options.override_source.has_value()) {
+    return absl::InvalidArgumentError(absl::StrCat("model '", m.name, "' chat template ",
+                                                   template_options.override_name, ": ", tmpl.status().message()));
+  }
+  if (!tmpl.ok()) {
+    LogLine(LogLevel::kWarning, absl::StrCat("warning chat_template model=", LogValue(m.name),
+                                             " msg=", LogValue(absl::StrCat("plain template: ", tmpl.status().message()))));
+    tmpl = ChatTemplate::FromName("plain");
+  }
+  if (tmpl.ok()) m.chat_template = *tmpl;
+  return absl::OkStatus();
+}
+
 // What serves requests on a loaded backend: the tokenizer (none: token ids
 // only) and chat template, the checkpoint engine on the shared store, the
 // scheduler.
@@ -123,9 +153,9 @@ absl::Status Equip(ServedModel& m, const std::shared_ptr<checkpoint::CheckpointS
     return absl::Status(tok.status().code(), absl::StrCat("model '", m.name, "' tokenizer: ", tok.status().message()));
   }
   if (m.tokenizer != nullptr) {
-    auto tmpl = ChatTemplate::FromMetadata(m.file->metadata());
-    if (!tmpl.ok()) tmpl = ChatTemplate::FromName("plain");
-    if (tmpl.ok()) m.chat_template = *tmpl;
+    if (absl::Status st = ChooseChatTemplate(m, options); !st.ok()) return st;
+  } else if (options.chat_template_files.count(m.name)) {
+    return absl::InvalidArgumentError(absl::StrCat("--chat-template for model '", m.name, "', which has no tokenizer"));
   }
   auto engine = checkpoint::CheckpointEngine::Create(m.backend.get(), store, options.checkpoint);
   if (!engine.ok()) return engine.status();
@@ -177,6 +207,11 @@ absl::StatusOr<std::unique_ptr<ModelRegistry>> ModelRegistry::Load(
     auto store = checkpoint::CheckpointStore::Create(store_options);
     if (!store.ok()) return store.status();
     reg->store_ = std::move(*store);
+  }
+  for (const auto& [name, file] : options.chat_template_files) {
+    if (std::none_of(specs.begin(), specs.end(), [&](const ModelSpec& spec) { return spec.name == name; })) {
+      return absl::InvalidArgumentError(absl::StrCat("--chat-template for '", name, "', which no model is named"));
+    }
   }
   for (const ModelSpec& spec : specs) {
     if (reg->models_.count(spec.name)) {

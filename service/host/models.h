@@ -13,9 +13,9 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "backends/backend.h"
-#include "backends/model/chat_template.h"
 #include "backends/model/gguf.h"
 #include "backends/model/tokenizer.h"
+#include "chat/chat_template.h"
 #include "checkpoint/engine.h"
 #include "checkpoint/options.h"
 #include "checkpoint/store.h"
@@ -50,8 +50,10 @@ struct ServedModel {
   // before the engine goes, the engine before the backend.
   std::unique_ptr<Backend> backend;
   std::unique_ptr<Tokenizer> tokenizer;  // null: token ids only
-  // From tokenizer.chat_template; the plain template when the model has none
-  // or one of a family cairn does not render (see chat_template.h).
+  // The --chat-template file given for the model, else its own
+  // tokenizer.chat_template (or a built-in family it falls back to, see
+  // chat_template.h); the plain template when it has none or one that
+  // neither runs nor shows a family (a warning in the log says why).
   std::optional<ChatTemplate> chat_template;
   std::unique_ptr<checkpoint::CheckpointEngine> engine;
   std::unique_ptr<Scheduler> scheduler;
@@ -95,6 +97,14 @@ struct ModelsOptions {
   bool exact_activations = false;  // BackendOptions::exact_activations of every model
   checkpoint::CheckpointOptions checkpoint;
   BuiltinModels builtin;
+  // Model name -> a Jinja chat template file that replaces the model's own
+  // (--chat-template=NAME=FILE). Load fails with INVALID_ARGUMENT for a
+  // name no model has or a template that does not parse, NOT_FOUND for a
+  // file it cannot read.
+  std::map<std::string, std::string> chat_template_files;
+  // strftime_now's clock in chat templates (local civil time); unset: the
+  // machine's.
+  std::function<absl::CivilSecond()> chat_template_clock;
 };
 
 // Thread-safe after Load: read-only.

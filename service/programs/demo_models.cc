@@ -36,8 +36,8 @@ struct Vocab {
   int32_t im_end = -1;
 };
 
-// The usual ChatML (Qwen) Jinja template. cairn recognises its family by the
-// markers and renders it natively (backends/model/chat_template.h).
+// The usual ChatML (Qwen) Jinja template; cairn runs it as the model's own
+// (chat/chat_template.h).
 constexpr const char* kChatMLTemplate =
     "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\\n' + message['content'] + "
     "'<|im_end|>' + '\\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}"

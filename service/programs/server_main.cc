@@ -40,6 +40,9 @@ const char kUsage[] = R"(cairn-server: a gRPC inference service (cairn.v1.Infere
                             a built-in synthetic model: {demo models}.
                             Without --model: every built-in synthetic model (random
                             weights: their text is meaningless).
+  --chat-template=NAME=FILE render model NAME's chat messages with the Jinja
+                            template in FILE instead of its GGUF's
+                            tokenizer.chat_template (repeatable, one per model)
   --backend-plugin=PATH     load a backend family from its plugin library
                             (libcairn_<family>_plugin.so; repeatable); the server
                             refuses to start if one cannot be loaded
@@ -109,6 +112,7 @@ struct ServerFlags {
   std::string log_level;
   std::vector<std::string> models;
   int32_t credentials_refresh = 5;
+  std::vector<std::string> chat_templates;  // NAME=FILE
   int32_t shutdown_grace = 5;
   int32_t shutdown_persist = 5;
   int32_t stalled_stream = 30;
@@ -122,6 +126,7 @@ void DeclareFlags(cairn::service::FlagParser& flags, ServerFlags& f, cairn::serv
   });
   flags.Add("listen", &opt.listen);
   flags.Add("model", &f.models);
+  flags.Add("chat-template", &f.chat_templates);
   flags.Add("backend-plugin", &opt.models_options.backend_plugins);
   flags.Add("threads", &opt.models_options.threads, 0);
   flags.Add("cgroup-root", &opt.cgroup_root);
@@ -170,6 +175,15 @@ absl::Status FinishOptions(const ServerFlags& f, cairn::service::ServerOptions& 
     auto spec = service::ParseModelSpec(m);
     if (!spec.ok()) return spec.status();
     opt.models.push_back(*spec);
+  }
+  for (const std::string& t : f.chat_templates) {
+    const size_t eq = t.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == t.size()) {
+      return absl::InvalidArgumentError(absl::StrCat("--chat-template: expected NAME=FILE, got '", t, "'"));
+    }
+    if (!opt.models_options.chat_template_files.emplace(t.substr(0, eq), t.substr(eq + 1)).second) {
+      return absl::InvalidArgumentError(absl::StrCat("--chat-template: model '", t.substr(0, eq), "' given twice"));
+    }
   }
   opt.shutdown_grace = std::chrono::seconds(f.shutdown_grace);
   opt.shutdown_persist = std::chrono::seconds(f.shutdown_persist);
@@ -250,6 +264,10 @@ int main(int argc, char** argv) {
                  m->name.c_str(), m->info().arch.c_str(), m->info().family.c_str(),
                  m->synthetic ? ", synthetic: random weights" : "", m->context_length(),
                  m->sequence_base_bytes, m->sequence_bytes_per_position);
+    if (m->chat_template.has_value()) {
+      std::fprintf(stderr, "cairn-server: model %s chat template %s\n", m->name.c_str(),
+                   m->chat_template->description().c_str());
+    }
   }
   std::fprintf(stderr, "cairn-server: compute threads per model: %d (%s)\n", (*server)->compute_threads().threads,
                (*server)->compute_threads().source.c_str());

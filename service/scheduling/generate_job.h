@@ -45,6 +45,9 @@ struct GenerateJob {
   std::vector<TokenId> stop_tokens;
   std::vector<std::string> stop_strings;
   bool ignore_eos = false;
+  // End-of-generation tokens that do not end this request (gpt-oss's
+  // <|end|> between the messages of one turn).
+  std::vector<TokenId> continue_tokens;
   bool stream_text = true;
   std::string session_id;
   Clock::time_point received = Clock::now();

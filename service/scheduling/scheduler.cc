@@ -466,6 +466,9 @@ bool Scheduler::Step(Running& r, std::span<const float> logits) {
     Complete(r, tok.status());
     return true;
   }
+  if (options_.forced_token) {
+    if (std::optional<TokenId> forced = options_.forced_token(job, r.generated); forced.has_value()) tok->id = *forced;
+  }
   const Clock::time_point now = Clock::now();
   if (r.generated == 0) r.first_token = now;
   if (const SchedulerMetrics* m = options_.metrics; m != nullptr && r.generated > 0) {
@@ -497,8 +500,9 @@ bool Scheduler::Step(Running& r, std::span<const float> logits) {
     if (std::find(job.stop_tokens.begin(), job.stop_tokens.end(), tok->id) != job.stop_tokens.end()) {
       reason = FinishReason::kStopToken;
       matched = absl::StrCat(tok->id);
-    } else if (!job.ignore_eos && model_.tokenizer != nullptr &&
-               model_.tokenizer->IsEndOfGeneration(tok->id)) {
+    } else if (!job.ignore_eos && model_.tokenizer != nullptr && model_.tokenizer->IsEndOfGeneration(tok->id) &&
+               std::find(job.continue_tokens.begin(), job.continue_tokens.end(), tok->id) ==
+                   job.continue_tokens.end()) {
       reason = FinishReason::kEndOfGeneration;
     } else if (r.generated >= job.max_tokens) {
       reason = FinishReason::kLength;

@@ -36,6 +36,7 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -67,6 +68,11 @@ struct SchedulerOptions {
   int32_t max_unacknowledged_tokens = 32;
   std::chrono::milliseconds stalled_stream{30000};
   const SchedulerMetrics* metrics = nullptr;  // borrowed; null: none
+  // Tests only: a reply forced through the real path. When set and it
+  // returns an id for a request's `n`th generated token (from 0), that id
+  // replaces the sampler's draw (the forward pass runs as always). Called on
+  // the scheduler's thread.
+  std::function<std::optional<TokenId>(const GenerateJob& job, int32_t n)> forced_token;
 };
 
 // What the scheduler runs one model with. Borrowed: the owner (a served

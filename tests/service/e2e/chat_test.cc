@@ -105,7 +105,7 @@ TEST_F(ChatMLTest, MessagesRenderWithControlTokensAndAReplyStreams) {
   for (const auto& m : models.models()) {
     if (m.name() != kChat) continue;
     listed = true;
-    EXPECT_EQ(m.chat_template(), "chatml");
+    EXPECT_EQ(m.chat_template(), "gguf:tokenizer.chat_template");
   }
   EXPECT_TRUE(listed);
   EXPECT_EQ(tok_->token_type(im_start_), TokenType::kControl);

@@ -39,7 +39,7 @@ TEST_F(ServiceTest, ListModelsDescribesBuiltInModels) {
   for (const auto& [n, m] : by) {
     EXPECT_TRUE(m.synthetic());
     EXPECT_TRUE(m.has_tokenizer());
-    EXPECT_EQ(m.chat_template(), n == kChat ? "chatml" : "plain") << n;
+    EXPECT_EQ(m.chat_template(), n == kChat ? "gguf:tokenizer.chat_template" : "plain") << n;
     EXPECT_GT(m.n_vocab(), 300);
     EXPECT_GT(m.context_length(), 0);
   }

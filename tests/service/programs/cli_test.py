@@ -38,10 +38,10 @@ USER = "Tell me about a dog."
 
 
 class CliTest(unittest.TestCase):
-    def test_list_models_names_the_chatml_template(self):
+    def test_list_models_names_the_models_own_template(self):
         r = cli("--list-models")
         self.assertEqual(r.returncode, 0, r.stderr)
-        self.assertRegex(r.stdout, r"demo-chat\tllama\ttransformer\tctx \d+\ttemplate chatml")
+        self.assertRegex(r.stdout, r"demo-chat\tllama\ttransformer\tctx \d+\ttemplate gguf:tokenizer.chat_template")
 
     def test_one_shot_chat_with_messages(self):
         r = cli("--model=demo-chat", "--chat", "--system=" + SYSTEM, "--temperature=0", "--max-tokens=12",

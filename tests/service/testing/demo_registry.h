@@ -5,8 +5,10 @@
 #ifndef CAIRN_TESTS_SERVICE_TESTING_DEMO_REGISTRY_H_
 #define CAIRN_TESTS_SERVICE_TESTING_DEMO_REGISTRY_H_
 
+#include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "backends/register_builtin.h"
@@ -17,14 +19,17 @@
 
 namespace cairn::service::testing {
 
-// `specs` as --model takes them ("tf=demo-transformer"); null (with a test
-// failure) when they do not load.
-inline std::unique_ptr<ModelRegistry> LoadDemoModels(const std::vector<std::string>& specs) {
+// `specs` as --model takes them ("tf=demo-transformer"), with the chat
+// template files --chat-template gives (model name -> file); null (with a
+// test failure) when they do not load.
+inline std::unique_ptr<ModelRegistry> LoadDemoModels(const std::vector<std::string>& specs,
+                                                     std::map<std::string, std::string> chat_template_files = {}) {
   BackendRegistry families;
   EXPECT_TRUE(RegisterBuiltinBackends(families).ok());
   ModelsOptions options;
   options.builtin = DemoModelCatalog();
   options.threads = 1;
+  options.chat_template_files = std::move(chat_template_files);
   std::vector<ModelSpec> parsed;
   for (const std::string& s : specs) {
     auto spec = ParseModelSpec(s);
