@@ -9,7 +9,7 @@ PACKAGES=(
   libprotobuf-dev protobuf-compiler libabsl-dev
   libopenblas-dev
   libgtest-dev libgmock-dev googletest libbenchmark-dev
-  clang libclang-rt-14-dev
+  clang libclang-rt-14-dev clang-format
   prometheus-cpp-dev libssl-dev openssl
   nlohmann-json3-dev
   python3 python3-grpcio python3-protobuf

@@ -14,6 +14,8 @@ cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCAIRN_WERROR=$w
 ninja -C build -j"$(nproc)"
 # The lock annotations (ABSL_GUARDED_BY), checked by clang.
 sh scripts/thread-safety.sh build
+# Every C++ source as .clang-format formats it.
+sh scripts/format.sh --check
 
 if [ "${FUZZ_SECONDS:-60}" != "0" ]; then
   bash scripts/fuzz.sh
