@@ -13,8 +13,8 @@ absl::Status ValidateRunRows(std::span<const int32_t> rows, int64_t n_rows, cons
   for (size_t k = 0; k < rows.size(); ++k) {
     if (rows[k] < 0 || rows[k] >= n_rows || (k > 0 && rows[k] <= rows[k - 1])) {
       return absl::InvalidArgumentError(absl::StrCat(where, what, " row ", rows[k], " (entry ", k,
-                                                     ") is out of range or not ascending for a run of ",
-                                                     n_rows, " rows"));
+                                                     ") is out of range or not ascending for a run of ", n_rows,
+                                                     " rows"));
     }
   }
   return absl::OkStatus();
@@ -53,8 +53,8 @@ absl::Status ValidateForwardBatch(std::span<const SequenceRun> batch, const Forw
       if (run.tokens.empty()) return absl::InvalidArgumentError(where + "empty run");
       for (size_t i = 0; i < run.tokens.size(); ++i) {
         if (run.tokens[i] < 0 || run.tokens[i] >= rules.n_vocab) {
-          return absl::InvalidArgumentError(absl::StrCat(where, "token ", i, " has id ", run.tokens[i],
-                                                         " outside [0, ", rules.n_vocab, ")"));
+          return absl::InvalidArgumentError(
+              absl::StrCat(where, "token ", i, " has id ", run.tokens[i], " outside [0, ", rules.n_vocab, ")"));
         }
       }
       n_rows = static_cast<int64_t>(run.tokens.size());
@@ -84,8 +84,7 @@ absl::Status ValidateForwardBatch(std::span<const SequenceRun> batch, const Forw
   return absl::OkStatus();
 }
 
-absl::Status BackendRegistry::Register(const std::string& family,
-                                       const std::vector<std::string>& archs,
+absl::Status BackendRegistry::Register(const std::string& family, const std::vector<std::string>& archs,
                                        BackendFactory factory) {
   if (factories_.count(family)) {
     return absl::AlreadyExistsError(absl::StrCat("backend family '", family, "' is already registered"));
@@ -93,8 +92,8 @@ absl::Status BackendRegistry::Register(const std::string& family,
   for (const std::string& arch : archs) {
     auto it = arch_to_family_.find(arch);
     if (it != arch_to_family_.end()) {
-      return absl::AlreadyExistsError(absl::StrCat("architecture '", arch,
-                                                   "' is already served by family '", it->second, "'"));
+      return absl::AlreadyExistsError(
+          absl::StrCat("architecture '", arch, "' is already served by family '", it->second, "'"));
     }
   }
   factories_[family] = std::move(factory);
@@ -123,9 +122,9 @@ std::vector<std::string> BackendRegistry::Archs() const {
   return out;
 }
 
-absl::StatusOr<std::unique_ptr<Backend>> BackendRegistry::Create(
-    std::shared_ptr<const ModelFile> model, const BackendOptions& options,
-    const std::string& family_override) const {
+absl::StatusOr<std::unique_ptr<Backend>> BackendRegistry::Create(std::shared_ptr<const ModelFile> model,
+                                                                 const BackendOptions& options,
+                                                                 const std::string& family_override) const {
   std::string family = family_override;
   if (family.empty()) {
     absl::StatusOr<std::string> arch = model->Architecture();
@@ -136,8 +135,8 @@ absl::StatusOr<std::unique_ptr<Backend>> BackendRegistry::Create(
   }
   auto it = factories_.find(family);
   if (it == factories_.end()) {
-    return absl::NotFoundError(absl::StrCat("unknown backend family '", family, "' (registered: ",
-                                            absl::StrJoin(Families(), ", "), ")"));
+    return absl::NotFoundError(
+        absl::StrCat("unknown backend family '", family, "' (registered: ", absl::StrJoin(Families(), ", "), ")"));
   }
   return it->second(std::move(model), options);
 }

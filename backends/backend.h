@@ -19,17 +19,17 @@
 namespace cairn {
 
 struct ModelInfo {
-  std::string name;          // deployment name (file stem by default)
-  std::string arch;          // general.architecture
-  std::string family;        // "transformer", "swa", "recurrent", "hybrid"
+  std::string name;    // deployment name (file stem by default)
+  std::string arch;    // general.architecture
+  std::string family;  // "transformer", "swa", "recurrent", "hybrid"
   int32_t n_vocab = 0;
   int32_t n_ctx_train = 0;
-  int32_t n_embd = 0;        // width of embedding rows accepted by Forward
+  int32_t n_embd = 0;               // width of embedding rows accepted by Forward
   bool accepts_embeddings = false;  // Forward takes embedding chunks (multimodal)
-  MemoryCapabilities caps;   // of a fresh sequence
+  MemoryCapabilities caps;          // of a fresh sequence
   // Forward honours SequenceRun::snapshot_rows (checkpoints inside a run).
   bool snapshots_within_run = false;
-  size_t weight_bytes = 0;   // bytes of weights read per forward token
+  size_t weight_bytes = 0;  // bytes of weights read per forward token
 };
 
 // A run of embedding rows (e.g. from a vision encoder) laid out as an
@@ -49,7 +49,7 @@ struct SequenceRun {
   // Must equal memory->next_pos(): explicit so that a caller that lost track
   // of a sequence gets an error instead of silently wrong positions.
   Pos start_pos = 0;
-  std::span<const TokenId> tokens;   // text tokens at start_pos, start_pos+1, ...
+  std::span<const TokenId> tokens;        // text tokens at start_pos, start_pos+1, ...
   const EmbeddingChunk* chunk = nullptr;  // instead of tokens
   // Indices into the run (0 .. n_rows-1, ascending) whose logits are wanted.
   std::span<const int32_t> logit_rows;
@@ -100,8 +100,7 @@ class Backend {
 // For backends' input validation: OK when `rows` (a run's logit_rows or
 // snapshot_rows, named `what` in the error) ascend strictly within
 // [0, n_rows); otherwise INVALID_ARGUMENT prefixed with `where`.
-absl::Status ValidateRunRows(std::span<const int32_t> rows, int64_t n_rows, const char* what,
-                             const std::string& where);
+absl::Status ValidateRunRows(std::span<const int32_t> rows, int64_t n_rows, const char* what, const std::string& where);
 
 // What one family's Forward accepts, for ValidateForwardBatch.
 struct ForwardRules {
@@ -127,9 +126,9 @@ absl::Status ValidateForwardBatch(std::span<const SequenceRun> batch, const Forw
                                   const std::function<int64_t(const SequenceMemory&)>& stored_rows = {});
 
 struct BackendOptions {
-  std::string name;            // deployment name for ModelInfo
-  int32_t n_threads = 0;       // 0 = all cores
-  int32_t max_context = 0;     // 0 = the model's training context
+  std::string name;         // deployment name for ModelInfo
+  int32_t n_threads = 0;    // 0 = all cores
+  int32_t max_context = 0;  // 0 = the model's training context
   // true: every weight product keeps F32 activations, so logits match the
   // golden (exact-math) files to rounding. false (the default): products
   // with quantized weights (Q8_0, Q4_0, K-quants) quantize the activations
@@ -140,8 +139,8 @@ struct BackendOptions {
 };
 
 // Builds a backend for a model file of one family.
-using BackendFactory = std::function<absl::StatusOr<std::unique_ptr<Backend>>(
-    std::shared_ptr<const ModelFile> model, const BackendOptions& options)>;
+using BackendFactory = std::function<absl::StatusOr<std::unique_ptr<Backend>>(std::shared_ptr<const ModelFile> model,
+                                                                              const BackendOptions& options)>;
 
 // A family as the registry takes it: its name, the architectures it serves
 // (general.architecture values) and the factory of its backends. Each family
@@ -160,8 +159,7 @@ struct BackendFamily {
 class BackendRegistry {
  public:
   // ALREADY_EXISTS when the family or one of the archs is taken.
-  absl::Status Register(const std::string& family, const std::vector<std::string>& archs,
-                        BackendFactory factory);
+  absl::Status Register(const std::string& family, const std::vector<std::string>& archs, BackendFactory factory);
   absl::Status Register(const BackendFamily& family) { return Register(family.name, family.archs, family.create); }
 
   // Family for a GGUF general.architecture; NOT_FOUND naming the arch.
@@ -171,8 +169,7 @@ class BackendRegistry {
 
   // Creates a backend; the family comes from general.architecture unless
   // `family_override` is non-empty (NOT_FOUND for an unknown family).
-  absl::StatusOr<std::unique_ptr<Backend>> Create(std::shared_ptr<const ModelFile> model,
-                                                  const BackendOptions& options,
+  absl::StatusOr<std::unique_ptr<Backend>> Create(std::shared_ptr<const ModelFile> model, const BackendOptions& options,
                                                   const std::string& family_override = "") const;
 
  private:

@@ -6,9 +6,7 @@
 
 namespace cairn {
 
-const char* ScopeName(SnapshotScope scope) {
-  return scope == SnapshotScope::kFull ? "full" : "checkpoint";
-}
+const char* ScopeName(SnapshotScope scope) { return scope == SnapshotScope::kFull ? "full" : "checkpoint"; }
 
 void KeepFreedSnapshotMemory() {
   // Blocks up to 1 GiB come from the heap instead of their own mmap, and the

@@ -49,10 +49,10 @@ const char* ScopeName(SnapshotScope scope);
 // be stored, written to disk and read back. `layout` identifies the model and
 // memory geometry that produced it; Restore refuses a foreign layout.
 struct Snapshot {
-  Pos pos = 0;                 // the memory's next_pos() when captured
+  Pos pos = 0;  // the memory's next_pos() when captured
   SnapshotScope scope = SnapshotScope::kCheckpoint;
-  uint64_t layout = 0;         // fingerprint of model + memory geometry
-  std::vector<uint8_t> data;   // family-defined encoding
+  uint64_t layout = 0;        // fingerprint of model + memory geometry
+  std::vector<uint8_t> data;  // family-defined encoding
 
   size_t bytes() const { return data.size(); }
 };

@@ -19,8 +19,8 @@ std::string LayoutMismatch(const BackendPluginInfo& info) {
   std::vector<std::string> differ;
   for (size_t i = 0; i < kNumBoundaryTypes; ++i) {
     if (info.boundary_type_sizes[i] != kSizes[i]) {
-      differ.push_back(absl::StrCat(kBoundaryTypeNames[i], " ", info.boundary_type_sizes[i], " bytes (here ",
-                                    kSizes[i], ")"));
+      differ.push_back(
+          absl::StrCat(kBoundaryTypeNames[i], " ", info.boundary_type_sizes[i], " bytes (here ", kSizes[i], ")"));
     }
   }
   return absl::StrJoin(differ, ", ");
@@ -45,9 +45,9 @@ absl::Status CheckBuild(const BackendPluginInfo& info, const std::string& where)
                                                       ": rebuild the plugin"));
   }
   if (info.toolchain == nullptr || std::string_view(info.toolchain) != __VERSION__) {
-    return absl::FailedPreconditionError(
-        absl::StrCat(where, "built with compiler '", info.toolchain != nullptr ? info.toolchain : "?",
-                     "', this server with '", __VERSION__, "': rebuild the plugin"));
+    return absl::FailedPreconditionError(absl::StrCat(where, "built with compiler '",
+                                                      info.toolchain != nullptr ? info.toolchain : "?",
+                                                      "', this server with '", __VERSION__, "': rebuild the plugin"));
   }
   return absl::OkStatus();
 }

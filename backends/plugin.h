@@ -50,11 +50,15 @@ inline constexpr uint32_t kAbseilLtsVersion = 0;  // a build of abseil's head, n
 // of, and every type the server and a plugin pass to each other (by value,
 // reference or pointer). X(type) for each, in a fixed order, named so that
 // they resolve in any namespace.
-#define CAIRN_BOUNDARY_TYPES(X)                                                                          \
-  X(std::string) X(absl::Status) X(cairn::BackendFactory) X(cairn::BackendFamily) X(cairn::BackendOptions) \
-  X(cairn::ModelInfo) X(cairn::MemoryCapabilities) X(cairn::SequenceRun) X(cairn::EmbeddingChunk)          \
-  X(cairn::RunLogits) X(cairn::Snapshot) X(cairn::ModelFile) X(cairn::GgufFile) X(cairn::TensorInfo)       \
-  X(cairn::Metadata) X(cairn::MetadataValue)
+// (Formatted by hand: clang-format does not reach a fixed point on it.)
+// clang-format off
+#define CAIRN_BOUNDARY_TYPES(X)                                                           \
+  X(std::string) X(absl::Status)                                                          \
+  X(cairn::BackendFactory) X(cairn::BackendFamily) X(cairn::BackendOptions)               \
+  X(cairn::ModelInfo) X(cairn::MemoryCapabilities) X(cairn::SequenceRun)                  \
+  X(cairn::EmbeddingChunk) X(cairn::RunLogits) X(cairn::Snapshot) X(cairn::ModelFile)     \
+  X(cairn::GgufFile) X(cairn::TensorInfo) X(cairn::Metadata) X(cairn::MetadataValue)
+// clang-format on
 
 #define CAIRN_BOUNDARY_TYPE_NAME(T) #T,
 inline constexpr const char* kBoundaryTypeNames[] = {CAIRN_BOUNDARY_TYPES(CAIRN_BOUNDARY_TYPE_NAME)};
@@ -66,11 +70,11 @@ inline constexpr size_t kNumBoundaryTypes = sizeof(kBoundaryTypeNames) / sizeof(
 // computed where the struct is (the plugin), never a shared symbol: a
 // symbol could be bound to another module's copy.
 struct BackendPluginInfo {
-  uint32_t abi_version;         // first: read before any other field
-  uint32_t abseil_lts_version;  // kAbseilLtsVersion of the plugin's build
-  const char* toolchain;        // __VERSION__ of the compiler that built the plugin
+  uint32_t abi_version;                             // first: read before any other field
+  uint32_t abseil_lts_version;                      // kAbseilLtsVersion of the plugin's build
+  const char* toolchain;                            // __VERSION__ of the compiler that built the plugin
   uint32_t boundary_type_sizes[kNumBoundaryTypes];  // sizeof each CAIRN_BOUNDARY_TYPES, in its build
-  BackendFamily (*family)();    // the family it serves
+  BackendFamily (*family)();                        // the family it serves
 };
 
 // Loads the plugin at `path` and registers its family into `registry`.
@@ -89,10 +93,10 @@ absl::Status LoadBackendPlugin(const std::string& path, BackendRegistry& registr
 // returns, with this build's ABI version, abseil release, compiler and
 // boundary type sizes.
 #define CAIRN_BOUNDARY_TYPE_SIZE(T) static_cast<uint32_t>(sizeof(T)),
-#define CAIRN_BACKEND_PLUGIN_INFO(family_fn)                                                      \
-  ::cairn::BackendPluginInfo {                                                                    \
-    ::cairn::kBackendPluginAbiVersion, ::cairn::kAbseilLtsVersion, __VERSION__,                   \
-        {CAIRN_BOUNDARY_TYPES(CAIRN_BOUNDARY_TYPE_SIZE)}, family_fn                                \
+#define CAIRN_BACKEND_PLUGIN_INFO(family_fn)                                    \
+  ::cairn::BackendPluginInfo {                                                  \
+    ::cairn::kBackendPluginAbiVersion, ::cairn::kAbseilLtsVersion, __VERSION__, \
+        {CAIRN_BOUNDARY_TYPES(CAIRN_BOUNDARY_TYPE_SIZE)}, family_fn             \
   }
 
 // Defines the entry point of a plugin serving the family `family_expr` (a
@@ -100,10 +104,10 @@ absl::Status LoadBackendPlugin(const std::string& path, BackendRegistry& registr
 // plugin's own source file (backends/<family>/plugin.cc).
 #define CAIRN_BACKEND_PLUGIN(family_expr)                                                                      \
   namespace {                                                                                                  \
-  ::cairn::BackendFamily CairnPluginFamily() { return family_expr; }                                          \
+  ::cairn::BackendFamily CairnPluginFamily() { return family_expr; }                                           \
   }                                                                                                            \
   extern "C" __attribute__((visibility("default"))) const ::cairn::BackendPluginInfo* cairn_backend_plugin() { \
-    static const ::cairn::BackendPluginInfo info = CAIRN_BACKEND_PLUGIN_INFO(&CairnPluginFamily);             \
+    static const ::cairn::BackendPluginInfo info = CAIRN_BACKEND_PLUGIN_INFO(&CairnPluginFamily);              \
     return &info;                                                                                              \
   }
 

@@ -7,11 +7,11 @@
 #include <chrono>
 #include <cstdint>
 #include <initializer_list>
-#include <utility>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -24,9 +24,7 @@ namespace cairn::bench {
 
 using Clock = std::chrono::steady_clock;
 
-inline double Seconds(Clock::time_point a, Clock::time_point b) {
-  return std::chrono::duration<double>(b - a).count();
-}
+inline double Seconds(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); }
 inline double Since(Clock::time_point t0) { return Seconds(t0, Clock::now()); }
 
 // Seconds of the best of `reps` runs of fn.

@@ -20,9 +20,9 @@
 //   decode_bandwidth [--threads 1,2] [--rounds 7] [--mib 384]
 //                    [--types f32,f16,bf16,q8_0,q4_0,q4_k,q5_k,q6_k]
 //                    [--activations default|exact] [--clock wall|cpu]
+#include <time.h>
 #include <algorithm>
 #include <optional>
-#include <time.h>
 
 #include <cstdio>
 #include <string>
@@ -146,12 +146,13 @@ int main(int argc, char** argv) {
   using namespace cairn;
   const Flags flags = ParseFlags(argc, argv);
   const size_t bytes = static_cast<size_t>(flags.mib) << 20;
-  std::printf("decode: one token through %lld MiB of bench-llama layers per type (%s activations), kernels %s;\n"
-              "read: bench_util's read loop over as many bytes; medians of %d alternating rounds, %s\n",
-              static_cast<long long>(flags.mib),
-              flags.precision == MatMulPrecision::kExact ? "exact" : "default", IsaName(BestIsa()).data(),
-              flags.rounds, flags.cpu_clock ? "CPU time per thread" : "wall clock");
-  std::printf("| type | threads | weights MiB | decode GB/s | read GB/s | decode / read |\n|---|---|---|---|---|---|\n");
+  std::printf(
+      "decode: one token through %lld MiB of bench-llama layers per type (%s activations), kernels %s;\n"
+      "read: bench_util's read loop over as many bytes; medians of %d alternating rounds, %s\n",
+      static_cast<long long>(flags.mib), flags.precision == MatMulPrecision::kExact ? "exact" : "default",
+      IsaName(BestIsa()).data(), flags.rounds, flags.cpu_clock ? "CPU time per thread" : "wall clock");
+  std::printf(
+      "| type | threads | weights MiB | decode GB/s | read GB/s | decode / read |\n|---|---|---|---|---|---|\n");
   const std::vector<float> read_buf(bytes / sizeof(float), 1.0f);
   Rng rng;
   for (GgmlType type : flags.types) {
@@ -174,7 +175,8 @@ int main(int argc, char** argv) {
           for (const WeightMatrix& w : stack) MatMul(w, x.data(), 1, y.data(), pool, flags.precision);
         });
         double read_bps = 0;
-        const double read_s = Time(flags.cpu_clock, threads, [&] { read_bps = bench::ReadBandwidth(pool, read_buf, 1); });
+        const double read_s =
+            Time(flags.cpu_clock, threads, [&] { read_bps = bench::ReadBandwidth(pool, read_buf, 1); });
         if (flags.cpu_clock) read_bps = static_cast<double>(read_buf.size() * sizeof(float)) / read_s;
         if (r == 0) continue;  // warm-up: first touches, thread start
         decode.push_back(static_cast<double>(stack_bytes) / s);

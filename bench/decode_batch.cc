@@ -71,8 +71,8 @@ double StepSeconds(Backend& b, std::vector<std::unique_ptr<SequenceMemory>>& mem
   for (int step = 0; step < steps; ++step) {
     std::vector<SequenceRun> runs(n);
     for (size_t s = 0; s < n; ++s) {
-      runs[s] = SequenceRun{mems[s].get(), mems[s]->next_pos(), std::span<const TokenId>(&next[s], 1), nullptr,
-                            kRow0, {}};
+      runs[s] =
+          SequenceRun{mems[s].get(), mems[s]->next_pos(), std::span<const TokenId>(&next[s], 1), nullptr, kRow0, {}};
     }
     auto out = b.Forward(runs);
     if (!out.ok()) {

@@ -54,7 +54,7 @@ using bench::Seconds;
 // The (n_in, n_out) products of one prompt step, with multiplicity.
 std::vector<std::pair<int64_t, int64_t>> Products(const synthetic::LlamaShape& s) {
   const int64_t kv = s.n_embd / s.n_head * s.n_head_kv;
-  return {{s.n_embd, s.n_embd}, {s.n_embd, kv}, {s.n_embd, kv}, {s.n_embd, s.n_embd},
+  return {{s.n_embd, s.n_embd}, {s.n_embd, kv},     {s.n_embd, kv},    {s.n_embd, s.n_embd},
           {s.n_embd, s.n_ff},   {s.n_embd, s.n_ff}, {s.n_ff, s.n_embd}};
 }
 
@@ -157,8 +157,9 @@ Result RunOne(const synthetic::LlamaShape& s, GgmlType type, bool exact, int thr
   for (int rep = 0; rep < 3; ++rep) {
     auto mem = b.NewSequence();
     const int32_t last = static_cast<int32_t>(prompt - 1);
-    SequenceRun run{mem->get(), 0, std::span<const TokenId>(tokens).subspan(0, prompt), nullptr,
-                    std::span<const int32_t>(&last, 1), {}};
+    SequenceRun run{
+        mem->get(), 0, std::span<const TokenId>(tokens).subspan(0, prompt), nullptr, std::span<const int32_t>(&last, 1),
+        {}};
     auto t0 = Clock::now();
     auto out = b.Forward(std::span<const SequenceRun>(&run, 1));
     best_prompt = std::min(best_prompt, Seconds(t0, Clock::now()));
@@ -176,8 +177,8 @@ Result RunOne(const synthetic::LlamaShape& s, GgmlType type, bool exact, int thr
   const int32_t row0 = 0;
   double best_token = 1e30;
   for (int i = 0; i < decode + 2; ++i) {
-    SequenceRun run{mem->get(), i, std::span<const TokenId>(tokens).subspan(i, 1), nullptr,
-                    std::span<const int32_t>(&row0, 1), {}};
+    SequenceRun run{
+        mem->get(), i, std::span<const TokenId>(tokens).subspan(i, 1), nullptr, std::span<const int32_t>(&row0, 1), {}};
     auto t0 = Clock::now();
     auto out = b.Forward(std::span<const SequenceRun>(&run, 1));
     if (i >= 2) best_token = std::min(best_token, Seconds(t0, Clock::now()));  // 2 warm-up tokens
@@ -202,7 +203,12 @@ int main(int argc, char** argv) {
     if (std::string(argv[i]) == "--model") return bench::FileSpeedMain(argc, argv, "forward");
   }
   // bench-llama's shape (BENCHMARKS.md) unless the flags say otherwise.
-  synthetic::LlamaShape s{.n_embd = 2048, .n_ff = 5632, .n_vocab = 32000, .n_layer = 8, .n_head = 16, .n_head_kv = 8,
+  synthetic::LlamaShape s{.n_embd = 2048,
+                          .n_ff = 5632,
+                          .n_vocab = 32000,
+                          .n_layer = 8,
+                          .n_head = 16,
+                          .n_head_kv = 8,
                           .rope_base = 500000.0f};
   int threads = 2;
   int64_t prompt = 512;
@@ -212,40 +218,61 @@ int main(int argc, char** argv) {
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string k = argv[i], v = argv[i + 1];
     bool ok = true;
-    if (k == "--threads") ok = absl::SimpleAtoi(v, &threads);
-    else if (k == "--layers") ok = absl::SimpleAtoi(v, &s.n_layer);
-    else if (k == "--embd") ok = absl::SimpleAtoi(v, &s.n_embd);
-    else if (k == "--ff") ok = absl::SimpleAtoi(v, &s.n_ff);
-    else if (k == "--heads") ok = absl::SimpleAtoi(v, &s.n_head);
-    else if (k == "--kv-heads") ok = absl::SimpleAtoi(v, &s.n_head_kv);
-    else if (k == "--vocab") ok = absl::SimpleAtoi(v, &s.n_vocab);
-    else if (k == "--prompt") ok = absl::SimpleAtoi(v, &prompt);
-    else if (k == "--decode") ok = absl::SimpleAtoi(v, &decode);
-    else if (k == "--types") types = v;
-    else if (k == "--activations") activations = v;
-    else ok = false;
+    if (k == "--threads")
+      ok = absl::SimpleAtoi(v, &threads);
+    else if (k == "--layers")
+      ok = absl::SimpleAtoi(v, &s.n_layer);
+    else if (k == "--embd")
+      ok = absl::SimpleAtoi(v, &s.n_embd);
+    else if (k == "--ff")
+      ok = absl::SimpleAtoi(v, &s.n_ff);
+    else if (k == "--heads")
+      ok = absl::SimpleAtoi(v, &s.n_head);
+    else if (k == "--kv-heads")
+      ok = absl::SimpleAtoi(v, &s.n_head_kv);
+    else if (k == "--vocab")
+      ok = absl::SimpleAtoi(v, &s.n_vocab);
+    else if (k == "--prompt")
+      ok = absl::SimpleAtoi(v, &prompt);
+    else if (k == "--decode")
+      ok = absl::SimpleAtoi(v, &decode);
+    else if (k == "--types")
+      types = v;
+    else if (k == "--activations")
+      activations = v;
+    else
+      ok = false;
     if (!ok) {
       std::fprintf(stderr, "bad flag %s %s\n", k.c_str(), v.c_str());
       return 2;
     }
   }
-  std::printf("synthetic llama: n_embd %lld, %d layers, %d/%d heads, ffn %lld, vocab %lld; %d threads; "
-              "prompt %lld tokens, decode %d tokens\n",
-              static_cast<long long>(s.n_embd), s.n_layer, s.n_head, s.n_head_kv, static_cast<long long>(s.n_ff),
-              static_cast<long long>(s.n_vocab), threads, static_cast<long long>(prompt), decode);
-  std::printf("rooflines measured beside each row: cblas_sgemm (OpenBLAS threads) on the prompt's products; "
-              "copy loop (read+write bytes) and read loop over 512 MiB\n\n");
-  std::printf("%-6s %9s | %11s %10s %7s | %10s %8s %8s %6s %8s %6s\n", "type", "weights", "prompt t/s",
-              "sgemm t/s", "%sgemm", "decode t/s", "GB/s", "copy GB/s", "%copy", "read GB/s", "%read");
+  std::printf(
+      "synthetic llama: n_embd %lld, %d layers, %d/%d heads, ffn %lld, vocab %lld; %d threads; "
+      "prompt %lld tokens, decode %d tokens\n",
+      static_cast<long long>(s.n_embd), s.n_layer, s.n_head, s.n_head_kv, static_cast<long long>(s.n_ff),
+      static_cast<long long>(s.n_vocab), threads, static_cast<long long>(prompt), decode);
+  std::printf(
+      "rooflines measured beside each row: cblas_sgemm (OpenBLAS threads) on the prompt's products; "
+      "copy loop (read+write bytes) and read loop over 512 MiB\n\n");
+  std::printf("%-6s %9s | %11s %10s %7s | %10s %8s %8s %6s %8s %6s\n", "type", "weights", "prompt t/s", "sgemm t/s",
+              "%sgemm", "decode t/s", "GB/s", "copy GB/s", "%copy", "read GB/s", "%read");
   for (absl::string_view t : absl::StrSplit(types, ',')) {
     GgmlType type;
-    if (t == "f32") type = GgmlType::kF32;
-    else if (t == "f16") type = GgmlType::kF16;
-    else if (t == "q8_0") type = GgmlType::kQ8_0;
-    else if (t == "q4_0") type = GgmlType::kQ4_0;
-    else if (t == "q4_k") type = GgmlType::kQ4_K;
-    else if (t == "q5_k") type = GgmlType::kQ5_K;
-    else if (t == "q6_k") type = GgmlType::kQ6_K;
+    if (t == "f32")
+      type = GgmlType::kF32;
+    else if (t == "f16")
+      type = GgmlType::kF16;
+    else if (t == "q8_0")
+      type = GgmlType::kQ8_0;
+    else if (t == "q4_0")
+      type = GgmlType::kQ4_0;
+    else if (t == "q4_k")
+      type = GgmlType::kQ4_K;
+    else if (t == "q5_k")
+      type = GgmlType::kQ5_K;
+    else if (t == "q6_k")
+      type = GgmlType::kQ6_K;
     else {
       std::fprintf(stderr, "unknown type %s\n", std::string(t).c_str());
       return 2;
@@ -256,10 +283,10 @@ int main(int argc, char** argv) {
         return 2;
       }
       Result r = RunOne(s, type, a == "exact", threads, prompt, decode);
-      std::printf("%-6s %7.2f G | %11.1f %10.1f %6.0f%% | %10.2f %8.1f %9.1f %5.0f%% %9.1f %5.0f%%\n",
-                  r.type.c_str(), r.weight_gib, r.prompt_tps, r.sgemm_tps, 100.0 * r.prompt_tps / r.sgemm_tps,
-                  r.decode_tps, r.decode_gbs, r.copy_bw / 1e9, 100.0 * r.decode_gbs * 1e9 / r.copy_bw,
-                  r.read_bw / 1e9, 100.0 * r.decode_gbs * 1e9 / r.read_bw);
+      std::printf("%-6s %7.2f G | %11.1f %10.1f %6.0f%% | %10.2f %8.1f %9.1f %5.0f%% %9.1f %5.0f%%\n", r.type.c_str(),
+                  r.weight_gib, r.prompt_tps, r.sgemm_tps, 100.0 * r.prompt_tps / r.sgemm_tps, r.decode_tps,
+                  r.decode_gbs, r.copy_bw / 1e9, 100.0 * r.decode_gbs * 1e9 / r.copy_bw, r.read_bw / 1e9,
+                  100.0 * r.decode_gbs * 1e9 / r.read_bw);
       std::fflush(stdout);
     }
   }

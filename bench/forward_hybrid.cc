@@ -66,10 +66,21 @@ struct Spec {
 
 // Qwen3.5-0.8B's shapes (BENCHMARKS.md bench-qwen35), tied output.
 Spec Qwen35Spec() {
-  const synthetic::Qwen35Shape q{.n_embd = 1024, .n_vocab = kVocab, .n_ff = 3584, .n_layer = 24, .n_head = 8,
-                                 .n_head_kv = 2, .head_dim = 256, .full_attention_interval = 4, .rope_dims = 64,
-                                 .rope_sections = {11, 11, 10, 0}, .ssm_k_heads = 16, .ssm_v_heads = 16,
-                                 .d_state = 128, .n_ctx = 1 << 16, .tied_output = true};
+  const synthetic::Qwen35Shape q{.n_embd = 1024,
+                                 .n_vocab = kVocab,
+                                 .n_ff = 3584,
+                                 .n_layer = 24,
+                                 .n_head = 8,
+                                 .n_head_kv = 2,
+                                 .head_dim = 256,
+                                 .full_attention_interval = 4,
+                                 .rope_dims = 64,
+                                 .rope_sections = {11, 11, 10, 0},
+                                 .ssm_k_heads = 16,
+                                 .ssm_v_heads = 16,
+                                 .d_state = 128,
+                                 .n_ctx = 1 << 16,
+                                 .tied_output = true};
   Spec s{"qwen35", synthetic::Qwen35(q), q.n_embd, q.n_layer, q.n_ff, q.n_head_kv, q.head_dim, q.d_conv};
   for (int32_t l = 0; l < q.n_layer; ++l) s.n_rec += !q.attention(l);
   s.conv_channels = q.conv_channels();
@@ -79,10 +90,21 @@ Spec Qwen35Spec() {
 
 // A granitehybrid of similar size: attention at 5, 11, 17, 23.
 Spec GraniteSpec() {
-  const synthetic::GraniteHybridShape g{.n_embd = 1024, .n_ff = 2816, .n_vocab = kVocab, .n_layer = 24, .n_head = 16,
-                                        .n_head_kv = 4, .attention_period = 6, .d_inner = 2048, .d_state = 128,
-                                        .ssm_heads = 32, .n_ctx = 1 << 16, .embedding_scale = 12.0f,
-                                        .residual_scale = 0.22f, .logit_scale = 8.0f, .tied_output = true};
+  const synthetic::GraniteHybridShape g{.n_embd = 1024,
+                                        .n_ff = 2816,
+                                        .n_vocab = kVocab,
+                                        .n_layer = 24,
+                                        .n_head = 16,
+                                        .n_head_kv = 4,
+                                        .attention_period = 6,
+                                        .d_inner = 2048,
+                                        .d_state = 128,
+                                        .ssm_heads = 32,
+                                        .n_ctx = 1 << 16,
+                                        .embedding_scale = 12.0f,
+                                        .residual_scale = 0.22f,
+                                        .logit_scale = 8.0f,
+                                        .tied_output = true};
   Spec s{"granitehybrid", synthetic::GraniteHybrid(g), g.n_embd, g.n_layer, g.n_ff, g.n_head_kv, g.head_dim(),
          g.d_conv};
   for (int32_t l = 0; l < g.n_layer; ++l) s.n_rec += !g.attention(l);
@@ -126,11 +148,12 @@ int RunModel(const std::string& which, GgmlType type, int threads, int prompt, i
     return 1;
   }
   Backend& b = **backend;
-  std::printf("\n== synthetic %s: n_embd %ld, %ld layers (%ld recurrent, %ld attention), ffn %ld, vocab %ld, %s; "
-              "built in %.1f s; weights read per token %.1f MiB\n",
-              which.c_str(), s.n_embd, s.n_layer, s.n_rec, s.n_attn(), s.n_ff, kVocab,
-              type == GgmlType::kF32 ? "F32" : "Q8_0 matrices",
-              Seconds(t_build, Clock::now()), b.info().weight_bytes / 1048576.0);
+  std::printf(
+      "\n== synthetic %s: n_embd %ld, %ld layers (%ld recurrent, %ld attention), ffn %ld, vocab %ld, %s; "
+      "built in %.1f s; weights read per token %.1f MiB\n",
+      which.c_str(), s.n_embd, s.n_layer, s.n_rec, s.n_attn(), s.n_ff, kVocab,
+      type == GgmlType::kF32 ? "F32" : "Q8_0 matrices", Seconds(t_build, Clock::now()),
+      b.info().weight_bytes / 1048576.0);
 
   std::vector<TokenId> tokens(static_cast<size_t>(prompt));
   for (int i = 0; i < prompt; ++i) tokens[i] = static_cast<TokenId>((i * 7919 + 1) % kVocab);
@@ -185,8 +208,8 @@ int RunModel(const std::string& which, GgmlType type, int threads, int prompt, i
               static_cast<double>(full_bytes) / (cp_formula + kv_formula), s.n_attn(), s.n_head_kv * s.head_dim, rows);
   std::printf("%-36s %12.3f ms %11.3f ms %7.2fx  (baseline: memcpy of the same bytes into a fresh vector)\n",
               "capture one checkpoint", capture_s * 1e3, memcpy_fresh_s * 1e3, capture_s / memcpy_fresh_s);
-  std::printf("%-36s %12.3f ms %11.3f ms %7.2fx  (baseline: memcpy of the same bytes into a reused buffer)\n", "restore one checkpoint",
-              restore_s * 1e3, memcpy_s * 1e3, restore_s / memcpy_s);
+  std::printf("%-36s %12.3f ms %11.3f ms %7.2fx  (baseline: memcpy of the same bytes into a reused buffer)\n",
+              "restore one checkpoint", restore_s * 1e3, memcpy_s * 1e3, restore_s / memcpy_s);
   return 0;
 }
 
@@ -203,13 +226,15 @@ int Main(int argc, char** argv) {
   bench::IntFlags(argc, argv, {{"--threads", &threads}, {"--prompt", &prompt}, {"--decode", &decode}});
   if (threads <= 0 || prompt <= 0 || decode <= 0 || (which != "all" && which != "qwen35" && which != "granitehybrid") ||
       (types != "all" && types != "f32" && types != "q8_0")) {
-    std::fprintf(stderr, "usage: bench_forward_hybrid [--threads N] [--prompt N] [--decode N] "
-                         "[--model qwen35|granitehybrid|all] [--type f32|q8_0|all]\n");
+    std::fprintf(stderr,
+                 "usage: bench_forward_hybrid [--threads N] [--prompt N] [--decode N] "
+                 "[--model qwen35|granitehybrid|all] [--type f32|q8_0|all]\n");
     return 2;
   }
   std::printf("%d threads; baselines measured right before each figure\n", threads);
-  std::printf("reference (BENCHMARKS.md, llama.cpp bench-qwen35, same machine kind, 2 threads): F32 prompt 133/s, "
-              "decode 17.4/s; Q8_0 prompt 208/s, decode 49.0/s\n");
+  std::printf(
+      "reference (BENCHMARKS.md, llama.cpp bench-qwen35, same machine kind, 2 threads): F32 prompt 133/s, "
+      "decode 17.4/s; Q8_0 prompt 208/s, decode 49.0/s\n");
   for (const std::string m : {"qwen35", "granitehybrid"}) {
     if (which != "all" && which != m) continue;
     for (GgmlType t : {GgmlType::kF32, GgmlType::kQ8_0}) {

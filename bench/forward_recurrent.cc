@@ -41,8 +41,10 @@ int Main(int argc, char** argv) {
   int threads = 2, prompt = 512, decode = 32;
   bench::IntFlags(argc, argv, {{"--threads", &threads}, {"--prompt", &prompt}, {"--decode", &decode}});
   const synthetic::Mamba2Shape s{.n_embd = 1024, .n_vocab = 32000, .d_state = 128, .n_head = 16, .n_layer = 24};
-  std::printf("synthetic mamba2: n_embd %ld, %ld layers, d_inner %ld, d_state %ld, %ld heads, %ld group, vocab %ld, F32, %d threads\n",
-              s.n_embd, s.n_layer, s.inner(), s.d_state, s.n_head, s.n_group, s.n_vocab, threads);
+  std::printf(
+      "synthetic mamba2: n_embd %ld, %ld layers, d_inner %ld, d_state %ld, %ld heads, %ld group, vocab %ld, F32, %d "
+      "threads\n",
+      s.n_embd, s.n_layer, s.inner(), s.d_state, s.n_head, s.n_group, s.n_vocab, threads);
 
   // The machine is shared: every measurement is repeated `reps` times, each
   // time right next to its baseline, and the best of each is kept, so that
@@ -140,7 +142,8 @@ int Main(int argc, char** argv) {
       std::vector<SequenceRun> runs(kBatch);
       for (int k = 0; k < kBatch; ++k) {
         toks[k] = static_cast<TokenId>((i * 31 + k * 7) % s.n_vocab);
-        runs[k] = SequenceRun{seqs[k].get(), seqs[k]->next_pos(), std::span<const TokenId>(&toks[k], 1), nullptr, row0, {}};
+        runs[k] =
+            SequenceRun{seqs[k].get(), seqs[k]->next_pos(), std::span<const TokenId>(&toks[k], 1), nullptr, row0, {}};
       }
       if (!b.Forward(runs).ok()) std::abort();
     }
@@ -156,32 +159,35 @@ int Main(int argc, char** argv) {
   for (int r = 0; r < 10; ++r) {
     memcpy_s = std::min(memcpy_s, Best(1, [&] { std::memcpy(dst.data(), src.data(), state_bytes); }));
     memcpy_fresh_s = std::min(memcpy_fresh_s, Best(1, [&] {
-      std::vector<uint8_t> fresh(src.begin(), src.end());
-      if (fresh[state_bytes / 2] != 1) std::abort();
-    }));
+                                std::vector<uint8_t> fresh(src.begin(), src.end());
+                                if (fresh[state_bytes / 2] != 1) std::abort();
+                              }));
     capture_s = std::min(capture_s, Best(1, [&] { snap = *memory->Capture(SnapshotScope::kCheckpoint); }));
     restore_s = std::min(restore_s, Best(1, [&] {
-      if (!memory->Restore(snap).ok()) std::abort();
-    }));
+                           if (!memory->Restore(snap).ok()) std::abort();
+                         }));
   }
 
   std::printf("\n%-34s %14s %14s %8s\n", "row", "cairn", "baseline", "ratio");
   std::printf("%-34s %12.1f/s %12.1f/s %7.1f%%   (baseline: cblas_sgemm %.1f GFLOP/s on the projections)\n",
               "prompt tokens/s (512)", prompt_tps, prompt_roof_tps, 100.0 * prompt_tps / prompt_roof_tps,
               sgemm_flops / 1e9);
-  std::printf("%-34s %12.2f/s %12.2f/s %7.1f%%   (baseline: %.1f MiB weights at %.1f GB/s read)\n",
-              "decode tokens/s", 1.0 / decode_s, 1.0 / decode_roof_s, 100.0 * decode_roof_s / decode_s,
-              b.info().weight_bytes / 1048576.0, bandwidth / 1e9);
+  std::printf("%-34s %12.2f/s %12.2f/s %7.1f%%   (baseline: %.1f MiB weights at %.1f GB/s read)\n", "decode tokens/s",
+              1.0 / decode_s, 1.0 / decode_roof_s, 100.0 * decode_roof_s / decode_s, b.info().weight_bytes / 1048576.0,
+              bandwidth / 1e9);
   std::printf("%-34s %12.2f/s %12.2f/s %7.2fx  (baseline: single-sequence decode above)\n",
-              "decode, 8 sequences per Forward", kBatch / batch_step_s, 1.0 / decode_s, kBatch / batch_step_s * decode_s);
-  std::printf("%-34s %12.1f/s %12.1f/s %7.1f%%   (%zu snapshots inside the run, %.3f ms each; baseline: the same run without)\n",
-              "prompt tokens/s, tail snapshots", prompt / tail_s, prompt / prompt_s, 100.0 * prompt_s / tail_s,
-              tail_rows.size(), 1e3 * (tail_s - prompt_s) / static_cast<double>(tail_rows.size()));
+              "decode, 8 sequences per Forward", kBatch / batch_step_s, 1.0 / decode_s,
+              kBatch / batch_step_s * decode_s);
+  std::printf(
+      "%-34s %12.1f/s %12.1f/s %7.1f%%   (%zu snapshots inside the run, %.3f ms each; baseline: the same run "
+      "without)\n",
+      "prompt tokens/s, tail snapshots", prompt / tail_s, prompt / prompt_s, 100.0 * prompt_s / tail_s,
+      tail_rows.size(), 1e3 * (tail_s - prompt_s) / static_cast<double>(tail_rows.size()));
   kept.clear();
   std::printf("%-34s %14zu\n", "state bytes per sequence", state_bytes);
-  std::printf("%-34s %12.3f ms %11.3f ms %7.2fx  (baseline: memcpy into a fresh vector; into a reused buffer %.3f ms)\n",
-              "capture one state", capture_s * 1e3, memcpy_fresh_s * 1e3, capture_s / memcpy_fresh_s,
-              memcpy_s * 1e3);
+  std::printf(
+      "%-34s %12.3f ms %11.3f ms %7.2fx  (baseline: memcpy into a fresh vector; into a reused buffer %.3f ms)\n",
+      "capture one state", capture_s * 1e3, memcpy_fresh_s * 1e3, capture_s / memcpy_fresh_s, memcpy_s * 1e3);
   std::printf("%-34s %12.3f ms %11.3f ms %7.2fx  (baseline: memcpy into a reused buffer)\n", "restore one state",
               restore_s * 1e3, memcpy_s * 1e3, restore_s / memcpy_s);
   return 0;

@@ -76,15 +76,26 @@ void Prefill(Backend& b, SequenceMemory* mem, const std::vector<TokenId>& tokens
 
 int Main(int argc, char** argv) {
   int threads = 2, prompt = 512, decode = 16, context = 4096, layers = 12;
-  bench::IntFlags(argc, argv, {{"--threads", &threads}, {"--prompt", &prompt}, {"--decode", &decode},
-                               {"--context", &context}, {"--layers", &layers}});
+  bench::IntFlags(argc, argv,
+                  {{"--threads", &threads},
+                   {"--prompt", &prompt},
+                   {"--decode", &decode},
+                   {"--context", &context},
+                   {"--layers", &layers}});
   // Gemma 3 1B's attention geometry.
-  synthetic::GemmaShape s{.n_embd = 1152, .n_ff = 6912, .n_vocab = 32000, .n_layer = layers, .n_head = 4,
-                          .n_head_kv = 1, .head_dim = 256, .window = 512, .pattern = 6};
-  std::printf("synthetic gemma3: n_embd %ld, %ld layers (%ld local, window %ld), %ld heads / %ld KV heads of %ld, "
-              "ffn %ld, vocab %ld, F32, %d threads\n",
-              s.n_embd, s.n_layer, LocalLayers(s), s.window, s.n_head, s.n_head_kv, s.head_dim, s.n_ff, s.n_vocab,
-              threads);
+  synthetic::GemmaShape s{.n_embd = 1152,
+                          .n_ff = 6912,
+                          .n_vocab = 32000,
+                          .n_layer = layers,
+                          .n_head = 4,
+                          .n_head_kv = 1,
+                          .head_dim = 256,
+                          .window = 512,
+                          .pattern = 6};
+  std::printf(
+      "synthetic gemma3: n_embd %ld, %ld layers (%ld local, window %ld), %ld heads / %ld KV heads of %ld, "
+      "ffn %ld, vocab %ld, F32, %d threads\n",
+      s.n_embd, s.n_layer, LocalLayers(s), s.window, s.n_head, s.n_head_kv, s.head_dim, s.n_ff, s.n_vocab, threads);
 
   // --- Baselines (OpenBLAS on its own threads, before the backend pins it).
   openblas_set_num_threads(threads);
@@ -106,7 +117,12 @@ int Main(int argc, char** argv) {
   const double layer_flops = 2.0 * M * (E * qkv + QueryDim(s) * E + 2 * E * F + F * E);
   const double sgemm_flops = layer_flops / gemm_s;
   openblas_set_num_threads(1);
-  act = {}; out = {}; w_qkv = {}; w_o = {}; w_gu = {}; w_d = {};
+  act = {};
+  out = {};
+  w_qkv = {};
+  w_o = {};
+  w_gu = {};
+  w_d = {};
   ThreadPool bw_pool(threads);
   const double bandwidth = bench::ReadBandwidth1GiB(bw_pool, 3);
 
@@ -138,7 +154,8 @@ int Main(int argc, char** argv) {
   c.n_layer = 26;
   c.n_ff = 256;
   const int32_t slack = 512;
-  std::unique_ptr<Backend> cb = MakeBackend(bench::ModelOrDie(synthetic::Gemma(c), "bench-gemma3-context"), threads, slack);
+  std::unique_ptr<Backend> cb =
+      MakeBackend(bench::ModelOrDie(synthetic::Gemma(c), "bench-gemma3-context"), threads, slack);
   auto short_mem = *cb->NewSequence();
   Prefill(*cb, short_mem.get(), tokens, 64, 64);
   const double decode_short_s = bench::DecodeGreedy(*cb, short_mem.get(), decode);
@@ -166,9 +183,9 @@ int Main(int argc, char** argv) {
   std::printf("%-40s %12.1f/s %12.1f/s %7.1f%%   (baseline: cblas_sgemm %.1f GFLOP/s on the projections)\n",
               ("prompt tokens/s (" + std::to_string(prompt) + ")").c_str(), prompt_tps, prompt_roof_tps,
               100.0 * prompt_tps / prompt_roof_tps, sgemm_flops / 1e9);
-  std::printf("%-40s %12.2f/s %12.2f/s %7.1f%%   (baseline: %.1f MiB weights at %.1f GB/s read)\n",
-              "decode tokens/s", 1.0 / decode_s, 1.0 / decode_roof_s, 100.0 * decode_roof_s / decode_s,
-              weight_bytes / 1048576.0, bandwidth / 1e9);
+  std::printf("%-40s %12.2f/s %12.2f/s %7.1f%%   (baseline: %.1f MiB weights at %.1f GB/s read)\n", "decode tokens/s",
+              1.0 / decode_s, 1.0 / decode_roof_s, 100.0 * decode_roof_s / decode_s, weight_bytes / 1048576.0,
+              bandwidth / 1e9);
   std::printf("context model: 26 layers (%ld local), ffn %ld; %d positions absorbed in %.1f s (runs of 512)\n",
               LocalLayers(c), c.n_ff, context, fill_s);
   std::printf("%-40s %14zu %14zu %7.3fx  (baseline: n_local %ld x (W-1+slack %ld) x (K+V) %zu B + header %zu)\n",
@@ -180,8 +197,7 @@ int Main(int argc, char** argv) {
               "checkpoint vs all-layer K/V bytes", cp_bytes, full_kv_all_layers,
               static_cast<double>(cp_bytes) / full_kv_all_layers);
   std::printf("%-40s %12.3f ms %11.3f ms %7.2fx  (baseline: memcpy into a fresh vector; reused buffer %.3f ms)\n",
-              "capture checkpoint", capture_s * 1e3, memcpy_fresh_s * 1e3, capture_s / memcpy_fresh_s,
-              memcpy_s * 1e3);
+              "capture checkpoint", capture_s * 1e3, memcpy_fresh_s * 1e3, capture_s / memcpy_fresh_s, memcpy_s * 1e3);
   std::printf("%-40s %12.3f ms %11.3f ms %7.2fx  (baseline: memcpy into a reused buffer)\n", "restore checkpoint",
               restore_s * 1e3, memcpy_s * 1e3, restore_s / memcpy_s);
   std::printf("%-40s %12.2f/s %12.2f/s %7.1f%%   (baseline: the same model at a 64-token context)\n",

@@ -86,10 +86,14 @@ int main(int argc, char** argv) {
   int64_t tokens = 512;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string k = argv[i];
-    if (k == "--threads") threads = std::atoi(argv[i + 1]);
-    else if (k == "--tokens") tokens = std::atoll(argv[i + 1]);
-    else if (k == "--reps") reps = std::atoi(argv[i + 1]);
-    else if (k == "--cpu-time") cpu_time = std::atoi(argv[i + 1]) != 0;
+    if (k == "--threads")
+      threads = std::atoi(argv[i + 1]);
+    else if (k == "--tokens")
+      tokens = std::atoll(argv[i + 1]);
+    else if (k == "--reps")
+      reps = std::atoi(argv[i + 1]);
+    else if (k == "--cpu-time")
+      cpu_time = std::atoi(argv[i + 1]) != 0;
     else {
       std::fprintf(stderr, "unknown flag %s\n", k.c_str());
       return 2;
@@ -128,8 +132,8 @@ int main(int argc, char** argv) {
 
   std::printf("%d threads, prompt %lld tokens; GFLOP/s (prompt), GB/s of weights (decode)\n", threads,
               static_cast<long long>(tokens));
-  std::printf("%-4s %-22s | %8s %8s %8s %7s %7s | %8s %8s %6s\n", "type", "shape", "MatMul", "sgemm", "split",
-              "/sgemm", "/split", "decode", "read", "/read");
+  std::printf("%-4s %-22s | %8s %8s %8s %7s %7s | %8s %8s %6s\n", "type", "shape", "MatMul", "sgemm", "split", "/sgemm",
+              "/split", "decode", "read", "/read");
   for (GgmlType type : {GgmlType::kF32, GgmlType::kF16}) {
     for (const Shape& s : kShapes) {
       const std::vector<uint8_t> wb = Weights(type, s.n_in, s.n_out, rng);
@@ -146,38 +150,39 @@ int main(int argc, char** argv) {
       std::vector<float> y1(static_cast<size_t>(s.n_out));
       volatile float sink = 0;
       for (int r = 0; r < reps; ++r) {
-        t_ours = std::min(t_ours, Best(1, [&] { MatMul(w, x.data(), tokens, y.data(), pool, MatMulPrecision::kExact); }));
+        t_ours =
+            std::min(t_ours, Best(1, [&] { MatMul(w, x.data(), tokens, y.data(), pool, MatMulPrecision::kExact); }));
         openblas_set_num_threads(threads);
         t_sgemm = std::min(t_sgemm, Best(1, [&] {
-          cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, N, K, 1.0f, x.data(), K, wf.data(), K, 0.0f,
-                      y.data(), N);
-        }));
+                             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, N, K, 1.0f, x.data(), K, wf.data(),
+                                         K, 0.0f, y.data(), N);
+                           }));
         openblas_set_num_threads(1);
         t_split = std::min(t_split, Best(1, [&] {
-          pool.ParallelFor(s.n_out, 64, [&](int64_t b, int64_t e) {
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, static_cast<int>(e - b), K, 1.0f, x.data(), K,
-                        wf.data() + b * K, K, 0.0f, y.data() + b, N);
-          });
-        }));
+                             pool.ParallelFor(s.n_out, 64, [&](int64_t b, int64_t e) {
+                               cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, static_cast<int>(e - b), K, 1.0f,
+                                           x.data(), K, wf.data() + b * K, K, 0.0f, y.data() + b, N);
+                             });
+                           }));
         t_dec = std::min(t_dec, Best(1, [&] { MatMul(w, x.data(), 1, y1.data(), pool, MatMulPrecision::kExact); }));
         t_read = std::min(t_read, Best(1, [&] {
-          pool.ParallelFor(static_cast<int64_t>(wb.size() / 4), 1 << 14, [&](int64_t b, int64_t e) {
-            const float* f = reinterpret_cast<const float*>(wb.data());
-            float acc[16] = {};
-            for (int64_t i = b; i + 16 <= e; i += 16) {
-              for (int j = 0; j < 16; ++j) acc[j] += f[i + j];
-            }
-            float t = 0;
-            for (float a : acc) t += a;
-            sink = sink + t;
-          });
-        }));
+                            pool.ParallelFor(static_cast<int64_t>(wb.size() / 4), 1 << 14, [&](int64_t b, int64_t e) {
+                              const float* f = reinterpret_cast<const float*>(wb.data());
+                              float acc[16] = {};
+                              for (int64_t i = b; i + 16 <= e; i += 16) {
+                                for (int j = 0; j < 16; ++j) acc[j] += f[i + j];
+                              }
+                              float t = 0;
+                              for (float a : acc) t += a;
+                              sink = sink + t;
+                            });
+                          }));
       }
       const double flop = 2.0 * static_cast<double>(tokens) * static_cast<double>(s.n_in * s.n_out);
       const double bytes = static_cast<double>(wb.size());
       std::printf("%-4s %-22s | %8.1f %8.1f %8.1f %7.2f %7.2f | %8.1f %8.1f %6.2f\n", TypeName(type).data(), s.name,
-                  flop / t_ours / 1e9, flop / t_sgemm / 1e9, flop / t_split / 1e9, t_sgemm / t_ours,
-                  t_split / t_ours, bytes / t_dec / 1e9, bytes / t_read / 1e9, t_read / t_dec);
+                  flop / t_ours / 1e9, flop / t_sgemm / 1e9, flop / t_split / 1e9, t_sgemm / t_ours, t_split / t_ours,
+                  bytes / t_dec / 1e9, bytes / t_read / 1e9, t_read / t_dec);
       std::fflush(stdout);
     }
   }

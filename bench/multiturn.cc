@@ -94,15 +94,15 @@
 namespace cairn {
 namespace {
 
+using bench::Clock;
+using bench::Die;
+using bench::Since;
 using checkpoint::CheckpointEngine;
 using checkpoint::CheckpointOptions;
 using checkpoint::CheckpointStore;
 using checkpoint::Prompt;
 using checkpoint::Sequence;
 using checkpoint::SymbolKey;
-using bench::Clock;
-using bench::Die;
-using bench::Since;
 
 [[noreturn]] void Die(const std::string& what, const grpc::Status& s) {
   std::fprintf(stderr, "%s: gRPC status %d: %s\n", what.c_str(), static_cast<int>(s.error_code()),
@@ -122,8 +122,14 @@ std::vector<uint8_t> SerializeOrDie(const synthetic::SyntheticModel& model, cons
 }
 
 std::vector<uint8_t> SyntheticLlama() {
-  return SerializeOrDie(synthetic::Llama({.n_embd = 768, .n_ff = 2048, .n_vocab = 8192, .n_layer = 8, .n_head = 12,
-                                          .n_head_kv = 4, .n_ctx = 8192, .rope_base = 500000.0f}),
+  return SerializeOrDie(synthetic::Llama({.n_embd = 768,
+                                          .n_ff = 2048,
+                                          .n_vocab = 8192,
+                                          .n_layer = 8,
+                                          .n_head = 12,
+                                          .n_head_kv = 4,
+                                          .n_ctx = 8192,
+                                          .rope_base = 500000.0f}),
                         "synthetic-llama");
 }
 
@@ -343,8 +349,7 @@ class GrpcDriver final : public Driver {
       }
       grpc::Status st = reader->Finish();
       if (!st.ok()) Die("Generate on model " + model_, st);
-      if (!has_info || !has_fin || static_cast<int>(ids.size()) != kReply ||
-          info.prompt_positions() != p.positions()) {
+      if (!has_info || !has_fin || static_cast<int>(ids.size()) != kReply || info.prompt_positions() != p.positions()) {
         std::fprintf(stderr,
                      "Generate on model %s: unexpected stream (prompt info %d, finished %d, %zu tokens, "
                      "prompt positions %d vs %d sent)\n",
@@ -572,13 +577,14 @@ void Overhead(Backend& backend, const CheckpointOptions& options, int positions,
     }
   }
   const auto& s = on_stats;
-  std::printf("  long prompt %d positions (in process, through the engine): prefill %.1f ms with checkpoints, "
-              "%.1f ms without (best of %d, interleaved): %+.2f%%; %d checkpoints of %.1f KiB, capture %.3f ms "
-              "each (%.2f%% of forward time)",
-              positions, 1e3 * best_on, 1e3 * best_off, reps, 100.0 * (best_on - best_off) / best_off, s.captured,
-              s.captured ? s.captured_bytes / 1024.0 / s.captured : 0.0,
-              s.captured ? 1e3 * s.capture_seconds / s.captured : 0.0,
-              100.0 * s.capture_seconds / std::max(1e-9, s.forward_seconds));
+  std::printf(
+      "  long prompt %d positions (in process, through the engine): prefill %.1f ms with checkpoints, "
+      "%.1f ms without (best of %d, interleaved): %+.2f%%; %d checkpoints of %.1f KiB, capture %.3f ms "
+      "each (%.2f%% of forward time)",
+      positions, 1e3 * best_on, 1e3 * best_off, reps, 100.0 * (best_on - best_off) / best_off, s.captured,
+      s.captured ? s.captured_bytes / 1024.0 / s.captured : 0.0,
+      s.captured ? 1e3 * s.capture_seconds / s.captured : 0.0,
+      100.0 * s.capture_seconds / std::max(1e-9, s.forward_seconds));
   std::vector<TokenId> t2 = t;
   t2[positions - positions / 8] = 3 + (t2[positions - positions / 8] + 1) % (V - 3);
   Prompt q;
@@ -586,9 +592,8 @@ void Overhead(Backend& backend, const CheckpointOptions& options, int positions,
   q.EndMessage();
   auto r2 = keep->Prefill(*keep_seq, q);
   if (r2.ok() && r2->stats.restored_pos >= 0) {
-    std::printf("; diverging at %d: restore at %d in %.3f ms, %d positions recomputed",
-                positions - positions / 8, r2->stats.restored_pos, 1e3 * r2->stats.restore_seconds,
-                r2->stats.recomputed);
+    std::printf("; diverging at %d: restore at %d in %.3f ms, %d positions recomputed", positions - positions / 8,
+                r2->stats.restored_pos, 1e3 * r2->stats.restore_seconds, r2->stats.recomputed);
   } else if (r2.ok()) {
     std::printf("; diverging at %d: cut back, %d positions recomputed", positions - positions / 8,
                 r2->stats.recomputed);
@@ -641,20 +646,28 @@ int Main(int argc, char** argv) {
   int turns = 6, threads = 1;
   uint32_t seed = 1;
   float temperature = 0.0f;
-  std::vector<std::string> scenarios = {"append", "regenerate", "edit", "dropthink",
-                                        "branch", "interleave", "manyusers", "trim", "agent"};
+  std::vector<std::string> scenarios = {"append",     "regenerate", "edit", "dropthink", "branch",
+                                        "interleave", "manyusers",  "trim", "agent"};
   std::vector<std::pair<std::string, std::string>> files;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     auto value = [&] { return bench::FlagValue(args, &i); };
-    if (a == "--synthetic") synthetic = true;
-    else if (a == "--only-synthetic") synthetic = true, golden = false;
-    else if (a == "--in-process") in_process = true;
-    else if (a == "--turns") turns = std::atoi(value().c_str());
-    else if (a == "--seed") seed = static_cast<uint32_t>(std::atoi(value().c_str()));
-    else if (a == "--threads") threads = std::atoi(value().c_str());
-    else if (a == "--temperature") temperature = static_cast<float>(std::atof(value().c_str()));
-    else if (a == "--scenarios") scenarios = absl::StrSplit(value(), ',');
+    if (a == "--synthetic")
+      synthetic = true;
+    else if (a == "--only-synthetic")
+      synthetic = true, golden = false;
+    else if (a == "--in-process")
+      in_process = true;
+    else if (a == "--turns")
+      turns = std::atoi(value().c_str());
+    else if (a == "--seed")
+      seed = static_cast<uint32_t>(std::atoi(value().c_str()));
+    else if (a == "--threads")
+      threads = std::atoi(value().c_str());
+    else if (a == "--temperature")
+      temperature = static_cast<float>(std::atof(value().c_str()));
+    else if (a == "--scenarios")
+      scenarios = absl::StrSplit(value(), ',');
     else if (a == "--model") {
       std::string v = value();
       size_t eq = v.find('=');
@@ -664,12 +677,13 @@ int Main(int argc, char** argv) {
       }
       files.emplace_back(v.substr(0, eq), v.substr(eq + 1));
     } else if (a == "--help" || a == "-h") {
-      std::printf("multiturn [--in-process] [--synthetic] [--only-synthetic] [--model NAME=PATH]... [--turns N]\n"
-                  "          [--seed N] [--threads N] [--temperature T] [--scenarios a,b,...|none]\n"
-                  "  by default through gRPC: two cairn servers in this process on 127.0.0.1, checkpoints on/off,\n"
-                  "  replies sampled at --temperature (default 0: greedy);\n"
-                  "  --in-process drives the checkpoint engine directly instead\n%s",
-                  checkpoint::CheckpointFlagsHelp().c_str());
+      std::printf(
+          "multiturn [--in-process] [--synthetic] [--only-synthetic] [--model NAME=PATH]... [--turns N]\n"
+          "          [--seed N] [--threads N] [--temperature T] [--scenarios a,b,...|none]\n"
+          "  by default through gRPC: two cairn servers in this process on 127.0.0.1, checkpoints on/off,\n"
+          "  replies sampled at --temperature (default 0: greedy);\n"
+          "  --in-process drives the checkpoint engine directly instead\n%s",
+          checkpoint::CheckpointFlagsHelp().c_str());
       return 0;
     } else {
       std::fprintf(stderr, "unknown argument %s (try --help)\n", a.c_str());
@@ -680,8 +694,8 @@ int Main(int argc, char** argv) {
     std::fprintf(stderr, "--turns must be at least 1\n");
     return 2;
   }
-  std::string shared = std::getenv("CAIRN_SHARED_DIR") ? std::getenv("CAIRN_SHARED_DIR")
-                                                       : std::string(CAIRN_SOURCE_DIR) + "/../shared";
+  std::string shared =
+      std::getenv("CAIRN_SHARED_DIR") ? std::getenv("CAIRN_SHARED_DIR") : std::string(CAIRN_SOURCE_DIR) + "/../shared";
   // Files named with --model must load; the default golden files may be
   // absent (a clone without ../shared) and are skipped with a message.
   const bool files_given = !files.empty();
@@ -731,18 +745,21 @@ int Main(int argc, char** argv) {
     if (!demo.ok()) Die(hybrid, demo.status());
     add(service::ModelSpec{.name = hybrid, .path = hybrid, .family = "", .builtin = true}, demo->file, true);
   }
-  std::printf("multiturn: seed %u, %d turns, 300-token system prompt, 40-120-token users, %d-token replies; "
-              "checkpoint RAM budget %.0f MiB, every %d positions, tail every %d\n",
-              seed, turns, kReply, options.ram_budget_bytes / 1048576.0, options.every_n, options.tail_every);
+  std::printf(
+      "multiturn: seed %u, %d turns, 300-token system prompt, 40-120-token users, %d-token replies; "
+      "checkpoint RAM budget %.0f MiB, every %d positions, tail every %d\n",
+      seed, turns, kReply, options.ram_budget_bytes / 1048576.0, options.every_n, options.tail_every);
   if (in_process) {
-    std::printf("in process, through the checkpoint engine (replies from the seeded generator); "
-                "ttft = the Prefill call\n");
+    std::printf(
+        "in process, through the checkpoint engine (replies from the seeded generator); "
+        "ttft = the Prefill call\n");
   } else {
-    std::printf("through gRPC: two cairn servers in this process on 127.0.0.1 (checkpoints on / off), a fresh "
-                "pair per scenario, %d thread(s) per model; %d-token replies at temperature %g;\n"
-                "ttft = the server's Timings.time_to_first_token_seconds, mean per request "
-                "(client-side send to first token read in the last column)\n",
-                threads, kReply, temperature);
+    std::printf(
+        "through gRPC: two cairn servers in this process on 127.0.0.1 (checkpoints on / off), a fresh "
+        "pair per scenario, %d thread(s) per model; %d-token replies at temperature %g;\n"
+        "ttft = the server's Timings.time_to_first_token_seconds, mean per request "
+        "(client-side send to first token read in the last column)\n",
+        threads, kReply, temperature);
   }
   double worst_ratio = 0;
   std::string worst;
@@ -755,8 +772,8 @@ int Main(int argc, char** argv) {
       Overhead(*m.backend, options, overhead_positions, 3);
       continue;
     }
-    std::printf("  %-11s %8s %10s %8s %7s %12s %12s %8s %11s\n", "scenario", "prompt", "recomputed", "minimum",
-                "ratio", "ttft cached", "ttft off", "speedup", "peak ckpt");
+    std::printf("  %-11s %8s %10s %8s %7s %12s %12s %8s %11s\n", "scenario", "prompt", "recomputed", "minimum", "ratio",
+                "ttft cached", "ttft off", "speedup", "peak ckpt");
     for (const std::string& sc : scenarios) {
       if (sc == "agent") {
         const std::string tmpl = shared + "/chat_templates/templates/Qwen3.5-4B.jinja";
@@ -781,8 +798,8 @@ int Main(int argc, char** argv) {
       if (ratio > worst_ratio) worst_ratio = ratio, worst = m.name + " " + sc;
       std::printf("  %-11s %8lld %10lld %8lld %7.3f %9.2f ms %9.2f ms %7.2fx %8.2f MiB  (off: %lld recomputed",
                   sc.c_str(), static_cast<long long>(on.prompt), static_cast<long long>(on.recomputed),
-                  static_cast<long long>(on.minimum), ratio, 1e3 * on.ttft / on.requests,
-                  1e3 * off.ttft / off.requests, off.ttft / std::max(1e-9, on.ttft), on.peak_bytes / 1048576.0,
+                  static_cast<long long>(on.minimum), ratio, 1e3 * on.ttft / on.requests, 1e3 * off.ttft / off.requests,
+                  off.ttft / std::max(1e-9, on.ttft), on.peak_bytes / 1048576.0,
                   static_cast<long long>(off.recomputed));
       if (!in_process) {
         std::printf(", minimum %lld; client ttft %.2f / %.2f ms", static_cast<long long>(off.minimum),
@@ -796,8 +813,8 @@ int Main(int argc, char** argv) {
     }
     Overhead(*m.backend, options, overhead_positions, 3);
   }
-  std::printf("\nworst ratio recomputed/minimum: %.3f%s%s%s\n", worst_ratio, worst.empty() ? "" : " (",
-              worst.c_str(), worst.empty() ? "" : ")");
+  std::printf("\nworst ratio recomputed/minimum: %.3f%s%s%s\n", worst_ratio, worst.empty() ? "" : " (", worst.c_str(),
+              worst.empty() ? "" : ")");
   return 0;
 }
 

@@ -25,10 +25,11 @@ constexpr const char* kTools =
     R"({"type": "function", "function": {"name": "read_file", "description": "Read a file.", )"
     R"("parameters": {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}}}])";
 
-constexpr const char* kWords[] = {"the", "cache", "is", "a", "store", "of", "states", "and", "when", "it",
-                                  "fills", "we", "drop", "old", "ones", "so", "that", "new", "turns", "fit",
-                                  "one", "day", "little", "dog", "ran", "to", "see", "big", "tree", "in",
-                                  "park", "with", "his", "friend", "they", "played", "all", "happy", "then", "home"};
+constexpr const char* kWords[] = {"the",  "cache",  "is",    "a",      "store", "of",    "states", "and",
+                                  "when", "it",     "fills", "we",     "drop",  "old",   "ones",   "so",
+                                  "that", "new",    "turns", "fit",    "one",   "day",   "little", "dog",
+                                  "ran",  "to",     "see",   "big",    "tree",  "in",    "park",   "with",
+                                  "his",  "friend", "they",  "played", "all",   "happy", "then",   "home"};
 
 [[noreturn]] void Die(const std::string& what, const grpc::Status& st) {
   std::fprintf(stderr, "multiturn agent: %s: %s\n", what.c_str(), st.error_message().c_str());

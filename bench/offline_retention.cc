@@ -21,10 +21,10 @@ void ReferenceRecorder::Observe(RetentionEvent event, const RetentionFacts& e, c
     if (f != nullptr) {
       const auto fc = f->Predict(e, now);
       std::fprintf(stderr, "%s r%llu %s%s pos %d uses %u idle %llu P %.3f stay %.1f saving %.1f cost %.1f score %.2f\n",
-                   event == RetentionEvent::kEvicted ? "EVICT" : "USE  ",
-                   (unsigned long long)now.request, checkpoint::CaptureReasonName(e.reason), e.stale ? "(stale)" : "",
-                   e.pos, e.uses, (unsigned long long)(now.request - e.last_use.request), fc.chance, fc.stay,
-                   f->Saving(e), e.cost, f->Score(e, now));
+                   event == RetentionEvent::kEvicted ? "EVICT" : "USE  ", (unsigned long long)now.request,
+                   checkpoint::CaptureReasonName(e.reason), e.stale ? "(stale)" : "", e.pos, e.uses,
+                   (unsigned long long)(now.request - e.last_use.request), fc.chance, fc.stay, f->Saving(e), e.cost,
+                   f->Score(e, now));
     }
   }
   if (event == RetentionEvent::kAdded) lifetimes_[e.id] = Lifetime{now.request, now.request, e.bytes, false};

@@ -119,7 +119,7 @@ struct Figures {
   checkpoint::EngineStats engine;
   std::map<std::string, MoveFigures> by_move;
   std::array<bench::ReasonTally, checkpoint::kCaptureReasons> tally{};
-  size_t needed_peak = 0;  // ReferenceRecorder::NeededPeak
+  size_t needed_peak = 0;                                // ReferenceRecorder::NeededPeak
   std::shared_ptr<const bench::ReferenceStream> stream;  // the restores, by path
 
   double hit_rate() const { return prompt > 0 ? static_cast<double>(reused) / prompt : 0; }
@@ -279,8 +279,8 @@ void PrintTally(const Figures& f) {
     std::printf(" %s %llu/%.1fM used %llu (%.0f pos) lost %llu missed %llu;",
                 checkpoint::CaptureReasonName(static_cast<checkpoint::CaptureReason>(r)),
                 static_cast<unsigned long long>(t.added), t.added_bytes / 1048576.0,
-                static_cast<unsigned long long>(t.uses), t.credited,
-                static_cast<unsigned long long>(t.removed_unused), static_cast<unsigned long long>(t.missed));
+                static_cast<unsigned long long>(t.uses), t.credited, static_cast<unsigned long long>(t.removed_unused),
+                static_cast<unsigned long long>(t.missed));
   }
   std::printf("\n            recomputed/minimum per move:");
   for (const auto& [move, mf] : f.by_move) {
@@ -300,14 +300,15 @@ std::vector<SweepRow> Sweep(ModelUnderTest& m, const bench::Workload& w, const C
   const auto& stream = all.stream;
   const size_t working_set = std::max<size_t>(all.needed_peak, 1);
   const ModelInfo& info = m.backend->info();
-  std::printf("\n%s (%s, %s): working set %s (the most bytes held at once by checkpoints still to be restored, "
-              "in an unlimited store with cairn's placement; that store's peak: %s); %d requests, %lld prompt "
-              "positions, minimum %lld; unlimited: hit rate %.1f%%, recomputed/minimum %.3f\n",
-              m.name.c_str(), info.family.c_str(), info.arch.c_str(), Mib(working_set).c_str(),
-              Mib(all.peak_bytes).c_str(), all.requests, static_cast<long long>(all.prompt),
-              static_cast<long long>(all.minimum), 100 * all.hit_rate(), all.ratio());
-  std::printf("  %-7s %-10s %-13s %9s %11s %10s %10s %9s %9s\n", "budget", "MiB", "policy", "hit rate",
-              "FLOPs saved", "recomp/min", "peak MiB", "evicted", "rejected");
+  std::printf(
+      "\n%s (%s, %s): working set %s (the most bytes held at once by checkpoints still to be restored, "
+      "in an unlimited store with cairn's placement; that store's peak: %s); %d requests, %lld prompt "
+      "positions, minimum %lld; unlimited: hit rate %.1f%%, recomputed/minimum %.3f\n",
+      m.name.c_str(), info.family.c_str(), info.arch.c_str(), Mib(working_set).c_str(), Mib(all.peak_bytes).c_str(),
+      all.requests, static_cast<long long>(all.prompt), static_cast<long long>(all.minimum), 100 * all.hit_rate(),
+      all.ratio());
+  std::printf("  %-7s %-10s %-13s %9s %11s %10s %10s %9s %9s\n", "budget", "MiB", "policy", "hit rate", "FLOPs saved",
+              "recomp/min", "peak MiB", "evicted", "rejected");
   std::vector<SweepRow> rows;
   for (double fraction : so.budgets) {
     SweepRow row;
@@ -359,9 +360,12 @@ std::vector<SweepRow> Sweep(ModelUnderTest& m, const bench::Workload& w, const C
     double best_baseline = 0;
     std::string best_baseline_name;
     for (const auto& [name, f] : row.results) {
-      if (name == "cairn") cairn = &f;
-      else if (name == "offline") offline = &f;
-      else if (f.hit_rate() > best_baseline) best_baseline = f.hit_rate(), best_baseline_name = name;
+      if (name == "cairn")
+        cairn = &f;
+      else if (name == "offline")
+        offline = &f;
+      else if (f.hit_rate() > best_baseline)
+        best_baseline = f.hit_rate(), best_baseline_name = name;
     }
     if (cairn == nullptr) continue;
     Verdict v;
@@ -400,10 +404,11 @@ void NoBoundary(ModelUnderTest& m, const bench::WorkloadOptions& wo, const Check
   const Figures now = Replay(*m.backend, m.flops, w, options, nullptr);
   const Figures without_spaced = Replay(*m.backend, m.flops, w, unspaced, nullptr);
   const Figures old = Replay(*m.backend, m.flops, w, before, nullptr);
-  std::printf("  %-14s %8.3f (%lld / %lld; without spaced points: %.3f; without them, divergence points and kept "
-              "turn checkpoints: %.3f)",
-              m.name.c_str(), now.ratio(), static_cast<long long>(now.recomputed),
-              static_cast<long long>(now.minimum), without_spaced.ratio(), old.ratio());
+  std::printf(
+      "  %-14s %8.3f (%lld / %lld; without spaced points: %.3f; without them, divergence points and kept "
+      "turn checkpoints: %.3f)",
+      m.name.c_str(), now.ratio(), static_cast<long long>(now.recomputed), static_cast<long long>(now.minimum),
+      without_spaced.ratio(), old.ratio());
   for (const auto& [move, mf] : now.by_move) {
     std::printf("  %s %.3f", move.c_str(), mf.minimum > 0 ? static_cast<double>(mf.recomputed) / mf.minimum : 0.0);
   }
@@ -413,8 +418,7 @@ void NoBoundary(ModelUnderTest& m, const bench::WorkloadOptions& wo, const Check
 
 // TTFT on a compute-dominated model: each policy at a few budgets, and with
 // checkpoints off, on a smaller trace.
-void Ttft(ModelUnderTest& m, const bench::WorkloadOptions& wo, const CheckpointOptions& base,
-          const SweepOptions& so) {
+void Ttft(ModelUnderTest& m, const bench::WorkloadOptions& wo, const CheckpointOptions& base, const SweepOptions& so) {
   const bench::Workload w = bench::MakeWorkload(wo);
   CheckpointOptions unlimited = base;
   unlimited.ram_budget_bytes = size_t{64} << 30;
@@ -423,11 +427,11 @@ void Ttft(ModelUnderTest& m, const bench::WorkloadOptions& wo, const CheckpointO
   CheckpointOptions off = base;
   off.enabled = false;
   const Figures none = Replay(*m.backend, m.flops, w, off, nullptr);
-  std::printf("\nTTFT on %s (%d users, %d requests, %lld prompt positions; working set %s): mean prefill time per "
-              "request; checkpoints off: %.1f ms, unlimited cairn: %.1f ms (hit rate %.1f%%)\n",
-              m.name.c_str(), wo.users, all.requests, static_cast<long long>(all.prompt),
-              Mib(all.needed_peak).c_str(), 1e3 * none.ttft / none.requests, 1e3 * all.ttft / all.requests,
-              100 * all.hit_rate());
+  std::printf(
+      "\nTTFT on %s (%d users, %d requests, %lld prompt positions; working set %s): mean prefill time per "
+      "request; checkpoints off: %.1f ms, unlimited cairn: %.1f ms (hit rate %.1f%%)\n",
+      m.name.c_str(), wo.users, all.requests, static_cast<long long>(all.prompt), Mib(all.needed_peak).c_str(),
+      1e3 * none.ttft / none.requests, 1e3 * all.ttft / all.requests, 100 * all.hit_rate());
   for (double fraction : {0.1, 0.25}) {
     CheckpointOptions o = base;
     o.ram_budget_bytes = std::max<size_t>(static_cast<size_t>(fraction * static_cast<double>(all.needed_peak)), 4096);
@@ -482,8 +486,7 @@ void SweepSeeds(std::vector<ModelUnderTest>& models, bench::WorkloadOptions wo, 
       within += v.judged && v.within;
     }
     counts.push_back(absl::StrCat("seed ", wo.seed, ": cairn >= the best baseline at ", at_least, " of ", points,
-                                  " points; within 10% of offline at ", within, " of ", judged,
-                                  " points from 25% up"));
+                                  " points; within 10% of offline at ", within, " of ", judged, " points from 25% up"));
   }
   std::printf("\nmean hit rate %% over %zu seeds, per budget (%% of the working set):", seeds.size());
   for (double b : so.budgets) std::printf(" %g%%", 100 * b);
@@ -540,17 +543,28 @@ int Main(int argc, char** argv) {
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     auto value = [&] { return bench::FlagValue(args, &i); };
-    if (a == "--users") wo.users = std::atoi(value().c_str());
-    else if (a == "--seed") wo.seed = static_cast<uint32_t>(std::atoi(value().c_str()));
-    else if (a == "--seeds") seeds = ParseList(value(), 1);
-    else if (a == "--budgets") so.budgets = ParseList(value(), 0.01);
-    else if (a == "--policies") so.policies = absl::StrSplit(value(), ',', absl::SkipEmpty());
-    else if (a == "--alphas") so.alphas = ParseList(value(), 1);
-    else if (a == "--ttft-model") ttft_model = value();
-    else if (a == "--ttft-users") ttft_users = std::atoi(value().c_str());
-    else if (a == "--threads") threads = std::atoi(value().c_str());
-    else if (a == "--verbose") so.verbose = true;
-    else if (a == "--sections") sections = absl::StrSplit(value(), ',', absl::SkipEmpty());
+    if (a == "--users")
+      wo.users = std::atoi(value().c_str());
+    else if (a == "--seed")
+      wo.seed = static_cast<uint32_t>(std::atoi(value().c_str()));
+    else if (a == "--seeds")
+      seeds = ParseList(value(), 1);
+    else if (a == "--budgets")
+      so.budgets = ParseList(value(), 0.01);
+    else if (a == "--policies")
+      so.policies = absl::StrSplit(value(), ',', absl::SkipEmpty());
+    else if (a == "--alphas")
+      so.alphas = ParseList(value(), 1);
+    else if (a == "--ttft-model")
+      ttft_model = value();
+    else if (a == "--ttft-users")
+      ttft_users = std::atoi(value().c_str());
+    else if (a == "--threads")
+      threads = std::atoi(value().c_str());
+    else if (a == "--verbose")
+      so.verbose = true;
+    else if (a == "--sections")
+      sections = absl::StrSplit(value(), ',', absl::SkipEmpty());
     else if (a == "--model") {
       const std::string v = value();
       const size_t eq = v.find('=');
@@ -560,10 +574,12 @@ int Main(int argc, char** argv) {
       }
       files.emplace_back(v.substr(0, eq), v.substr(eq + 1));
     } else if (a == "--help" || a == "-h") {
-      std::printf("pressure [--users N] [--seed N | --seeds 1,2,3] [--budgets 2,5,10,25,50,100] [--policies cairn,lru,marconi,offline]\n"
-                  "         [--alphas 0.5,2] [--model NAME=PATH]... [--ttft-model NAME|none] [--ttft-users N]\n"
-                  "         [--sections sweep,noboundary,ttft] [--threads N] [checkpoint flags]\n%s",
-                  checkpoint::CheckpointFlagsHelp().c_str());
+      std::printf(
+          "pressure [--users N] [--seed N | --seeds 1,2,3] [--budgets 2,5,10,25,50,100] [--policies "
+          "cairn,lru,marconi,offline]\n"
+          "         [--alphas 0.5,2] [--model NAME=PATH]... [--ttft-model NAME|none] [--ttft-users N]\n"
+          "         [--sections sweep,noboundary,ttft] [--threads N] [checkpoint flags]\n%s",
+          checkpoint::CheckpointFlagsHelp().c_str());
       return 0;
     } else {
       std::fprintf(stderr, "unknown argument %s (try --help)\n", a.c_str());
@@ -571,8 +587,8 @@ int Main(int argc, char** argv) {
     }
   }
   auto has = [&sections](const char* s) { return std::find(sections.begin(), sections.end(), s) != sections.end(); };
-  const std::string shared = std::getenv("CAIRN_SHARED_DIR") ? std::getenv("CAIRN_SHARED_DIR")
-                                                             : std::string(CAIRN_SOURCE_DIR) + "/../shared";
+  const std::string shared =
+      std::getenv("CAIRN_SHARED_DIR") ? std::getenv("CAIRN_SHARED_DIR") : std::string(CAIRN_SOURCE_DIR) + "/../shared";
   if (files.empty()) {
     for (const char* m : {"llama", "gemma3", "mamba2", "granitehybrid", "qwen35"}) {
       files.emplace_back(m, shared + "/golden/models/" + m + ".gguf");
@@ -599,10 +615,11 @@ int Main(int argc, char** argv) {
   for (bench::ClientKind k : w.kinds) ++kinds[static_cast<int>(k)];
   std::map<std::string, int> moves;
   for (const auto& r : w.requests) ++moves[r.move];
-  std::printf("pressure: seed %u, %d users (%d session, %d plain-prompt, %d sessionless), %d system prompts of "
-              "%d-%d tokens (Zipf %.2f), %zu requests, %d-token replies, session timeout %d ticks; moves:",
-              wo.seed, wo.users, kinds[0], kinds[1], kinds[2], wo.system_prompts, wo.system_min, wo.system_max,
-              wo.zipf, w.requests.size(), wo.reply, wo.session_timeout);
+  std::printf(
+      "pressure: seed %u, %d users (%d session, %d plain-prompt, %d sessionless), %d system prompts of "
+      "%d-%d tokens (Zipf %.2f), %zu requests, %d-token replies, session timeout %d ticks; moves:",
+      wo.seed, wo.users, kinds[0], kinds[1], kinds[2], wo.system_prompts, wo.system_min, wo.system_max, wo.zipf,
+      w.requests.size(), wo.reply, wo.session_timeout);
   for (const auto& [move, n] : moves) std::printf(" %s %d", move.c_str(), n);
   std::printf("\n");
   std::vector<Verdict> verdicts;
@@ -613,9 +630,10 @@ int Main(int argc, char** argv) {
   }
   if (has("sweep") && !seeds.empty()) SweepSeeds(models, wo, seeds, options, so);
   if (has("noboundary")) {
-    std::printf("\nplain-prompt clients only (no message boundaries; trims, early edits, cut replies), default "
-                "budget %s: recomputed / minimum, per move\n",
-                Mib(options.ram_budget_bytes).c_str());
+    std::printf(
+        "\nplain-prompt clients only (no message boundaries; trims, early edits, cut replies), default "
+        "budget %s: recomputed / minimum, per move\n",
+        Mib(options.ram_budget_bytes).c_str());
     for (ModelUnderTest& m : models) NoBoundary(m, wo, options);
   }
   if (has("ttft") && ttft_model != "none") {

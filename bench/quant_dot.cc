@@ -80,14 +80,22 @@ int Run(int argc, char** argv) {
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string k = argv[i], v = argv[i + 1];
     bool ok = true;
-    if (k == "--threads") ok = absl::SimpleAtoi(v, &threads) && threads > 0;
-    else if (k == "--rounds") ok = absl::SimpleAtoi(v, &rounds) && rounds > 0;
-    else if (k == "--n-in") ok = absl::SimpleAtoi(v, &n_in) && n_in > 0 && n_in % 256 == 0;
-    else if (k == "--n-out") ok = absl::SimpleAtoi(v, &n_out) && n_out >= 8;
-    else if (k == "--prompt") ok = absl::SimpleAtoi(v, &prompt) && prompt > 0;
-    else if (k == "--decode-bytes-mib") ok = absl::SimpleAtoi(v, &decode_mib) && decode_mib > 0;
-    else if (k == "--types") types = v;
-    else ok = false;
+    if (k == "--threads")
+      ok = absl::SimpleAtoi(v, &threads) && threads > 0;
+    else if (k == "--rounds")
+      ok = absl::SimpleAtoi(v, &rounds) && rounds > 0;
+    else if (k == "--n-in")
+      ok = absl::SimpleAtoi(v, &n_in) && n_in > 0 && n_in % 256 == 0;
+    else if (k == "--n-out")
+      ok = absl::SimpleAtoi(v, &n_out) && n_out >= 8;
+    else if (k == "--prompt")
+      ok = absl::SimpleAtoi(v, &prompt) && prompt > 0;
+    else if (k == "--decode-bytes-mib")
+      ok = absl::SimpleAtoi(v, &decode_mib) && decode_mib > 0;
+    else if (k == "--types")
+      types = v;
+    else
+      ok = false;
     if (!ok) {
       std::fprintf(stderr, "bad flag %s %s\n", k.c_str(), v.c_str());
       return 2;
@@ -95,20 +103,25 @@ int Run(int argc, char** argv) {
   }
   ThreadPool pool(threads);
   const double read_bw = bench::ReadBandwidth1GiB(pool, 3);
-  std::printf("weights %lld x %lld (n_out x n_in); %d threads; %d alternating rounds, medians; "
-              "read loop over 1 GiB: %.1f GB/s\n",
-              static_cast<long long>(n_out), static_cast<long long>(n_in), threads, rounds, read_bw / 1e9);
-  std::printf("decode: weight GB/s (ratio to MatMul's F32-activation path); prompt of %lld tokens: GFLOP/s "
-              "(ratio to MatMul's dequantize + sgemm)\n\n",
-              static_cast<long long>(prompt));
+  std::printf(
+      "weights %lld x %lld (n_out x n_in); %d threads; %d alternating rounds, medians; "
+      "read loop over 1 GiB: %.1f GB/s\n",
+      static_cast<long long>(n_out), static_cast<long long>(n_in), threads, rounds, read_bw / 1e9);
+  std::printf(
+      "decode: weight GB/s (ratio to MatMul's F32-activation path); prompt of %lld tokens: GFLOP/s "
+      "(ratio to MatMul's dequantize + sgemm)\n\n",
+      static_cast<long long>(prompt));
   std::printf("%-5s %-10s | %9s %7s %8s | %9s %7s | %s\n", "type", "path", "dec GB/s", "ratio", "rel.rms", "GFLOP/s",
               "ratio", "");
   Rng rng;
   for (absl::string_view name : absl::StrSplit(types, ',')) {
     GgmlType type;
-    if (name == "q4_k") type = GgmlType::kQ4_K;
-    else if (name == "q5_k") type = GgmlType::kQ5_K;
-    else if (name == "q6_k") type = GgmlType::kQ6_K;
+    if (name == "q4_k")
+      type = GgmlType::kQ4_K;
+    else if (name == "q5_k")
+      type = GgmlType::kQ5_K;
+    else if (name == "q6_k")
+      type = GgmlType::kQ6_K;
     else {
       std::fprintf(stderr, "unknown type %s (q4_k, q5_k, q6_k)\n", std::string(name).c_str());
       return 2;
@@ -128,7 +141,8 @@ int Run(int argc, char** argv) {
     };
     std::vector<Path> paths(1);
     paths[0].name = "MatMul f32";
-    for (const QuantDotKernel* k : QuantDotKernelsFor(type)) paths.push_back(Path{std::string(k->isa), k, {}, {}, {}, {}, 0});
+    for (const QuantDotKernel* k : QuantDotKernelsFor(type))
+      paths.push_back(Path{std::string(k->isa), k, {}, {}, {}, {}, 0});
     std::vector<uint8_t> qx(paths.back().k->activation_row_bytes(n_in) * static_cast<size_t>(prompt));
     std::vector<float> y(static_cast<size_t>(n_out * prompt)), y_ref(static_cast<size_t>(n_out));
     MatMul(matrix(0), x.data(), 1, y_ref.data(), pool, MatMulPrecision::kExact);
@@ -143,16 +157,20 @@ int Run(int argc, char** argv) {
       for (Path& p : paths) {
         const double dec = Best(2, [&] {
           for (size_t c = 0; c < copies; ++c) {
-            if (p.k == nullptr) MatMul(matrix(c), x.data(), 1, y.data(), pool, MatMulPrecision::kExact);
-            else IntegerDecode(*p.k, matrix(c), x.data(), qx.data(), y.data(), pool);
+            if (p.k == nullptr)
+              MatMul(matrix(c), x.data(), 1, y.data(), pool, MatMulPrecision::kExact);
+            else
+              IntegerDecode(*p.k, matrix(c), x.data(), qx.data(), y.data(), pool);
           }
         });
         // The portable prompt on an eighth of the rows: same rate per row.
         WeightMatrix w = matrix(0);
         if (p.name == "portable") w.n_out = std::max<int64_t>(8, n_out / 8);
         const double pr = Best(2, [&] {
-          if (p.k == nullptr) MatMul(w, x.data(), prompt, y.data(), pool, MatMulPrecision::kExact);
-          else IntegerPrompt(*p.k, w, x.data(), prompt, qx.data(), y.data(), pool);
+          if (p.k == nullptr)
+            MatMul(w, x.data(), prompt, y.data(), pool, MatMulPrecision::kExact);
+          else
+            IntegerPrompt(*p.k, w, x.data(), prompt, qx.data(), y.data(), pool);
         });
         const double gbs = total_bytes / dec / 1e9;
         const double gflops = 2.0 * static_cast<double>(n_in) * static_cast<double>(w.n_out) * prompt / pr / 1e9;

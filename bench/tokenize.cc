@@ -28,20 +28,80 @@ namespace {
 using cairn::bench::Best;
 
 std::string MixedText(size_t bytes) {
-  static const char* const kWords[] = {
-      "the", "a", "little", "girl", "named", "Lily", "loved", "to", "play", "outside", "in",
-      "park", "One", "day", "she", "found", "shiny", "red", "ball", "and", "said", "happy",
-      "internationalization", "tokenizer", "checkpoint", "recurrent", "state", "It's", "we're",
-      "café", "naïve", "résumé", "Ünïcödé", "straße", "Москва", "привет", "Ελληνικά", "مرحبا",
-      "नमस्ते", "中文字符", "日本語のテキスト", "한국어", "🙂", "🚀", "👍🏽", "e-mail:",
-      "https://example.com/a?b=c&d=e", "x=1;", "3.14159", "-42", "1,000,000", "2026",
-      "(parentheses)", "[brackets]", "{braces}", "<angles>", "#hashtag", "@mention", "$5",
-      "50%", "under_score", "and-dash", "\"quoted\"", "'single'", "...", "!!!", "?"};
+  static const char* const kWords[] = {"the",
+                                       "a",
+                                       "little",
+                                       "girl",
+                                       "named",
+                                       "Lily",
+                                       "loved",
+                                       "to",
+                                       "play",
+                                       "outside",
+                                       "in",
+                                       "park",
+                                       "One",
+                                       "day",
+                                       "she",
+                                       "found",
+                                       "shiny",
+                                       "red",
+                                       "ball",
+                                       "and",
+                                       "said",
+                                       "happy",
+                                       "internationalization",
+                                       "tokenizer",
+                                       "checkpoint",
+                                       "recurrent",
+                                       "state",
+                                       "It's",
+                                       "we're",
+                                       "café",
+                                       "naïve",
+                                       "résumé",
+                                       "Ünïcödé",
+                                       "straße",
+                                       "Москва",
+                                       "привет",
+                                       "Ελληνικά",
+                                       "مرحبا",
+                                       "नमस्ते",
+                                       "中文字符",
+                                       "日本語のテキスト",
+                                       "한국어",
+                                       "🙂",
+                                       "🚀",
+                                       "👍🏽",
+                                       "e-mail:",
+                                       "https://example.com/a?b=c&d=e",
+                                       "x=1;",
+                                       "3.14159",
+                                       "-42",
+                                       "1,000,000",
+                                       "2026",
+                                       "(parentheses)",
+                                       "[brackets]",
+                                       "{braces}",
+                                       "<angles>",
+                                       "#hashtag",
+                                       "@mention",
+                                       "$5",
+                                       "50%",
+                                       "under_score",
+                                       "and-dash",
+                                       "\"quoted\"",
+                                       "'single'",
+                                       "...",
+                                       "!!!",
+                                       "?"};
   constexpr size_t kNumWords = sizeof(kWords) / sizeof(kWords[0]);
-  static const char* const kCode[] = {
-      "int main(int argc, char** argv) {\n", "    return 0;\n", "}\n",
-      "def f(x):\n    return x * 2\n", "\tif (a && b) { c += 1; }\n",
-      "for (size_t i = 0; i < n; ++i) sum += v[i];\n"};
+  static const char* const kCode[] = {"int main(int argc, char** argv) {\n",
+                                      "    return 0;\n",
+                                      "}\n",
+                                      "def f(x):\n    return x * 2\n",
+                                      "\tif (a && b) { c += 1; }\n",
+                                      "for (size_t i = 0; i < n; ++i) sum += v[i];\n"};
   std::mt19937 rng(1234);
   std::uniform_int_distribution<size_t> word(0, kNumWords - 1);
   std::uniform_int_distribution<int> roll(0, 99);
@@ -71,8 +131,10 @@ int main(int argc, char** argv) {
   double mb = 4;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string arg = argv[i];
-    if (arg == "--shared") shared = argv[i + 1];
-    else if (arg == "--mb") mb = std::atof(argv[i + 1]);
+    if (arg == "--shared")
+      shared = argv[i + 1];
+    else if (arg == "--mb")
+      mb = std::atof(argv[i + 1]);
   }
   const std::string text = MixedText(static_cast<size_t>(mb * 1e6));
   const double text_mb = static_cast<double>(text.size()) / 1e6;
@@ -81,8 +143,8 @@ int main(int argc, char** argv) {
   size_t n_cpts = 0;
   const double decode_s = Best(3, [&] { n_cpts = cairn::DecodeUtf8Lenient(text).size(); });
   std::printf("baseline utf-8 decode: %8.1f MB/s (%zu codepoints)\n\n", text_mb / decode_s, n_cpts);
-  std::printf("%-12s %10s %12s %12s %12s %10s\n", "vocabulary", "tokens", "tok MB/s",
-              "detok MB/s", "tok/decode", "roundtrip");
+  std::printf("%-12s %10s %12s %12s %12s %10s\n", "vocabulary", "tokens", "tok MB/s", "detok MB/s", "tok/decode",
+              "roundtrip");
 
   const struct {
     const char* name;
@@ -121,8 +183,8 @@ int main(int argc, char** argv) {
     });
     const bool same = back == text;
     failures += !same;
-    std::printf("%-12s %10zu %12.2f %12.2f %11.1fx %10s\n", m.name, ids.size(), text_mb / tok_s,
-                text_mb / detok_s, tok_s / decode_s, same ? "exact" : "DIFFERS");
+    std::printf("%-12s %10zu %12.2f %12.2f %11.1fx %10s\n", m.name, ids.size(), text_mb / tok_s, text_mb / detok_s,
+                tok_s / decode_s, same ? "exact" : "DIFFERS");
   }
   return failures == 0 ? 0 : 1;
 }

@@ -11,9 +11,12 @@ namespace cairn::bench {
 
 const char* ClientKindName(ClientKind kind) {
   switch (kind) {
-    case ClientKind::kSession: return "session";
-    case ClientKind::kPlain: return "plain";
-    case ClientKind::kSessionless: return "sessionless";
+    case ClientKind::kSession:
+      return "session";
+    case ClientKind::kPlain:
+      return "plain";
+    case ClientKind::kSessionless:
+      return "sessionless";
   }
   return "unknown";
 }

@@ -30,11 +30,11 @@ const char* ClientKindName(ClientKind kind);
 struct WorkloadOptions {
   int users = 64;
   int system_prompts = 4;
-  int system_min = 256, system_max = 512;  // tokens
-  double zipf = 1.1;                       // popularity of system prompt k ~ 1 / k^zipf
-  int requests_min = 4, requests_max = 12; // per user
-  int user_min = 40, user_max = 120;       // tokens per user message
-  int reply = 32;                          // tokens per reply
+  int system_min = 256, system_max = 512;   // tokens
+  double zipf = 1.1;                        // popularity of system prompt k ~ 1 / k^zipf
+  int requests_min = 4, requests_max = 12;  // per user
+  int user_min = 40, user_max = 120;        // tokens per user message
+  int reply = 32;                           // tokens per reply
   // Shares of the client kinds (the rest: kSession).
   double plain = 0.25, sessionless = 0.2;
   // Plain clients keep their conversation (system prompt excluded) under this

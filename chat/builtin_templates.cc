@@ -76,11 +76,16 @@ std::optional<ChatTemplateKind> FamilyOfSource(std::string_view source) {
 
 std::string_view FamilyName(ChatTemplateKind kind) {
   switch (kind) {
-    case ChatTemplateKind::kPlain: return "plain";
-    case ChatTemplateKind::kChatML: return "chatml";
-    case ChatTemplateKind::kLlama3: return "llama3";
-    case ChatTemplateKind::kGemma: return "gemma";
-    case ChatTemplateKind::kJinja: return "jinja";
+    case ChatTemplateKind::kPlain:
+      return "plain";
+    case ChatTemplateKind::kChatML:
+      return "chatml";
+    case ChatTemplateKind::kLlama3:
+      return "llama3";
+    case ChatTemplateKind::kGemma:
+      return "gemma";
+    case ChatTemplateKind::kJinja:
+      return "jinja";
   }
   return "";
 }

@@ -88,7 +88,8 @@ absl::StatusOr<ChatRequest> RequestOf(const Json& c) {
     if (m.contains("tool_calls") && m["tool_calls"].is_array()) {
       for (const Json& call : m["tool_calls"]) {
         const Json function = call.is_object() && call.contains("function") ? call["function"] : Json::object();
-        const Json arguments = function.is_object() && function.contains("arguments") ? function["arguments"] : Json::object();
+        const Json arguments =
+            function.is_object() && function.contains("arguments") ? function["arguments"] : Json::object();
         message.tool_calls.push_back({StringField(call, "id"), StringField(function, "name"),
                                       arguments.is_string() ? arguments.get<std::string>() : Dump(arguments)});
       }
@@ -145,7 +146,9 @@ int Run(const std::string& template_path, const std::string& cases_path, const s
   }
   const ChatSpecialTokens tokens{StringField(cases, "bos_token"), StringField(cases, "eos_token")};
   auto tmpl = ChatTemplate::FromSource(*source, "file:" + template_path, tokens, options);
-  if (!tmpl.ok()) std::fprintf(stderr, "cairn-template: %s: %s\n", template_path.c_str(), jinja::DescribeError(tmpl.status()).c_str());
+  if (!tmpl.ok())
+    std::fprintf(stderr, "cairn-template: %s: %s\n", template_path.c_str(),
+                 jinja::DescribeError(tmpl.status()).c_str());
   std::ofstream file;
   if (out_path != "-") {
     file.open(out_path, std::ios::binary | std::ios::trunc);
@@ -163,7 +166,8 @@ int Run(const std::string& template_path, const std::string& cases_path, const s
                    std::string(request.status().message()).c_str());
       return 1;
     }
-    absl::StatusOr<RenderedChat> rendered = tmpl.ok() ? tmpl->Render(*request) : absl::StatusOr<RenderedChat>(tmpl.status());
+    absl::StatusOr<RenderedChat> rendered =
+        tmpl.ok() ? tmpl->Render(*request) : absl::StatusOr<RenderedChat>(tmpl.status());
     ++(rendered.ok() ? rendered_count : refused_count);
     out << Line(c.is_object() && c.contains("case") ? c["case"] : Json(), rendered) << "\n";
   }
@@ -187,14 +191,18 @@ int main(int argc, char** argv) {
       std::fputs(cairn::kUsage, stdout);
       return 0;
     }
-    std::string* target = arg == "--template" ? &template_path : arg == "--cases" ? &cases_path
-                                                               : arg == "--out"   ? &out_path
-                                                                                  : nullptr;
+    std::string* target = arg == "--template" ? &template_path
+                          : arg == "--cases"  ? &cases_path
+                          : arg == "--out"    ? &out_path
+                                              : nullptr;
     std::string value;
     if (target == nullptr) {
       const size_t eq = arg.find('=');
       const std::string_view key = arg.substr(0, eq);
-      target = key == "--template" ? &template_path : key == "--cases" ? &cases_path : key == "--out" ? &out_path : nullptr;
+      target = key == "--template" ? &template_path
+               : key == "--cases"  ? &cases_path
+               : key == "--out"    ? &out_path
+                                   : nullptr;
       if (target == nullptr || eq == std::string_view::npos) {
         std::fprintf(stderr, "cairn-template: unknown argument '%s'\n%s", argv[i], cairn::kUsage);
         return 1;

@@ -54,7 +54,7 @@ struct ChatMessage {
   ChatMessage(std::string role, std::optional<std::string> content)
       : role(std::move(role)), content(std::move(content)) {}
 
-  std::string role;  // system, user, assistant, tool (templates may know others)
+  std::string role;                    // system, user, assistant, tool (templates may know others)
   std::optional<std::string> content;  // absent: None (an assistant turn of tool calls)
   std::optional<std::string> reasoning_content;
   std::vector<ChatToolCall> tool_calls;

@@ -79,7 +79,8 @@ absl::StatusOr<ConversationValues> ToValues(const ChatRequest& request) {
         }
       }
       auto v = jinja::FromJson(value, /*client=*/true);
-      if (!v.ok()) return absl::InvalidArgumentError(absl::StrCat("template argument '", key, "': ", v.status().message()));
+      if (!v.ok())
+        return absl::InvalidArgumentError(absl::StrCat("template argument '", key, "': ", v.status().message()));
       out.arguments.emplace_back(key, *std::move(v));
     }
   }

@@ -93,11 +93,9 @@ absl::Status Capturer::CaptureAt(SequenceState& s, CaptureReason reason, bool fo
   const auto t0 = std::chrono::steady_clock::now();
   const SnapshotScope scope =
       force_full ? SnapshotScope::kFull
-                 : policy_.ScopeFor(s.memory->Bytes(SnapshotScope::kCheckpoint),
-                                    s.memory->Bytes(SnapshotScope::kFull));
+                 : policy_.ScopeFor(s.memory->Bytes(SnapshotScope::kCheckpoint), s.memory->Bytes(SnapshotScope::kFull));
   const size_t logits_bytes = logits != nullptr ? logits->size() * sizeof(float) : 0;
-  if (!WorthCapturing(scope, s.memory->Bytes(scope) + logits_bytes, s.memory->next_pos(),
-                      Describe(s, reason, cost))) {
+  if (!WorthCapturing(scope, s.memory->Bytes(scope) + logits_bytes, s.memory->next_pos(), Describe(s, reason, cost))) {
     return absl::ResourceExhaustedError("the store would not admit this checkpoint");
   }
   absl::StatusOr<Snapshot> snap = s.memory->Capture(scope);
@@ -105,9 +103,8 @@ absl::Status Capturer::CaptureAt(SequenceState& s, CaptureReason reason, bool fo
   return Keep(s, reason, std::move(*snap), logits, cost, stats, t0);
 }
 
-absl::Status Capturer::Keep(SequenceState& s, CaptureReason reason, Snapshot snapshot,
-                            const std::vector<float>* logits, double cost, PrefillStats* stats,
-                            std::chrono::steady_clock::time_point started) {
+absl::Status Capturer::Keep(SequenceState& s, CaptureReason reason, Snapshot snapshot, const std::vector<float>* logits,
+                            double cost, PrefillStats* stats, std::chrono::steady_clock::time_point started) {
   const SnapshotScope scope = snapshot.scope;
   Checkpoint cp;
   cp.snapshot = std::move(snapshot);
@@ -147,7 +144,7 @@ void Capturer::DuringGeneration(SequenceState& s) {
   if (!enabled_ || s.history.empty()) return;
   const Pos since = s.history.positions() - s.history.pos_after(s.newest_depth);
   const Pos every = policy_.GenerationSpacing(s.memory->Bytes(SnapshotScope::kCheckpoint),
-                                             store_->options().ram_budget_bytes, live_.size());
+                                              store_->options().ram_budget_bytes, live_.size());
   if (!policy_.CaptureDuringGeneration(since, every)) return;
   if (!CaptureAt(s, CaptureReason::kDuringGeneration, false, nullptr, static_cast<double>(since), nullptr).ok()) {
     counters_.CaptureFailed();
@@ -156,8 +153,7 @@ void Capturer::DuringGeneration(SequenceState& s) {
 
 void Capturer::AfterGeneration(SequenceState& s) {
   if (!enabled_) return;
-  if (s.newest_id != 0 && s.newest_depth == s.history.size() &&
-      s.newest_reason == CaptureReason::kDuringGeneration) {
+  if (s.newest_id != 0 && s.newest_depth == s.history.size() && s.newest_reason == CaptureReason::kDuringGeneration) {
     // The reply ended on a point taken inside it: that checkpoint is the end
     // of the conversation (the next turn's start), not a short-lived one.
     store_->Reclassify(s.newest_id, CaptureReason::kAfterGeneration);
@@ -190,8 +186,7 @@ absl::Status Capturer::PreserveBranch(SequenceState& s, size_t keep_symbols) {
       return absl::OkStatus();
     }
   }
-  const std::vector<float>* logits =
-      s.logits_depth == s.history.size() && !s.logits.empty() ? &s.logits : nullptr;
+  const std::vector<float>* logits = s.logits_depth == s.history.size() && !s.logits.empty() ? &s.logits : nullptr;
   return CaptureAt(s, CaptureReason::kBranch, /*force_full=*/true, logits, static_cast<double>(dropped), nullptr);
 }
 

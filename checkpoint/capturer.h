@@ -29,10 +29,10 @@
 #include "absl/status/status.h"
 #include "backends/memory.h"
 #include "checkpoint/engine_stats.h"
-#include "checkpoint/sequence_registry.h"
 #include "checkpoint/policy.h"
 #include "checkpoint/prefix_index.h"
 #include "checkpoint/prompt.h"
+#include "checkpoint/sequence_registry.h"
 #include "checkpoint/sequence_state.h"
 #include "checkpoint/store.h"
 
@@ -52,16 +52,16 @@ class Capturer final {
   // the newest checkpoint on its path (the base of the next one's value) and
   // retires the turn checkpoints of the prompt before when this one goes on
   // past it (a new turn, not an edit or a regenerate).
-  void StartPrompt(SequenceState& s, size_t prompt_size, const IndexMatch& match,
-                   std::optional<size_t> restored_depth) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu);
+  void StartPrompt(SequenceState& s, size_t prompt_size, const IndexMatch& match, std::optional<size_t> restored_depth)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu);
 
   // Where to capture while the rest of `prompt` (past `start` symbols) is
   // computed: the policy's points, without those the index holds on this
   // path already (`match`, minus the `excluded` ids that failed to restore),
   // a point where the prompt leaves the index's deepest path, tail points
   // and the spaced points of an unmarked prompt spaced for the store's
-  // budget, none inside the window an SWA ring can cut back. `live_common`: symbols the sequence's history shared with the
-  // prompt before its restore.
+  // budget, none inside the window an SWA ring can cut back. `live_common`: symbols the sequence's history shared with
+  // the prompt before its restore.
   std::vector<CapturePoint> PlanPrefill(SequenceState& s, const Prompt& prompt, size_t start, const IndexMatch& match,
                                         std::span<const uint64_t> excluded, size_t live_common) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu);
@@ -119,8 +119,7 @@ class Capturer final {
  private:
   // What the store's retention policy is told of a checkpoint of the
   // sequence at its current history.
-  PutInfo Describe(const SequenceState& s, CaptureReason reason, double cost) const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu);
+  PutInfo Describe(const SequenceState& s, CaptureReason reason, double cost) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu);
   // The turn checkpoints of the sequence's earlier turns (tail points,
   // points inside replies), once a prompt continues past the one they were
   // taken for: an edit of that prompt's last message or a re-sent cut reply

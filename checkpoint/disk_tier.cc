@@ -33,9 +33,7 @@ static_assert(sizeof(FileHeader) == 80);
 
 uint64_t HeaderHash(const FileHeader& h) { return HashBytes(&h, offsetof(FileHeader, header_hash), 1); }
 
-size_t PayloadBytes(const FileHeader& h) {
-  return h.data_len + h.logits_count * sizeof(float) + h.tag_len;
-}
+size_t PayloadBytes(const FileHeader& h) { return h.data_len + h.logits_count * sizeof(float) + h.tag_len; }
 
 SnapshotScope ScopeOf(const FileHeader& h) { return h.scope == 1 ? SnapshotScope::kFull : SnapshotScope::kCheckpoint; }
 
@@ -45,13 +43,12 @@ absl::StatusOr<FileHeader> ReadHeader(RandomAccessFile& file, const std::string&
   if (size < sizeof(FileHeader) + 8) return absl::DataLossError(absl::StrCat(path, " is truncated"));
   FileHeader h;
   if (auto s = file.Read(0, MutableBytesOf(&h, 1)); !s.ok()) return s;
-  if (std::memcmp(h.magic, kMagic, sizeof(kMagic)) != 0 || h.version != kVersion ||
-      HeaderHash(h) != h.header_hash) {
+  if (std::memcmp(h.magic, kMagic, sizeof(kMagic)) != 0 || h.version != kVersion || HeaderHash(h) != h.header_hash) {
     return absl::DataLossError(absl::StrCat(path, ": header is corrupt"));
   }
   // Lengths are covered by the header hash, but guard the arithmetic anyway.
-  if (h.data_len > (uint64_t{1} << 48) || h.logits_count > (uint64_t{1} << 40) ||
-      h.tag_len > (uint64_t{1} << 32) || size != sizeof(FileHeader) + PayloadBytes(h) + 8) {
+  if (h.data_len > (uint64_t{1} << 48) || h.logits_count > (uint64_t{1} << 40) || h.tag_len > (uint64_t{1} << 32) ||
+      size != sizeof(FileHeader) + PayloadBytes(h) + 8) {
     return absl::DataLossError(absl::StrCat(path, ": size does not match its header"));
   }
   return h;
@@ -74,8 +71,7 @@ absl::StatusOr<std::unique_ptr<DiskTier>> DiskTier::Create(Env* env, std::string
   return std::unique_ptr<DiskTier>(new DiskTier(env, std::move(dir), std::move(warn)));
 }
 
-DiskTier::DiskTier(Env* env, std::string dir, Warn warn)
-    : env_(env), dir_(std::move(dir)), warn_(std::move(warn)) {}
+DiskTier::DiskTier(Env* env, std::string dir, Warn warn) : env_(env), dir_(std::move(dir)), warn_(std::move(warn)) {}
 
 void DiskTier::Report(const std::string& message) const {
   if (warn_) warn_(message);
@@ -144,9 +140,9 @@ absl::Status DiskTier::Write(CheckpointId id, const Checkpoint& cp, double cost)
 
   const std::string final_path = Path(id);
   const std::string tmp_path = final_path.substr(0, final_path.size() - 4) + ".tmp";
-  const std::span<const std::byte> parts[] = {
-      BytesOf(&h, 1), BytesOf(cp.snapshot.data.data(), cp.snapshot.data.size()),
-      BytesOf(cp.logits.data(), cp.logits.size()), BytesOf(cp.tag.data(), cp.tag.size()), BytesOf(&trailer, 1)};
+  const std::span<const std::byte> parts[] = {BytesOf(&h, 1), BytesOf(cp.snapshot.data.data(), cp.snapshot.data.size()),
+                                              BytesOf(cp.logits.data(), cp.logits.size()),
+                                              BytesOf(cp.tag.data(), cp.tag.size()), BytesOf(&trailer, 1)};
   return env_->WriteFileAtomically(final_path, tmp_path, parts).status();
 }
 
@@ -171,10 +167,9 @@ absl::StatusOr<std::shared_ptr<Checkpoint>> DiskTier::Read(CheckpointId id, Pos 
   uint64_t trailer = 0;
   uint64_t off = sizeof(FileHeader);
   absl::Status s;
-  for (std::span<std::byte> part :
-       {MutableBytesOf(cp->snapshot.data.data(), cp->snapshot.data.size()),
-        MutableBytesOf(cp->logits.data(), cp->logits.size()), MutableBytesOf(cp->tag.data(), cp->tag.size()),
-        MutableBytesOf(&trailer, 1)}) {
+  for (std::span<std::byte> part : {MutableBytesOf(cp->snapshot.data.data(), cp->snapshot.data.size()),
+                                    MutableBytesOf(cp->logits.data(), cp->logits.size()),
+                                    MutableBytesOf(cp->tag.data(), cp->tag.size()), MutableBytesOf(&trailer, 1)}) {
     if (s.ok()) s = (*file)->Read(off, part);
     off += part.size();
   }

@@ -37,8 +37,9 @@ CheckpointEngine::CheckpointEngine(Backend* backend, std::shared_ptr<CheckpointS
       capturer_(std::make_unique<Capturer>(store_.get(), *index_, policy_, *live_, counters_, enabled())),
       planner_(std::make_unique<ReusePlanner>(*backend_, store_.get(), *live_, *capturer_, counters_, enabled())) {}
 
-absl::StatusOr<std::unique_ptr<CheckpointEngine>> CheckpointEngine::Create(
-    Backend* backend, std::shared_ptr<CheckpointStore> store, const CheckpointOptions& options) {
+absl::StatusOr<std::unique_ptr<CheckpointEngine>> CheckpointEngine::Create(Backend* backend,
+                                                                           std::shared_ptr<CheckpointStore> store,
+                                                                           const CheckpointOptions& options) {
   if (backend == nullptr) return absl::InvalidArgumentError("checkpoint engine needs a backend");
   if (options.enabled && store == nullptr) {
     return absl::InvalidArgumentError("checkpointing is on but no store was given");
@@ -51,8 +52,7 @@ absl::StatusOr<std::unique_ptr<CheckpointEngine>> CheckpointEngine::Create(
   }
   absl::StatusOr<std::unique_ptr<PrefixIndex>> index = PrefixIndex::Create();
   if (!index.ok()) return index.status();
-  std::unique_ptr<CheckpointEngine> engine(
-      new CheckpointEngine(backend, std::move(store), std::move(*index), options));
+  std::unique_ptr<CheckpointEngine> engine(new CheckpointEngine(backend, std::move(store), std::move(*index), options));
   if (engine->store_ != nullptr) {
     PrefixIndex* idx = engine->index_.get();
     Capturer* capturer = engine->capturer_.get();
@@ -112,9 +112,8 @@ absl::StatusOr<CheckpointEngine::Exported> CheckpointEngine::Export(Sequence& se
 }
 
 absl::StatusOr<std::unique_ptr<Sequence>> CheckpointEngine::Import(const Exported& exported,
-                                                                  const std::string& tenant) {
-  if (exported.snapshot.scope != SnapshotScope::kFull ||
-      exported.snapshot.pos != exported.history.positions()) {
+                                                                   const std::string& tenant) {
+  if (exported.snapshot.scope != SnapshotScope::kFull || exported.snapshot.pos != exported.history.positions()) {
     return absl::InvalidArgumentError("export is not a full snapshot at the end of its history");
   }
   absl::StatusOr<std::unique_ptr<Sequence>> seq = NewSequence(tenant);
@@ -134,8 +133,8 @@ void CheckpointEngine::Isolate(Sequence& seq) {
   // 128 random bits after a byte no tenant derived from a caller holds: no
   // other sequence can share this partition except by forking this one.
   std::random_device rd;
-  s.tenant = absl::StrCat(s.tenant, std::string("\0isolated:", 10), absl::Hex(rd()), absl::Hex(rd()),
-                          absl::Hex(rd()), absl::Hex(rd()));
+  s.tenant = absl::StrCat(s.tenant, std::string("\0isolated:", 10), absl::Hex(rd()), absl::Hex(rd()), absl::Hex(rd()),
+                          absl::Hex(rd()));
   s.isolated = true;
 }
 
@@ -165,8 +164,7 @@ absl::Status CheckpointEngine::Validate(const Prompt& prompt) const {
   for (size_t i = 0; i < prompt.size(); ++i) {
     if (prompt.is_chunk(i)) {
       if (!info.accepts_embeddings) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("model ", info.name, " does not take embedding chunks"));
+        return absl::InvalidArgumentError(absl::StrCat("model ", info.name, " does not take embedding chunks"));
       }
       // The chunk key hashed n_rows * n_embd floats; Forward reads as many.
       continue;
@@ -178,9 +176,8 @@ absl::Status CheckpointEngine::Validate(const Prompt& prompt) const {
     }
   }
   if (info.n_ctx_train > 0 && prompt.positions() > info.n_ctx_train) {
-    return absl::ResourceExhaustedError(absl::StrCat("prompt of ", prompt.positions(),
-                                                     " positions exceeds the context of ",
-                                                     info.n_ctx_train));
+    return absl::ResourceExhaustedError(
+        absl::StrCat("prompt of ", prompt.positions(), " positions exceeds the context of ", info.n_ctx_train));
   }
   return absl::OkStatus();
 }
@@ -193,9 +190,9 @@ absl::StatusOr<std::unique_ptr<PrefillJob>> CheckpointEngine::StartPrefill(Seque
   s.mu.AssertHeld();  // the job's lock
   if (s.memory->next_pos() != s.history.positions()) {
     job->finished_ = true;  // nothing to publish: the caller broke the sequence
-    return absl::FailedPreconditionError(absl::StrCat(
-        "sequence memory is at ", s.memory->next_pos(), " but its history ends at ",
-        s.history.positions(), ": call Append after running Forward on it"));
+    return absl::FailedPreconditionError(absl::StrCat("sequence memory is at ", s.memory->next_pos(),
+                                                      " but its history ends at ", s.history.positions(),
+                                                      ": call Append after running Forward on it"));
   }
   job->prompt_ = prompt;
   PrefillStats& stats = job->result_.stats;
@@ -293,9 +290,9 @@ absl::Status CheckpointEngine::Append(Sequence& seq, std::span<const TokenId> to
 
 absl::Status CheckpointEngine::AppendHeld(SequenceState& s, std::span<const TokenId> tokens) {
   if (s.memory->next_pos() != s.history.positions() + static_cast<Pos>(tokens.size())) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "sequence memory is at ", s.memory->next_pos(), " but its history ends at ",
-        s.history.positions(), " + ", tokens.size(), " appended tokens"));
+    return absl::FailedPreconditionError(absl::StrCat("sequence memory is at ", s.memory->next_pos(),
+                                                      " but its history ends at ", s.history.positions(), " + ",
+                                                      tokens.size(), " appended tokens"));
   }
   for (TokenId t : tokens) s.history.Push(static_cast<SymbolKey>(static_cast<uint32_t>(t)), 1);
   capturer_->DuringGeneration(s);

@@ -85,8 +85,9 @@ class CheckpointEngine final {
   // Every engine has its own prefix index. With a store that has a disk
   // tier, checkpoints adopted from disk are indexed again. INVALID_ARGUMENT
   // for a null backend, a missing store or a bad option.
-  static absl::StatusOr<std::unique_ptr<CheckpointEngine>> Create(
-      Backend* backend, std::shared_ptr<CheckpointStore> store, const CheckpointOptions& options);
+  static absl::StatusOr<std::unique_ptr<CheckpointEngine>> Create(Backend* backend,
+                                                                  std::shared_ptr<CheckpointStore> store,
+                                                                  const CheckpointOptions& options);
   ~CheckpointEngine();
 
   // A new empty sequence. `tenant` partitions the shared prefix index
@@ -105,8 +106,7 @@ class CheckpointEngine final {
   // CANCELLED (see PrefillControl). On INVALID_ARGUMENT and a context error
   // the sequence is unchanged; on other errors it holds a consistent prefix
   // of the prompt (history() says which).
-  absl::StatusOr<PrefillResult> Prefill(Sequence& seq, const Prompt& prompt,
-                                        const PrefillControl& control = {});
+  absl::StatusOr<PrefillResult> Prefill(Sequence& seq, const Prompt& prompt, const PrefillControl& control = {});
 
   // The same, step by step for a batching scheduler (see PrefillJob): the
   // reuse is chosen and applied here. Errors as Prefill's before any Forward.
@@ -137,8 +137,7 @@ class CheckpointEngine final {
   // A new sequence from an export. INVALID_ARGUMENT for a snapshot of
   // another model or a history that does not end at the snapshot's
   // position; the sequence is not created then.
-  absl::StatusOr<std::unique_ptr<Sequence>> Import(const Exported& exported,
-                                                   const std::string& tenant = "");
+  absl::StatusOr<std::unique_ptr<Sequence>> Import(const Exported& exported, const std::string& tenant = "");
 
   // Makes the sequence's state private to it and its future forks: they
   // move to a partition of the prefix index of their own (a fresh tenant

@@ -17,12 +17,12 @@ namespace cairn::checkpoint {
 struct PrefillStats {
   size_t prompt_symbols = 0;
   Pos prompt_positions = 0;
-  Pos reused = 0;            // positions not run through Forward
-  Pos recomputed = 0;        // positions run through Forward
+  Pos reused = 0;      // positions not run through Forward
+  Pos recomputed = 0;  // positions run through Forward
   ReuseKind source = ReuseKind::kLive;
-  Pos restored_pos = -1;     // position of the restored snapshot; -1: none
+  Pos restored_pos = -1;                // position of the restored snapshot; -1: none
   bool logits_from_checkpoint = false;  // no forward pass at all
-  int32_t captured = 0;      // checkpoints captured during this call
+  int32_t captured = 0;                 // checkpoints captured during this call
   size_t captured_bytes = 0;
   int32_t forward_calls = 0;
   double restore_seconds = 0;

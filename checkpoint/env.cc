@@ -146,13 +146,17 @@ Env* Env::Default() {
 absl::Status PosixError(const std::string& what, int err) {
   std::string msg = absl::StrCat(what, ": ", std::strerror(err));
   switch (err) {
-    case ENOENT: return absl::NotFoundError(msg);
+    case ENOENT:
+      return absl::NotFoundError(msg);
     case EACCES:
     case EPERM:
-    case EROFS: return absl::PermissionDeniedError(msg);
+    case EROFS:
+      return absl::PermissionDeniedError(msg);
     case ENOSPC:
-    case EDQUOT: return absl::ResourceExhaustedError(msg);
-    default: return absl::InternalError(msg);
+    case EDQUOT:
+      return absl::ResourceExhaustedError(msg);
+    default:
+      return absl::InternalError(msg);
   }
 }
 

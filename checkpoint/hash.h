@@ -50,9 +50,8 @@ class Hash64 {
   }
 
  private:
-  static constexpr uint64_t kPrimes[5] = {0x9E3779B185EBCA87ULL, 0xC2B2AE3D27D4EB4FULL,
-                                          0x165667B19E3779F9ULL, 0x85EBCA77C2B2AE63ULL,
-                                          0x27D4EB2F165667C5ULL};
+  static constexpr uint64_t kPrimes[5] = {0x9E3779B185EBCA87ULL, 0xC2B2AE3D27D4EB4FULL, 0x165667B19E3779F9ULL,
+                                          0x85EBCA77C2B2AE63ULL, 0x27D4EB2F165667C5ULL};
   static uint64_t Rot(uint64_t x, int r) { return (x << r) | (x >> (64 - r)); }
   static uint64_t Mix(uint64_t x) {
     x ^= x >> 33;

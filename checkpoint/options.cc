@@ -48,16 +48,26 @@ absl::StatusOr<size_t> ParseByteSize(std::string_view text) {
     return absl::InvalidArgumentError(absl::StrCat("bad byte size '", std::string(text), "'"));
   }
   double mult = 0;
-  if (unit.empty() || unit == "b") mult = 1;
-  else if (unit == "k" || unit == "kib") mult = 1024.0;
-  else if (unit == "m" || unit == "mib") mult = 1024.0 * 1024;
-  else if (unit == "g" || unit == "gib") mult = 1024.0 * 1024 * 1024;
-  else if (unit == "t" || unit == "tib") mult = 1024.0 * 1024 * 1024 * 1024;
-  else if (unit == "kb") mult = 1e3;
-  else if (unit == "mb") mult = 1e6;
-  else if (unit == "gb") mult = 1e9;
-  else if (unit == "tb") mult = 1e12;
-  else return absl::InvalidArgumentError(absl::StrCat("bad byte size unit in '", std::string(text), "'"));
+  if (unit.empty() || unit == "b")
+    mult = 1;
+  else if (unit == "k" || unit == "kib")
+    mult = 1024.0;
+  else if (unit == "m" || unit == "mib")
+    mult = 1024.0 * 1024;
+  else if (unit == "g" || unit == "gib")
+    mult = 1024.0 * 1024 * 1024;
+  else if (unit == "t" || unit == "tib")
+    mult = 1024.0 * 1024 * 1024 * 1024;
+  else if (unit == "kb")
+    mult = 1e3;
+  else if (unit == "mb")
+    mult = 1e6;
+  else if (unit == "gb")
+    mult = 1e9;
+  else if (unit == "tb")
+    mult = 1e12;
+  else
+    return absl::InvalidArgumentError(absl::StrCat("bad byte size unit in '", std::string(text), "'"));
   double bytes = std::floor(value * mult);
   if (bytes > 9.0e18) return absl::InvalidArgumentError(absl::StrCat("byte size too large '", std::string(text), "'"));
   return static_cast<size_t>(bytes);
@@ -67,7 +77,8 @@ namespace {
 absl::StatusOr<Pos> ParseCount(std::string_view name, std::string_view value) {
   int64_t v = 0;
   if (!absl::SimpleAtoi(std::string(value), &v) || v < 0 || v > std::numeric_limits<Pos>::max()) {
-    return absl::InvalidArgumentError(absl::StrCat("--", std::string(name), " needs a count >= 0, got '", std::string(value), "'"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--", std::string(name), " needs a count >= 0, got '", std::string(value), "'"));
   }
   return static_cast<Pos>(v);
 }
@@ -86,15 +97,20 @@ absl::StatusOr<bool> ApplyCheckpointFlag(std::string_view arg, CheckpointOptions
   };
   if (name == "checkpoints") {
     std::string v = absl::AsciiStrToLower(std::string(value));
-    if (!has_value || v == "on" || v == "true" || v == "1") options->enabled = true;
-    else if (v == "off" || v == "false" || v == "0") options->enabled = false;
-    else return absl::InvalidArgumentError(absl::StrCat("--checkpoints=on|off, got '", std::string(value), "'"));
+    if (!has_value || v == "on" || v == "true" || v == "1")
+      options->enabled = true;
+    else if (v == "off" || v == "false" || v == "0")
+      options->enabled = false;
+    else
+      return absl::InvalidArgumentError(absl::StrCat("--checkpoints=on|off, got '", std::string(value), "'"));
     return true;
   }
   if (name == "checkpoint-ram" || name == "checkpoint-disk-budget") {
     if (auto s = need_value(); !s.ok()) return s;
     absl::StatusOr<size_t> bytes = ParseByteSize(value);
-    if (!bytes.ok()) return absl::InvalidArgumentError(absl::StrCat("--", std::string(name), ": ", std::string(bytes.status().message())));
+    if (!bytes.ok())
+      return absl::InvalidArgumentError(
+          absl::StrCat("--", std::string(name), ": ", std::string(bytes.status().message())));
     if (name == "checkpoint-ram") {
       if (*bytes == 0) return absl::InvalidArgumentError("--checkpoint-ram must be > 0 (use --checkpoints=off)");
       options->ram_budget_bytes = *bytes;
@@ -117,16 +133,20 @@ absl::StatusOr<bool> ApplyCheckpointFlag(std::string_view arg, CheckpointOptions
     return true;
   }
   if (name == "checkpoint-every" || name == "checkpoint-branch-min" || name == "prefill-chunk" ||
-      name == "checkpoint-tail-every" || name == "checkpoint-generation-every" ||
-      name == "checkpoint-spaced-first") {
+      name == "checkpoint-tail-every" || name == "checkpoint-generation-every" || name == "checkpoint-spaced-first") {
     if (auto s = need_value(); !s.ok()) return s;
     absl::StatusOr<Pos> n = ParseCount(name, value);
     if (!n.ok()) return n.status();
-    if (name == "checkpoint-every") options->every_n = *n;
-    else if (name == "checkpoint-tail-every") options->tail_every = *n;
-    else if (name == "checkpoint-generation-every") options->generation_every = *n;
-    else if (name == "checkpoint-spaced-first") options->spaced_first = *n;
-    else if (name == "checkpoint-branch-min") options->min_branch_preserve = *n;
+    if (name == "checkpoint-every")
+      options->every_n = *n;
+    else if (name == "checkpoint-tail-every")
+      options->tail_every = *n;
+    else if (name == "checkpoint-generation-every")
+      options->generation_every = *n;
+    else if (name == "checkpoint-spaced-first")
+      options->spaced_first = *n;
+    else if (name == "checkpoint-branch-min")
+      options->min_branch_preserve = *n;
     else {
       if (*n == 0) return absl::InvalidArgumentError("--prefill-chunk must be > 0");
       options->prefill_chunk = *n;
@@ -154,15 +174,15 @@ std::string CheckpointFlagsHelp() {
       "  --checkpoint-ram=SIZE        RAM for checkpoints, all models (default ", d.ram_budget_bytes >> 30, "GiB)\n",
       "  --checkpoint-disk-dir=PATH   disk tier for evicted checkpoints (default none)\n",
       "  --checkpoint-disk-budget=SIZE  bytes on the disk tier (default ", d.disk_budget_bytes >> 30, "GiB)\n",
-      "  --checkpoint-every=N         positions between checkpoints in long prompts (default ", d.every_n, ", 0 = off;\n",
-      "                               best a multiple of --prefill-chunk)\n",
-      "  --checkpoint-tail-every=N    positions between checkpoints in a prompt's last message (default ", d.tail_every, ", 0 = off)\n",
-      "  --checkpoint-generation-every=N  positions between checkpoints inside a reply (default ", d.generation_every,
-      ", 0 = off)\n",
+      "  --checkpoint-every=N         positions between checkpoints in long prompts (default ", d.every_n,
+      ", 0 = off;\n", "                               best a multiple of --prefill-chunk)\n",
+      "  --checkpoint-tail-every=N    positions between checkpoints in a prompt's last message (default ", d.tail_every,
+      ", 0 = off)\n", "  --checkpoint-generation-every=N  positions between checkpoints inside a reply (default ",
+      d.generation_every, ", 0 = off)\n",
       "  --checkpoint-spaced-first=N  in a prompt without message boundaries, checkpoints N positions apart from\n",
       "                               its start, then an eighth of the position apart (default ", d.spaced_first,
-      ", 0 = off)\n",
-      "  --checkpoint-branch-min=N    keep an abandoned branch of >= N positions (default ", d.min_branch_preserve, ", 0 = off)\n",
+      ", 0 = off)\n", "  --checkpoint-branch-min=N    keep an abandoned branch of >= N positions (default ",
+      d.min_branch_preserve, ", 0 = off)\n",
       "  --prefill-chunk=N            most prompt tokens per forward call (default ", d.prefill_chunk, ")\n",
       "  --checkpoint-policy=NAME     which checkpoints stay under the RAM budget: cairn (default), or the\n",
       "                               baselines lru, marconi[:ALPHA] (Marconi's placement and eviction)\n");

@@ -7,28 +7,44 @@ namespace cairn::checkpoint {
 
 const char* CaptureReasonName(CaptureReason reason) {
   switch (reason) {
-    case CaptureReason::kMessageBoundary: return "message_boundary";
-    case CaptureReason::kInterval: return "interval";
-    case CaptureReason::kTail: return "tail";
-    case CaptureReason::kPromptEnd: return "prompt_end";
-    case CaptureReason::kAfterGeneration: return "after_generation";
-    case CaptureReason::kDuringGeneration: return "during_generation";
-    case CaptureReason::kBranch: return "branch";
-    case CaptureReason::kDivergence: return "divergence";
-    case CaptureReason::kParked: return "parked";
-    case CaptureReason::kDropped: return "dropped";
-    case CaptureReason::kSpaced: return "spaced";
+    case CaptureReason::kMessageBoundary:
+      return "message_boundary";
+    case CaptureReason::kInterval:
+      return "interval";
+    case CaptureReason::kTail:
+      return "tail";
+    case CaptureReason::kPromptEnd:
+      return "prompt_end";
+    case CaptureReason::kAfterGeneration:
+      return "after_generation";
+    case CaptureReason::kDuringGeneration:
+      return "during_generation";
+    case CaptureReason::kBranch:
+      return "branch";
+    case CaptureReason::kDivergence:
+      return "divergence";
+    case CaptureReason::kParked:
+      return "parked";
+    case CaptureReason::kDropped:
+      return "dropped";
+    case CaptureReason::kSpaced:
+      return "spaced";
   }
   return "unknown";
 }
 
 const char* ReuseKindName(ReuseKind kind) {
   switch (kind) {
-    case ReuseKind::kLive: return "live";
-    case ReuseKind::kCheckpointOnLive: return "checkpoint";
-    case ReuseKind::kFullSnapshot: return "full_snapshot";
-    case ReuseKind::kOtherSequence: return "other_sequence";
-    case ReuseKind::kBaseAndCheckpoint: return "base_and_checkpoint";
+    case ReuseKind::kLive:
+      return "live";
+    case ReuseKind::kCheckpointOnLive:
+      return "checkpoint";
+    case ReuseKind::kFullSnapshot:
+      return "full_snapshot";
+    case ReuseKind::kOtherSequence:
+      return "other_sequence";
+    case ReuseKind::kBaseAndCheckpoint:
+      return "base_and_checkpoint";
   }
   return "unknown";
 }
@@ -51,7 +67,8 @@ Pos CheckpointPolicy::GenerationSpacing(size_t checkpoint_bytes, size_t ram_budg
 double CheckpointPolicy::PromptShare(size_t ram_budget, size_t sequences) const {
   if (!options_.budget_spacing) return -1;
   // Many live sequences divide the budget between them.
-  const double share = std::min(options_.tail_budget_fraction, 1.0 / static_cast<double>(std::max<size_t>(sequences, 1)));
+  const double share =
+      std::min(options_.tail_budget_fraction, 1.0 / static_cast<double>(std::max<size_t>(sequences, 1)));
   return share * static_cast<double>(ram_budget);
 }
 
@@ -80,8 +97,7 @@ Pos CheckpointPolicy::SpacedMark(Pos mark, int scale) const {
   return next > std::numeric_limits<Pos>::max() ? 0 : static_cast<Pos>(next);
 }
 
-int CheckpointPolicy::SpacedScale(Pos positions, size_t checkpoint_bytes, size_t ram_budget,
-                                  size_t sequences) const {
+int CheckpointPolicy::SpacedScale(Pos positions, size_t checkpoint_bytes, size_t ram_budget, size_t sequences) const {
   if (options_.spaced_first <= 0) return 0;
   const int64_t fit = PointsThatFit(checkpoint_bytes, ram_budget, sequences);
   const int least = std::max(options_.spaced_min_scale, 1);
@@ -96,9 +112,8 @@ int CheckpointPolicy::SpacedScale(Pos positions, size_t checkpoint_bytes, size_t
 }
 
 std::vector<CapturePoint> CheckpointPolicy::PlanPrefill(const Prompt& prompt, size_t start,
-                                                        const std::function<bool(size_t)>& exists,
-                                                        Pos cut_window, Pos tail_every,
-                                                        size_t divergence, int spaced_scale) const {
+                                                        const std::function<bool(size_t)>& exists, Pos cut_window,
+                                                        Pos tail_every, size_t divergence, int spaced_scale) const {
   std::vector<CapturePoint> points;
   if (!captures() || start > prompt.size()) return points;
   const bool diverges = options_.divergence_points && divergence > start && divergence <= prompt.size() &&
@@ -118,12 +133,14 @@ std::vector<CapturePoint> CheckpointPolicy::PlanPrefill(const Prompt& prompt, si
       std::max(prompt.pos_after(last_start), prompt.positions() - std::max<Pos>(options_.tail_span, 0));
   // Spaced marks only where the client marked nothing: a marked prompt gets
   // its points at the boundaries, where divergences happen.
-  const int scale = last_start > 0 ? 0 : (spaced_scale >= 0 ? spaced_scale : (options_.spaced_first > 0 ? options_.spaced_min_scale : 0));
+  const int scale =
+      last_start > 0 ? 0
+                     : (spaced_scale >= 0 ? spaced_scale : (options_.spaced_first > 0 ? options_.spaced_min_scale : 0));
   Pos mark = SpacedMark(0, scale);
   while (mark > 0 && mark <= prompt.pos_after(start)) mark = SpacedMark(mark, scale);
   for (size_t s = start; s <= prompt.size(); ++s) {
     if (s == 0) continue;  // an empty sequence needs no snapshot
-    bool marked = false;  // the symbol reaches a spaced mark
+    bool marked = false;   // the symbol reaches a spaced mark
     for (; mark > 0 && mark <= prompt.pos_after(s); mark = SpacedMark(mark, scale)) marked = true;
     CapturePoint point{s, CaptureReason::kMessageBoundary, false};
     bool capture = false;
@@ -136,8 +153,7 @@ std::vector<CapturePoint> CheckpointPolicy::PlanPrefill(const Prompt& prompt, si
       point.reason = CaptureReason::kInterval;
       capture = true;
     }
-    if (!capture && s > start && s > last_start && tail > 0 &&
-        prompt.pos_after(s - 1) >= tail_from) {
+    if (!capture && s > start && s > last_start && tail > 0 && prompt.pos_after(s - 1) >= tail_from) {
       const Pos from = tail_from;
       if ((prompt.pos_after(s) - from) / tail > (prompt.pos_after(s - 1) - from) / tail) {
         point.reason = CaptureReason::kTail;

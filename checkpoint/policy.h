@@ -128,55 +128,52 @@ inline constexpr int kSplitSpacedScale = 4;
 enum class CaptureReason : uint8_t {
   kMessageBoundary,
   kInterval,
-  kTail,             // inside the last message (see PolicyOptions::tail_every)
-  kPromptEnd,        // keeps the last row's logits: a regenerate needs no forward
+  kTail,       // inside the last message (see PolicyOptions::tail_every)
+  kPromptEnd,  // keeps the last row's logits: a regenerate needs no forward
   kAfterGeneration,
   kDuringGeneration,  // every PolicyOptions::generation_every generated positions
-  kBranch,           // full snapshot of a history about to be cut away
-  kDivergence,       // where the prompt leaves a path the index knows
-  kParked,           // full snapshot of a sequence its owner parks (a sessionless request's)
-  kDropped,          // full snapshot of a sequence destroyed unparked (an expired session's)
-  kSpaced,           // at a spaced mark inside an unmarked prompt (PolicyOptions::spaced_first)
+  kBranch,            // full snapshot of a history about to be cut away
+  kDivergence,        // where the prompt leaves a path the index knows
+  kParked,            // full snapshot of a sequence its owner parks (a sessionless request's)
+  kDropped,           // full snapshot of a sequence destroyed unparked (an expired session's)
+  kSpaced,            // at a spaced mark inside an unmarked prompt (PolicyOptions::spaced_first)
 };
 inline constexpr size_t kCaptureReasons = 11;
 const char* CaptureReasonName(CaptureReason reason);
 
 struct CapturePoint {
-  size_t symbols = 0;   // capture after this many prompt symbols
+  size_t symbols = 0;  // capture after this many prompt symbols
   CaptureReason reason = CaptureReason::kMessageBoundary;
   bool keep_logits = false;
-  bool full = false;    // a full snapshot (restorable onto any sequence)
+  bool full = false;  // a full snapshot (restorable onto any sequence)
 };
 
 // What an engine could reuse for a new prompt, for ChooseRestore.
 enum class ReuseKind : uint8_t {
-  kLive = 0,            // the sequence's own memory, cut back if needed
-  kCheckpointOnLive,    // restore a checkpoint-scope snapshot onto it
-  kFullSnapshot,        // restore a full snapshot
-  kOtherSequence,       // copy another live sequence (full capture + restore)
-  kBaseAndCheckpoint,   // full state from elsewhere, then a checkpoint on it
+  kLive = 0,           // the sequence's own memory, cut back if needed
+  kCheckpointOnLive,   // restore a checkpoint-scope snapshot onto it
+  kFullSnapshot,       // restore a full snapshot
+  kOtherSequence,      // copy another live sequence (full capture + restore)
+  kBaseAndCheckpoint,  // full state from elsewhere, then a checkpoint on it
 };
 const char* ReuseKindName(ReuseKind kind);
 
 struct ReuseCandidate {
   ReuseKind kind = ReuseKind::kLive;
-  size_t symbols = 0;     // prompt symbols reused
-  Pos positions = 0;      // positions reused (work saved)
-  size_t copy_bytes = 0;  // bytes to copy to apply it
+  size_t symbols = 0;       // prompt symbols reused
+  Pos positions = 0;        // positions reused (work saved)
+  size_t copy_bytes = 0;    // bytes to copy to apply it
   bool has_logits = false;  // brings the logits of its last row
 };
 
 class CheckpointPolicy final {
  public:
-  CheckpointPolicy(const MemoryCapabilities& caps, const PolicyOptions& options)
-      : caps_(caps), options_(options) {}
+  CheckpointPolicy(const MemoryCapabilities& caps, const PolicyOptions& options) : caps_(caps), options_(options) {}
 
   const PolicyOptions& options() const { return options_; }
 
   // Whether this memory gets checkpoints at all.
-  bool captures() const {
-    return options_.enabled && !caps_.truncatable && caps_.has_checkpoint_state;
-  }
+  bool captures() const { return options_.enabled && !caps_.truncatable && caps_.has_checkpoint_state; }
 
   // Whether a memory at `next_pos` can go back to `target` by Truncate alone.
   static bool CanCut(const MemoryCapabilities& caps, Pos next_pos, Pos target);
@@ -202,10 +199,9 @@ class CheckpointPolicy final {
   // later, when a ring has moved on);
   // `spaced_scale` overrides the marks' scale when >= 0 (see SpacedScale;
   // -1: options().spaced_min_scale when options().spaced_first > 0).
-  std::vector<CapturePoint> PlanPrefill(const Prompt& prompt, size_t start,
-                                        const std::function<bool(size_t)>& exists,
-                                        Pos cut_window = 0, Pos tail_every = -1,
-                                        size_t divergence = 0, int spaced_scale = -1) const;
+  std::vector<CapturePoint> PlanPrefill(const Prompt& prompt, size_t start, const std::function<bool(size_t)>& exists,
+                                        Pos cut_window = 0, Pos tail_every = -1, size_t divergence = 0,
+                                        int spaced_scale = -1) const;
 
   // The spaced mark after `mark` (0: the first) at `scale` (>= 1) times the
   // options' spacing: mark + scale * max(spaced_first, mark * spaced_fraction);
@@ -250,14 +246,12 @@ class CheckpointPolicy final {
   // away. Applies to every family: even a transformer would otherwise have
   // to recompute an abandoned branch when the client returns to it.
   bool PreserveBranch(Pos dropped) const {
-    return options_.enabled && options_.min_branch_preserve > 0 &&
-           dropped >= options_.min_branch_preserve;
+    return options_.enabled && options_.min_branch_preserve > 0 && dropped >= options_.min_branch_preserve;
   }
 
   // Scope to capture given what each would cost now.
   SnapshotScope ScopeFor(size_t checkpoint_bytes, size_t full_bytes) const {
-    return static_cast<double>(full_bytes) <=
-                   options_.full_scope_factor * static_cast<double>(checkpoint_bytes)
+    return static_cast<double>(full_bytes) <= options_.full_scope_factor * static_cast<double>(checkpoint_bytes)
                ? SnapshotScope::kFull
                : SnapshotScope::kCheckpoint;
   }

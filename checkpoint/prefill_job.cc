@@ -134,8 +134,8 @@ absl::Status PrefillJob::Absorbed(RunLogits& logits) {
       const double cost = static_cast<double>(s.history.positions() - s.history.pos_after(s.newest_depth));
       // As in CaptureDue: a checkpoint that is not kept only costs reuse later.
       if (!have_snapshots ||
-          !capturer_.Keep(s, snapshot_reasons_[snap], std::move(logits.snapshots[snap]), nullptr, cost,
-                          &result_.stats, t0)
+          !capturer_
+               .Keep(s, snapshot_reasons_[snap], std::move(logits.snapshots[snap]), nullptr, cost, &result_.stats, t0)
                .ok()) {
         counters_.CaptureFailed();
       }

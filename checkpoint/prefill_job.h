@@ -66,8 +66,8 @@ class PrefillJob {
  private:
   friend class CheckpointEngine;
   // Locks the sequence (waits for engine calls on it).
-  PrefillJob(std::shared_ptr<SequenceState> state, Capturer& capturer, SequenceRegistry& live,
-             EngineCounters& counters, bool snapshots_within_run);
+  PrefillJob(std::shared_ptr<SequenceState> state, Capturer& capturer, SequenceRegistry& live, EngineCounters& counters,
+             bool snapshots_within_run);
   // Captures the points planned at the symbols absorbed so far.
   void CaptureDue();
   // Which capture points inside the run [i_, end) the backend snapshots:
@@ -86,8 +86,8 @@ class PrefillJob {
   std::vector<CapturePoint> points_;
   size_t next_point_ = 0;
   size_t spaced_bytes_ = 0;  // checkpoint-scope bytes of the spaced points captured so far
-  size_t i_ = 0;        // prompt symbols absorbed
-  size_t run_end_ = 0;  // end of the run NextRun returned
+  size_t i_ = 0;             // prompt symbols absorbed
+  size_t run_end_ = 0;       // end of the run NextRun returned
   std::vector<TokenId> tokens_;
   std::vector<int32_t> snapshot_rows_;  // of that run, one per capture point inside it
   std::vector<CaptureReason> snapshot_reasons_;

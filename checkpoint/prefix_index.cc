@@ -11,7 +11,7 @@ namespace cairn::checkpoint {
 struct PrefixIndex::Node {
   std::vector<SymbolKey> edge;  // symbols from the parent to this node
   Node* parent = nullptr;
-  size_t depth = 0;             // symbols from the root to this node
+  size_t depth = 0;                                     // symbols from the root to this node
   std::map<SymbolKey, std::unique_ptr<Node>> children;  // by edge[0]
   std::vector<IndexEntry> entries;
 };
@@ -23,8 +23,7 @@ absl::StatusOr<std::unique_ptr<PrefixIndex>> PrefixIndex::Create() {
   return std::unique_ptr<PrefixIndex>(new PrefixIndex());
 }
 
-absl::Status PrefixIndex::Insert(std::string_view tenant, std::span<const SymbolKey> path,
-                                 const IndexEntry& entry) {
+absl::Status PrefixIndex::Insert(std::string_view tenant, std::span<const SymbolKey> path, const IndexEntry& entry) {
   if (entry.id == 0) return absl::InvalidArgumentError("index entry id 0");
   absl::MutexLock lock(&mu_);
   if (where_.count(entry.id)) {
@@ -123,8 +122,7 @@ bool PrefixIndex::Remove(uint64_t id, std::vector<Reparented>* reparented) {
   auto& entries = node->entries;
   bool was_checkpoint = false;
   for (const IndexEntry& e : entries) was_checkpoint |= e.id == id && e.kind != EntryKind::kLive;
-  entries.erase(std::remove_if(entries.begin(), entries.end(),
-                               [id](const IndexEntry& e) { return e.id == id; }),
+  entries.erase(std::remove_if(entries.begin(), entries.end(), [id](const IndexEntry& e) { return e.id == id; }),
                 entries.end());
   if (reparented != nullptr && was_checkpoint && !HoldsCheckpoint(entries)) {
     // The nearest checkpoint above, then every nearest one below.
@@ -158,8 +156,7 @@ bool PrefixIndex::Remove(uint64_t id, std::vector<Reparented>* reparented) {
   return true;
 }
 
-IndexMatch PrefixIndex::Lookup(std::string_view tenant, std::span<const SymbolKey> query,
-                               size_t max_below) const {
+IndexMatch PrefixIndex::Lookup(std::string_view tenant, std::span<const SymbolKey> query, size_t max_below) const {
   IndexMatch match;
   absl::MutexLock lock(&mu_);
   auto root_it = roots_.find(tenant);

@@ -34,10 +34,10 @@ enum class EntryKind : uint8_t {
 
 struct IndexEntry {
   EntryKind kind = EntryKind::kCheckpoint;
-  uint64_t id = 0;         // store id, or the engine's live sequence id; unique
-  Pos pos = 0;             // position at the end of the path
-  bool has_logits = false; // the logits of the path's last row come with it
-  size_t bytes = 0;        // bytes a restore copies
+  uint64_t id = 0;          // store id, or the engine's live sequence id; unique
+  Pos pos = 0;              // position at the end of the path
+  bool has_logits = false;  // the logits of the path's last row come with it
+  size_t bytes = 0;         // bytes a restore copies
 };
 
 struct IndexHit {
@@ -64,8 +64,7 @@ class PrefixIndex final {
 
   // Adds `entry` at the end of `path` in `tenant`'s partition. ALREADY_EXISTS
   // when entry.id is indexed already; INVALID_ARGUMENT for an id of 0.
-  absl::Status Insert(std::string_view tenant, std::span<const SymbolKey> path,
-                      const IndexEntry& entry);
+  absl::Status Insert(std::string_view tenant, std::span<const SymbolKey> path, const IndexEntry& entry);
   // A checkpoint whose nearest shallower checkpoint on its path changed.
   struct Reparented {
     uint64_t id = 0;
@@ -78,8 +77,7 @@ class PrefixIndex final {
   // nearest checkpoint above.
   bool Remove(uint64_t id, std::vector<Reparented>* reparented = nullptr);
   // See IndexMatch.
-  IndexMatch Lookup(std::string_view tenant, std::span<const SymbolKey> query,
-                    size_t max_below = 4) const;
+  IndexMatch Lookup(std::string_view tenant, std::span<const SymbolKey> query, size_t max_below = 4) const;
 
   // Continuations below the entry's path (children of its node: other
   // conversations or later turns); -1 when the id is not indexed.

@@ -28,8 +28,7 @@ uint64_t PathKey(std::string_view tenant, std::span<const SymbolKey> path) {
   return h.Finish() | 1;  // never 0 ("unknown")
 }
 
-std::vector<uint64_t> PrefixPathKeys(std::string_view tenant, std::span<const SymbolKey> path, size_t from,
-                                     size_t to) {
+std::vector<uint64_t> PrefixPathKeys(std::string_view tenant, std::span<const SymbolKey> path, size_t from, size_t to) {
   to = std::min(to, path.size());
   std::vector<uint64_t> keys;
   if (from >= to) return keys;

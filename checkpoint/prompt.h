@@ -46,8 +46,7 @@ SymbolKey ChunkKey(const EmbeddingChunk& chunk, int32_t n_embd);
 uint64_t PathKey(std::string_view tenant, std::span<const SymbolKey> path);
 // PathKey(tenant, path.first(k)) for k = to, to - 1, ..., from + 1 (deepest
 // first), in one pass over the path.
-std::vector<uint64_t> PrefixPathKeys(std::string_view tenant, std::span<const SymbolKey> path, size_t from,
-                                     size_t to);
+std::vector<uint64_t> PrefixPathKeys(std::string_view tenant, std::span<const SymbolKey> path, size_t from, size_t to);
 
 // Positions a chunk advances the sequence by (backend.h: max(nx, ny)).
 inline Pos ChunkSpan(const EmbeddingChunk& chunk) { return std::max(chunk.nx, chunk.ny); }
@@ -123,9 +122,7 @@ class Prompt {
   const EmbeddingChunk& chunk(size_t i) const { return chunks_[chunk_of_[i]]; }
   // Symbol counts after which a message ends, ascending.
   const std::vector<size_t>& message_ends() const { return message_ends_; }
-  bool IsMessageEnd(size_t n) const {
-    return std::binary_search(message_ends_.begin(), message_ends_.end(), n);
-  }
+  bool IsMessageEnd(size_t n) const { return std::binary_search(message_ends_.begin(), message_ends_.end(), n); }
 
  private:
   SymbolPath path_;

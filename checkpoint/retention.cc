@@ -9,8 +9,7 @@
 
 namespace cairn::checkpoint {
 
-size_t RetentionPolicy::ChooseVictim(std::span<const RetentionFacts> candidates,
-                                     const RetentionClock& now) const {
+size_t RetentionPolicy::ChooseVictim(std::span<const RetentionFacts> candidates, const RetentionClock& now) const {
   size_t best = 0;
   double worst = Score(candidates[0], now);
   for (size_t i = 1; i < candidates.size(); ++i) {
@@ -185,9 +184,7 @@ namespace {
 double MarconiRecency(const RetentionFacts& e, const RetentionClock& now) {
   return 1.0 / static_cast<double>(now.tick - std::min(now.tick, e.last_use.tick) + 1);
 }
-double FlopEfficiency(const RetentionFacts& e) {
-  return e.cost / static_cast<double>(std::max<size_t>(e.bytes, 1));
-}
+double FlopEfficiency(const RetentionFacts& e) { return e.cost / static_cast<double>(std::max<size_t>(e.bytes, 1)); }
 // Min-max normalization to [0, 1]; all ones when the values are equal (as
 // Marconi's artifact does).
 std::vector<double> Normalized(std::vector<double> v) {
@@ -204,8 +201,7 @@ double MarconiRetention::Score(const RetentionFacts& e, const RetentionClock& no
   return MarconiRecency(e, now) + alpha_ * FlopEfficiency(e);
 }
 
-size_t MarconiRetention::ChooseVictim(std::span<const RetentionFacts> candidates,
-                                      const RetentionClock& now) const {
+size_t MarconiRetention::ChooseVictim(std::span<const RetentionFacts> candidates, const RetentionClock& now) const {
   std::vector<size_t> eligible;
   for (size_t i = 0; i < candidates.size(); ++i) {
     if (candidates[i].branches <= 1) eligible.push_back(i);

@@ -72,12 +72,12 @@ struct RetentionFacts {
 };
 
 enum class RetentionEvent : uint8_t {
-  kAdded,    // admitted by Put
-  kUsed,     // served by Get (the facts as they were before this use)
-  kEvicted,  // left RAM (spilled to disk or gone)
-  kCredited, // a restore of it saved RetentionFacts::saved positions
-  kRemoved,  // gone from every tier (dropped or erased)
-  kRefused,  // not admitted (Admit said no to a Put or a WouldAdmit)
+  kAdded,     // admitted by Put
+  kUsed,      // served by Get (the facts as they were before this use)
+  kEvicted,   // left RAM (spilled to disk or gone)
+  kCredited,  // a restore of it saved RetentionFacts::saved positions
+  kRemoved,   // gone from every tier (dropped or erased)
+  kRefused,   // not admitted (Admit said no to a Put or a WouldAdmit)
   // A prompt would have restored a checkpoint the store pushed out or
   // refused (facts as when it went; `now` is the prompt's): the use a policy
   // that learns from uses would never see otherwise.

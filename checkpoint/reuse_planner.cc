@@ -86,8 +86,8 @@ class IndexPlans {
     const size_t d = std::min(match_.matched, prompt_.size() - 1);
     if (d == 0 || !CheckpointPolicy::CanCut(static_caps_, h.entry.pos, prompt_.pos_after(d))) return std::nullopt;
     ReusePlan p;
-    p.c = {h.entry.kind == EntryKind::kFull ? ReuseKind::kFullSnapshot : ReuseKind::kOtherSequence,
-           d, prompt_.pos_after(d), h.entry.bytes, false};
+    p.c = {h.entry.kind == EntryKind::kFull ? ReuseKind::kFullSnapshot : ReuseKind::kOtherSequence, d,
+           prompt_.pos_after(d), h.entry.bytes, false};
     SetBase(p, h, d);
     p.restored_depth = d;
     p.restored_pos = h.entry.pos;
@@ -317,8 +317,8 @@ void ReusePlanner::CreditRestored(const Restored& restored, const Prompt& prompt
   // beside it made both look worthless.
   const ReusePlan& chosen = restored.chosen;
   if (!enabled_) return;
-  const uint64_t used = chosen.ckpt_id != 0 ? chosen.ckpt_id
-                                            : (chosen.base_kind == EntryKind::kFull ? chosen.base_id : 0);
+  const uint64_t used =
+      chosen.ckpt_id != 0 ? chosen.ckpt_id : (chosen.base_kind == EntryKind::kFull ? chosen.base_id : 0);
   if (used == 0 || chosen.c.kind == ReuseKind::kLive || chosen.c.kind == ReuseKind::kOtherSequence) return;
   Pos without = 0;
   size_t message_start = 0;
@@ -345,8 +345,7 @@ void ReusePlanner::NoteMissed(SequenceState& s, const Prompt& prompt, const Inde
   for (const IndexHit& h : match.on_path) {
     if (CanBeBase(h, s.live_id)) partial_up_to = std::max(partial_up_to, h.depth);
   }
-  if (std::any_of(match.below.begin(), match.below.end(),
-                  [&](const IndexHit& h) { return CanBeBase(h, s.live_id); })) {
+  if (std::any_of(match.below.begin(), match.below.end(), [&](const IndexHit& h) { return CanBeBase(h, s.live_id); })) {
     partial_up_to = std::max(partial_up_to, match.matched);
   }
   store_->NoteMissed(PrefixPathKeys(s.tenant, prompt.keys(), i, n), n - std::max(partial_up_to, i));

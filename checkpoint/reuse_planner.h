@@ -26,10 +26,10 @@
 #include "backends/backend.h"
 #include "checkpoint/capturer.h"
 #include "checkpoint/engine_stats.h"
-#include "checkpoint/sequence_registry.h"
 #include "checkpoint/policy.h"
 #include "checkpoint/prefix_index.h"
 #include "checkpoint/prompt.h"
+#include "checkpoint/sequence_registry.h"
 #include "checkpoint/sequence_state.h"
 #include "checkpoint/store.h"
 

@@ -5,7 +5,7 @@
 namespace cairn::checkpoint {
 
 std::shared_ptr<SequenceState> SequenceRegistry::Add(const std::string& tenant,
-                                                  std::unique_ptr<SequenceMemory> memory) {
+                                                     std::unique_ptr<SequenceMemory> memory) {
   absl::MutexLock lock(&mu_);
   auto state = std::make_shared<SequenceState>(kIdBase + next_++, tenant, std::move(memory));
   live_[state->live_id] = state;

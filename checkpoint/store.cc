@@ -26,8 +26,8 @@ absl::StatusOr<std::unique_ptr<CheckpointStore>> CheckpointStore::Create(const S
   if (options.ram_budget_bytes == 0) return absl::InvalidArgumentError("checkpoint RAM budget is 0");
   std::unique_ptr<CheckpointStore> store(new CheckpointStore(options));
   if (!options.disk_dir.empty() && options.disk_budget_bytes > 0) {
-    absl::StatusOr<std::unique_ptr<DiskTier>> disk = DiskTier::Create(
-        options.env != nullptr ? options.env : Env::Default(), options.disk_dir, options.on_warning);
+    absl::StatusOr<std::unique_ptr<DiskTier>> disk =
+        DiskTier::Create(options.env != nullptr ? options.env : Env::Default(), options.disk_dir, options.on_warning);
     if (!disk.ok()) return disk.status();
     store->disk_ = std::move(*disk);
     if (auto s = store->Recover(); !s.ok()) return s;
@@ -37,9 +37,7 @@ absl::StatusOr<std::unique_ptr<CheckpointStore>> CheckpointStore::Create(const S
 
 CheckpointStore::CheckpointStore(const StoreOptions& options)
     : options_(options),
-      retention_(options.retention != nullptr
-                     ? options.retention
-                     : std::make_shared<ForecastRetention>()),
+      retention_(options.retention != nullptr ? options.retention : std::make_shared<ForecastRetention>()),
       evicted_(*retention_) {}
 
 CheckpointStore::~CheckpointStore() = default;
@@ -59,8 +57,13 @@ absl::Status CheckpointStore::Recover() {
       stats_.disk_bytes += found.bytes;
       ++stats_.recovered;
       next_id_ = std::max(next_id_, found.id + 1);
-      entries_.emplace(found.id, Entry{.id = found.id, .pos = found.pos, .scope = found.scope, .layout = found.layout,
-                                       .bytes = found.bytes, .cost = found.cost, .tag = std::move(found.tag),
+      entries_.emplace(found.id, Entry{.id = found.id,
+                                       .pos = found.pos,
+                                       .scope = found.scope,
+                                       .layout = found.layout,
+                                       .bytes = found.bytes,
+                                       .cost = found.cost,
+                                       .tag = std::move(found.tag),
                                        .on_disk = true});
     }
     EvictDiskLocked(pending);
@@ -234,7 +237,8 @@ absl::StatusOr<size_t> CheckpointStore::Persist(std::chrono::steady_clock::time_
     absl::MutexLock lock(&mu_);
     std::vector<Candidate> all;
     for (auto& [id, e] : entries_) {
-      if (e.ram && !e.on_disk && !e.spilling && WorthSpilling(e)) all.push_back({ScoreLocked(e), id, e.ram, e.cost, e.bytes});
+      if (e.ram && !e.on_disk && !e.spilling && WorthSpilling(e))
+        all.push_back({ScoreLocked(e), id, e.ram, e.cost, e.bytes});
     }
     std::sort(all.begin(), all.end(), [](const Candidate& a, const Candidate& b) { return a.priority > b.priority; });
     // Disk bytes are reserved now so concurrent spills account for them.
@@ -249,8 +253,8 @@ absl::StatusOr<size_t> CheckpointStore::Persist(std::chrono::steady_clock::time_
   for (size_t i = 0; i < chosen.size(); ++i) {
     const Candidate& c = chosen[i];
     if (error.ok() && std::chrono::steady_clock::now() >= deadline) {
-      error = absl::DeadlineExceededError(absl::StrCat("persisting checkpoints: out of time after ", written, " of ",
-                                                       chosen.size()));
+      error = absl::DeadlineExceededError(
+          absl::StrCat("persisting checkpoints: out of time after ", written, " of ", chosen.size()));
     }
     if (error.ok()) error = disk_->Write(c.id, *c.cp, c.cost);
     absl::MutexLock lock(&mu_);
@@ -277,9 +281,8 @@ absl::StatusOr<CheckpointId> CheckpointStore::Put(Checkpoint checkpoint, double 
 absl::StatusOr<CheckpointId> CheckpointStore::Put(Checkpoint checkpoint, const PutInfo& info) {
   const size_t bytes = checkpoint.bytes();
   if (bytes > options_.ram_budget_bytes) {
-    return absl::ResourceExhaustedError(absl::StrCat("checkpoint of ", bytes,
-                                                     " bytes exceeds the RAM budget of ",
-                                                     options_.ram_budget_bytes));
+    return absl::ResourceExhaustedError(
+        absl::StrCat("checkpoint of ", bytes, " bytes exceeds the RAM budget of ", options_.ram_budget_bytes));
   }
   Pending pending;
   CheckpointId id;
@@ -297,8 +300,8 @@ absl::StatusOr<CheckpointId> CheckpointStore::Put(Checkpoint checkpoint, const P
     const RetentionFacts facts = FactsLocked(e);
     if (!retention_->Admit(facts, VictimsLocked(bytes, 0), NowLocked())) {
       RefusedLocked(facts);
-      return absl::ResourceExhaustedError(absl::StrCat(
-          "checkpoint of ", bytes, " bytes not admitted: worth less than what it would push out"));
+      return absl::ResourceExhaustedError(
+          absl::StrCat("checkpoint of ", bytes, " bytes not admitted: worth less than what it would push out"));
     }
     evicted_.Drop(e.path_key);  // a new checkpoint on its path: its outcome is unknowable
     id = next_id_++;
@@ -442,8 +445,8 @@ std::optional<CheckpointInfo> CheckpointStore::Info(CheckpointId id) const {
   auto it = entries_.find(id);
   if (it == entries_.end()) return std::nullopt;
   const Entry& e = it->second;
-  return CheckpointInfo{e.id, e.pos, e.scope, e.layout, e.bytes, e.cost,
-                        e.ram != nullptr || e.spilling != nullptr, e.on_disk, e.tag};
+  return CheckpointInfo{e.id,      e.pos, e.scope, e.layout, e.bytes, e.cost, e.ram != nullptr || e.spilling != nullptr,
+                        e.on_disk, e.tag};
 }
 
 void CheckpointStore::Erase(CheckpointId id) {

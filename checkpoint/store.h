@@ -87,15 +87,15 @@ struct StoreStats {
   size_t ram_entries = 0;
   size_t disk_entries = 0;
   uint64_t puts = 0;
-  uint64_t hits = 0;          // Get served (RAM or disk)
-  uint64_t misses = 0;        // Get of an unknown or dropped id
-  uint64_t evictions = 0;     // left RAM (spilled or dropped)
-  uint64_t spills = 0;        // written to disk
-  uint64_t disk_reads = 0;    // read back from disk
-  uint64_t dropped = 0;       // gone from every tier by budget
-  uint64_t corrupt = 0;       // files that failed verification (dropped)
-  uint64_t recovered = 0;     // valid files adopted at Create
-  uint64_t rejected = 0;      // Puts (and WouldAdmit asks) the retention policy refused
+  uint64_t hits = 0;        // Get served (RAM or disk)
+  uint64_t misses = 0;      // Get of an unknown or dropped id
+  uint64_t evictions = 0;   // left RAM (spilled or dropped)
+  uint64_t spills = 0;      // written to disk
+  uint64_t disk_reads = 0;  // read back from disk
+  uint64_t dropped = 0;     // gone from every tier by budget
+  uint64_t corrupt = 0;     // files that failed verification (dropped)
+  uint64_t recovered = 0;   // valid files adopted at Create
+  uint64_t rejected = 0;    // Puts (and WouldAdmit asks) the retention policy refused
 };
 
 class CheckpointStore final {

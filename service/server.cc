@@ -131,9 +131,9 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Create(const ServerOptions& opti
     s->session_dir_ = std::move(*dir);
     replica.session_dir = s->session_dir_.get();
   }
-  s->service_ = std::make_unique<InferenceService>(s->models_.get(), s->sessions_.get(),
-                                                   s->metrics_.get(), s->auth_.get(), options.limits,
-                                                   s->memory_budget_.get(), std::move(replica));
+  s->service_ =
+      std::make_unique<InferenceService>(s->models_.get(), s->sessions_.get(), s->metrics_.get(), s->auth_.get(),
+                                         options.limits, s->memory_budget_.get(), std::move(replica));
   auto creds = Credentials(options);
   if (!creds.ok()) return creds.status();
 
@@ -242,8 +242,8 @@ Server::~Server() {
       std::fprintf(stderr, "cairn: kept %zu session states; wrote %zu checkpoints to %s\n", parked, *written,
                    store->options().disk_dir.c_str());
     } else {
-      std::fprintf(stderr, "cairn: writing checkpoints to %s at shutdown: %s\n",
-                   store->options().disk_dir.c_str(), written.status().ToString().c_str());
+      std::fprintf(stderr, "cairn: writing checkpoints to %s at shutdown: %s\n", store->options().disk_dir.c_str(),
+                   written.status().ToString().c_str());
     }
   }
   sessions_.reset();  // sequences before their engines

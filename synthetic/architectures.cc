@@ -59,8 +59,8 @@ void SetMamba2Keys(SyntheticModel& m, int64_t d_inner, int64_t d_state, int64_t 
 
 // A Mamba-2 mixer's conv, dt, A, D and grouped norm: the small tensors,
 // after its projections or between them as the caller orders them.
-void AddMamba2Small(SyntheticModel& m, int64_t layer, int64_t d_conv, int64_t conv_ch, int64_t n_head,
-                    int64_t d_inner, int64_t n_group) {
+void AddMamba2Small(SyntheticModel& m, int64_t layer, int64_t d_conv, int64_t conv_ch, int64_t n_head, int64_t d_inner,
+                    int64_t n_group) {
   m.Add(Blk(layer, "ssm_conv1d.weight"), {d_conv, conv_ch}, Init::Symmetric(0.5f));
   m.Add(Blk(layer, "ssm_conv1d.bias"), {conv_ch}, Init::Symmetric(0.1f));
   m.Add(Blk(layer, "ssm_dt.bias"), {n_head}, Init::Uniform(-4.0f, -2.0f));
@@ -110,7 +110,8 @@ SyntheticModel Gemma(const GemmaShape& s) {
   const int64_t q = s.n_head * s.head_dim, kv = s.n_head_kv * s.head_dim;
   AddEmbeddingAndHead(m, s.n_embd, s.n_vocab, /*tied_output=*/true);
   for (int64_t l = 0; l < s.n_layer; ++l) {
-    for (const char* norm : {"attn_norm.weight", "post_attention_norm.weight", "ffn_norm.weight", "post_ffw_norm.weight"}) {
+    for (const char* norm :
+         {"attn_norm.weight", "post_attention_norm.weight", "ffn_norm.weight", "post_ffw_norm.weight"}) {
       m.AddOnes(Blk(l, norm), {s.n_embd});
     }
     if (s.qk_norm) {

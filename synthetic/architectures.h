@@ -41,10 +41,10 @@ struct GemmaShape {
   int64_t n_embd = 64, n_ff = 128, n_vocab = 256;
   int64_t n_layer = 4, n_head = 4, n_head_kv = 2, head_dim = 16;
   int64_t window = 8;
-  int64_t pattern = 6;          // sliding_window_pattern; 0: not written (the loader's default)
+  int64_t pattern = 6;  // sliding_window_pattern; 0: not written (the loader's default)
   uint32_t n_ctx = 32768;
   float rope_base = 1e6f;
-  float rope_base_swa = 1e4f;   // gemma3's rope.freq_base_swa; < 0: not written
+  float rope_base_swa = 1e4f;  // gemma3's rope.freq_base_swa; < 0: not written
   float eps = 1e-6f;
   bool qk_norm = true;
 };

@@ -70,8 +70,8 @@ GgmlType StorageType(const SyntheticTensor& t, GgmlType weight_type) {
 
 // `t`'s bytes in `type`, drawing from rng what its Init draws.
 absl::StatusOr<std::vector<uint8_t>> Encode(const SyntheticTensor& t, GgmlType type, Rng& rng) {
-  const bool by_value = type == GgmlType::kF32 || type == GgmlType::kF16 || type == GgmlType::kBF16 ||
-                        type == GgmlType::kQ8_0;
+  const bool by_value =
+      type == GgmlType::kF32 || type == GgmlType::kF16 || type == GgmlType::kBF16 || type == GgmlType::kQ8_0;
   if (!by_value) {
     if (t.init.kind == Init::Kind::kValues) {
       return absl::InvalidArgumentError(absl::StrCat("tensor '", t.name, "': given values cannot be stored as ",
@@ -182,7 +182,8 @@ SyntheticTensor* SyntheticModel::Find(const std::string& name) {
 }
 
 bool SyntheticModel::Remove(const std::string& name) {
-  const auto it = std::find_if(tensors_.begin(), tensors_.end(), [&](const SyntheticTensor& t) { return t.name == name; });
+  const auto it =
+      std::find_if(tensors_.begin(), tensors_.end(), [&](const SyntheticTensor& t) { return t.name == name; });
   if (it == tensors_.end()) return false;
   tensors_.erase(it);
   return true;
@@ -233,7 +234,8 @@ std::vector<uint8_t> QuantizeQ8_0(std::span<const float> x) {
     const uint16_t h = Fp32ToFp16(d);
     out.push_back(static_cast<uint8_t>(h & 0xff));
     out.push_back(static_cast<uint8_t>(h >> 8));
-    for (size_t i = 0; i < 32; ++i) out.push_back(static_cast<uint8_t>(static_cast<int8_t>(std::lround(x[b + i] * id))));
+    for (size_t i = 0; i < 32; ++i)
+      out.push_back(static_cast<uint8_t>(static_cast<int8_t>(std::lround(x[b + i] * id))));
   }
   return out;
 }

@@ -78,7 +78,7 @@ struct SyntheticTensor {
   std::string name;
   std::vector<int64_t> shape;  // GGUF order: shape[0] is the row length
   Init init;
-  bool weight = false;         // stored in the model's weight_type where its rows fit
+  bool weight = false;  // stored in the model's weight_type where its rows fit
   int64_t n_elements() const;
 };
 

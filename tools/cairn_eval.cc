@@ -67,8 +67,9 @@ int main(int argc, char** argv) {
     }
     args[key] = value;
   }
-  static const char* kKnown[] = {"model", "tokens", "out", "mode", "compare", "family", "threads", "generate",
-                                 "prompt-tokens", "max-context", "multimodal", "embeddings", "exact-activations"};
+  static const char* kKnown[] = {
+      "model",    "tokens",        "out",         "mode",       "compare",    "family",           "threads",
+      "generate", "prompt-tokens", "max-context", "multimodal", "embeddings", "exact-activations"};
   for (const auto& [k, v] : args) {
     bool known = false;
     for (const char* name : kKnown) known |= (k == name);

@@ -39,11 +39,16 @@ absl::StatusOr<std::string> Unescape(std::string_view line, int line_no) {
       return absl::InvalidArgumentError(absl::StrCat("line ", line_no, ": trailing backslash"));
     }
     const char c = line[++i];
-    if (c == 'n') out.push_back('\n');
-    else if (c == 't') out.push_back('\t');
-    else if (c == 'r') out.push_back('\r');
-    else if (c == '\\') out.push_back('\\');
-    else return absl::InvalidArgumentError(absl::StrCat("line ", line_no, ": unknown escape \\", std::string(1, c)));
+    if (c == 'n')
+      out.push_back('\n');
+    else if (c == 't')
+      out.push_back('\t');
+    else if (c == 'r')
+      out.push_back('\r');
+    else if (c == '\\')
+      out.push_back('\\');
+    else
+      return absl::InvalidArgumentError(absl::StrCat("line ", line_no, ": unknown escape \\", std::string(1, c)));
   }
   return out;
 }
@@ -61,12 +66,18 @@ int main(int argc, char** argv) {
       return true;
     };
     bool ok = true;
-    if (arg == "--model") ok = value(&model_path);
-    else if (arg == "--in") ok = value(&in_path);
-    else if (arg == "--out") ok = value(&out_path);
-    else if (arg == "--pre") ok = value(&pre);
-    else if (arg == "--parse-special") options.parse_special = true;
-    else if (arg == "--no-add-special") options.add_special = false;
+    if (arg == "--model")
+      ok = value(&model_path);
+    else if (arg == "--in")
+      ok = value(&in_path);
+    else if (arg == "--out")
+      ok = value(&out_path);
+    else if (arg == "--pre")
+      ok = value(&pre);
+    else if (arg == "--parse-special")
+      options.parse_special = true;
+    else if (arg == "--no-add-special")
+      options.add_special = false;
     else if (arg == "--help" || arg == "-h") {
       std::cout << kUsage;
       return 0;
@@ -90,8 +101,7 @@ int main(int argc, char** argv) {
   }
   cairn::Metadata metadata = (*model)->metadata();
   if (!pre.empty()) {
-    metadata.Set("tokenizer.ggml.pre",
-                 cairn::MetadataValue::FromScalar(cairn::GgufValueType::kString, pre));
+    metadata.Set("tokenizer.ggml.pre", cairn::MetadataValue::FromScalar(cairn::GgufValueType::kString, pre));
   }
   auto tokenizer = cairn::Tokenizer::FromMetadata(metadata);
   if (!tokenizer.ok()) {

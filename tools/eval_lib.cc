@@ -168,8 +168,8 @@ absl::StatusOr<std::vector<float>> ReadEmbeddingsFile(const std::string& path, i
   std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   const size_t row_bytes = static_cast<size_t>(n_embd) * sizeof(float);
   if (n_embd <= 0 || bytes.size() % row_bytes != 0) {
-    return absl::InvalidArgumentError(absl::StrCat(path, ": ", bytes.size(), " bytes is not a whole number of ",
-                                                   n_embd, "-float rows"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": ", bytes.size(), " bytes is not a whole number of ", n_embd, "-float rows"));
   }
   std::vector<float> out(bytes.size() / sizeof(float));
   std::memcpy(out.data(), bytes.data(), bytes.size());
@@ -192,9 +192,9 @@ absl::StatusOr<SequenceLogits> EvalMultimodal(Backend& backend, const std::vecto
     if (part.tokens.empty()) {
       n = static_cast<int64_t>(part.nx) * part.ny;
       if ((part.first_row + n) * n_embd > static_cast<int64_t>(embeddings.size())) {
-        return absl::InvalidArgumentError(absl::StrCat("chunk ", part.nx, " x ", part.ny, " needs embedding rows up to ",
-                                                       part.first_row + n, "; the file has ",
-                                                       static_cast<int64_t>(embeddings.size()) / n_embd));
+        return absl::InvalidArgumentError(
+            absl::StrCat("chunk ", part.nx, " x ", part.ny, " needs embedding rows up to ", part.first_row + n,
+                         "; the file has ", static_cast<int64_t>(embeddings.size()) / n_embd));
       }
       chunk.rows = embeddings.data() + part.first_row * n_embd;
       chunk.nx = part.nx;
@@ -222,8 +222,7 @@ int32_t Argmax(const float* v, int32_t n) {
   return best;
 }
 
-absl::StatusOr<std::vector<TokenId>> GenerateGreedy(Backend& backend, const std::vector<TokenId>& prompt,
-                                                    int32_t n) {
+absl::StatusOr<std::vector<TokenId>> GenerateGreedy(Backend& backend, const std::vector<TokenId>& prompt, int32_t n) {
   if (prompt.empty()) return absl::InvalidArgumentError("greedy generation needs a non-empty prompt");
   absl::StatusOr<std::unique_ptr<SequenceMemory>> mem = backend.NewSequence();
   if (!mem.ok()) return mem.status();

@@ -33,7 +33,7 @@ absl::Status WriteLogitsFile(const std::string& path, const std::vector<Sequence
 
 // How a sequence is fed: all at once, one token per Forward, or pieces of N.
 struct EvalMode {
-  int32_t chunk = 0;  // 0 = the whole sequence in one Forward
+  int32_t chunk = 0;                                               // 0 = the whole sequence in one Forward
   static absl::StatusOr<EvalMode> Parse(const std::string& text);  // batch | step | chunk:N
 };
 
@@ -42,8 +42,7 @@ struct EvalMode {
 absl::StatusOr<SequenceLogits> EvalSequence(Backend& backend, const std::vector<TokenId>& tokens, EvalMode mode);
 // EvalSequence for each of `seqs`, in order; the first error.
 absl::StatusOr<std::vector<SequenceLogits>> EvalSequences(Backend& backend,
-                                                          const std::vector<std::vector<TokenId>>& seqs,
-                                                          EvalMode mode);
+                                                          const std::vector<std::vector<TokenId>>& seqs, EvalMode mode);
 
 // Greedy continuation: `n` new ids after `prompt` (argmax, lowest id wins ties).
 absl::StatusOr<std::vector<TokenId>> GenerateGreedy(Backend& backend, const std::vector<TokenId>& prompt, int32_t n);
@@ -70,9 +69,9 @@ absl::StatusOr<SequenceLogits> EvalMultimodal(Backend& backend, const std::vecto
                                               const std::vector<float>& embeddings);
 
 struct LogitsComparison {
-  double max_abs_diff = 0;   // max |a - b| over all rows and entries
-  double ref_std = 0;        // standard deviation of all reference logits
-  double max_rel = 0;        // max_abs_diff / ref_std
+  double max_abs_diff = 0;  // max |a - b| over all rows and entries
+  double ref_std = 0;       // standard deviation of all reference logits
+  double max_rel = 0;       // max_abs_diff / ref_std
   int64_t rows = 0;
   int64_t argmax_agree = 0;  // rows whose argmax is the same
   // Rows whose argmax differs but whose reference holds the two tokens within

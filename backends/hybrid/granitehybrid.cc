@@ -52,7 +52,8 @@ absl::StatusOr<std::unique_ptr<ArchModel>> LoadGraniteHybrid(const ModelLoader& 
     AttentionBlock& a = L.attn;
     a = DecoderAttention(hp, n_head_kv, attn_scale);
     a.rope = rope ? &m->rope : nullptr;
-    CAIRN_RETURN_IF_ERROR(LoadAttention(ld, il, hp.n_embd, {Presence::kAbsent, Presence::kAbsent, Presence::kAbsent}, a));
+    CAIRN_RETURN_IF_ERROR(
+        LoadAttention(ld, il, hp.n_embd, {Presence::kAbsent, Presence::kAbsent, Presence::kAbsent}, a));
   }
 
   m->FinishLoad(ld, HybridDims(hp, n_head_kv, m->mamba.conv_state_floats(), m->mamba.ssm_state_floats()));

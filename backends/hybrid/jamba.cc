@@ -44,8 +44,8 @@ absl::StatusOr<std::unique_ptr<ArchModel>> LoadJamba(const ModelLoader& ld) {
       continue;
     }
     L.attn = DecoderAttention(hp, n_head_kv, 0.0);
-    CAIRN_RETURN_IF_ERROR(LoadAttention(ld, il, hp.n_embd, {Presence::kOptional, Presence::kAbsent, Presence::kAbsent},
-                                        L.attn));
+    CAIRN_RETURN_IF_ERROR(
+        LoadAttention(ld, il, hp.n_embd, {Presence::kOptional, Presence::kAbsent, Presence::kAbsent}, L.attn));
   }
 
   m->FinishLoad(ld, HybridDims(hp, n_head_kv, m->mamba.conv_state_floats(), m->mamba.ssm_state_floats()));

@@ -57,8 +57,8 @@ absl::StatusOr<std::unique_ptr<ArchModel>> LoadQwen35Style(const ModelLoader& ld
     if (!recurrent[il]) attention_layers.push_back(il);
   }
   int32_t n_head_kv = 0;
-  CAIRN_LOAD_ASSIGN(n_head_kv,
-                    HybridKvHeads(ld, hp, attention_layers, hp.n_layer - static_cast<int32_t>(attention_layers.size())));
+  CAIRN_LOAD_ASSIGN(
+      n_head_kv, HybridKvHeads(ld, hp, attention_layers, hp.n_layer - static_cast<int32_t>(attention_layers.size())));
   const int32_t hd = hp.head_dim_k;
 
   // Partial NEOX RoPE, by sections of M-RoPE positions for qwen35.
@@ -84,7 +84,8 @@ absl::StatusOr<std::unique_ptr<ArchModel>> LoadQwen35Style(const ModelLoader& ld
     a = DecoderAttention(hp, n_head_kv, 0.0);  // the reference reads no attention.scale here
     a.gated = true;
     a.rope = &m->rope;
-    CAIRN_RETURN_IF_ERROR(LoadAttention(ld, il, hp.n_embd, {Presence::kAbsent, Presence::kAbsent, Presence::kRequired}, a));
+    CAIRN_RETURN_IF_ERROR(
+        LoadAttention(ld, il, hp.n_embd, {Presence::kAbsent, Presence::kAbsent, Presence::kRequired}, a));
   }
 
   m->accepts_embeddings = variant.imrope;

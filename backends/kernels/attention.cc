@@ -56,9 +56,9 @@ void AttentionGemm(const AttentionParams& p, const AttentionArgs& a, ThreadPool&
       const int64_t n = hi - lo;
       scores.resize(static_cast<size_t>(nq * n));
       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(nq), static_cast<int>(n), p.head_dim_k,
-                  p.scale, a.q + i0 * a.q_stride + static_cast<int64_t>(h) * p.head_dim_k,
-                  static_cast<int>(a.q_stride), a.k + lo * a.k_stride + static_cast<int64_t>(hk) * p.head_dim_k,
-                  static_cast<int>(a.k_stride), 0.0f, scores.data(), static_cast<int>(n));
+                  p.scale, a.q + i0 * a.q_stride + static_cast<int64_t>(h) * p.head_dim_k, static_cast<int>(a.q_stride),
+                  a.k + lo * a.k_stride + static_cast<int64_t>(hk) * p.head_dim_k, static_cast<int>(a.k_stride), 0.0f,
+                  scores.data(), static_cast<int>(n));
       for (int64_t i = 0; i < nq; ++i) {
         float* row = scores.data() + i * n;
         const int64_t b = (a.kv_begin ? a.kv_begin[i0 + i] : 0) - lo;

@@ -13,12 +13,12 @@ namespace cairn {
 
 struct AttentionParams {
   int32_t n_head = 0;
-  int32_t n_head_kv = 0;     // n_head must be a multiple; query head h reads kv head h / (n_head / n_head_kv)
+  int32_t n_head_kv = 0;  // n_head must be a multiple; query head h reads kv head h / (n_head / n_head_kv)
   int32_t head_dim_k = 0;
   int32_t head_dim_v = 0;
-  float scale = 1.0f;        // applied to q.k before the soft cap
-  float softcap = 0.0f;      // > 0: s = softcap * tanh(s / softcap)
-  int32_t window = 0;        // > 0: query at p sees keys at positions p' with p - p' < window
+  float scale = 1.0f;    // applied to q.k before the soft cap
+  float softcap = 0.0f;  // > 0: s = softcap * tanh(s / softcap)
+  int32_t window = 0;    // > 0: query at p sees keys at positions p' with p - p' < window
   // [n_head] or null: head h's sink logit joins each of its softmax
   // denominators unscaled and without a value row (gpt-oss), so a query
   // can attend to "nothing".
@@ -43,16 +43,16 @@ struct AttentionArgs {
   const float* q = nullptr;
   int64_t q_stride = 0;
   int64_t n_q = 0;
-  const int32_t* kv_end = nullptr;  // [n_q]
+  const int32_t* kv_end = nullptr;    // [n_q]
   const int32_t* kv_begin = nullptr;  // [n_q] or null (every query starts at row 0)
-  const int32_t* q_pos = nullptr;   // [n_q], used only with a window
+  const int32_t* q_pos = nullptr;     // [n_q], used only with a window
   const float* k = nullptr;
   int64_t k_stride = 0;
   const float* v = nullptr;
   int64_t v_stride = 0;
   const int32_t* kv_pos = nullptr;  // [n_kv], used only with a window
   int64_t n_kv = 0;
-  int64_t kv_wrap = 0;              // > 0: logical row j is stored at row j % kv_wrap
+  int64_t kv_wrap = 0;  // > 0: logical row j is stored at row j % kv_wrap
   float* out = nullptr;
   int64_t out_stride = 0;
 };

@@ -22,9 +22,12 @@ Isa ReadCap() {
 
 std::string_view IsaName(Isa isa) {
   switch (isa) {
-    case Isa::kAvx512Vnni: return "avx512vnni";
-    case Isa::kAvx2: return "avx2";
-    case Isa::kPortable: return "portable";
+    case Isa::kAvx512Vnni:
+      return "avx512vnni";
+    case Isa::kAvx2:
+      return "avx2";
+    case Isa::kPortable:
+      return "portable";
   }
   return "portable";
 }
@@ -32,10 +35,12 @@ std::string_view IsaName(Isa isa) {
 bool CpuRuns(Isa isa) {
 #if defined(__x86_64__) || defined(__i386__)
   switch (isa) {
-    case Isa::kAvx512Vnni: return CpuRunsAvx512Float() && __builtin_cpu_supports("avx512vnni");
+    case Isa::kAvx512Vnni:
+      return CpuRunsAvx512Float() && __builtin_cpu_supports("avx512vnni");
     case Isa::kAvx2:
       return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
-    case Isa::kPortable: return true;
+    case Isa::kPortable:
+      return true;
   }
   return false;
 #else

@@ -112,11 +112,16 @@ void RuleAvx512(const GatedDeltaRuleArgs& a) {
 void GatedDeltaRule(const GatedDeltaRuleArgs& a) {
 #if defined(__AVX512F__)
   switch (a.d_k) {
-    case 16: return RuleAvx512<1>(a);
-    case 32: return RuleAvx512<2>(a);
-    case 64: return RuleAvx512<4>(a);
-    case 128: return RuleAvx512<8>(a);
-    default: break;
+    case 16:
+      return RuleAvx512<1>(a);
+    case 32:
+      return RuleAvx512<2>(a);
+    case 64:
+      return RuleAvx512<4>(a);
+    case 128:
+      return RuleAvx512<8>(a);
+    default:
+      break;
   }
 #endif
   RuleGeneric(a);

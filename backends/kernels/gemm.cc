@@ -13,8 +13,8 @@
 namespace cairn {
 namespace {
 
-using gemm_avx512::kTokens;
 using gemm_avx512::kOuts;
+using gemm_avx512::kTokens;
 
 // Row ranges per thread of a decode product (ThreadPool::ParallelFor): a
 // thread descheduled on a loaded machine then holds back an eighth of the
@@ -30,8 +30,7 @@ bool Avx512Allowed() {
 
 // AVX2, FMA and F16C, with CAIRN_ISA at avx2 or above.
 bool Avx2Allowed() {
-  static const bool allowed =
-      static_cast<int>(IsaCap()) <= static_cast<int>(Isa::kAvx2) && CpuRuns(Isa::kAvx2);
+  static const bool allowed = static_cast<int>(IsaCap()) <= static_cast<int>(Isa::kAvx2) && CpuRuns(Isa::kAvx2);
   return allowed;
 }
 

@@ -30,7 +30,8 @@ bool GemmTakes(GgmlType type);
 // each thread streams a contiguous part of the weight rows and widens /
 // transposes them panel by panel (64 rows) into its own L2-resident buffer.
 // Does nothing when GemmTakes(w.type) is false. Meant for many tokens
-// (prompts): for a few tokens the packing costs more than it saves. Thread-safe for distinct y; uses `pool` (one job at a time).
+// (prompts): for a few tokens the packing costs more than it saves. Thread-safe for distinct y; uses `pool` (one job at
+// a time).
 void GemmFloatWeights(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool);
 
 // True for the weight types StreamFloatWeights takes: F32 and F16 where

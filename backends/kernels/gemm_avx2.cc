@@ -112,9 +112,12 @@ void StreamRange(const FloatRows& w, const float* x, int64_t n_tokens, float* y,
 
 void StreamRows(const FloatRows& w, const float* x, int64_t n_tokens, float* y, int64_t r0, int64_t r1) {
   switch (w.element) {
-    case Element::kF32: return StreamRange<Element::kF32>(w, x, n_tokens, y, r0, r1);
-    case Element::kF16: return StreamRange<Element::kF16>(w, x, n_tokens, y, r0, r1);
-    case Element::kBF16: return StreamRange<Element::kBF16>(w, x, n_tokens, y, r0, r1);
+    case Element::kF32:
+      return StreamRange<Element::kF32>(w, x, n_tokens, y, r0, r1);
+    case Element::kF16:
+      return StreamRange<Element::kF16>(w, x, n_tokens, y, r0, r1);
+    case Element::kBF16:
+      return StreamRange<Element::kBF16>(w, x, n_tokens, y, r0, r1);
   }
 }
 

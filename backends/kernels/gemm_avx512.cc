@@ -183,9 +183,15 @@ void StreamRange(const FloatRows& w, const float* x, int64_t n_tokens, float* y,
     const float* xt = x + t0 * w.n_in;
     float* yt = y + t0 * w.n_out;
     switch (Min(3, n_tokens - t0)) {
-      case 1: StreamRowsOf<1, kF16>(w, xt, yt, w.n_out, r0, r1); break;
-      case 2: StreamRowsOf<2, kF16>(w, xt, yt, w.n_out, r0, r1); break;
-      default: StreamRowsOf<3, kF16>(w, xt, yt, w.n_out, r0, r1); break;
+      case 1:
+        StreamRowsOf<1, kF16>(w, xt, yt, w.n_out, r0, r1);
+        break;
+      case 2:
+        StreamRowsOf<2, kF16>(w, xt, yt, w.n_out, r0, r1);
+        break;
+      default:
+        StreamRowsOf<3, kF16>(w, xt, yt, w.n_out, r0, r1);
+        break;
     }
   }
 }

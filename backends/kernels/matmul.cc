@@ -4,9 +4,9 @@
 
 #include <algorithm>
 #include <array>
-#include <utility>
 #include <cstring>
 #include <mutex>
+#include <utility>
 #include <vector>
 
 #include "backends/kernels/gemm.h"
@@ -63,15 +63,14 @@ void DequantizeRows(const WeightMatrix& w, int64_t row0, int64_t rows, float* ds
   }
 }
 
-void GemmRange(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, int64_t begin,
-               int64_t end) {
+void GemmRange(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, int64_t begin, int64_t end) {
   const int M = static_cast<int>(n_tokens);
   const int K = static_cast<int>(w.n_in);
   const int ldc = static_cast<int>(w.n_out);
   if (w.type == GgmlType::kF32) {
     const float* wf = reinterpret_cast<const float*>(w.data) + begin * w.n_in;
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, static_cast<int>(end - begin), K, 1.0f, x, K,
-                wf, K, 0.0f, y + begin, ldc);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, static_cast<int>(end - begin), K, 1.0f, x, K, wf, K, 0.0f,
+                y + begin, ldc);
     return;
   }
   const int64_t tile = std::max<int64_t>(16, kTileBytes / (w.n_in * 4));
@@ -80,8 +79,8 @@ void GemmRange(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y
   for (int64_t r = begin; r < end; r += tile) {
     const int64_t rows = std::min(tile, end - r);
     DequantizeRows(w, r, rows, scratch.data());
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, static_cast<int>(rows), K, 1.0f, x, K,
-                scratch.data(), K, 0.0f, y + r, ldc);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, static_cast<int>(rows), K, 1.0f, x, K, scratch.data(), K,
+                0.0f, y + r, ldc);
   }
 }
 
@@ -101,8 +100,8 @@ float Sum16(V16 v) {
 // the last real one and are not stored. `prefetch` (or null): R rows of K
 // floats to fetch while this block computes, one cache line of each per step.
 template <int R, int T>
-void DotBlock(const float* const* rows, int n_rows, const float* const* xt, int nt, int64_t K, float* y,
-              int64_t ldy, int64_t o0, int64_t t0, const float* prefetch) {
+void DotBlock(const float* const* rows, int n_rows, const float* const* xt, int nt, int64_t K, float* y, int64_t ldy,
+              int64_t o0, int64_t t0, const float* prefetch) {
   const int64_t k_vec = K / 16 * 16;
   V16 acc[R][T] = {};
   for (int64_t k = 0; k < k_vec; k += 16) {
@@ -167,8 +166,7 @@ void BlockedRange(const WeightMatrix& w, const float* x, int64_t n_tokens, float
 // rows stay in L1. `prefetch`: the rows stream from memory (not a buffer
 // already in cache) and are fetched ahead.
 template <int T>
-void RowStreamRows(const float* rows, int64_t K, int64_t n_rows, const float* x, float* y, int64_t ldy,
-                   bool prefetch) {
+void RowStreamRows(const float* rows, int64_t K, int64_t n_rows, const float* x, float* y, int64_t ldy, bool prefetch) {
   const int64_t k_vec = K / 16 * 16;
   for (int64_t r = 0; r < n_rows; ++r) {
     const float* row = rows + r * K;
@@ -201,8 +199,8 @@ constexpr auto kRowStream = RowStreamTable(std::make_integer_sequence<int, kGemm
 // from memory, the others find them in L2. Other types than F32 are
 // dequantized once per block into a per-thread buffer (at most
 // kRowStreamBlockRows x 1024 floats: a group of 4 tokens needs n_in <= 1024).
-void RowStreamGrouped(const WeightMatrix& w, const float* x, int64_t n_tokens, int64_t group, float* y,
-                      int64_t begin, int64_t end) {
+void RowStreamGrouped(const WeightMatrix& w, const float* x, int64_t n_tokens, int64_t group, float* y, int64_t begin,
+                      int64_t end) {
   const int64_t K = w.n_in;
   const bool f32 = w.type == GgmlType::kF32;
   thread_local std::vector<float> buf;
@@ -239,18 +237,15 @@ void MatMul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, T
     }
     UseSingleThreadedBlas();
     // Column blocks of at least 64 rows keep each sgemm call efficient.
-    pool.ParallelFor(w.n_out, 64, [&](int64_t begin, int64_t end) {
-      GemmRange(w, x, n_tokens, y, begin, end);
-    });
+    pool.ParallelFor(w.n_out, 64, [&](int64_t begin, int64_t end) { GemmRange(w, x, n_tokens, y, begin, end); });
     return;
   }
   if (n_tokens >= kSmallBatchMinTokens) {
     const int64_t x_row_bytes = std::max<int64_t>(w.n_in, 1) * static_cast<int64_t>(sizeof(float));
     const int64_t group = std::min(n_tokens, kRowStreamMaxActivationBytes / x_row_bytes);
     if (group >= kRowStreamMinGroup) {
-      pool.ParallelFor(w.n_out, 64, [&](int64_t begin, int64_t end) {
-        RowStreamGrouped(w, x, n_tokens, group, y, begin, end);
-      });
+      pool.ParallelFor(w.n_out, 64,
+                       [&](int64_t begin, int64_t end) { RowStreamGrouped(w, x, n_tokens, group, y, begin, end); });
       return;
     }
     pool.ParallelFor(w.n_out, 64, [&](int64_t begin, int64_t end) {

@@ -17,9 +17,7 @@ struct WeightMatrix {
   int64_t n_out = 0;
   const uint8_t* data = nullptr;
 
-  static WeightMatrix FromTensor(const TensorInfo& t) {
-    return WeightMatrix{t.type, t.shape[0], t.n_rows(), t.data};
-  }
+  static WeightMatrix FromTensor(const TensorInfo& t) { return WeightMatrix{t.type, t.shape[0], t.n_rows(), t.data}; }
   size_t row_bytes() const { return RowBytes(type, n_in); }
   size_t bytes() const { return row_bytes() * static_cast<size_t>(n_out); }
 };

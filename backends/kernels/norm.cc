@@ -16,8 +16,7 @@ void RmsNorm(const float* x, const float* w, int64_t n, float eps, float* y) {
   }
 }
 
-void RmsNormRows(const float* x, const float* w, int64_t rows, int64_t n, int64_t stride, float eps,
-                 float* y) {
+void RmsNormRows(const float* x, const float* w, int64_t rows, int64_t n, int64_t stride, float eps, float* y) {
   for (int64_t r = 0; r < rows; ++r) RmsNorm(x + r * stride, w, n, eps, y + r * stride);
 }
 

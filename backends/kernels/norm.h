@@ -13,8 +13,7 @@ void RmsNorm(const float* x, const float* w, int64_t n, float eps, float* y);
 
 // RmsNorm for `rows` rows of `n` elements, each row `stride` floats apart
 // (in and out share the stride). Used per head for q/k norms (n = head dim).
-void RmsNormRows(const float* x, const float* w, int64_t rows, int64_t n, int64_t stride, float eps,
-                 float* y);
+void RmsNormRows(const float* x, const float* w, int64_t rows, int64_t n, int64_t stride, float eps, float* y);
 
 }  // namespace cairn
 

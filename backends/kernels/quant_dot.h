@@ -34,8 +34,8 @@ struct QuantDotKernel {
   // qx + t * qx_stride, each of n elements. Any n_rows and n_tokens >= 1;
   // implementations block rows and tokens in registers so that each weight
   // block is read once per group of tokens.
-  void (*dot)(const uint8_t* w, size_t w_stride, int64_t n_rows, const uint8_t* qx, size_t qx_stride,
-              int64_t n_tokens, int64_t n, float* y, int64_t ldy);
+  void (*dot)(const uint8_t* w, size_t w_stride, int64_t n_rows, const uint8_t* qx, size_t qx_stride, int64_t n_tokens,
+              int64_t n, float* y, int64_t ldy);
 };
 
 // The fastest kernel for `type` that this CPU can run (chosen at run time, so

@@ -39,7 +39,9 @@ struct Q4_0 {
   }
   static inline __m256i Weights(const uint8_t* blk) { return Unsigned(blk); }
   // The 32 weights as signed bytes in element order (nibble - 8).
-  static inline __m256i SignedWeights(const uint8_t* blk) { return _mm256_sub_epi8(Unsigned(blk), _mm256_set1_epi8(8)); }
+  static inline __m256i SignedWeights(const uint8_t* blk) {
+    return _mm256_sub_epi8(Unsigned(blk), _mm256_set1_epi8(8));
+  }
 };
 
 struct Q8_0 {
@@ -144,8 +146,8 @@ struct Tiles {
 // block (float(dot) x (d_w x d_x), one FMA). About 2x the tiles' rate.
 constexpr int64_t kPanelMinTokens = 8;
 constexpr int kPanelRows = 8;
-constexpr int kPanelBlocks = 8;            // blocks re-laid out per fill: 256 elements of each row
-constexpr int64_t kMaxPanelTile = 256;     // tokens: their accumulators, 8 KiB, on the stack
+constexpr int kPanelBlocks = 8;         // blocks re-laid out per fill: 256 elements of each row
+constexpr int64_t kMaxPanelTile = 256;  // tokens: their accumulators, 8 KiB, on the stack
 
 struct Panel {
   alignas(32) int32_t q[8 * kPanelBlocks][kPanelRows];
@@ -246,8 +248,8 @@ void Dot(const uint8_t* w, size_t w_stride, int64_t n_rows, const uint8_t* qx, s
          int64_t n, float* y, int64_t ldy) {
   TakePanelRows(
       kPanelRows, kPanelMinTokens, n_tokens,
-      [&](int64_t rows) { PanelDot<W>(w, w_stride, rows, qx, qx_stride, n_tokens, n, y, ldy); }, &w, w_stride,
-      &n_rows, &y);
+      [&](int64_t rows) { PanelDot<W>(w, w_stride, rows, qx, qx_stride, n_tokens, n, y, ldy); }, &w, w_stride, &n_rows,
+      &y);
   const int64_t nb = n / kQ8BlockElems;
   for (int64_t r0 = 0; r0 < n_rows; r0 += kRows) {
     const int64_t nr = n_rows - r0 < kRows ? n_rows - r0 : kRows;
@@ -262,9 +264,9 @@ void Dot(const uint8_t* w, size_t w_stride, int64_t n_rows, const uint8_t* qx, s
 
 }  // namespace
 
-constinit const QuantDotKernel kQ8_0Avx2 = {GgmlType::kQ8_0, "avx2", kQ8BlockElems, &Q8ActivationRowBytes,
+constinit const QuantDotKernel kQ8_0Avx2 = {GgmlType::kQ8_0,        "avx2",    kQ8BlockElems, &Q8ActivationRowBytes,
                                             &QuantizeQ8Activations, &Dot<Q8_0>};
-constinit const QuantDotKernel kQ4_0Avx2 = {GgmlType::kQ4_0, "avx2", kQ8BlockElems, &Q8ActivationRowBytes,
+constinit const QuantDotKernel kQ4_0Avx2 = {GgmlType::kQ4_0,        "avx2",    kQ8BlockElems, &Q8ActivationRowBytes,
                                             &QuantizeQ8Activations, &Dot<Q4_0>};
 
 }  // namespace cairn

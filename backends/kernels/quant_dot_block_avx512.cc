@@ -49,20 +49,19 @@ struct Q4_0 {
   // Nibbles of blocks b, b+1 as 64 unsigned bytes in element order.
   __attribute__((always_inline)) static inline __m512i Quants(const uint8_t* blk, bool half) {
     const __m128i lo = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 2));
-    const __m128i hi = half ? _mm_setzero_si128()
-                            : _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + kBlockBytes + 2));
+    const __m128i hi =
+        half ? _mm_setzero_si128() : _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + kBlockBytes + 2));
     // [lo, lo, hi, hi], then the odd 128-bit lanes shifted down a nibble.
     const __m512i both = _mm512_castsi256_si512(_mm256_inserti128_si256(_mm256_castsi128_si256(lo), hi, 1));
     const __m512i dup = _mm512_permutexvar_epi64(_mm512_set_epi64(3, 2, 3, 2, 1, 0, 1, 0), both);
-    const __m512i shifted =
-        _mm512_srlv_epi16(dup, _mm512_set_epi64(0x0004000400040004, 0x0004000400040004, 0, 0, 0x0004000400040004,
-                                                0x0004000400040004, 0, 0));
+    const __m512i shifted = _mm512_srlv_epi16(dup, _mm512_set_epi64(0x0004000400040004, 0x0004000400040004, 0, 0,
+                                                                    0x0004000400040004, 0x0004000400040004, 0, 0));
     return _mm512_and_si512(shifted, _mm512_set1_epi8(0x0F));
   }
   // Each lane starts at -(its block's activation sum): 8 lanes, the 8 of
   // the offset.
   __attribute__((always_inline)) static inline __m512i LaneStart(__m512i, const Q8ActivationRow& a, int64_t b,
-                                                                  __mmask8 m2) {
+                                                                 __mmask8 m2) {
     const __m512i idx = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
     const __m512i s = _mm512_permutexvar_epi32(idx, _mm512_castsi128_si512(_mm_maskz_loadu_epi32(m2, a.sum + b)));
     return _mm512_sub_epi32(_mm512_setzero_si512(), s);
@@ -189,7 +188,7 @@ struct Q4_0Pack {
     const __m512i low = _mm512_set1_epi8(0x0F);
     for (int k = 0; k < 4; ++k) {
       const __m512i g = _mm512_i32gather_epi32(row_offsets, blk0 + 2 + 4 * k, 1);
-      out[k] = _mm512_and_si512(g, low);                          // elements 4k..4k+3
+      out[k] = _mm512_and_si512(g, low);                            // elements 4k..4k+3
       out[k + 4] = _mm512_and_si512(_mm512_srli_epi32(g, 4), low);  // elements 16+4k..
     }
   }
@@ -208,9 +207,8 @@ struct Q8_0Pack {
 
 template <class P>
 void PackRows(const uint8_t* w, size_t w_stride, int64_t nb, uint8_t* pack) {
-  const __m512i row_offsets =
-      _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
-                         _mm512_set1_epi32(static_cast<int32_t>(w_stride)));
+  const __m512i row_offsets = _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
+                                                 _mm512_set1_epi32(static_cast<int32_t>(w_stride)));
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* blk0 = w + b * P::kBlockBytes;
     __m512i chunks[8];
@@ -277,8 +275,8 @@ struct PackBuffer {
 constexpr int64_t kPackMinTokens = 8;
 
 template <class P>
-void PackedDot(const uint8_t* w, size_t w_stride, int64_t n_rows, const uint8_t* qx, size_t qx_stride,
-               int64_t n_tokens, int64_t nb, float* y, int64_t ldy) {
+void PackedDot(const uint8_t* w, size_t w_stride, int64_t n_rows, const uint8_t* qx, size_t qx_stride, int64_t n_tokens,
+               int64_t nb, float* y, int64_t ldy) {
   thread_local PackBuffer buffer;
   uint8_t* pack = buffer.Get(static_cast<size_t>(nb * kPackBlockBytes));
   for (int64_t r0 = 0; r0 + kPackRows <= n_rows; r0 += kPackRows) {
@@ -325,9 +323,9 @@ void Dot(const uint8_t* w, size_t w_stride, int64_t n_rows, const uint8_t* qx, s
 
 }  // namespace
 
-constinit const QuantDotKernel kQ8_0Avx512Vnni = {GgmlType::kQ8_0, "avx512vnni", kQ8BlockElems,
+constinit const QuantDotKernel kQ8_0Avx512Vnni = {GgmlType::kQ8_0,       "avx512vnni",           kQ8BlockElems,
                                                   &Q8ActivationRowBytes, &QuantizeQ8Activations, &Dot<Q8_0>};
-constinit const QuantDotKernel kQ4_0Avx512Vnni = {GgmlType::kQ4_0, "avx512vnni", kQ8BlockElems,
+constinit const QuantDotKernel kQ4_0Avx512Vnni = {GgmlType::kQ4_0,       "avx512vnni",           kQ8BlockElems,
                                                   &Q8ActivationRowBytes, &QuantizeQ8Activations, &Dot<Q4_0>};
 
 }  // namespace cairn

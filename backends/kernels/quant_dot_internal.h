@@ -67,8 +67,8 @@ inline Q8ActivationRow ViewQ8Activations(const uint8_t* row, int64_t nb) {
 // computes the first m rows (n_rows rounded down to a multiple of
 // panel_rows), and *w, *y and *n_rows move past them (*n_rows 0: done).
 template <class Panels>
-inline void TakePanelRows(int64_t panel_rows, int64_t min_tokens, int64_t n_tokens, Panels&& panels,
-                          const uint8_t** w, size_t w_stride, int64_t* n_rows, float** y) {
+inline void TakePanelRows(int64_t panel_rows, int64_t min_tokens, int64_t n_tokens, Panels&& panels, const uint8_t** w,
+                          size_t w_stride, int64_t* n_rows, float** y) {
   if (n_tokens < min_tokens || *n_rows < panel_rows) return;
   const int64_t m = *n_rows / panel_rows * panel_rows;
   panels(m);

@@ -21,7 +21,6 @@
 namespace cairn {
 namespace {
 
-
 inline __m256i Load256(const uint8_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
 
 // Eight int8 or uint8 scales as eight int32 lanes, each holding its scale in
@@ -129,7 +128,8 @@ struct Q6_K {
     const __m256i s = h.scales[half];
     const int k = 4 * upper;
     out->s_lo = _mm256_permutevar8x32_epi32(s, _mm256_setr_epi32(k, k, k, k, k + 1, k + 1, k + 1, k + 1));
-    out->s_hi = _mm256_permutevar8x32_epi32(s, _mm256_setr_epi32(k + 2, k + 2, k + 2, k + 2, k + 3, k + 3, k + 3, k + 3));
+    out->s_hi =
+        _mm256_permutevar8x32_epi32(s, _mm256_setr_epi32(k + 2, k + 2, k + 2, k + 2, k + 3, k + 3, k + 3, k + 3));
   }
 };
 
@@ -145,7 +145,8 @@ void QuantizeQ8K(const float* x, int64_t n, uint8_t* qx) {
   const __m256 sign = _mm256_set1_ps(-0.0f);
   for (int64_t b = 0; b < n / kQ8KBlockElems; ++b, x += kQ8KBlockElems, qx += kQ8KBlockBytes) {
     __m256 amax = _mm256_setzero_ps();
-    for (int i = 0; i < kQ8KBlockElems; i += 8) amax = _mm256_max_ps(_mm256_andnot_ps(sign, _mm256_loadu_ps(x + i)), amax);
+    for (int i = 0; i < kQ8KBlockElems; i += 8)
+      amax = _mm256_max_ps(_mm256_andnot_ps(sign, _mm256_loadu_ps(x + i)), amax);
     __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(amax), _mm256_extractf128_ps(amax, 1));
     m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
     m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
@@ -155,10 +156,10 @@ void QuantizeQ8K(const float* x, int64_t n, uint8_t* qx) {
     int16_t sums[16];
     for (int g = 0; g < 16; g += 2) {
       // 32 elements: packs interleave 128-bit lanes, vpermq restores order.
-      const __m256i a = _mm256_permute4x64_epi64(
-          _mm256_packs_epi32(Round8(x + 16 * g, id), Round8(x + 16 * g + 8, id)), 0xD8);
-      const __m256i c = _mm256_permute4x64_epi64(
-          _mm256_packs_epi32(Round8(x + 16 * g + 16, id), Round8(x + 16 * g + 24, id)), 0xD8);
+      const __m256i a =
+          _mm256_permute4x64_epi64(_mm256_packs_epi32(Round8(x + 16 * g, id), Round8(x + 16 * g + 8, id)), 0xD8);
+      const __m256i c =
+          _mm256_permute4x64_epi64(_mm256_packs_epi32(Round8(x + 16 * g + 16, id), Round8(x + 16 * g + 24, id)), 0xD8);
       const __m256i q8 = _mm256_permute4x64_epi64(_mm256_packs_epi16(a, c), 0xD8);
       _mm256_storeu_si256(reinterpret_cast<__m256i*>(qx + 4 + 16 * g), q8);
       // Sums of 16: vpmaddwd by ones, then two horizontal adds.
@@ -292,7 +293,6 @@ void RowTokens(const uint8_t* row, const uint8_t* qx, size_t qx_stride, int64_t 
 constexpr int64_t kPanelMinTokens = 16;
 constexpr int64_t kMaxPanelTile = 256;  // tokens: their accumulators, 8 KiB, on the stack
 
-
 template <class K>
 void FillPanel(const uint8_t* w, size_t w_stride, int64_t b, PanelBlock* pb) {
   alignas(32) uint8_t u[kPanelRows][256];
@@ -348,7 +348,8 @@ __attribute__((noinline)) void PanelTokens(const PanelBlock& pb, const uint8_t* 
         const uint8_t* xq = xb + t * qx_stride + 4 + 4 * c;
         __m256i p = _mm256_maddubs_epi16(w[0], Broadcast32(xq));
 #pragma GCC unroll 4
-        for (int i = 1; i < kInt16Chunks; ++i) p = _mm256_add_epi16(p, _mm256_maddubs_epi16(w[i], Broadcast32(xq + 4 * i)));
+        for (int i = 1; i < kInt16Chunks; ++i)
+          p = _mm256_add_epi16(p, _mm256_maddubs_epi16(w[i], Broadcast32(xq + 4 * i)));
         part[t] = _mm256_add_epi32(part[t], _mm256_madd_epi16(p, ones));
       }
     }
@@ -364,8 +365,8 @@ __attribute__((noinline)) void PanelTokens(const PanelBlock& pb, const uint8_t* 
     const __m256i m = _mm256_load_si256(reinterpret_cast<const __m256i*>(pb.min_pair[k]));
 #pragma GCC unroll 8
     for (int t = 0; t < kTokens; ++t) {
-      mins[t] = _mm256_add_epi32(
-          mins[t], _mm256_madd_epi16(m, Broadcast32(xb + t * qx_stride + 4 + kQ8KBlockElems + 4 * k)));
+      mins[t] =
+          _mm256_add_epi32(mins[t], _mm256_madd_epi16(m, Broadcast32(xb + t * qx_stride + 4 + kQ8KBlockElems + 4 * k)));
     }
   }
   // AccumulateBlock, a row per lane.
@@ -375,7 +376,8 @@ __attribute__((noinline)) void PanelTokens(const PanelBlock& pb, const uint8_t* 
     float dx;
     std::memcpy(&dx, xb + t * qx_stride, 4);
     const __m256 vdx = _mm256_set1_ps(dx);
-    __m256 a = _mm256_add_ps(_mm256_loadu_ps(acc + 8 * t), _mm256_mul_ps(_mm256_cvtepi32_ps(dot[t]), _mm256_mul_ps(d, vdx)));
+    __m256 a =
+        _mm256_add_ps(_mm256_loadu_ps(acc + 8 * t), _mm256_mul_ps(_mm256_cvtepi32_ps(dot[t]), _mm256_mul_ps(d, vdx)));
     a = _mm256_sub_ps(a, _mm256_mul_ps(_mm256_cvtepi32_ps(mins[t]), _mm256_mul_ps(dmin, vdx)));
     _mm256_storeu_ps(acc + 8 * t, a);
   }
@@ -388,7 +390,8 @@ void PanelDot(const uint8_t* w, size_t w_stride, int64_t n_rows, const uint8_t* 
               int64_t n, float* y, int64_t ldy) {
   constexpr int kShift = K::PanelScales::kGroupShift;
   const int64_t nb = n / kQ8KBlockElems;
-  const int64_t tile = Min(kMaxPanelTile, Max(kPanelMinTokens, static_cast<int64_t>((1 << 20) / Q8KRowBytes(n)) / 4 * 4));
+  const int64_t tile =
+      Min(kMaxPanelTile, Max(kPanelMinTokens, static_cast<int64_t>((1 << 20) / Q8KRowBytes(n)) / 4 * 4));
   alignas(32) float acc[kMaxPanelTile * kPanelRows];
   PanelBlock pb;
   for (int64_t t0 = 0; t0 < n_tokens; t0 += tile) {
@@ -420,8 +423,8 @@ void DotK(const uint8_t* w, size_t w_stride, int64_t n_rows, const uint8_t* qx, 
           int64_t n, float* y, int64_t ldy) {
   TakePanelRows(
       kPanelRows, kPanelMinTokens, n_tokens,
-      [&](int64_t rows) { PanelDot<K>(w, w_stride, rows, qx, qx_stride, n_tokens, n, y, ldy); }, &w, w_stride,
-      &n_rows, &y);
+      [&](int64_t rows) { PanelDot<K>(w, w_stride, rows, qx, qx_stride, n_tokens, n, y, ldy); }, &w, w_stride, &n_rows,
+      &y);
   const int64_t nb = n / kQ8KBlockElems;
   const int64_t tile = Max(4, static_cast<int64_t>((256 << 10) / Q8KRowBytes(n)) / 4 * 4);
   for (int64_t t0 = 0; t0 < n_tokens; t0 += tile) {
@@ -441,11 +444,11 @@ void DotK(const uint8_t* w, size_t w_stride, int64_t n_rows, const uint8_t* qx, 
 
 }  // namespace
 
-constinit const QuantDotKernel kQ4_KAvx2 = {GgmlType::kQ4_K, "avx2", kQ8KBlockElems, Q8KRowBytes, QuantizeQ8K,
-                                            DotK<Q4_K>};
-constinit const QuantDotKernel kQ5_KAvx2 = {GgmlType::kQ5_K, "avx2", kQ8KBlockElems, Q8KRowBytes, QuantizeQ8K,
-                                            DotK<Q5_K>};
-constinit const QuantDotKernel kQ6_KAvx2 = {GgmlType::kQ6_K, "avx2", kQ8KBlockElems, Q8KRowBytes, QuantizeQ8K,
-                                            DotK<Q6_K>};
+constinit const QuantDotKernel kQ4_KAvx2 = {GgmlType::kQ4_K, "avx2",      kQ8KBlockElems,
+                                            Q8KRowBytes,     QuantizeQ8K, DotK<Q4_K>};
+constinit const QuantDotKernel kQ5_KAvx2 = {GgmlType::kQ5_K, "avx2",      kQ8KBlockElems,
+                                            Q8KRowBytes,     QuantizeQ8K, DotK<Q5_K>};
+constinit const QuantDotKernel kQ6_KAvx2 = {GgmlType::kQ6_K, "avx2",      kQ8KBlockElems,
+                                            Q8KRowBytes,     QuantizeQ8K, DotK<Q6_K>};
 
 }  // namespace cairn

@@ -26,7 +26,6 @@
 namespace cairn {
 namespace {
 
-
 // The block helpers are small and called per block in the hot loops:
 // CAIRN_KQUANT_INLINE (quant_dot_kquant_blocks.h) always inlines them.
 
@@ -125,8 +124,7 @@ CAIRN_KQUANT_INLINE void PrepareQ6_K(const uint8_t* b, Prepared* p) {
     const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 128 + 32 * half));
     const __m512i h = _mm512_inserti64x4(_mm512_castsi256_si512(qh), _mm256_srli_epi16(qh, 2), 1);
     p->q[2 * half] = _mm512_or_si512(_mm512_and_si512(l, low4), _mm512_and_si512(_mm512_slli_epi16(h, 4), bits45));
-    p->q[2 * half + 1] =
-        _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l, 4), low4), _mm512_and_si512(h, bits45));
+    p->q[2 * half + 1] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l, 4), low4), _mm512_and_si512(h, bits45));
   }
   const __m256i s16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 192)));
   p->s[0] = _mm512_permutexvar_epi16(ScaleIndex<4>(0), _mm512_castsi256_si512(s16));
@@ -157,7 +155,7 @@ void QuantizeQ8K(const float* x, int64_t n, uint8_t* qx) {
     for (int g = 0; g < 16; ++g) {
       __m512 v = _mm512_mul_ps(_mm512_loadu_ps(x + 16 * g), id);
       v = _mm512_max_ps(_mm512_min_ps(v, _mm512_set1_ps(127.0f)), _mm512_set1_ps(-127.0f));  // NaN -> 127
-      const __m512i q = _mm512_cvtps_epi32(v);  // round to nearest even
+      const __m512i q = _mm512_cvtps_epi32(v);                                               // round to nearest even
       _mm_storeu_si128(reinterpret_cast<__m128i*>(qx + 4 + 16 * g), _mm512_cvtepi32_epi8(q));
       sums[g] = static_cast<int16_t>(_mm512_reduce_add_epi32(q));
     }
@@ -296,7 +294,8 @@ __attribute__((noinline)) void PanelTokens(const PanelBlock& pb, const uint8_t* 
     for (int c = g * kChunks; c < (g + 1) * kChunks; ++c) {
       const __m512i wq = _mm512_load_si512(pb.q[c]);
 #pragma GCC unroll 8
-      for (int t = 0; t < kTokens; ++t) part[t] = _mm512_dpbusd_epi32(part[t], wq, Broadcast32(xb + t * qx_stride + 4 + 4 * c));
+      for (int t = 0; t < kTokens; ++t)
+        part[t] = _mm512_dpbusd_epi32(part[t], wq, Broadcast32(xb + t * qx_stride + 4 + 4 * c));
     }
     const __m512i sc = _mm512_load_si512(pb.scale[g]);
 #pragma GCC unroll 8
@@ -320,7 +319,8 @@ __attribute__((noinline)) void PanelTokens(const PanelBlock& pb, const uint8_t* 
     float dx;
     std::memcpy(&dx, xb + t * qx_stride, 4);
     const __m512 vdx = _mm512_set1_ps(dx);
-    __m512 a = _mm512_add_ps(_mm512_loadu_ps(acc + 16 * t), _mm512_mul_ps(_mm512_cvtepi32_ps(dot[t]), _mm512_mul_ps(d, vdx)));
+    __m512 a =
+        _mm512_add_ps(_mm512_loadu_ps(acc + 16 * t), _mm512_mul_ps(_mm512_cvtepi32_ps(dot[t]), _mm512_mul_ps(d, vdx)));
     a = _mm512_sub_ps(a, _mm512_mul_ps(_mm512_cvtepi32_ps(mins[t]), _mm512_mul_ps(dmin, vdx)));
     _mm512_storeu_ps(acc + 16 * t, a);
   }
@@ -333,7 +333,8 @@ void PanelDot(const uint8_t* w, size_t w_stride, int64_t n_rows, const uint8_t* 
               int64_t n, float* y, int64_t ldy) {
   constexpr int kShift = Scales::kGroupShift;
   const int64_t nb = n / kQ8KBlockElems;
-  const int64_t tile = Min(kMaxPanelTile, Max(kPanelMinTokens, static_cast<int64_t>((1 << 20) / Q8KRowBytes(n)) / 8 * 8));
+  const int64_t tile =
+      Min(kMaxPanelTile, Max(kPanelMinTokens, static_cast<int64_t>((1 << 20) / Q8KRowBytes(n)) / 8 * 8));
   alignas(64) float acc[kMaxPanelTile * kPanelRows];
   PanelBlock pb;
   for (int64_t t0 = 0; t0 < n_tokens; t0 += tile) {
@@ -383,27 +384,30 @@ void DotK(const uint8_t* w, size_t w_stride, int64_t n_rows, const uint8_t* qx, 
       // Decode: four rows in flight (measured 8% more weight GB/s than two).
       for (; r + 4 <= n_rows; r += 4) {
         if (t1 - t0 == 1) {
-          Tile<Prepare, kBlockBytes, 4, 1>(w + r * w_stride, w_stride, qx + t0 * qx_stride, qx_stride, nb, y + t0 * ldy + r, ldy);
+          Tile<Prepare, kBlockBytes, 4, 1>(w + r * w_stride, w_stride, qx + t0 * qx_stride, qx_stride, nb,
+                                           y + t0 * ldy + r, ldy);
         } else {
           RowsAllTokens<Prepare, kBlockBytes, 2>(w + r * w_stride, w_stride, qx, qx_stride, t0, t1, nb, y + r, ldy);
-          RowsAllTokens<Prepare, kBlockBytes, 2>(w + (r + 2) * w_stride, w_stride, qx, qx_stride, t0, t1, nb, y + r + 2, ldy);
+          RowsAllTokens<Prepare, kBlockBytes, 2>(w + (r + 2) * w_stride, w_stride, qx, qx_stride, t0, t1, nb, y + r + 2,
+                                                 ldy);
         }
       }
     }
     for (; r + 2 <= n_rows; r += 2) {
       RowsAllTokens<Prepare, kBlockBytes, 2>(w + r * w_stride, w_stride, qx, qx_stride, t0, t1, nb, y + r, ldy);
     }
-    if (r < n_rows) RowsAllTokens<Prepare, kBlockBytes, 1>(w + r * w_stride, w_stride, qx, qx_stride, t0, t1, nb, y + r, ldy);
+    if (r < n_rows)
+      RowsAllTokens<Prepare, kBlockBytes, 1>(w + r * w_stride, w_stride, qx, qx_stride, t0, t1, nb, y + r, ldy);
   }
 }
 
 }  // namespace
 
-constinit const QuantDotKernel kQ4_KAvx512Vnni = {GgmlType::kQ4_K, "avx512vnni", kQ8KBlockElems, Q8KRowBytes,
-                                                  QuantizeQ8K, DotK<PrepareQ4_K, 144, PanelScalesK4>};
-constinit const QuantDotKernel kQ5_KAvx512Vnni = {GgmlType::kQ5_K, "avx512vnni", kQ8KBlockElems, Q8KRowBytes,
-                                                  QuantizeQ8K, DotK<PrepareQ5_K, 176, PanelScalesK4>};
-constinit const QuantDotKernel kQ6_KAvx512Vnni = {GgmlType::kQ6_K, "avx512vnni", kQ8KBlockElems, Q8KRowBytes,
-                                                  QuantizeQ8K, DotK<PrepareQ6_K, 210, PanelScalesQ6K>};
+constinit const QuantDotKernel kQ4_KAvx512Vnni = {GgmlType::kQ4_K, "avx512vnni", kQ8KBlockElems,
+                                                  Q8KRowBytes,     QuantizeQ8K,  DotK<PrepareQ4_K, 144, PanelScalesK4>};
+constinit const QuantDotKernel kQ5_KAvx512Vnni = {GgmlType::kQ5_K, "avx512vnni", kQ8KBlockElems,
+                                                  Q8KRowBytes,     QuantizeQ8K,  DotK<PrepareQ5_K, 176, PanelScalesK4>};
+constinit const QuantDotKernel kQ6_KAvx512Vnni = {
+    GgmlType::kQ6_K, "avx512vnni", kQ8KBlockElems, Q8KRowBytes, QuantizeQ8K, DotK<PrepareQ6_K, 210, PanelScalesQ6K>};
 
 }  // namespace cairn

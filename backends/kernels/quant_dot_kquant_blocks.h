@@ -53,7 +53,6 @@ CAIRN_KQUANT_INLINE __m256i SumEach(const __m256i* v) {
   return _mm256_add_epi32(_mm256_permute2x128_si256(a, b, 0x20), _mm256_permute2x128_si256(a, b, 0x31));
 }
 
-
 CAIRN_KQUANT_INLINE float Half(const uint8_t* p) {
   uint16_t h;
   std::memcpy(&h, p, 2);
@@ -82,8 +81,8 @@ CAIRN_KQUANT_INLINE void ScalesMinsK4(const uint8_t* p, uint64_t* sc, uint64_t* 
 template <int kRows>
 struct PanelBlockOf {
   alignas(4 * kRows) int32_t q[64][kRows];
-  alignas(4 * kRows) int32_t scale[16][kRows];     // [group][row]
-  alignas(4 * kRows) int32_t min_pair[8][kRows];   // [k][row]: int16 mins of groups 2k, 2k+1
+  alignas(4 * kRows) int32_t scale[16][kRows];    // [group][row]
+  alignas(4 * kRows) int32_t min_pair[8][kRows];  // [k][row]: int16 mins of groups 2k, 2k+1
   alignas(4 * kRows) float d[kRows];
   alignas(4 * kRows) float dmin[kRows];
 };

@@ -165,20 +165,23 @@ void DotK(const uint8_t* w, size_t w_stride, int64_t n_rows, const uint8_t* qx, 
 
 }  // namespace
 
-constinit const QuantDotKernel kQ4_KPortable = {GgmlType::kQ4_K, "portable", kQ8KBlockElems, Q8KRowBytes,
-                                                QuantizeQ8K, DotK<UnpackQ4_K, 144>};
-constinit const QuantDotKernel kQ5_KPortable = {GgmlType::kQ5_K, "portable", kQ8KBlockElems, Q8KRowBytes,
-                                                QuantizeQ8K, DotK<UnpackQ5_K, 176>};
-constinit const QuantDotKernel kQ6_KPortable = {GgmlType::kQ6_K, "portable", kQ8KBlockElems, Q8KRowBytes,
-                                                QuantizeQ8K, DotK<UnpackQ6_K, 210>};
+constinit const QuantDotKernel kQ4_KPortable = {GgmlType::kQ4_K, "portable",  kQ8KBlockElems,
+                                                Q8KRowBytes,     QuantizeQ8K, DotK<UnpackQ4_K, 144>};
+constinit const QuantDotKernel kQ5_KPortable = {GgmlType::kQ5_K, "portable",  kQ8KBlockElems,
+                                                Q8KRowBytes,     QuantizeQ8K, DotK<UnpackQ5_K, 176>};
+constinit const QuantDotKernel kQ6_KPortable = {GgmlType::kQ6_K, "portable",  kQ8KBlockElems,
+                                                Q8KRowBytes,     QuantizeQ8K, DotK<UnpackQ6_K, 210>};
 
 // Here, in the file built for the baseline ISA: std::vector's code must not
 // come from an AVX-512 file (the linker keeps one copy of each template).
 std::vector<const QuantDotKernel*> KQuantKernels(Isa isa) {
   switch (isa) {
-    case Isa::kAvx512Vnni: return {&kQ4_KAvx512Vnni, &kQ5_KAvx512Vnni, &kQ6_KAvx512Vnni};
-    case Isa::kAvx2: return {&kQ4_KAvx2, &kQ5_KAvx2, &kQ6_KAvx2};
-    case Isa::kPortable: return {&kQ4_KPortable, &kQ5_KPortable, &kQ6_KPortable};
+    case Isa::kAvx512Vnni:
+      return {&kQ4_KAvx512Vnni, &kQ5_KAvx512Vnni, &kQ6_KAvx512Vnni};
+    case Isa::kAvx2:
+      return {&kQ4_KAvx2, &kQ5_KAvx2, &kQ6_KAvx2};
+    case Isa::kPortable:
+      return {&kQ4_KPortable, &kQ5_KPortable, &kQ6_KPortable};
   }
   return {};
 }

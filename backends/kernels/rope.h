@@ -16,10 +16,10 @@ enum class RopeType {
 
 struct RopeParams {
   RopeType type = RopeType::kNormal;
-  int32_t n_dims = 0;          // rotated dimensions per head (<= head dim); the rest pass through
+  int32_t n_dims = 0;  // rotated dimensions per head (<= head dim); the rest pass through
   float freq_base = 10000.0f;
-  float freq_scale = 1.0f;     // linear scaling: 1 / rope.scaling.factor
-  float attn_factor = 1.0f;    // multiplies cos and sin (mscale)
+  float freq_scale = 1.0f;   // linear scaling: 1 / rope.scaling.factor
+  float attn_factor = 1.0f;  // multiplies cos and sin (mscale)
   // YaRN (ext_factor != 0): pair i's angle blends the interpolated
   // (freq_scale * theta) and the extrapolated (theta) angle by
   // ramp_i * ext_factor, where ramp_i falls from 1 to 0 between the
@@ -27,7 +27,7 @@ struct RopeParams {
   // beta_fast, beta_slow); cos and sin are further multiplied by
   // 1 + 0.1 ln(1 / freq_scale).
   float ext_factor = 0.0f;
-  int32_t yarn_orig_ctx = 0;   // the context length the model was trained at
+  int32_t yarn_orig_ctx = 0;  // the context length the model was trained at
   float beta_fast = 32.0f;
   float beta_slow = 1.0f;
   // Optional per-pair divisors of the frequency (rope_freqs.weight, llama3),

@@ -24,8 +24,7 @@ void HeadDecay(const Mamba2ScanArgs& a, int64_t h, float* dts, float* dAs) {
 }
 
 // One head, any geometry: token by token over the whole head state.
-void Mamba2HeadGeneric(const Mamba2ScanArgs& a, int64_t h, const float* dts, const float* dAs, float* xdt,
-                       float* acc) {
+void Mamba2HeadGeneric(const Mamba2ScanArgs& a, int64_t h, const float* dts, const float* dAs, float* xdt, float* acc) {
   const int64_t hd = a.head_dim;
   const int64_t ds = a.d_state;
   const int64_t g = h / (a.n_head / a.n_group);
@@ -170,8 +169,7 @@ std::vector<float> TransposeMamba1A(const float* gguf_a, int64_t d_inner, int64_
   return out;
 }
 
-void GroupRmsNorm(const float* x, int64_t n_groups, int64_t group_size, const float* weight,
-                  float eps, float* out) {
+void GroupRmsNorm(const float* x, int64_t n_groups, int64_t group_size, const float* weight, float eps, float* out) {
   for (int64_t g = 0; g < n_groups; ++g) {
     const int64_t o = g * group_size;
     RmsNorm(x + o, weight != nullptr ? weight + o : nullptr, group_size, eps, out + o);

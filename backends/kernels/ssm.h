@@ -104,8 +104,7 @@ std::vector<float> TransposeMamba1A(const float* gguf_a, int64_t d_inner, int64_
 //   out[i] = x[i] / sqrt(mean_{group of i}(x^2) + eps) * weight[i]
 // weight may be null (no scale); out may equal x. (RmsNormRows shares one
 // weight row between rows, which is not what Mamba-2's norm does.)
-void GroupRmsNorm(const float* x, int64_t n_groups, int64_t group_size, const float* weight,
-                  float eps, float* out);
+void GroupRmsNorm(const float* x, int64_t n_groups, int64_t group_size, const float* weight, float eps, float* out);
 
 }  // namespace cairn
 

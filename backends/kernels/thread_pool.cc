@@ -95,9 +95,8 @@ struct ThreadPool::Impl {
       }
       if (gen == seen) {
         std::unique_lock<std::mutex> lock(mu);
-        wake.wait(lock, [&] {
-          return stop || static_cast<uint32_t>(ticket.load(std::memory_order_acquire) >> 32) != seen;
-        });
+        wake.wait(lock,
+                  [&] { return stop || static_cast<uint32_t>(ticket.load(std::memory_order_acquire) >> 32) != seen; });
         if (stop) return;
         gen = static_cast<uint32_t>(ticket.load(std::memory_order_acquire) >> 32);
       }

@@ -305,9 +305,9 @@ void DequantQ6_K(const uint8_t* row, float* y, int64_t n) {
         __m256i v = _mm256_sub_epi8(q[j], k32);
         // (d * sc) * q, in the reference's order.
         _mm512_storeu_ps(yb + 32 * j, _mm512_mul_ps(_mm512_set1_ps(d * static_cast<float>(sc[2 * j])),
-                                                   Cvt16xI8(_mm256_castsi256_si128(v))));
+                                                    Cvt16xI8(_mm256_castsi256_si128(v))));
         _mm512_storeu_ps(yb + 32 * j + 16, _mm512_mul_ps(_mm512_set1_ps(d * static_cast<float>(sc[2 * j + 1])),
-                                                        Cvt16xI8(_mm256_extracti128_si256(v, 1))));
+                                                         Cvt16xI8(_mm256_extracti128_si256(v, 1))));
       }
     }
   }
@@ -372,33 +372,38 @@ void DequantizeRowFast(GgmlType type, const uint8_t* row, float* y, int64_t n) {
       const uint16_t* h = reinterpret_cast<const uint16_t*>(row);
       int64_t i = 0;
       for (; i + 16 <= n; i += 16) {
-        _mm512_storeu_ps(y + i, _mm512_maskz_cvtph_ps(0xFFFF, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(h + i))));
+        _mm512_storeu_ps(y + i,
+                         _mm512_maskz_cvtph_ps(0xFFFF, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(h + i))));
       }
       for (; i < n; ++i) y[i] = Fp16ToFp32(h[i]);
       return;
     }
-    case GgmlType::kQ8_0: return DequantQ8_0(row, y, n);
-    case GgmlType::kQ4_0: return DequantQ4Block32<TableQ4_0, 18, 2>(row, y, n);
-    case GgmlType::kQ4_1: return DequantQ4Block32<TableQ4_1, 20, 4>(row, y, n);
+    case GgmlType::kQ8_0:
+      return DequantQ8_0(row, y, n);
+    case GgmlType::kQ4_0:
+      return DequantQ4Block32<TableQ4_0, 18, 2>(row, y, n);
+    case GgmlType::kQ4_1:
+      return DequantQ4Block32<TableQ4_1, 20, 4>(row, y, n);
     case GgmlType::kQ4_K:
-      ForEachQ4_K(row, n, [&](__m512 w0, int64_t i0, __m512 w1, int64_t i1, __m512 w2, int64_t i2, __m512 w3,
-                              int64_t i3) {
-        _mm512_storeu_ps(y + i0, w0);
-        _mm512_storeu_ps(y + i1, w1);
-        _mm512_storeu_ps(y + i2, w2);
-        _mm512_storeu_ps(y + i3, w3);
-      });
+      ForEachQ4_K(row, n,
+                  [&](__m512 w0, int64_t i0, __m512 w1, int64_t i1, __m512 w2, int64_t i2, __m512 w3, int64_t i3) {
+                    _mm512_storeu_ps(y + i0, w0);
+                    _mm512_storeu_ps(y + i1, w1);
+                    _mm512_storeu_ps(y + i2, w2);
+                    _mm512_storeu_ps(y + i3, w3);
+                  });
       return;
     case GgmlType::kQ5_K:
-      ForEachQ5_K(row, n, [&](__m512 w0, int64_t i0, __m512 w1, int64_t i1, __m512 w2, int64_t i2, __m512 w3,
-                              int64_t i3) {
-        _mm512_storeu_ps(y + i0, w0);
-        _mm512_storeu_ps(y + i1, w1);
-        _mm512_storeu_ps(y + i2, w2);
-        _mm512_storeu_ps(y + i3, w3);
-      });
+      ForEachQ5_K(row, n,
+                  [&](__m512 w0, int64_t i0, __m512 w1, int64_t i1, __m512 w2, int64_t i2, __m512 w3, int64_t i3) {
+                    _mm512_storeu_ps(y + i0, w0);
+                    _mm512_storeu_ps(y + i1, w1);
+                    _mm512_storeu_ps(y + i2, w2);
+                    _mm512_storeu_ps(y + i3, w3);
+                  });
       return;
-    case GgmlType::kQ6_K: return DequantQ6_K(row, y, n);
+    case GgmlType::kQ6_K:
+      return DequantQ6_K(row, y, n);
 #endif
     default:
       return DequantizeRow(type, row, y, n);
@@ -410,13 +415,20 @@ float DotRow(GgmlType type, const uint8_t* row, const float* x, int64_t n) {
     case GgmlType::kF32:
       return DotF32(reinterpret_cast<const float*>(row), x, n);
 #ifdef CAIRN_AVX512
-    case GgmlType::kF16: return DotF16(row, x, n);
-    case GgmlType::kQ8_0: return DotQ8_0(row, x, n);
-    case GgmlType::kQ4_0: return DotQ4Block32<TableQ4_0, 18, 2>(row, x, n);
-    case GgmlType::kQ4_1: return DotQ4Block32<TableQ4_1, 20, 4>(row, x, n);
-    case GgmlType::kQ4_K: return DotQ4_K(row, x, n);
-    case GgmlType::kQ5_K: return DotQ5_K(row, x, n);
-    case GgmlType::kQ6_K: return DotQ6_K(row, x, n);
+    case GgmlType::kF16:
+      return DotF16(row, x, n);
+    case GgmlType::kQ8_0:
+      return DotQ8_0(row, x, n);
+    case GgmlType::kQ4_0:
+      return DotQ4Block32<TableQ4_0, 18, 2>(row, x, n);
+    case GgmlType::kQ4_1:
+      return DotQ4Block32<TableQ4_1, 20, 4>(row, x, n);
+    case GgmlType::kQ4_K:
+      return DotQ4_K(row, x, n);
+    case GgmlType::kQ5_K:
+      return DotQ5_K(row, x, n);
+    case GgmlType::kQ6_K:
+      return DotQ6_K(row, x, n);
 #endif
     default:
       return DotRowGeneric(type, row, x, n);

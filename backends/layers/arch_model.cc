@@ -62,8 +62,8 @@ absl::StatusOr<int32_t> UniformKvHeads(const ModelLoader& ld, const DecoderHPara
       return ld.Error(absl::StrCat("layer ", il, ": head_count_kv ", h, " does not divide head_count ", hp.n_head));
     }
     if (heads != 0 && h != heads) {
-      return absl::UnimplementedError(absl::StrCat("model '", ld.file().path(),
-                                                   "': attention layers with different head_count_kv are not supported"));
+      return absl::UnimplementedError(absl::StrCat(
+          "model '", ld.file().path(), "': attention layers with different head_count_kv are not supported"));
     }
     heads = h;
   }
@@ -98,7 +98,8 @@ absl::StatusOr<std::vector<bool>> ReadSlidingWindowLayers(const ModelLoader& ld,
                                                           int64_t default_period) {
   std::vector<bool> local(n_layer, false);
   if (window == 0) return local;
-  if (ld.IsArray("attention.sliding_window_pattern")) return ld.PerLayerFlags("attention.sliding_window_pattern", n_layer);
+  if (ld.IsArray("attention.sliding_window_pattern"))
+    return ld.PerLayerFlags("attention.sliding_window_pattern", n_layer);
   int64_t period = 0;
   CAIRN_LOAD_ASSIGN(period, ld.IntOr("attention.sliding_window_pattern", default_period));
   if (period < 0) return ld.Error("negative sliding_window_pattern");

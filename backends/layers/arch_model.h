@@ -37,18 +37,18 @@ namespace cairn {
 
 // What an architecture tells its family and ModelInfo.
 struct ArchShape {
-  std::string arch;            // general.architecture
+  std::string arch;  // general.architecture
   int32_t n_vocab = 0;
   int32_t n_embd = 0;
   int32_t n_ctx_train = 0;
   bool accepts_embeddings = false;  // Forward takes embedding chunks (M-RoPE)
-  size_t weight_bytes = 0;     // weights read per forward token
+  size_t weight_bytes = 0;          // weights read per forward token
   // Attention memory: slots with a full K/V cache, slots with a sliding-
   // window ring (after the full ones), and one K/V row width for all.
   int32_t n_full_slots = 0;
   int32_t n_window_slots = 0;
-  int32_t window = 0;          // of the window slots
-  int64_t k_dim = 0;           // floats per K row
+  int32_t window = 0;  // of the window slots
+  int64_t k_dim = 0;   // floats per K row
   int64_t v_dim = 0;
   // Recurrent memory: slots of conv_floats + state_floats floats each.
   int32_t n_recurrent_slots = 0;
@@ -100,15 +100,15 @@ absl::StatusOr<std::unique_ptr<ArchModel>> LoadArch(std::span<const ArchEntry> a
 
 // The hyperparameters of an attention-based decoder ("<arch>.*" keys).
 struct DecoderHParams {
-  int64_t n_embd = 0;          // embedding_length
-  int32_t n_layer = 0;         // block_count minus nextn_predict_layers (MTP blocks are not run)
-  int32_t n_head = 0;          // attention.head_count
-  int32_t n_ctx_train = 0;     // context_length, or the architecture's default
-  float eps = 0.0f;            // attention.layer_norm_rms_epsilon
+  int64_t n_embd = 0;              // embedding_length
+  int32_t n_layer = 0;             // block_count minus nextn_predict_layers (MTP blocks are not run)
+  int32_t n_head = 0;              // attention.head_count
+  int32_t n_ctx_train = 0;         // context_length, or the architecture's default
+  float eps = 0.0f;                // attention.layer_norm_rms_epsilon
   std::vector<int64_t> n_head_kv;  // attention.head_count_kv per layer (0 marks a recurrent layer in some hybrids)
   std::vector<int64_t> n_ff;       // feed_forward_length per layer (0s when absent)
-  int32_t head_dim_k = 0;      // attention.key_length, default n_embd / n_head
-  int32_t head_dim_v = 0;      // attention.value_length, default head_dim_k
+  int32_t head_dim_k = 0;          // attention.key_length, default n_embd / n_head
+  int32_t head_dim_v = 0;          // attention.value_length, default head_dim_k
 };
 absl::StatusOr<DecoderHParams> ReadDecoderHParams(const ModelLoader& loader, int64_t default_context);
 

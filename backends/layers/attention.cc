@@ -281,8 +281,7 @@ void AttentionForward(const AttentionBlock& b, ForwardPass& pass, int32_t slot, 
     if (!wanted_only) {
       seg_rows.resize(pass.segment_rows(s));
       for (int64_t i = 0; i < pass.segment_rows(s); ++i) seg_rows[i] = first + i;
-      AttendFullCache(ap, pass, s, seg_kv[s], seg_rows, &p.q[first * q_dim], q_dim, &attn[first * o_dim], o_dim,
-                      sq);
+      AttendFullCache(ap, pass, s, seg_kv[s], seg_rows, &p.q[first * q_dim], q_dim, &attn[first * o_dim], o_dim, sq);
       continue;
     }
     const int64_t w0 = pass.wanted_begin(s), w1 = pass.wanted_begin(s + 1);

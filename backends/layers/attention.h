@@ -32,17 +32,17 @@ namespace cairn {
 
 struct AttentionBlock {
   int32_t n_head = 0;
-  int32_t n_head_kv = 0;    // divides n_head
+  int32_t n_head_kv = 0;  // divides n_head
   int32_t head_dim_k = 0;
   int32_t head_dim_v = 0;
-  float scale = 1.0f;       // on q.k
-  float softcap = 0.0f;     // > 0: scores soft-capped (gemma2)
-  int32_t window = 0;       // > 0: a sliding-window layer over a ring slot
+  float scale = 1.0f;    // on q.k
+  float softcap = 0.0f;  // > 0: scores soft-capped (gemma2)
+  int32_t window = 0;    // > 0: a sliding-window layer over a ring slot
   // attn_q rows are [query | gate] per head, and the output is multiplied
   // by sigmoid(gate) before the output projection (qwen35, qwen3next).
   bool gated = false;
   const PositionEncoding* rope = nullptr;  // null: no positional encoding
-  float norm_eps = 1e-6f;   // of the per-head q/k norms
+  float norm_eps = 1e-6f;                  // of the per-head q/k norms
 
   WeightMatrix wq, wk, wv, wo;
   std::vector<float> bq, bk, bv, bo;  // empty: no bias

@@ -11,8 +11,8 @@
 #include "backends/kernels/delta_net.h"
 #include "backends/kernels/norm.h"
 #include "backends/kernels/ssm.h"
-#include "backends/model/dequant.h"
 #include "backends/layers/model_loading.h"
+#include "backends/model/dequant.h"
 
 namespace cairn {
 namespace {
@@ -77,8 +77,8 @@ namespace {
 
 // beta = sigmoid(b) and the decay softplus(alpha + dt_bias) * a, per row and value head. qwen3next
 // packs both in one projection, per key head: [beta of its value heads | alpha of the same].
-void ComputeGates(const DeltaNetGeometry& g, const DeltaNetWeights& w, const float* in, int64_t n_rows,
-                  float* beta, float* gdecay, ThreadPool& pool, MatMulPrecision precision) {
+void ComputeGates(const DeltaNetGeometry& g, const DeltaNetWeights& w, const float* in, int64_t n_rows, float* beta,
+                  float* gdecay, ThreadPool& pool, MatMulPrecision precision) {
   const int64_t H = g.n_head_v;
   if (g.variant == DeltaNetVariant::kQwen3Next) {
     std::vector<float> ba(static_cast<size_t>(n_rows * 2 * H));
@@ -108,8 +108,8 @@ void ComputeGates(const DeltaNetGeometry& g, const DeltaNetWeights& w, const flo
 // The gated delta rule over (run, value head) items: xc holds the convolved, L2-normalised
 // [q | k | v] rows; o receives the per-head outputs; each run's state advances in place and its
 // snapshot taps receive copies at their rows.
-void ApplyDeltaRule(const DeltaNetGeometry& g, std::span<const RecurrentRun> runs, const float* xc,
-                    const float* beta, const float* gdecay, float* o, ThreadPool& pool) {
+void ApplyDeltaRule(const DeltaNetGeometry& g, std::span<const RecurrentRun> runs, const float* xc, const float* beta,
+                    const float* gdecay, float* o, ThreadPool& pool) {
   const int64_t C = g.conv_channels(), V = g.value_dim(), H = g.n_head_v;
   const float scale = 1.0f / std::sqrt(static_cast<float>(g.d_k));
   pool.ParallelFor(static_cast<int64_t>(runs.size()) * H, 1, [&](int64_t begin, int64_t end) {

@@ -21,9 +21,9 @@
 #include "absl/status/statusor.h"
 #include "backends/kernels/matmul.h"
 #include "backends/kernels/thread_pool.h"
-#include "backends/model/gguf.h"
 #include "backends/layers/model_loading.h"
 #include "backends/layers/recurrent_run.h"
+#include "backends/model/gguf.h"
 
 namespace cairn {
 
@@ -62,12 +62,12 @@ absl::StatusOr<DeltaNetGeometry> ReadDeltaNetGeometry(const ModelLoader& loader,
                                                       DeltaNetVariant variant = DeltaNetVariant::kQwen35);
 
 struct DeltaNetWeights {
-  WeightMatrix qkv;    // attn_qkv: n_embd -> conv_channels
-  WeightMatrix z;      // attn_gate: n_embd -> value_dim
-  WeightMatrix beta;   // kQwen35 ssm_beta: n_embd -> n_head_v
-  WeightMatrix alpha;  // kQwen35 ssm_alpha: n_embd -> n_head_v
-  WeightMatrix ba;     // kQwen3Next ssm_ba: n_embd -> 2 n_head_v
-  WeightMatrix out;    // ssm_out: value_dim -> n_embd
+  WeightMatrix qkv;                // attn_qkv: n_embd -> conv_channels
+  WeightMatrix z;                  // attn_gate: n_embd -> value_dim
+  WeightMatrix beta;               // kQwen35 ssm_beta: n_embd -> n_head_v
+  WeightMatrix alpha;              // kQwen35 ssm_alpha: n_embd -> n_head_v
+  WeightMatrix ba;                 // kQwen3Next ssm_ba: n_embd -> 2 n_head_v
+  WeightMatrix out;                // ssm_out: value_dim -> n_embd
   std::vector<float> conv_weight;  // tap-major [d_conv][conv_channels]
   std::vector<float> dt_bias;      // [n_head_v]
   std::vector<float> a;            // [n_head_v], negative (-exp(A_log))
@@ -87,8 +87,8 @@ absl::StatusOr<DeltaNetWeights> LoadDeltaNet(const ModelLoader& loader, const De
 // and heads spread over `pool`. `eps` is the model's RMS epsilon (also the L2
 // norm's floor). out: [n_rows][n_embd], not aliasing `in`.
 void DeltaNetForward(const DeltaNetGeometry& geometry, const DeltaNetWeights& weights, float eps,
-                     std::span<const RecurrentRun> runs, const float* in, int64_t n_rows, float* out,
-                     ThreadPool& pool, MatMulPrecision precision);
+                     std::span<const RecurrentRun> runs, const float* in, int64_t n_rows, float* out, ThreadPool& pool,
+                     MatMulPrecision precision);
 
 }  // namespace cairn
 

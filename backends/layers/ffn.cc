@@ -50,9 +50,7 @@ void FfnRows(const FfnBlock& f, ThreadPool& pool, MatMulPrecision precision, Wor
   if (gated) MatMul(f.gate, xn, R, gate, pool, precision);
   MatMul(f.up, xn, R, up, pool, precision);
   float* act = gated ? gate : up;
-  pool.ForEach(R, [&](int64_t i) {
-    FfnActivate(f.activation, gated, gated ? &gate[i * F] : nullptr, &up[i * F], F);
-  });
+  pool.ForEach(R, [&](int64_t i) { FfnActivate(f.activation, gated, gated ? &gate[i * F] : nullptr, &up[i * F], F); });
   MatMul(f.down, act, R, out, pool, precision);
 }
 

@@ -27,8 +27,8 @@ enum class FfnActivation {
 
 struct FfnBlock {
   FfnActivation activation = FfnActivation::kSilu;
-  int64_t n_ff = 0;              // 0: no FFN
-  WeightMatrix gate, up, down;   // gate.n_out == 0: ungated
+  int64_t n_ff = 0;             // 0: no FFN
+  WeightMatrix gate, up, down;  // gate.n_out == 0: ungated
 
   size_t matrix_bytes() const { return gate.bytes() + up.bytes() + down.bytes(); }
 };

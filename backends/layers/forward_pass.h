@@ -49,7 +49,7 @@ struct PositionEncoding {
 // The final norm and projection to the vocabulary, and what the
 // architecture does to logits afterwards.
 struct OutputHead {
-  std::vector<float> norm;   // RMSNorm weight [n_embd]
+  std::vector<float> norm;  // RMSNorm weight [n_embd]
   float eps = 1e-5f;
   WeightMatrix output;       // n_embd -> n_vocab (the token embedding when tied)
   float logit_scale = 0.0f;  // > 0: logits divided by it (granite)
@@ -137,8 +137,8 @@ class ForwardPass {
     int64_t first_row = 0;
     Pos start_pos = 0;
     int64_t wanted_begin = 0;
-    int64_t logit_index = 0;         // index among the run's logit rows of its first wanted row
-    std::vector<StateTap> taps;      // rows relative to the segment
+    int64_t logit_index = 0;     // index among the run's logit rows of its first wanted row
+    std::vector<StateTap> taps;  // rows relative to the segment
     std::vector<uint8_t*> tap_states;
   };
 

@@ -37,12 +37,12 @@ void MixerForward(const LayerStack& stack, const Layer& L, ForwardPass& pass, co
       AttentionForward(L.attn, pass, L.attn_slot, xn, out, rows);
       break;
     case Mixer::kMamba:
-      MambaMixerForward(stack.mamba, L.mamba, pass.RecurrentRuns(L.recurrent_slot), xn, pass.n_rows(), out,
-                        pass.pool(), pass.precision(), pass.buffers());
+      MambaMixerForward(stack.mamba, L.mamba, pass.RecurrentRuns(L.recurrent_slot), xn, pass.n_rows(), out, pass.pool(),
+                        pass.precision(), pass.buffers());
       break;
     case Mixer::kDeltaNet:
-      DeltaNetForward(stack.delta_net, L.delta_net, stack.eps, pass.RecurrentRuns(L.recurrent_slot), xn,
-                      pass.n_rows(), out, pass.pool(), pass.precision());
+      DeltaNetForward(stack.delta_net, L.delta_net, stack.eps, pass.RecurrentRuns(L.recurrent_slot), xn, pass.n_rows(),
+                      out, pass.pool(), pass.precision());
       break;
     case Mixer::kShortConv:
       ShortConvForward(stack.short_conv, L.short_conv, pass.RecurrentRuns(L.recurrent_slot), xn, pass.n_rows(), out,
@@ -51,8 +51,8 @@ void MixerForward(const LayerStack& stack, const Layer& L, ForwardPass& pass, co
     case Mixer::kAttentionAndMamba: {
       AttentionForward(L.attn, pass, L.attn_slot, xn, out);
       float* ssm = pass.buffers().Get(WorkBuffers::kParallelOut, static_cast<size_t>(pass.n_rows() * pass.width()));
-      MambaMixerForward(stack.mamba, L.mamba, pass.RecurrentRuns(L.recurrent_slot), xn, pass.n_rows(), ssm,
-                        pass.pool(), pass.precision(), pass.buffers());
+      MambaMixerForward(stack.mamba, L.mamba, pass.RecurrentRuns(L.recurrent_slot), xn, pass.n_rows(), ssm, pass.pool(),
+                        pass.precision(), pass.buffers());
       // attn + ssm first, then the residual, in the reference's order.
       AddF32(out, ssm, out, pass.n_rows() * pass.width());
       break;

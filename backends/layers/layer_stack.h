@@ -40,7 +40,7 @@ class LayerStack final : public ArchModel {
  public:
   enum class Mixer {
     kAttention,
-    kMamba,              // Mamba-1 or Mamba-2, as `mamba` says
+    kMamba,  // Mamba-1 or Mamba-2, as `mamba` says
     kDeltaNet,
     kShortConv,          // a conv state, no recurrent state
     kAttentionAndMamba,  // attn(n) + mamba(n): one attention and one recurrent slot

@@ -16,7 +16,10 @@ class LayeredBackend final : public Backend {
  public:
   LayeredBackend(std::shared_ptr<const ModelFile> model, std::unique_ptr<ArchModel> arch, FamilyMemory memory,
                  MemoryCapabilities caps, const BackendOptions& options)
-      : model_(std::move(model)), arch_(std::move(arch)), memory_(std::move(memory)), pool_(options.n_threads),
+      : model_(std::move(model)),
+        arch_(std::move(arch)),
+        memory_(std::move(memory)),
+        pool_(options.n_threads),
         precision_(options.exact_activations ? MatMulPrecision::kExact : MatMulPrecision::kInt8Activations) {
     const ArchShape& s = arch_->shape();
     info_.name = options.name.empty() ? std::filesystem::path(model_->path()).stem().string() : options.name;
@@ -81,8 +84,7 @@ std::vector<std::vector<ForwardPass::Segment>> LayeredBackend::Passes(std::span<
 
 absl::StatusOr<std::vector<RunLogits>> LayeredBackend::Forward(std::span<const SequenceRun> batch) {
   std::lock_guard<std::mutex> lock(mu_);
-  const ForwardRules rules{info_.n_vocab, info_.accepts_embeddings, memory_.snapshots_within_run,
-                           memory_.capacity};
+  const ForwardRules rules{info_.n_vocab, info_.accepts_embeddings, memory_.snapshots_within_run, memory_.capacity};
   // Positions and stored rows both count against the capacity (a chunk
   // stores more rows than positions it advances).
   absl::Status valid = ValidateForwardBatch(
@@ -104,8 +106,7 @@ absl::StatusOr<std::vector<RunLogits>> LayeredBackend::Forward(std::span<const S
     rows[r] = run.chunk != nullptr ? run.chunk->n_rows() : static_cast<int64_t>(run.tokens.size());
     span[r] = run.chunk != nullptr ? std::max(run.chunk->nx, run.chunk->ny) : static_cast<Pos>(rows[r]);
     // Growing storage does not change what is absorbed: safe before compute.
-    if (absl::Status s = memories[r]->Reserve(run.start_pos + span[r], memories[r]->stored_rows() + rows[r]);
-        !s.ok()) {
+    if (absl::Status s = memories[r]->Reserve(run.start_pos + span[r], memories[r]->stored_rows() + rows[r]); !s.ok()) {
       return s;
     }
   }

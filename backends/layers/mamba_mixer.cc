@@ -9,8 +9,8 @@
 #include "backends/kernels/activation.h"
 #include "backends/kernels/conv1d.h"
 #include "backends/kernels/ssm.h"
-#include "backends/model/dequant.h"
 #include "backends/layers/model_loading.h"
+#include "backends/model/dequant.h"
 
 namespace cairn {
 namespace {
@@ -23,9 +23,7 @@ int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 // scan (~250k updates, tens of microseconds) are such jobs; a worker that is
 // descheduled on a busy machine costs far more than that.
 constexpr int64_t kMinParallelWork = int64_t{1} << 20;
-int64_t GrainFor(int64_t items, int64_t work) {
-  return work < kMinParallelWork ? std::max<int64_t>(items, 1) : 1;
-}
+int64_t GrainFor(int64_t items, int64_t work) { return work < kMinParallelWork ? std::max<int64_t>(items, 1) : 1; }
 
 }  // namespace
 
@@ -104,8 +102,8 @@ namespace {
 
 // The convolution of every run over the conv channels of `proj` starting at
 // column `col`, into xc [n_rows][conv_channels], with bias and silu.
-void ConvAll(const MambaGeometry& g, const MambaMixerWeights& w, std::span<const RecurrentRun> runs,
-             const float* proj, int64_t proj_stride, int64_t col, float* xc, ThreadPool& pool) {
+void ConvAll(const MambaGeometry& g, const MambaMixerWeights& w, std::span<const RecurrentRun> runs, const float* proj,
+             int64_t proj_stride, int64_t col, float* xc, ThreadPool& pool) {
   ConvOverRuns c;
   c.x = proj + col;
   c.x_stride = proj_stride;

@@ -14,10 +14,10 @@
 #include "absl/status/statusor.h"
 #include "backends/kernels/matmul.h"
 #include "backends/kernels/thread_pool.h"
-#include "backends/model/gguf.h"
 #include "backends/layers/model_loading.h"
 #include "backends/layers/recurrent_run.h"
 #include "backends/layers/work_buffers.h"
+#include "backends/model/gguf.h"
 
 namespace cairn {
 
@@ -27,29 +27,26 @@ enum class MambaVersion { kMamba1, kMamba2 };
 struct MambaGeometry {
   MambaVersion version = MambaVersion::kMamba2;
   int64_t n_embd = 0;
-  int64_t d_conv = 0;    // {arch}.ssm.conv_kernel
-  int64_t d_inner = 0;   // {arch}.ssm.inner_size
-  int64_t d_state = 0;   // {arch}.ssm.state_size
+  int64_t d_conv = 0;   // {arch}.ssm.conv_kernel
+  int64_t d_inner = 0;  // {arch}.ssm.inner_size
+  int64_t d_state = 0;  // {arch}.ssm.state_size
   // Mamba-2: heads = {arch}.ssm.time_step_rank, head_dim = d_inner / heads,
   // groups = {arch}.ssm.group_count. Mamba-1: d_inner heads of dim 1, 1 group.
   int64_t n_head = 0;
   int64_t head_dim = 0;
   int64_t n_group = 0;
-  int64_t dt_rank = 0;   // Mamba-1 only: {arch}.ssm.time_step_rank
+  int64_t dt_rank = 0;      // Mamba-1 only: {arch}.ssm.time_step_rank
   bool dt_b_c_rms = false;  // Mamba-1 only: RMS-normalize dt, B, C (FalconMamba, Jamba)
   // Mamba-1 only, with dt_b_c_rms: those norms are scaled by weights
   // ssm_{dt,b,c}_norm.weight (Jamba); FalconMamba's have none.
   bool dt_b_c_norm_weights = false;
-  float rms_eps = 1e-5f;    // {arch}.attention.layer_norm_rms_epsilon
+  float rms_eps = 1e-5f;  // {arch}.attention.layer_norm_rms_epsilon
 
   // Channels the convolution runs over: x, B and C (Mamba-2) or x (Mamba-1).
-  int64_t conv_channels() const {
-    return version == MambaVersion::kMamba2 ? d_inner + 2 * n_group * d_state : d_inner;
-  }
+  int64_t conv_channels() const { return version == MambaVersion::kMamba2 ? d_inner + 2 * n_group * d_state : d_inner; }
   // Width of the in-projection: z, xBC, dt (Mamba-2) or x, z (Mamba-1).
   int64_t in_proj_size() const {
-    return version == MambaVersion::kMamba2 ? 2 * d_inner + 2 * n_group * d_state + n_head
-                                            : 2 * d_inner;
+    return version == MambaVersion::kMamba2 ? 2 * d_inner + 2 * n_group * d_state + n_head : 2 * d_inner;
   }
   // Floats of state per layer: the last d_conv - 1 conv inputs, and the SSM
   // state (d_state x d_inner). Times 4 bytes and the layer count this is the
@@ -68,10 +65,10 @@ absl::StatusOr<MambaGeometry> ReadMambaGeometry(const ModelLoader& loader, Mamba
 // One layer's weights. Matrices point into the model file; the small vectors
 // are converted to F32 (and transposed where the kernels want it) at load.
 struct MambaMixerWeights {
-  WeightMatrix in_proj;   // ssm_in: n_embd -> in_proj_size
-  WeightMatrix x_proj;    // Mamba-1 ssm_x: d_inner -> dt_rank + 2 d_state
-  WeightMatrix dt_proj;   // Mamba-1 ssm_dt: dt_rank -> d_inner
-  WeightMatrix out_proj;  // ssm_out: d_inner -> n_embd
+  WeightMatrix in_proj;            // ssm_in: n_embd -> in_proj_size
+  WeightMatrix x_proj;             // Mamba-1 ssm_x: d_inner -> dt_rank + 2 d_state
+  WeightMatrix dt_proj;            // Mamba-1 ssm_dt: dt_rank -> d_inner
+  WeightMatrix out_proj;           // ssm_out: d_inner -> n_embd
   std::vector<float> conv_weight;  // tap-major [d_conv][conv_channels]
   std::vector<float> conv_bias;    // [conv_channels]
   std::vector<float> dt_bias;      // [n_head] (Mamba-2) / [d_inner] (Mamba-1)
@@ -89,8 +86,7 @@ struct MambaMixerWeights {
 // Loads the mixer of layer `layer` (tensors "blk.<layer>.ssm_*"), checking
 // every shape against `geometry`: INVALID_ARGUMENT naming the tensor (and
 // both shapes on a mismatch).
-absl::StatusOr<MambaMixerWeights> LoadMambaMixer(const ModelLoader& loader, const MambaGeometry& geometry,
-                                                 int layer);
+absl::StatusOr<MambaMixerWeights> LoadMambaMixer(const ModelLoader& loader, const MambaGeometry& geometry, int layer);
 
 // out[r] = mixer(in[r]) for the n_rows rows of `in` ([n_rows][n_embd], the
 // normalized layer input), advancing each run's state over its rows in order.
@@ -99,8 +95,8 @@ absl::StatusOr<MambaMixerWeights> LoadMambaMixer(const ModelLoader& loader, cons
 // form); runs and heads/channels are spread over `pool`. out: [n_rows][n_embd],
 // not aliasing `in`. Uses the kMixer* slots of `buffers`.
 void MambaMixerForward(const MambaGeometry& geometry, const MambaMixerWeights& weights,
-                       std::span<const RecurrentRun> runs, const float* in, int64_t n_rows,
-                       float* out, ThreadPool& pool, MatMulPrecision precision, WorkBuffers& buffers);
+                       std::span<const RecurrentRun> runs, const float* in, int64_t n_rows, float* out,
+                       ThreadPool& pool, MatMulPrecision precision, WorkBuffers& buffers);
 
 }  // namespace cairn
 

@@ -18,8 +18,8 @@
 
 #include <cstdint>
 #include <string>
-#include "absl/strings/string_view.h"
 #include <vector>
+#include "absl/strings/string_view.h"
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -105,10 +105,9 @@ class ModelLoader {
   } while (0)
 
 // Return `expr` (an absl::Status) when it is not OK.
-#define CAIRN_RETURN_IF_ERROR(expr)                   \
-  do {                                                \
-    if (absl::Status cairn_s_ = (expr); !cairn_s_.ok()) \
-      return cairn_s_;                                \
+#define CAIRN_RETURN_IF_ERROR(expr)                                      \
+  do {                                                                   \
+    if (absl::Status cairn_s_ = (expr); !cairn_s_.ok()) return cairn_s_; \
   } while (0)
 
 #endif  // CAIRN_BACKENDS_LAYERS_MODEL_LOADING_H_

@@ -49,8 +49,9 @@ void Route(const MoeBlock& m, float* logits, int32_t* chosen, float* weight) {
   if (!m.selection_bias.empty()) AddF32(selection.data(), m.selection_bias.data(), selection.data(), X);
   std::vector<int32_t> order(X);
   std::iota(order.begin(), order.end(), 0);
-  std::partial_sort(order.begin(), order.begin() + K, order.end(),
-                    [&](int32_t a, int32_t b) { return selection[a] > selection[b] || (selection[a] == selection[b] && a < b); });
+  std::partial_sort(order.begin(), order.begin() + K, order.end(), [&](int32_t a, int32_t b) {
+    return selection[a] > selection[b] || (selection[a] == selection[b] && a < b);
+  });
   for (int64_t k = 0; k < K; ++k) {
     chosen[k] = order[k];
     weight[k] = probs[order[k]];
@@ -75,12 +76,14 @@ void AddExpertBias(const ExpertMatrices& m, int64_t e, float* y, int64_t rows) {
 }  // namespace
 
 size_t MoeBlock::bytes_per_row() const {
-  return router.bytes() + static_cast<size_t>(n_used) * (gate.expert_bytes() + up.expert_bytes() + down.expert_bytes()) +
+  return router.bytes() +
+         static_cast<size_t>(n_used) * (gate.expert_bytes() + up.expert_bytes() + down.expert_bytes()) +
          shared.gate.bytes() + shared.up.bytes() + shared.down.bytes();
 }
 
 size_t MoeBlock::total_bytes() const {
-  return router.bytes() + static_cast<size_t>(n_expert) * (gate.expert_bytes() + up.expert_bytes() + down.expert_bytes()) +
+  return router.bytes() +
+         static_cast<size_t>(n_expert) * (gate.expert_bytes() + up.expert_bytes() + down.expert_bytes()) +
          shared.gate.bytes() + shared.up.bytes() + shared.down.bytes();
 }
 
@@ -151,9 +154,7 @@ void MoeForward(const MoeBlock& m, ForwardPass& pass, const float* xn, float* ou
       AddExpertBias(m.gate, e, g.data(), n);
     }
     const float* act = gated ? g.data() : u.data();
-    pool.ForEach(n, [&](int64_t j) {
-      FfnActivate(m.activation, gated, gated ? &g[j * F] : nullptr, &u[j * F], F);
-    });
+    pool.ForEach(n, [&](int64_t j) { FfnActivate(m.activation, gated, gated ? &g[j * F] : nullptr, &u[j * F], F); });
     d.resize(static_cast<size_t>(n * E));
     MatMul(m.down.expert(e), act, n, d.data(), pool, pass.precision());
     AddExpertBias(m.down, e, d.data(), n);

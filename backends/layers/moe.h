@@ -62,9 +62,9 @@ struct MoeBlock {
   std::vector<float> router_bias;     // [n_expert] or empty
   std::vector<float> selection_bias;  // [n_expert] or empty
   FfnActivation activation = FfnActivation::kSilu;
-  ExpertMatrices gate, up, down;      // gate.data null: ungated experts
-  FfnBlock shared;                    // n_ff 0: none
-  std::vector<float> shared_gate;     // [n_embd] or empty: ungated shared expert
+  ExpertMatrices gate, up, down;   // gate.data null: ungated experts
+  FfnBlock shared;                 // n_ff 0: none
+  std::vector<float> shared_gate;  // [n_embd] or empty: ungated shared expert
 
   int64_t n_ff() const { return up.n_out; }
   // Weight bytes one row reads: the router, n_used experts, the shared expert.
@@ -83,12 +83,12 @@ struct MoeSpec {
   bool normalize = false;
   float scale = 0.0f;
   FfnActivation activation = FfnActivation::kSilu;
-  bool gated_experts = true;                       // ffn_gate_exps present
-  bool gated_shared = true;                        // ffn_gate_shexp present
-  Presence shared_gate = Presence::kAbsent;        // ffn_gate_inp_shexp.weight
-  Presence router_bias = Presence::kAbsent;        // ffn_gate_inp.bias
-  Presence selection_bias = Presence::kAbsent;     // exp_probs_b.bias
-  Presence expert_biases = Presence::kAbsent;      // ffn_{gate,up,down}_exps.bias
+  bool gated_experts = true;                    // ffn_gate_exps present
+  bool gated_shared = true;                     // ffn_gate_shexp present
+  Presence shared_gate = Presence::kAbsent;     // ffn_gate_inp_shexp.weight
+  Presence router_bias = Presence::kAbsent;     // ffn_gate_inp.bias
+  Presence selection_bias = Presence::kAbsent;  // exp_probs_b.bias
+  Presence expert_biases = Presence::kAbsent;   // ffn_{gate,up,down}_exps.bias
 };
 
 // The MoE hyperparameters every file carries: expert_count (>= 1) and

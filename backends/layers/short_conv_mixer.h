@@ -50,8 +50,7 @@ struct ShortConvWeights {
 
 // Loads blk.<layer>.shortconv.{in_proj,conv,out_proj}.weight, checking
 // every shape: INVALID_ARGUMENT naming the tensor.
-absl::StatusOr<ShortConvWeights> LoadShortConv(const ModelLoader& loader, const ShortConvGeometry& geometry,
-                                               int layer);
+absl::StatusOr<ShortConvWeights> LoadShortConv(const ModelLoader& loader, const ShortConvGeometry& geometry, int layer);
 
 // out[r] = mixer(in[r]) for the n_rows rows of `in` ([n_rows][n_embd]),
 // advancing each run's conv state (RecurrentRun::conv_state; `state` is
@@ -59,8 +58,8 @@ absl::StatusOr<ShortConvWeights> LoadShortConv(const ModelLoader& loader, const 
 // cover disjoint rows and distinct states. out: [n_rows][n_embd], not
 // aliasing `in`. Uses the kMixer* slots of `buffers`.
 void ShortConvForward(const ShortConvGeometry& geometry, const ShortConvWeights& weights,
-                      std::span<const RecurrentRun> runs, const float* in, int64_t n_rows, float* out,
-                      ThreadPool& pool, MatMulPrecision precision, WorkBuffers& buffers);
+                      std::span<const RecurrentRun> runs, const float* in, int64_t n_rows, float* out, ThreadPool& pool,
+                      MatMulPrecision precision, WorkBuffers& buffers);
 
 }  // namespace cairn
 

@@ -24,7 +24,7 @@ class WorkBuffers {
     kFfnUp,
     kSharedExpert,  // MoE: the shared expert's output
     kParallelOut,   // a second block's output, when two run side by side (falcon-h1)
-    kMixer0,     // recurrent mixers: kMixer0 .. kMixer0 + kMixerSlots - 1
+    kMixer0,        // recurrent mixers: kMixer0 .. kMixer0 + kMixerSlots - 1
     kSlotCount = kMixer0 + 6,
   };
   static constexpr int kMixerSlots = kSlotCount - kMixer0;

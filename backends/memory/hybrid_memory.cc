@@ -61,8 +61,8 @@ absl::StatusOr<int64_t> HybridMemory::RowsAt(Pos p) const {
       extra += c.n_rows - c.span;
     } else if (c.pos < p) {
       return absl::FailedPreconditionError(
-          absl::StrCat("position ", p, " is inside the embedding chunk at positions [", c.pos, ", ",
-                       c.pos + c.span, "): a chunk is absorbed, cut back and checkpointed only as a whole"));
+          absl::StrCat("position ", p, " is inside the embedding chunk at positions [", c.pos, ", ", c.pos + c.span,
+                       "): a chunk is absorbed, cut back and checkpointed only as a whole"));
     } else {
       break;
     }
@@ -91,14 +91,12 @@ absl::Status HybridMemory::Truncate(Pos p) {
     return absl::OkStatus();
   }
   if (absl::StatusOr<int64_t> rows = RowsAt(p); !rows.ok()) return rows.status();
-  return absl::FailedPreconditionError(absl::StrCat(
-      "hybrid memory at position ", next_pos_, " cannot be cut back to ", p,
-      ": its recurrent layers hold state that only a snapshot taken at or before ", p, " can recover"));
+  return absl::FailedPreconditionError(
+      absl::StrCat("hybrid memory at position ", next_pos_, " cannot be cut back to ", p,
+                   ": its recurrent layers hold state that only a snapshot taken at or before ", p, " can recover"));
 }
 
-size_t HybridMemory::HeaderBytes(size_t n_chunks) const {
-  return sizeof(Header) + n_chunks * sizeof(ChunkRecord);
-}
+size_t HybridMemory::HeaderBytes(size_t n_chunks) const { return sizeof(Header) + n_chunks * sizeof(ChunkRecord); }
 
 size_t HybridMemory::Bytes(SnapshotScope scope) const {
   size_t n = HeaderBytes(chunks_.size()) + rec_->Bytes(scope);
@@ -165,17 +163,16 @@ Snapshot HybridMemory::AllocateCheckpointAhead(Pos pos, uint8_t** recurrent_stat
 
 absl::Status HybridMemory::Restore(const Snapshot& s) {
   if (s.layout != geometry_.layout) {
-    return absl::InvalidArgumentError(absl::StrCat("snapshot layout ", s.layout,
-                                                   " belongs to another model or geometry (expected ",
-                                                   geometry_.layout, ")"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "snapshot layout ", s.layout, " belongs to another model or geometry (expected ", geometry_.layout, ")"));
   }
   Header h;
   if (s.data.size() < sizeof h) return absl::InvalidArgumentError("malformed hybrid snapshot: no header");
   std::memcpy(&h, s.data.data(), sizeof h);
   const bool full = s.scope == SnapshotScope::kFull;
   if (h.magic != kMagic || h.scope != static_cast<uint32_t>(s.scope) || h.pos != s.pos || s.pos < 0 ||
-      h.n_rows < s.pos || h.n_chunks > static_cast<uint64_t>(s.pos) ||
-      h.recurrent_bytes != rec_->Bytes(s.scope) || (!full && h.attention_bytes != 0)) {
+      h.n_rows < s.pos || h.n_chunks > static_cast<uint64_t>(s.pos) || h.recurrent_bytes != rec_->Bytes(s.scope) ||
+      (!full && h.attention_bytes != 0)) {
     return absl::InvalidArgumentError("malformed hybrid snapshot (header does not match this memory)");
   }
   const size_t expected = HeaderBytes(h.n_chunks) + h.recurrent_bytes + h.attention_bytes;
@@ -192,8 +189,7 @@ absl::Status HybridMemory::Restore(const Snapshot& s) {
     ChunkRecord r;
     std::memcpy(&r, in, sizeof r);
     in += sizeof r;
-    if (r.pos < prev_end || r.span <= 0 || r.n_rows < r.span || r.pos + r.span > s.pos ||
-        r.row != r.pos + extra) {
+    if (r.pos < prev_end || r.span <= 0 || r.n_rows < r.span || r.pos + r.span > s.pos || r.row != r.pos + extra) {
       return absl::InvalidArgumentError("malformed hybrid snapshot: inconsistent chunk list");
     }
     c = ChunkExtent{static_cast<Pos>(r.pos), static_cast<Pos>(r.span), r.row, r.n_rows};
@@ -215,8 +211,8 @@ absl::Status HybridMemory::Restore(const Snapshot& s) {
     // The attention rows of [0, pos) must already be here, in the same
     // chunk layout, for cutting them back to be exact.
     if (s.pos > next_pos_) {
-      return absl::FailedPreconditionError(absl::StrCat("checkpoint at position ", s.pos,
-                                                        " is beyond the cached prefix of ", next_pos_));
+      return absl::FailedPreconditionError(
+          absl::StrCat("checkpoint at position ", s.pos, " is beyond the cached prefix of ", next_pos_));
     }
     absl::StatusOr<int64_t> rows = RowsAt(s.pos);
     if (!rows.ok()) return rows.status();
@@ -224,11 +220,13 @@ absl::Status HybridMemory::Restore(const Snapshot& s) {
     while (prefix < chunks_.size() && chunks_[prefix].pos + chunks_[prefix].span <= s.pos) ++prefix;
     bool same = prefix == chunks.size() && *rows == h.n_rows;
     for (size_t i = 0; same && i < prefix; ++i) {
-      same = chunks_[i].pos == chunks[i].pos && chunks_[i].span == chunks[i].span && chunks_[i].n_rows == chunks[i].n_rows;
+      same =
+          chunks_[i].pos == chunks[i].pos && chunks_[i].span == chunks[i].span && chunks_[i].n_rows == chunks[i].n_rows;
     }
     if (!same) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "checkpoint at position ", s.pos, " was taken over a different layout of embedding chunks than this sequence holds"));
+      return absl::FailedPreconditionError(
+          absl::StrCat("checkpoint at position ", s.pos,
+                       " was taken over a different layout of embedding chunks than this sequence holds"));
     }
   }
   // Every check is done; the attention part can still fail (allocation for a

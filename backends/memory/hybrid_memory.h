@@ -29,11 +29,11 @@
 namespace cairn {
 
 struct HybridGeometry {
-  KvGeometry attention;       // n_layers = attention layers; capacity in rows
+  KvGeometry attention;  // n_layers = attention layers; capacity in rows
   int64_t recurrent_layers = 0;
-  int64_t conv_floats = 0;    // per recurrent layer
-  int64_t state_floats = 0;   // per recurrent layer
-  uint64_t layout = 0;        // fingerprint of model + whole geometry
+  int64_t conv_floats = 0;   // per recurrent layer
+  int64_t state_floats = 0;  // per recurrent layer
+  uint64_t layout = 0;       // fingerprint of model + whole geometry
 };
 
 // An absorbed embedding chunk: positions [pos, pos + span), rows

@@ -52,8 +52,7 @@ MemoryCapabilities KvMemory::caps() const {
 
 absl::Status KvMemory::Truncate(Pos p) {
   if (p < 0 || p > next_pos_) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("truncate to position ", p, " outside [0, ", next_pos_, "]"));
+    return absl::InvalidArgumentError(absl::StrCat("truncate to position ", p, " outside [0, ", next_pos_, "]"));
   }
   next_pos_ = p;
   return absl::OkStatus();
@@ -82,8 +81,8 @@ absl::Status KvMemory::Reserve(Pos n) {
 
 size_t KvMemory::Bytes(SnapshotScope scope) const {
   if (scope == SnapshotScope::kCheckpoint) return 0;
-  return sizeof(FullHeader) + static_cast<size_t>(next_pos_) * geometry_.n_layers *
-                                  (geometry_.k_dim + geometry_.v_dim) * sizeof(float);
+  return sizeof(FullHeader) +
+         static_cast<size_t>(next_pos_) * geometry_.n_layers * (geometry_.k_dim + geometry_.v_dim) * sizeof(float);
 }
 
 absl::StatusOr<Snapshot> KvMemory::Capture(SnapshotScope scope) const {
@@ -111,9 +110,8 @@ absl::StatusOr<Snapshot> KvMemory::Capture(SnapshotScope scope) const {
 
 absl::Status KvMemory::Restore(const Snapshot& s) {
   if (s.layout != geometry_.layout) {
-    return absl::InvalidArgumentError(absl::StrCat("snapshot layout ", s.layout,
-                                                   " belongs to another model or geometry (expected ",
-                                                   geometry_.layout, ")"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "snapshot layout ", s.layout, " belongs to another model or geometry (expected ", geometry_.layout, ")"));
   }
   if (s.pos < 0) return absl::InvalidArgumentError(absl::StrCat("snapshot position ", s.pos, " is negative"));
   if (s.scope == SnapshotScope::kCheckpoint) {
@@ -121,8 +119,8 @@ absl::Status KvMemory::Restore(const Snapshot& s) {
       return absl::InvalidArgumentError("a KV checkpoint snapshot carries no data; this one has some");
     }
     if (s.pos > next_pos_) {
-      return absl::FailedPreconditionError(absl::StrCat("checkpoint at position ", s.pos,
-                                                        " is beyond the cached prefix of ", next_pos_));
+      return absl::FailedPreconditionError(
+          absl::StrCat("checkpoint at position ", s.pos, " is beyond the cached prefix of ", next_pos_));
     }
     next_pos_ = s.pos;
     return absl::OkStatus();
@@ -130,8 +128,8 @@ absl::Status KvMemory::Restore(const Snapshot& s) {
   FullHeader h;
   if (s.data.size() < sizeof h) return absl::InvalidArgumentError("full KV snapshot is truncated (no header)");
   std::memcpy(&h, s.data.data(), sizeof h);
-  const size_t expected = sizeof h + static_cast<size_t>(s.pos) * geometry_.n_layers *
-                                         (geometry_.k_dim + geometry_.v_dim) * sizeof(float);
+  const size_t expected =
+      sizeof h + static_cast<size_t>(s.pos) * geometry_.n_layers * (geometry_.k_dim + geometry_.v_dim) * sizeof(float);
   if (h.magic != kFullMagic || h.n_layers != static_cast<uint32_t>(geometry_.n_layers) ||
       h.k_dim != static_cast<uint64_t>(geometry_.k_dim) || h.v_dim != static_cast<uint64_t>(geometry_.v_dim) ||
       h.pos != s.pos || s.data.size() != expected) {

@@ -19,10 +19,10 @@ namespace cairn {
 
 struct KvGeometry {
   int32_t n_layers = 0;
-  int64_t k_dim = 0;      // floats per K row (n_head_kv * head_dim_k)
-  int64_t v_dim = 0;      // floats per V row
-  Pos capacity = 0;       // maximum rows
-  uint64_t layout = 0;    // fingerprint of model + geometry (see Snapshot::layout)
+  int64_t k_dim = 0;    // floats per K row (n_head_kv * head_dim_k)
+  int64_t v_dim = 0;    // floats per V row
+  Pos capacity = 0;     // maximum rows
+  uint64_t layout = 0;  // fingerprint of model + geometry (see Snapshot::layout)
 };
 
 class KvMemory final : public LayerMemory {

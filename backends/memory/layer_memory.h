@@ -64,11 +64,17 @@ class LayerMemory : public SequenceMemory {
 
   // The K/V rows of attention slot `slot`, valid up to the last Reserve.
   // A memory without attention layers returns an empty KvRows.
-  virtual KvRows kv(int32_t slot) { (void)slot; return {}; }
+  virtual KvRows kv(int32_t slot) {
+    (void)slot;
+    return {};
+  }
 
   // The state of recurrent slot `slot`. A memory without recurrent layers
   // returns an empty RecurrentState.
-  virtual RecurrentState recurrent(int32_t slot) { (void)slot; return {}; }
+  virtual RecurrentState recurrent(int32_t slot) {
+    (void)slot;
+    return {};
+  }
 
   // For a checkpoint inside a token run starting at next_pos(): a
   // kCheckpoint snapshot at `pos` (> next_pos()) that is complete but for

@@ -61,9 +61,8 @@ absl::Status RecurrentMemory::Truncate(Pos p) {
     pos_ = 0;
     return absl::OkStatus();
   }
-  return absl::FailedPreconditionError(
-      absl::StrCat("recurrent state at position ", pos_, " cannot be cut back to ", p,
-                   ": restore a snapshot taken at or before ", p, " instead"));
+  return absl::FailedPreconditionError(absl::StrCat("recurrent state at position ", pos_, " cannot be cut back to ", p,
+                                                    ": restore a snapshot taken at or before ", p, " instead"));
 }
 
 absl::StatusOr<Snapshot> RecurrentMemory::Capture(SnapshotScope scope) const {
@@ -107,12 +106,12 @@ void RecurrentMemory::Commit(Pos span, int64_t rows, bool chunk) {
 
 absl::Status RecurrentMemory::Restore(const Snapshot& snapshot) {
   if (snapshot.layout != layout_) {
-    return absl::InvalidArgumentError(absl::StrCat("snapshot layout ", snapshot.layout,
-                                                   " is not this model's recurrent layout ", layout_));
+    return absl::InvalidArgumentError(
+        absl::StrCat("snapshot layout ", snapshot.layout, " is not this model's recurrent layout ", layout_));
   }
   if (snapshot.data.size() != state_bytes()) {
-    return absl::InvalidArgumentError(absl::StrCat("malformed recurrent snapshot: ", snapshot.data.size(),
-                                                   " bytes, expected ", state_bytes()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("malformed recurrent snapshot: ", snapshot.data.size(), " bytes, expected ", state_bytes()));
   }
   if (snapshot.pos < 0) {
     return absl::InvalidArgumentError(absl::StrCat("malformed recurrent snapshot: position ", snapshot.pos));

@@ -31,9 +31,8 @@ class RecurrentMemory final : public LayerMemory {
   // either may be 0 (a short convolution has no recurrent state), not both.
   // RESOURCE_EXHAUSTED when the state cannot be allocated, INVALID_ARGUMENT
   // for negative or empty sizes.
-  static absl::StatusOr<std::unique_ptr<RecurrentMemory>> Create(const void* owner, uint64_t layout,
-                                                                 int64_t n_layers, int64_t conv_floats,
-                                                                 int64_t ssm_floats);
+  static absl::StatusOr<std::unique_ptr<RecurrentMemory>> Create(const void* owner, uint64_t layout, int64_t n_layers,
+                                                                 int64_t conv_floats, int64_t ssm_floats);
 
   MemoryCapabilities caps() const override;
   Pos next_pos() const override { return pos_; }
@@ -80,8 +79,8 @@ class RecurrentMemory final : public LayerMemory {
   void Advance(Pos n) { pos_ += n; }
 
  private:
-  RecurrentMemory(const void* owner, uint64_t layout, int64_t n_layers, int64_t conv_floats,
-                  int64_t ssm_floats, std::unique_ptr<float[]> data);
+  RecurrentMemory(const void* owner, uint64_t layout, int64_t n_layers, int64_t conv_floats, int64_t ssm_floats,
+                  std::unique_ptr<float[]> data);
   size_t state_bytes() const { return static_cast<size_t>(n_floats_) * sizeof(float); }
 
   uint64_t layout_;

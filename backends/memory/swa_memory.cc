@@ -60,8 +60,8 @@ MemoryCapabilities SwaMemory::caps() const {
   MemoryCapabilities c;
   c.truncatable = geometry_.n_local == 0;
   c.rollback_window = std::max<Pos>(0, next_pos_ - LowestTruncate());
-  c.rollback_slack = c.truncatable ? std::numeric_limits<Pos>::max()
-                                   : std::max<Pos>(0, geometry_.ring_rows - (geometry_.window - 1));
+  c.rollback_slack =
+      c.truncatable ? std::numeric_limits<Pos>::max() : std::max<Pos>(0, geometry_.ring_rows - (geometry_.window - 1));
   c.has_checkpoint_state = geometry_.n_local > 0;
   return c;
 }
@@ -72,10 +72,10 @@ absl::Status SwaMemory::Truncate(Pos p) {
   }
   if (p == next_pos_) return absl::OkStatus();
   if (p != 0 && p < LowestTruncate()) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "cannot truncate to position ", p, ": the sliding-window rings hold positions from ", oldest_,
-        " and a query at ", p, " needs keys from ", p - geometry_.window + 1, " (rollback window ",
-        caps().rollback_window, " of ", next_pos_, " positions); restore a checkpoint instead"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot truncate to position ", p, ": the sliding-window rings hold positions from ", oldest_,
+                     " and a query at ", p, " needs keys from ", p - geometry_.window + 1, " (rollback window ",
+                     caps().rollback_window, " of ", next_pos_, " positions); restore a checkpoint instead"));
   }
   if (absl::Status s = global_.Truncate(p); !s.ok()) return s;
   next_pos_ = p;
@@ -188,17 +188,17 @@ absl::StatusOr<Snapshot> SwaMemory::Capture(SnapshotScope scope) const {
 
 absl::Status SwaMemory::Restore(const Snapshot& s) {
   if (s.layout != geometry_.layout) {
-    return absl::InvalidArgumentError(absl::StrCat("snapshot layout ", s.layout,
-                                                   " belongs to another model or geometry (expected ",
-                                                   geometry_.layout, ")"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "snapshot layout ", s.layout, " belongs to another model or geometry (expected ", geometry_.layout, ")"));
   }
   Header h;
   if (s.data.size() < sizeof h) return absl::InvalidArgumentError("sliding-window snapshot is truncated (no header)");
   std::memcpy(&h, s.data.data(), sizeof h);
   if (h.magic != kMagic || h.scope != static_cast<uint32_t>(s.scope) ||
-      h.n_local != static_cast<uint32_t>(geometry_.n_local) || h.n_global != static_cast<uint32_t>(geometry_.n_global) ||
-      h.k_dim != static_cast<uint64_t>(geometry_.k_dim) || h.v_dim != static_cast<uint64_t>(geometry_.v_dim) ||
-      h.window != geometry_.window || h.ring_rows != geometry_.ring_rows) {
+      h.n_local != static_cast<uint32_t>(geometry_.n_local) ||
+      h.n_global != static_cast<uint32_t>(geometry_.n_global) || h.k_dim != static_cast<uint64_t>(geometry_.k_dim) ||
+      h.v_dim != static_cast<uint64_t>(geometry_.v_dim) || h.window != geometry_.window ||
+      h.ring_rows != geometry_.ring_rows) {
     return absl::InvalidArgumentError("malformed sliding-window snapshot (header does not match this memory)");
   }
   if (h.pos != s.pos || h.pos < 0 || h.pos > geometry_.capacity || h.oldest < 0 || h.oldest > h.pos ||
@@ -210,12 +210,12 @@ absl::Status SwaMemory::Restore(const Snapshot& s) {
   size_t expected = sizeof h + static_cast<size_t>(geometry_.n_local) * (pos - oldest) * RowBytes(geometry_);
   if (s.scope == SnapshotScope::kFull) expected += static_cast<size_t>(geometry_.n_global) * pos * RowBytes(geometry_);
   if (s.data.size() != expected) {
-    return absl::InvalidArgumentError(absl::StrCat("malformed sliding-window snapshot: ", s.data.size(),
-                                                   " bytes, expected ", expected));
+    return absl::InvalidArgumentError(
+        absl::StrCat("malformed sliding-window snapshot: ", s.data.size(), " bytes, expected ", expected));
   }
   if (s.scope == SnapshotScope::kCheckpoint && geometry_.n_global > 0 && pos > next_pos_) {
-    return absl::FailedPreconditionError(absl::StrCat("checkpoint at position ", pos,
-                                                      " is beyond the global layers' cached prefix of ", next_pos_));
+    return absl::FailedPreconditionError(
+        absl::StrCat("checkpoint at position ", pos, " is beyond the global layers' cached prefix of ", next_pos_));
   }
   // Growing storage changes nothing absorbed: a failure here leaves the memory as it was.
   if (absl::Status st = global_.Reserve(pos); !st.ok()) return st;

@@ -216,14 +216,22 @@ void DequantizeRow(GgmlType type, const void* src, float* dst, int64_t n) {
       }
       return;
     }
-    case GgmlType::kQ4_0: return Blocks<BlockQ4_0>(src, dst, n, t.block_size, t.block_bytes);
-    case GgmlType::kQ4_1: return Blocks<BlockQ4_1>(src, dst, n, t.block_size, t.block_bytes);
-    case GgmlType::kQ5_0: return Blocks<BlockQ5_0>(src, dst, n, t.block_size, t.block_bytes);
-    case GgmlType::kQ5_1: return Blocks<BlockQ5_1>(src, dst, n, t.block_size, t.block_bytes);
-    case GgmlType::kQ8_0: return Blocks<BlockQ8_0>(src, dst, n, t.block_size, t.block_bytes);
-    case GgmlType::kQ4_K: return Blocks<BlockQ4_K>(src, dst, n, t.block_size, t.block_bytes);
-    case GgmlType::kQ5_K: return Blocks<BlockQ5_K>(src, dst, n, t.block_size, t.block_bytes);
-    case GgmlType::kQ6_K: return Blocks<BlockQ6_K>(src, dst, n, t.block_size, t.block_bytes);
+    case GgmlType::kQ4_0:
+      return Blocks<BlockQ4_0>(src, dst, n, t.block_size, t.block_bytes);
+    case GgmlType::kQ4_1:
+      return Blocks<BlockQ4_1>(src, dst, n, t.block_size, t.block_bytes);
+    case GgmlType::kQ5_0:
+      return Blocks<BlockQ5_0>(src, dst, n, t.block_size, t.block_bytes);
+    case GgmlType::kQ5_1:
+      return Blocks<BlockQ5_1>(src, dst, n, t.block_size, t.block_bytes);
+    case GgmlType::kQ8_0:
+      return Blocks<BlockQ8_0>(src, dst, n, t.block_size, t.block_bytes);
+    case GgmlType::kQ4_K:
+      return Blocks<BlockQ4_K>(src, dst, n, t.block_size, t.block_bytes);
+    case GgmlType::kQ5_K:
+      return Blocks<BlockQ5_K>(src, dst, n, t.block_size, t.block_bytes);
+    case GgmlType::kQ6_K:
+      return Blocks<BlockQ6_K>(src, dst, n, t.block_size, t.block_bytes);
   }
 }
 

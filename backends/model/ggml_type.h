@@ -27,8 +27,8 @@ enum class GgmlType : uint32_t {
 
 struct GgmlTypeTraits {
   std::string_view name;
-  int64_t block_size;   // elements per block (1 for plain floats)
-  size_t block_bytes;   // bytes per block
+  int64_t block_size;  // elements per block (1 for plain floats)
+  size_t block_bytes;  // bytes per block
 };
 
 // Returns the traits of a supported type id, or nullopt for unknown ids.

@@ -28,16 +28,15 @@ constexpr int64_t kMaxDim = int64_t{1} << 40;
 // byte offset and what was expected there.
 class Cursor {
  public:
-  Cursor(const uint8_t* data, uint64_t size, const std::string& name)
-      : data_(data), size_(size), name_(name) {}
+  Cursor(const uint8_t* data, uint64_t size, const std::string& name) : data_(data), size_(size), name_(name) {}
 
   uint64_t offset() const { return pos_; }
   uint64_t remaining() const { return size_ - pos_; }
 
   absl::Status Truncated(uint64_t at, uint64_t need, std::string_view what) const {
-    return absl::OutOfRangeError(absl::StrFormat(
-        "%s: truncated at byte offset %d: expected %s (%d bytes) but the file has %d bytes",
-        name_, at, what, need, size_));
+    return absl::OutOfRangeError(
+        absl::StrFormat("%s: truncated at byte offset %d: expected %s (%d bytes) but the file has %d bytes", name_, at,
+                        what, need, size_));
   }
   absl::Status Invalid(uint64_t at, std::string_view message) const {
     return absl::InvalidArgumentError(absl::StrFormat("%s: at byte offset %d: %s", name_, at, message));
@@ -59,9 +58,9 @@ class Cursor {
       return Invalid(at, absl::StrFormat("%s length %d exceeds the %d-byte limit", what, len, kMaxStringBytes));
     }
     if (len > remaining()) {
-      return absl::OutOfRangeError(absl::StrFormat(
-          "%s: at byte offset %d: %s of %d bytes runs past the end of the file (%d bytes remain)",
-          name_, at, what, len, remaining()));
+      return absl::OutOfRangeError(
+          absl::StrFormat("%s: at byte offset %d: %s of %d bytes runs past the end of the file (%d bytes remain)",
+                          name_, at, what, len, remaining()));
     }
     out->assign(reinterpret_cast<const char*>(data_ + pos_), len);
     pos_ += len;
@@ -79,12 +78,25 @@ class Cursor {
 // bytes actually present before anything is allocated.
 uint64_t MinEncodedSize(GgufValueType t) {
   switch (t) {
-    case GgufValueType::kUint8: case GgufValueType::kInt8: case GgufValueType::kBool: return 1;
-    case GgufValueType::kUint16: case GgufValueType::kInt16: return 2;
-    case GgufValueType::kUint32: case GgufValueType::kInt32: case GgufValueType::kFloat32: return 4;
-    case GgufValueType::kUint64: case GgufValueType::kInt64: case GgufValueType::kFloat64: return 8;
-    case GgufValueType::kString: return 8;
-    case GgufValueType::kArray: return 12;
+    case GgufValueType::kUint8:
+    case GgufValueType::kInt8:
+    case GgufValueType::kBool:
+      return 1;
+    case GgufValueType::kUint16:
+    case GgufValueType::kInt16:
+      return 2;
+    case GgufValueType::kUint32:
+    case GgufValueType::kInt32:
+    case GgufValueType::kFloat32:
+      return 4;
+    case GgufValueType::kUint64:
+    case GgufValueType::kInt64:
+    case GgufValueType::kFloat64:
+      return 8;
+    case GgufValueType::kString:
+      return 8;
+    case GgufValueType::kArray:
+      return 12;
   }
   return 1;
 }
@@ -102,16 +114,26 @@ absl::Status ReadScalar(Cursor& c, GgufValueType t, MetadataValue::Scalar* out) 
   auto to_u = [](auto v) { return MetadataValue::Scalar(static_cast<uint64_t>(v)); };
   auto to_d = [](auto v) { return MetadataValue::Scalar(static_cast<double>(v)); };
   switch (t) {
-    case GgufValueType::kUint8: return read_as(uint8_t{}, to_u);
-    case GgufValueType::kInt8: return read_as(int8_t{}, to_i);
-    case GgufValueType::kUint16: return read_as(uint16_t{}, to_u);
-    case GgufValueType::kInt16: return read_as(int16_t{}, to_i);
-    case GgufValueType::kUint32: return read_as(uint32_t{}, to_u);
-    case GgufValueType::kInt32: return read_as(int32_t{}, to_i);
-    case GgufValueType::kUint64: return read_as(uint64_t{}, to_u);
-    case GgufValueType::kInt64: return read_as(int64_t{}, to_i);
-    case GgufValueType::kFloat32: return read_as(float{}, to_d);
-    case GgufValueType::kFloat64: return read_as(double{}, to_d);
+    case GgufValueType::kUint8:
+      return read_as(uint8_t{}, to_u);
+    case GgufValueType::kInt8:
+      return read_as(int8_t{}, to_i);
+    case GgufValueType::kUint16:
+      return read_as(uint16_t{}, to_u);
+    case GgufValueType::kInt16:
+      return read_as(int16_t{}, to_i);
+    case GgufValueType::kUint32:
+      return read_as(uint32_t{}, to_u);
+    case GgufValueType::kInt32:
+      return read_as(int32_t{}, to_i);
+    case GgufValueType::kUint64:
+      return read_as(uint64_t{}, to_u);
+    case GgufValueType::kInt64:
+      return read_as(int64_t{}, to_i);
+    case GgufValueType::kFloat32:
+      return read_as(float{}, to_d);
+    case GgufValueType::kFloat64:
+      return read_as(double{}, to_d);
     case GgufValueType::kBool: {
       const uint64_t at = c.offset();
       uint8_t b = 0;
@@ -126,7 +148,8 @@ absl::Status ReadScalar(Cursor& c, GgufValueType t, MetadataValue::Scalar* out) 
       *out = std::move(str);
       return absl::OkStatus();
     }
-    case GgufValueType::kArray: break;
+    case GgufValueType::kArray:
+      break;
   }
   return absl::InternalError("ReadScalar called with array type");
 }
@@ -150,9 +173,9 @@ absl::Status ReadValue(Cursor& c, GgufValueType t, MetadataValue* out) {
   uint64_t count = 0;
   if (absl::Status s = c.Read(&count, "array length"); !s.ok()) return s;
   if (count > c.remaining() / MinEncodedSize(et)) {
-    return absl::OutOfRangeError(absl::StrFormat(
-        "at byte offset %d: array of %d %s values runs past the end of the file (%d bytes remain)",
-        count_at, count, ValueTypeName(et), c.remaining()));
+    return absl::OutOfRangeError(
+        absl::StrFormat("at byte offset %d: array of %d %s values runs past the end of the file (%d bytes remain)",
+                        count_at, count, ValueTypeName(et), c.remaining()));
   }
   if (et == GgufValueType::kString) {
     std::vector<std::string> values(count);
@@ -212,8 +235,7 @@ absl::StatusOr<std::unique_ptr<GgufFile>> GgufFile::Open(const std::string& path
   return file;
 }
 
-absl::StatusOr<std::unique_ptr<GgufFile>> GgufFile::FromBuffer(std::span<const uint8_t> bytes,
-                                                               std::string name) {
+absl::StatusOr<std::unique_ptr<GgufFile>> GgufFile::FromBuffer(std::span<const uint8_t> bytes, std::string name) {
   auto file = std::unique_ptr<GgufFile>(new GgufFile());
   file->path_ = std::move(name);
   file->owned_.assign(bytes.begin(), bytes.end());
@@ -238,8 +260,8 @@ absl::Status ReadMetadataEntry(Cursor& c, Metadata* metadata) {
   uint32_t type = 0;
   if (absl::Status s = c.Read(&type, "metadata value type"); !s.ok()) return s;
   if (!KnownValueType(type)) {
-    return c.Invalid(type_at, absl::StrFormat("expected a metadata value type (0..12) for key '%s', found %d",
-                                              key, type));
+    return c.Invalid(type_at,
+                     absl::StrFormat("expected a metadata value type (0..12) for key '%s', found %d", key, type));
   }
   MetadataValue value;
   if (absl::Status s = ReadValue(c, static_cast<GgufValueType>(type), &value); !s.ok()) {
@@ -258,8 +280,8 @@ absl::StatusOr<uint64_t> AlignmentOf(const Metadata& metadata, const std::string
   absl::StatusOr<uint64_t> align = metadata.GetUint("general.alignment");
   if (!align.ok()) return align.status();
   if (*align == 0 || (*align & (*align - 1)) != 0 || *align > kMaxAlignment) {
-    return absl::InvalidArgumentError(absl::StrFormat("%s: general.alignment %s is not a power of two up to %d",
-                                                      path, a->ToString(), kMaxAlignment));
+    return absl::InvalidArgumentError(
+        absl::StrFormat("%s: general.alignment %s is not a power of two up to %d", path, a->ToString(), kMaxAlignment));
   }
   return *align;
 }
@@ -271,8 +293,8 @@ absl::StatusOr<int64_t> ReadShape(Cursor& c, TensorInfo& t) {
   const uint64_t dims_at = c.offset();
   if (absl::Status s = c.Read(&n_dims, "tensor dimension count"); !s.ok()) return s;
   if (n_dims == 0 || n_dims > kMaxTensorDims) {
-    return c.Invalid(dims_at, absl::StrFormat("tensor '%s': expected 1..%d dimensions, found %d", t.name,
-                                              kMaxTensorDims, n_dims));
+    return c.Invalid(
+        dims_at, absl::StrFormat("tensor '%s': expected 1..%d dimensions, found %d", t.name, kMaxTensorDims, n_dims));
   }
   int64_t n_elements = 1;
   for (uint32_t d = 0; d < n_dims; ++d) {
@@ -303,10 +325,10 @@ absl::StatusOr<TensorInfo> ReadTensorInfo(Cursor& c, const std::string& path, ui
   if (absl::Status s = c.Read(&type_id, "tensor type"); !s.ok()) return s;
   std::optional<GgmlTypeTraits> traits = TraitsOf(type_id);
   if (!traits) {
-    return absl::UnimplementedError(absl::StrFormat(
-        "%s: at byte offset %d: tensor '%s' has unsupported type id %d (supported: F32, F16, BF16, "
-        "Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K)",
-        path, type_at, t.name, type_id));
+    return absl::UnimplementedError(
+        absl::StrFormat("%s: at byte offset %d: tensor '%s' has unsupported type id %d (supported: F32, F16, BF16, "
+                        "Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K)",
+                        path, type_at, t.name, type_id));
   }
   t.type = static_cast<GgmlType>(type_id);
   if (t.shape[0] % traits->block_size != 0) {
@@ -336,13 +358,12 @@ absl::Status GgufFile::Parse() {
   uint32_t magic = 0;
   if (absl::Status s = c.Read(&magic, "the GGUF magic"); !s.ok()) return s;
   if (magic != kGgufMagic) {
-    return c.Invalid(0, absl::StrFormat("expected the GGUF magic \"GGUF\" (0x%08x), found 0x%08x",
-                                        kGgufMagic, magic));
+    return c.Invalid(0, absl::StrFormat("expected the GGUF magic \"GGUF\" (0x%08x), found 0x%08x", kGgufMagic, magic));
   }
   if (absl::Status s = c.Read(&version_, "the GGUF version"); !s.ok()) return s;
   if (version_ != 2 && version_ != 3) {
-    return absl::UnimplementedError(absl::StrFormat(
-        "%s: at byte offset 4: unsupported GGUF version %d (expected 2 or 3)", path_, version_));
+    return absl::UnimplementedError(
+        absl::StrFormat("%s: at byte offset 4: unsupported GGUF version %d (expected 2 or 3)", path_, version_));
   }
   uint64_t n_tensors = 0, n_kv = 0;
   if (absl::Status s = c.Read(&n_tensors, "the tensor count"); !s.ok()) return s;
@@ -390,8 +411,8 @@ absl::Status GgufFile::PlaceTensorData() {
     TensorInfo& t = tensors_[order[k]];
     if (t.offset > data_size || t.n_bytes > data_size - t.offset) {
       return absl::OutOfRangeError(absl::StrFormat(
-          "%s: tensor '%s' data [%d, %d) runs past the end of the file (%d bytes; data section starts at %d)",
-          path_, t.name, data_offset_ + t.offset, data_offset_ + t.offset + t.n_bytes, size_, data_offset_));
+          "%s: tensor '%s' data [%d, %d) runs past the end of the file (%d bytes; data section starts at %d)", path_,
+          t.name, data_offset_ + t.offset, data_offset_ + t.offset + t.n_bytes, size_, data_offset_));
     }
     if (k > 0) {
       const TensorInfo& prev = tensors_[order[k - 1]];
@@ -449,8 +470,7 @@ absl::StatusOr<std::unique_ptr<ModelFile>> ModelFile::Open(const std::string& pa
     if (!count.ok()) return count.status();
     if (*count > 1) {
       return absl::InvalidArgumentError(absl::StrFormat(
-          "%s declares split.count = %d but its name does not follow <name>-00001-of-%05d.gguf", path,
-          *count, *count));
+          "%s declares split.count = %d but its name does not follow <name>-00001-of-%05d.gguf", path, *count, *count));
     }
     model->files_.push_back(*std::move(f));
   } else {
@@ -459,8 +479,8 @@ absl::StatusOr<std::unique_ptr<ModelFile>> ModelFile::Open(const std::string& pa
       absl::StatusOr<std::unique_ptr<GgufFile>> f = GgufFile::Open(part);
       if (!f.ok()) {
         if (absl::IsNotFound(f.status())) {
-          return absl::NotFoundError(absl::StrFormat("split %d of %d is missing: %s", i, split->count,
-                                                     f.status().message()));
+          return absl::NotFoundError(
+              absl::StrFormat("split %d of %d is missing: %s", i, split->count, f.status().message()));
         }
         return f.status();
       }
@@ -470,9 +490,9 @@ absl::StatusOr<std::unique_ptr<ModelFile>> ModelFile::Open(const std::string& pa
       if (!no.ok()) return no.status();
       if (!count.ok()) return count.status();
       if (*no != i - 1 || *count != split->count) {
-        return absl::InvalidArgumentError(absl::StrFormat(
-            "%s: split.no = %d, split.count = %d, but its name says split %d of %d", part, *no, *count,
-            i - 1, split->count));
+        return absl::InvalidArgumentError(
+            absl::StrFormat("%s: split.no = %d, split.count = %d, but its name says split %d of %d", part, *no, *count,
+                            i - 1, split->count));
       }
       model->files_.push_back(*std::move(f));
     }
@@ -481,8 +501,7 @@ absl::StatusOr<std::unique_ptr<ModelFile>> ModelFile::Open(const std::string& pa
   return model;
 }
 
-absl::StatusOr<std::unique_ptr<ModelFile>> ModelFile::FromBuffer(std::span<const uint8_t> bytes,
-                                                                 std::string name) {
+absl::StatusOr<std::unique_ptr<ModelFile>> ModelFile::FromBuffer(std::span<const uint8_t> bytes, std::string name) {
   absl::StatusOr<std::unique_ptr<GgufFile>> f = GgufFile::FromBuffer(bytes, name);
   if (!f.ok()) return f.status();
   auto model = std::unique_ptr<ModelFile>(new ModelFile());
@@ -497,8 +516,8 @@ absl::Status ModelFile::Index() {
     for (TensorInfo& t : files_[fi]->tensors_) {
       t.file_index = static_cast<int>(fi);
       if (!by_name_.emplace(t.name, &t).second) {
-        return absl::InvalidArgumentError(absl::StrFormat("tensor '%s' appears in more than one split (%s)",
-                                                          t.name, files_[fi]->path()));
+        return absl::InvalidArgumentError(
+            absl::StrFormat("tensor '%s' appears in more than one split (%s)", t.name, files_[fi]->path()));
       }
       ordered_.push_back(&t);
     }
@@ -517,8 +536,6 @@ absl::StatusOr<const TensorInfo*> ModelFile::GetTensor(std::string_view name) co
   return t;
 }
 
-absl::StatusOr<std::string> ModelFile::Architecture() const {
-  return metadata().GetString("general.architecture");
-}
+absl::StatusOr<std::string> ModelFile::Architecture() const { return metadata().GetString("general.architecture"); }
 
 }  // namespace cairn

@@ -26,10 +26,10 @@ struct TensorInfo {
   GgmlType type = GgmlType::kF32;
   // ne[0] is the innermost (contiguous) dimension, as in GGUF; unused dims are 1.
   std::vector<int64_t> shape;
-  uint64_t offset = 0;      // relative to the file's data section
+  uint64_t offset = 0;  // relative to the file's data section
   uint64_t n_bytes = 0;
   const uint8_t* data = nullptr;
-  int file_index = 0;       // which split file holds the data
+  int file_index = 0;  // which split file holds the data
 
   int64_t n_elements() const;
   int64_t row_size() const { return shape.empty() ? 1 : shape[0]; }
@@ -69,8 +69,8 @@ class GgufFile final {
   std::string path_;
   const uint8_t* base_ = nullptr;
   uint64_t size_ = 0;
-  void* mapping_ = nullptr;          // mmap'd region, or null
-  std::vector<uint8_t> owned_;       // for FromBuffer
+  void* mapping_ = nullptr;     // mmap'd region, or null
+  std::vector<uint8_t> owned_;  // for FromBuffer
   uint32_t version_ = 0;
   uint64_t alignment_ = 32;
   uint64_t data_offset_ = 0;

@@ -35,24 +35,44 @@ void PutScalar(std::vector<uint8_t>& out, GgufValueType type, const MetadataValu
     return static_cast<double>(as_i());
   };
   switch (type) {
-    case GgufValueType::kUint8: Put<uint8_t>(out, static_cast<uint8_t>(as_i())); break;
-    case GgufValueType::kInt8: Put<int8_t>(out, static_cast<int8_t>(as_i())); break;
-    case GgufValueType::kUint16: Put<uint16_t>(out, static_cast<uint16_t>(as_i())); break;
-    case GgufValueType::kInt16: Put<int16_t>(out, static_cast<int16_t>(as_i())); break;
-    case GgufValueType::kUint32: Put<uint32_t>(out, static_cast<uint32_t>(as_i())); break;
-    case GgufValueType::kInt32: Put<int32_t>(out, static_cast<int32_t>(as_i())); break;
-    case GgufValueType::kUint64:
-      Put<uint64_t>(out, std::holds_alternative<uint64_t>(s) ? std::get<uint64_t>(s)
-                                                             : static_cast<uint64_t>(as_i()));
+    case GgufValueType::kUint8:
+      Put<uint8_t>(out, static_cast<uint8_t>(as_i()));
       break;
-    case GgufValueType::kInt64: Put<int64_t>(out, as_i()); break;
-    case GgufValueType::kFloat32: Put<float>(out, static_cast<float>(as_d())); break;
-    case GgufValueType::kFloat64: Put<double>(out, as_d()); break;
-    case GgufValueType::kBool: Put<uint8_t>(out, as_i() != 0); break;
+    case GgufValueType::kInt8:
+      Put<int8_t>(out, static_cast<int8_t>(as_i()));
+      break;
+    case GgufValueType::kUint16:
+      Put<uint16_t>(out, static_cast<uint16_t>(as_i()));
+      break;
+    case GgufValueType::kInt16:
+      Put<int16_t>(out, static_cast<int16_t>(as_i()));
+      break;
+    case GgufValueType::kUint32:
+      Put<uint32_t>(out, static_cast<uint32_t>(as_i()));
+      break;
+    case GgufValueType::kInt32:
+      Put<int32_t>(out, static_cast<int32_t>(as_i()));
+      break;
+    case GgufValueType::kUint64:
+      Put<uint64_t>(out, std::holds_alternative<uint64_t>(s) ? std::get<uint64_t>(s) : static_cast<uint64_t>(as_i()));
+      break;
+    case GgufValueType::kInt64:
+      Put<int64_t>(out, as_i());
+      break;
+    case GgufValueType::kFloat32:
+      Put<float>(out, static_cast<float>(as_d()));
+      break;
+    case GgufValueType::kFloat64:
+      Put<double>(out, as_d());
+      break;
+    case GgufValueType::kBool:
+      Put<uint8_t>(out, as_i() != 0);
+      break;
     case GgufValueType::kString:
       PutString(out, std::holds_alternative<std::string>(s) ? std::get<std::string>(s) : "");
       break;
-    case GgufValueType::kArray: break;
+    case GgufValueType::kArray:
+      break;
   }
 }
 
@@ -110,8 +130,7 @@ void GgufWriter::SetFloat32Array(std::string key, const std::vector<float>& v) {
   Set(std::move(key), MetadataValue::FromNumberArray(GgufValueType::kFloat32, std::move(s)));
 }
 
-void GgufWriter::AddTensor(std::string name, GgmlType type, std::vector<int64_t> shape,
-                           std::vector<uint8_t> data) {
+void GgufWriter::AddTensor(std::string name, GgmlType type, std::vector<int64_t> shape, std::vector<uint8_t> data) {
   tensors_.push_back(Tensor{std::move(name), type, std::move(shape), std::move(data)});
 }
 

@@ -16,8 +16,7 @@ namespace cairn {
 // Not thread-safe. Tensors are laid out in insertion order, each aligned.
 class GgufWriter {
  public:
-  explicit GgufWriter(uint32_t version = 3, uint64_t alignment = 32)
-      : version_(version), alignment_(alignment) {}
+  explicit GgufWriter(uint32_t version = 3, uint64_t alignment = 32) : version_(version), alignment_(alignment) {}
 
   void Set(std::string key, MetadataValue value);
   void SetUint32(std::string key, uint32_t v);
@@ -33,8 +32,7 @@ class GgufWriter {
   bool Erase(const std::string& key);
 
   // `data` must hold exactly RowBytes(type, shape[0]) * rows bytes.
-  void AddTensor(std::string name, GgmlType type, std::vector<int64_t> shape,
-                 std::vector<uint8_t> data);
+  void AddTensor(std::string name, GgmlType type, std::vector<int64_t> shape, std::vector<uint8_t> data);
   void AddF32Tensor(std::string name, std::vector<int64_t> shape, const std::vector<float>& values);
 
   std::vector<uint8_t> Serialize() const;

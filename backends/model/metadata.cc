@@ -10,37 +10,53 @@ namespace cairn {
 
 std::string_view ValueTypeName(GgufValueType type) {
   switch (type) {
-    case GgufValueType::kUint8: return "uint8";
-    case GgufValueType::kInt8: return "int8";
-    case GgufValueType::kUint16: return "uint16";
-    case GgufValueType::kInt16: return "int16";
-    case GgufValueType::kUint32: return "uint32";
-    case GgufValueType::kInt32: return "int32";
-    case GgufValueType::kFloat32: return "float32";
-    case GgufValueType::kBool: return "bool";
-    case GgufValueType::kString: return "string";
-    case GgufValueType::kArray: return "array";
-    case GgufValueType::kUint64: return "uint64";
-    case GgufValueType::kInt64: return "int64";
-    case GgufValueType::kFloat64: return "float64";
+    case GgufValueType::kUint8:
+      return "uint8";
+    case GgufValueType::kInt8:
+      return "int8";
+    case GgufValueType::kUint16:
+      return "uint16";
+    case GgufValueType::kInt16:
+      return "int16";
+    case GgufValueType::kUint32:
+      return "uint32";
+    case GgufValueType::kInt32:
+      return "int32";
+    case GgufValueType::kFloat32:
+      return "float32";
+    case GgufValueType::kBool:
+      return "bool";
+    case GgufValueType::kString:
+      return "string";
+    case GgufValueType::kArray:
+      return "array";
+    case GgufValueType::kUint64:
+      return "uint64";
+    case GgufValueType::kInt64:
+      return "int64";
+    case GgufValueType::kFloat64:
+      return "float64";
   }
   return "unknown";
 }
 
 bool IsIntegerType(GgufValueType t) {
   switch (t) {
-    case GgufValueType::kUint8: case GgufValueType::kInt8: case GgufValueType::kUint16:
-    case GgufValueType::kInt16: case GgufValueType::kUint32: case GgufValueType::kInt32:
-    case GgufValueType::kUint64: case GgufValueType::kInt64:
+    case GgufValueType::kUint8:
+    case GgufValueType::kInt8:
+    case GgufValueType::kUint16:
+    case GgufValueType::kInt16:
+    case GgufValueType::kUint32:
+    case GgufValueType::kInt32:
+    case GgufValueType::kUint64:
+    case GgufValueType::kInt64:
       return true;
     default:
       return false;
   }
 }
 
-bool IsFloatType(GgufValueType t) {
-  return t == GgufValueType::kFloat32 || t == GgufValueType::kFloat64;
-}
+bool IsFloatType(GgufValueType t) { return t == GgufValueType::kFloat32 || t == GgufValueType::kFloat64; }
 
 MetadataValue MetadataValue::FromScalar(GgufValueType type, Scalar value) {
   MetadataValue v;
@@ -103,8 +119,7 @@ std::string MetadataValue::ToString(size_t max_items) const {
   const size_t n = array_size();
   for (size_t i = 0; i < n && i < max_items; ++i) {
     if (i) out += ", ";
-    out += elem_type_ == GgufValueType::kString ? absl::StrCat("\"", strings_[i], "\"")
-                                                : ScalarToString(numbers_[i]);
+    out += elem_type_ == GgufValueType::kString ? absl::StrCat("\"", strings_[i], "\"") : ScalarToString(numbers_[i]);
   }
   if (n > max_items) absl::StrAppend(&out, ", ... (", n, " items)");
   out += "]";
@@ -131,8 +146,8 @@ absl::StatusOr<const MetadataValue*> Metadata::Lookup(std::string_view key) cons
 namespace {
 
 absl::Status TypeError(std::string_view key, const MetadataValue& v, std::string_view expected) {
-  return absl::InvalidArgumentError(absl::StrCat("metadata key '", std::string(key), "' has type ",
-                                                 v.TypeDescription(), ", expected ", std::string(expected)));
+  return absl::InvalidArgumentError(absl::StrCat("metadata key '", std::string(key), "' has type ", v.TypeDescription(),
+                                                 ", expected ", std::string(expected)));
 }
 
 // Integer value of an integer scalar as int64, if representable.
@@ -140,8 +155,8 @@ absl::StatusOr<int64_t> AsInt(std::string_view key, const MetadataValue::Scalar&
   if (const int64_t* i = std::get_if<int64_t>(&s)) return *i;
   if (const uint64_t* u = std::get_if<uint64_t>(&s)) {
     if (*u > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
-      return absl::OutOfRangeError(absl::StrCat("metadata key '", std::string(key), "' value ", *u,
-                                                " does not fit in int64"));
+      return absl::OutOfRangeError(
+          absl::StrCat("metadata key '", std::string(key), "' value ", *u, " does not fit in int64"));
     }
     return static_cast<int64_t>(*u);
   }
@@ -172,8 +187,8 @@ absl::StatusOr<uint64_t> Metadata::GetUint(std::string_view key) const {
   if (const uint64_t* u = std::get_if<uint64_t>(&s)) return *u;
   int64_t i = std::get<int64_t>(s);
   if (i < 0) {
-    return absl::OutOfRangeError(absl::StrCat("metadata key '", std::string(key), "' is negative (", i,
-                                              "), expected a non-negative integer"));
+    return absl::OutOfRangeError(
+        absl::StrCat("metadata key '", std::string(key), "' is negative (", i, "), expected a non-negative integer"));
   }
   return static_cast<uint64_t>(i);
 }

@@ -15,10 +15,10 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::FromMetadata(const Metadat
   if (!model.ok()) return model.status();
   if (*model == "llama") return tokenizer_internal::CreateSpmTokenizer(metadata);
   if (*model == "gpt2") return tokenizer_internal::CreateBpeTokenizer(metadata);
-  return absl::UnimplementedError(absl::StrFormat(
-      "tokenizer model '%s' (tokenizer.ggml.model) is not supported; cairn implements "
-      "'llama' (SPM) and 'gpt2' (byte-level BPE)",
-      *model));
+  return absl::UnimplementedError(
+      absl::StrFormat("tokenizer model '%s' (tokenizer.ggml.model) is not supported; cairn implements "
+                      "'llama' (SPM) and 'gpt2' (byte-level BPE)",
+                      *model));
 }
 
 }  // namespace cairn

@@ -84,8 +84,7 @@ class Tokenizer {
   virtual const std::string& pre_tokenizer() const = 0;
 
   // Tokenizes arbitrary bytes (invalid UTF-8 included); never fails.
-  virtual std::vector<TokenId> Tokenize(std::string_view text,
-                                        const TokenizeOptions& options = {}) const = 0;
+  virtual std::vector<TokenId> Tokenize(std::string_view text, const TokenizeOptions& options = {}) const = 0;
 
   // Tokenizes the concatenation of `parts` exactly as Tokenize would the
   // whole text, except that special tokens are matched only inside parts

@@ -20,8 +20,7 @@ namespace {
 
 // The regexes of llama.cpp's pre-tokenizer types (llama-vocab.cpp), with
 // (?i:...) contractions spelled out as it does.
-constexpr std::string_view kGpt2Regex =
-    R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S))";
+constexpr std::string_view kGpt2Regex = R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S))";
 constexpr std::string_view kLlama3Regex =
     R"((?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
 constexpr std::string_view kQwen2Regex =
@@ -43,24 +42,19 @@ struct PreTokenizer {
 
 const std::vector<PreTokenizer>& PreTokenizers() {
   static const auto* const table = new std::vector<PreTokenizer>{
-      {{"default"},
-       {R"([\p{P}\$\+<=>\^~\|]+)", kGpt2Regex, R"(\p{N}+)", "[0-9][0-9][0-9]"}},
+      {{"default"}, {R"([\p{P}\$\+<=>\^~\|]+)", kGpt2Regex, R"(\p{N}+)", "[0-9][0-9][0-9]"}},
       {{"llama3", "llama-v3", "llama-bpe", "falcon3", "falcon-h1", "pixtral", "midm-2.0", "lfm2"},
        {kLlama3Regex},
        /*ignore_merges=*/true,
        /*add_bos=*/true},
       {{"dbrx", "smaug-bpe"}, {kLlama3Regex}},
       {{"chatglm-bpe", "glm4"}, {kLlama3Regex}, false, false, /*no_bos=*/true},
-      {{"qwen2", "deepseek-r1-qwen", "kormo", "megrez", "stablelm2", "hunyuan", "grok-2",
-        "solar-open"},
-       {kQwen2Regex}},
+      {{"qwen2", "deepseek-r1-qwen", "kormo", "megrez", "stablelm2", "hunyuan", "grok-2", "solar-open"}, {kQwen2Regex}},
       {{"qwen35"}, {kQwen35Regex}},
-      {{"smollm", "starcoder", "refact", "command-r", "codeshell", "exaone", "minerva-7b",
-        "mellum2"},
+      {{"smollm", "starcoder", "refact", "command-r", "codeshell", "exaone", "minerva-7b", "mellum2"},
        {R"(\p{N})", kGpt2Regex}},
-      {{"gpt-2", "phi-2", "jina-es", "jina-de", "gigachat", "jina-v2-es", "jina-v2-de",
-        "a.x-4.0", "mellum", "modern-bert", "mpt", "olmo", "jais", "trillion", "granite-docling",
-        "exaone4"},
+      {{"gpt-2", "phi-2", "jina-es", "jina-de", "gigachat", "jina-v2-es", "jina-v2-de", "a.x-4.0", "mellum",
+        "modern-bert", "mpt", "olmo", "jais", "trillion", "granite-docling", "exaone4"},
        {kGpt2Regex}},
       {{"falcon"}, {R"([\p{P}\$\+<=>\^~\|`]+)", kGpt2Regex, "[0-9][0-9][0-9]"}},
       {{"seed-coder"}, {kSeedCoderRegex}},
@@ -85,11 +79,8 @@ std::string DecodeByteLevel(std::string_view text) {
 
 class BpeTokenizer final : public VocabTokenizer {
  public:
-  BpeTokenizer(std::unique_ptr<Vocab> vocab, std::vector<UnicodeRegex> regexes,
-               bool ignore_merges)
-      : VocabTokenizer(std::move(vocab)),
-        regexes_(std::move(regexes)),
-        ignore_merges_(ignore_merges) {
+  BpeTokenizer(std::unique_ptr<Vocab> vocab, std::vector<UnicodeRegex> regexes, bool ignore_merges)
+      : VocabTokenizer(std::move(vocab)), regexes_(std::move(regexes)), ignore_merges_(ignore_merges) {
     std::string s;
     for (int b = 0; b < 256; ++b) {
       s.clear();
@@ -122,9 +113,8 @@ class BpeTokenizer final : public VocabTokenizer {
 
   TokenizerKind kind() const override { return TokenizerKind::kBpe; }
 
-  void EncodeFragments(std::string_view buffer, std::span<const Fragment> frags,
-                       bool add_special, std::vector<TokenId>* out,
-                       std::vector<size_t>* frag_starts) const override {
+  void EncodeFragments(std::string_view buffer, std::span<const Fragment> frags, bool add_special,
+                       std::vector<TokenId>* out, std::vector<size_t>* frag_starts) const override {
     if (add_special && vocab_->add_bos) out->push_back(vocab_->special.bos);
     for (const Fragment& f : frags) {
       frag_starts->push_back(out->size());
@@ -195,8 +185,7 @@ class BpeTokenizer final : public VocabTokenizer {
       }
       const size_t before = out->size();
       TokenizeWord(word, out);
-      cache.emplace(word, Span{static_cast<uint32_t>(before),
-                               static_cast<uint32_t>(out->size() - before)});
+      cache.emplace(word, Span{static_cast<uint32_t>(before), static_cast<uint32_t>(out->size() - before)});
     }
   }
 
@@ -214,8 +203,8 @@ class BpeTokenizer final : public VocabTokenizer {
     std::vector<Symbol> symbols(word.size());
     const int n = static_cast<int>(word.size());
     for (int i = 0; i < n; ++i) {
-      symbols[i] = {i - 1, i + 1 == n ? -1 : i + 1,
-                    alphabet_tokens_[static_cast<uint8_t>(word[i])], static_cast<uint32_t>(i), 1};
+      symbols[i] = {i - 1, i + 1 == n ? -1 : i + 1, alphabet_tokens_[static_cast<uint8_t>(word[i])],
+                    static_cast<uint32_t>(i), 1};
     }
     std::priority_queue<Bigram, std::vector<Bigram>, BigramOrder> queue;
     auto try_add = [&](int left, int right) {
@@ -232,8 +221,8 @@ class BpeTokenizer final : public VocabTokenizer {
       queue.pop();
       Symbol& left = symbols[bg.left];
       Symbol& right = symbols[bg.right];
-      if (left.length == 0 || right.length == 0 || left.id != bg.left_id ||
-          right.id != bg.right_id || left.next != bg.right) {
+      if (left.length == 0 || right.length == 0 || left.id != bg.left_id || right.id != bg.right_id ||
+          left.next != bg.right) {
         continue;  // stale
       }
       left.id = merges_.find(PairKey(bg.left_id, bg.right_id))->second.merged;
@@ -292,8 +281,7 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> CreateBpeTokenizer(const Metadata& me
       }
     }
     return absl::UnimplementedError(
-        absl::StrFormat("BPE pre-tokenizer '%s' (tokenizer.ggml.pre) is not supported; known: %s",
-                        *pre, known));
+        absl::StrFormat("BPE pre-tokenizer '%s' (tokenizer.ggml.pre) is not supported; known: %s", *pre, known));
   }
   (*vocab)->pre = *pre;
   (*vocab)->add_bos = found->add_bos;
@@ -311,8 +299,7 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> CreateBpeTokenizer(const Metadata& me
   }
   auto merges = metadata.GetStringArrayRef("tokenizer.ggml.merges");
   if (!merges.ok()) return merges.status();
-  auto tokenizer =
-      std::make_unique<BpeTokenizer>(*std::move(vocab), std::move(regexes), found->ignore_merges);
+  auto tokenizer = std::make_unique<BpeTokenizer>(*std::move(vocab), std::move(regexes), found->ignore_merges);
   if (auto s = tokenizer->LoadMerges(**merges); !s.ok()) return s;
   return std::unique_ptr<Tokenizer>(std::move(tokenizer));
 }

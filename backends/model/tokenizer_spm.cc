@@ -51,10 +51,8 @@ class SpmTokenizer final : public VocabTokenizer {
     // nothing spans the boundary before a U+2581 that follows another character.
     split_before_space_ = true;
     for (const std::string& t : vocab_->tokens) {
-      for (size_t at = t.find(kSpaceMark, 1); at != std::string::npos;
-           at = t.find(kSpaceMark, at + 1)) {
-        if (at < kSpaceMark.size() || t.compare(at - kSpaceMark.size(), kSpaceMark.size(),
-                                                 kSpaceMark) != 0) {
+      for (size_t at = t.find(kSpaceMark, 1); at != std::string::npos; at = t.find(kSpaceMark, at + 1)) {
+        if (at < kSpaceMark.size() || t.compare(at - kSpaceMark.size(), kSpaceMark.size(), kSpaceMark) != 0) {
           split_before_space_ = false;
         }
       }
@@ -63,9 +61,8 @@ class SpmTokenizer final : public VocabTokenizer {
 
   TokenizerKind kind() const override { return TokenizerKind::kSpm; }
 
-  void EncodeFragments(std::string_view buffer, std::span<const Fragment> frags,
-                       bool add_special, std::vector<TokenId>* out,
-                       std::vector<size_t>* frag_starts) const override {
+  void EncodeFragments(std::string_view buffer, std::span<const Fragment> frags, bool add_special,
+                       std::vector<TokenId>* out, std::vector<size_t>* frag_starts) const override {
     if (add_special && vocab_->add_bos) out->push_back(vocab_->special.bos);
     bool prev_special = true;
     std::string buf;
@@ -112,14 +109,12 @@ class SpmTokenizer final : public VocabTokenizer {
       }
       const size_t before = out->size();
       TokenizeWord(word, out);
-      cache.emplace(word, Span{static_cast<uint32_t>(before),
-                               static_cast<uint32_t>(out->size() - before)});
+      cache.emplace(word, Span{static_cast<uint32_t>(before), static_cast<uint32_t>(out->size() - before)});
     };
     size_t start = 0;
     bool prev_space = false;
     for (size_t p = 0; p < text.size();) {
-      const size_t len =
-          std::min(Utf8SequenceLength(static_cast<uint8_t>(text[p])), text.size() - p);
+      const size_t len = std::min(Utf8SequenceLength(static_cast<uint8_t>(text[p])), text.size() - p);
       const bool space = text.substr(p, len) == kSpaceMark;
       if (space && !prev_space && p > start) {
         part(text.substr(start, p - start));
@@ -149,8 +144,7 @@ class SpmTokenizer final : public VocabTokenizer {
   void TokenizeWord(std::string_view text, std::vector<TokenId>* out) const {
     std::vector<Symbol> symbols;
     for (size_t offset = 0; offset < text.size();) {
-      const size_t len = std::min(Utf8SequenceLength(static_cast<uint8_t>(text[offset])),
-                                  text.size() - offset);
+      const size_t len = std::min(Utf8SequenceLength(static_cast<uint8_t>(text[offset])), text.size() - offset);
       const int index = static_cast<int>(symbols.size());
       symbols.push_back({index - 1, offset + len == text.size() ? -1 : index + 1, offset, len});
       offset += len;
@@ -158,8 +152,7 @@ class SpmTokenizer final : public VocabTokenizer {
     std::priority_queue<Bigram, std::vector<Bigram>, BigramOrder> queue;
     auto try_add = [&](int left, int right) {
       if (left < 0 || right < 0) return;
-      const std::string_view pair =
-          text.substr(symbols[left].offset, symbols[left].length + symbols[right].length);
+      const std::string_view pair = text.substr(symbols[left].offset, symbols[left].length + symbols[right].length);
       auto id = vocab_->Find(pair);
       if (!id) return;
       queue.push({vocab_->scores[*id], left, right, pair.size()});

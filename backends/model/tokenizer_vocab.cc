@@ -22,12 +22,12 @@ std::string Key(std::string_view name) {
 // Texts llama.cpp treats as end of turn / end of generation whatever their
 // declared type (they are then forced to control tokens).
 constexpr std::string_view kEotTexts[] = {
-    "<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>",
-    "<|end_of_text|>", "<EOT>", "_<EOT>", "<｜end▁of▁sentence｜>", "<end_of_utterance>",
+    "<|eot_id|>",      "<|im_end|>", "<|end|>", "<end_of_turn>",         "<|endoftext|>",
+    "<|end_of_text|>", "<EOT>",      "_<EOT>",  "<｜end▁of▁sentence｜>", "<end_of_utterance>",
 };
 constexpr std::string_view kEogTexts[] = {
-    "<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>", "<|eom_id|>",
-    "<EOT>", "_<EOT>", "<|end_of_text|>", "<end_of_utterance>", "<｜end▁of▁sentence｜>",
+    "<|eot_id|>", "<|im_end|>", "<|end|>",         "<end_of_turn>",      "<|endoftext|>",         "<|eom_id|>",
+    "<EOT>",      "_<EOT>",     "<|end_of_text|>", "<end_of_utterance>", "<｜end▁of▁sentence｜>",
 };
 
 // Fill-in-the-middle tokens, found by text as llama.cpp does and forced to
@@ -37,12 +37,15 @@ struct FimTexts {
   std::vector<std::string_view> texts;
 };
 const FimTexts kFimTexts[] = {
-    {false, {"<|fim_prefix|>", "<fim-prefix>", "<fim_prefix>", "<｜fim▁begin｜>", "<PRE>",
-             "▁<PRE>", "<|code_prefix|>", "<|prefix|>"}},
-    {false, {"<|fim_suffix|>", "<fim-suffix>", "<fim_suffix>", "<｜fim▁hole｜>", "<SUF>",
-             "▁<SUF>", "<|code_suffix|>", "<|suffix|>"}},
-    {false, {"<|fim_middle|>", "<fim-middle>", "<fim_middle>", "<｜fim▁end｜>", "<MID>",
-             "▁<MID>", "<|code_middle|>", "<|middle|>"}},
+    {false,
+     {"<|fim_prefix|>", "<fim-prefix>", "<fim_prefix>", "<｜fim▁begin｜>", "<PRE>", "▁<PRE>", "<|code_prefix|>",
+      "<|prefix|>"}},
+    {false,
+     {"<|fim_suffix|>", "<fim-suffix>", "<fim_suffix>", "<｜fim▁hole｜>", "<SUF>", "▁<SUF>", "<|code_suffix|>",
+      "<|suffix|>"}},
+    {false,
+     {"<|fim_middle|>", "<fim-middle>", "<fim_middle>", "<｜fim▁end｜>", "<MID>", "▁<MID>", "<|code_middle|>",
+      "<|middle|>"}},
     {true, {"<|fim_pad|>", "<fim-pad>", "<fim_pad>", "<PAD>", "[PAD]"}},
     {true, {"<|fim_repo|>", "<|repo_name|>", "<fim-repo>", "<REPO>", "<reponame>"}},
     {true, {"<|file_sep|>"}},
@@ -55,10 +58,14 @@ int ParseHexByte(std::string_view text) {
   for (int k = 3; k < 5; ++k) {
     const char c = text[k];
     int d;
-    if (c >= '0' && c <= '9') d = c - '0';
-    else if (c >= 'a' && c <= 'f') d = c - 'a' + 10;
-    else if (c >= 'A' && c <= 'F') d = c - 'A' + 10;
-    else return -1;
+    if (c >= '0' && c <= '9')
+      d = c - '0';
+    else if (c >= 'a' && c <= 'f')
+      d = c - 'a' + 10;
+    else if (c >= 'A' && c <= 'F')
+      d = c - 'A' + 10;
+    else
+      return -1;
     v = v * 16 + d;
   }
   return v;
@@ -90,8 +97,8 @@ absl::StatusOr<std::unique_ptr<Vocab>> LoadVocab(const Metadata& metadata, Token
     auto scores = metadata.GetFloatArray(Key("scores"));
     if (!scores.ok()) return scores.status();
     if (scores->size() < n) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "tokenizer.ggml.scores has %d entries for %d tokens", scores->size(), n));
+      return absl::InvalidArgumentError(
+          absl::StrFormat("tokenizer.ggml.scores has %d entries for %d tokens", scores->size(), n));
     }
     for (size_t i = 0; i < n; ++i) vocab->scores[i] = static_cast<float>((*scores)[i]);
   }
@@ -101,8 +108,8 @@ absl::StatusOr<std::unique_ptr<Vocab>> LoadVocab(const Metadata& metadata, Token
     auto types = metadata.GetIntArray(Key("token_type"));
     if (!types.ok()) return types.status();
     if (types->size() < n) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "tokenizer.ggml.token_type has %d entries for %d tokens", types->size(), n));
+      return absl::InvalidArgumentError(
+          absl::StrFormat("tokenizer.ggml.token_type has %d entries for %d tokens", types->size(), n));
     }
     for (size_t i = 0; i < n; ++i) {
       const int64_t t = (*types)[i];
@@ -114,8 +121,8 @@ absl::StatusOr<std::unique_ptr<Vocab>> LoadVocab(const Metadata& metadata, Token
   for (size_t i = 0; i < n; ++i) {
     auto [it, inserted] = vocab->ids.emplace(vocab->tokens[i], static_cast<TokenId>(i));
     if (!inserted) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "duplicate token '%s' in vocabulary: ids %d and %d", vocab->tokens[i], it->second, i));
+      return absl::InvalidArgumentError(
+          absl::StrFormat("duplicate token '%s' in vocabulary: ids %d and %d", vocab->tokens[i], it->second, i));
     }
   }
 
@@ -129,16 +136,15 @@ absl::StatusOr<std::unique_ptr<Vocab>> LoadVocab(const Metadata& metadata, Token
   return vocab;
 }
 
-absl::Status FinishVocab(const Metadata& metadata, Vocab* vocab,
-                         std::string (*decode_normal)(std::string_view text)) {
+absl::Status FinishVocab(const Metadata& metadata, Vocab* vocab, std::string (*decode_normal)(std::string_view text)) {
   const auto n = static_cast<int64_t>(vocab->tokens.size());
   struct SpecialKey {
     std::string_view name;
     TokenId* id;
   };
   const SpecialKey keys[] = {
-      {"bos_token_id", &vocab->special.bos},     {"eos_token_id", &vocab->special.eos},
-      {"eot_token_id", &vocab->special.eot},     {"unknown_token_id", &vocab->special.unk},
+      {"bos_token_id", &vocab->special.bos},       {"eos_token_id", &vocab->special.eos},
+      {"eot_token_id", &vocab->special.eot},       {"unknown_token_id", &vocab->special.unk},
       {"seperator_token_id", &vocab->special.sep}, {"padding_token_id", &vocab->special.pad},
   };
   for (const auto& key : keys) {
@@ -195,9 +201,7 @@ absl::Status FinishVocab(const Metadata& metadata, Vocab* vocab,
     if (vocab->IsSpecial(id)) vocab->special_by_length.push_back(id);
   }
   std::stable_sort(vocab->special_by_length.begin(), vocab->special_by_length.end(),
-                   [&](TokenId a, TokenId b) {
-                     return vocab->tokens[a].size() > vocab->tokens[b].size();
-                   });
+                   [&](TokenId a, TokenId b) { return vocab->tokens[a].size() > vocab->tokens[b].size(); });
 
   vocab->pieces.resize(n);
   for (TokenId id = 0; id < n; ++id) {
@@ -225,8 +229,7 @@ absl::Status FinishVocab(const Metadata& metadata, Vocab* vocab,
   return absl::OkStatus();
 }
 
-std::vector<Fragment> PartitionSpecial(const Vocab& vocab, std::string_view text,
-                                       bool parse_special) {
+std::vector<Fragment> PartitionSpecial(const Vocab& vocab, std::string_view text, bool parse_special) {
   std::vector<Fragment> frags;
   if (text.empty()) return frags;
   frags.push_back({-1, 0, text.size()});
@@ -279,8 +282,7 @@ const std::string& VocabTokenizer::TokenPiece(TokenId id, bool special) const {
 
 namespace cairn::tokenizer_internal {
 
-std::vector<TokenId> VocabTokenizer::Tokenize(std::string_view text,
-                                              const TokenizeOptions& options) const {
+std::vector<TokenId> VocabTokenizer::Tokenize(std::string_view text, const TokenizeOptions& options) const {
   std::vector<TokenId> out;
   std::vector<size_t> frag_starts;
   const auto frags = PartitionSpecial(*vocab_, text, options.parse_special);
@@ -288,8 +290,7 @@ std::vector<TokenId> VocabTokenizer::Tokenize(std::string_view text,
   return out;
 }
 
-std::vector<TokenId> VocabTokenizer::TokenizeParts(std::span<const TextPart> parts,
-                                                   bool add_special,
+std::vector<TokenId> VocabTokenizer::TokenizeParts(std::span<const TextPart> parts, bool add_special,
                                                    std::vector<size_t>* part_starts) const {
   std::string buffer;
   std::vector<size_t> part_offsets;
@@ -331,8 +332,7 @@ std::vector<TokenId> VocabTokenizer::TokenizeParts(std::span<const TextPart> par
     // Inside a text run: walk the token pieces. SPM prepended a space to a
     // run at the start or after a special token (its first token may be that
     // space alone).
-    const bool prefixed =
-        frag.token < 0 && vocab_->add_space_prefix && (f == 0 || frags[f - 1].token >= 0);
+    const bool prefixed = frag.token < 0 && vocab_->add_space_prefix && (f == 0 || frags[f - 1].token >= 0);
     if (frag.token >= 0 || (offset == frag.offset && !prefixed)) {
       part_starts->push_back(begin);
       continue;

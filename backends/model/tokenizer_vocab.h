@@ -56,8 +56,7 @@ absl::StatusOr<std::unique_ptr<Vocab>> LoadVocab(const Metadata& metadata, Token
 // from metadata, add_bos/add_eos overrides, end-of-generation set, the
 // special-token order and the pieces (decoded with `decode_normal` for normal
 // tokens).
-absl::Status FinishVocab(const Metadata& metadata, Vocab* vocab,
-                         std::string (*decode_normal)(std::string_view text));
+absl::Status FinishVocab(const Metadata& metadata, Vocab* vocab, std::string (*decode_normal)(std::string_view text));
 
 // One part of a text after the special-token partition.
 struct Fragment {
@@ -69,16 +68,14 @@ struct Fragment {
 // Splits `text` at the literal occurrences of special tokens, longest first,
 // as llama.cpp's tokenizer_st_partition does. Without parse_special nothing
 // is split.
-std::vector<Fragment> PartitionSpecial(const Vocab& vocab, std::string_view text,
-                                       bool parse_special);
+std::vector<Fragment> PartitionSpecial(const Vocab& vocab, std::string_view text, bool parse_special);
 
 // Common part of the Tokenizer implementations.
 class VocabTokenizer : public Tokenizer {
  public:
   explicit VocabTokenizer(std::unique_ptr<Vocab> vocab) : vocab_(std::move(vocab)) {}
 
-  std::vector<TokenId> Tokenize(std::string_view text,
-                                const TokenizeOptions& options) const override;
+  std::vector<TokenId> Tokenize(std::string_view text, const TokenizeOptions& options) const override;
   std::vector<TokenId> TokenizeParts(std::span<const TextPart> parts, bool add_special,
                                      std::vector<size_t>* part_starts) const override;
 
@@ -87,34 +84,25 @@ class VocabTokenizer : public Tokenizer {
   std::string_view TokenText(TokenId id) const override {
     return Valid(id) ? std::string_view(vocab_->tokens[id]) : std::string_view();
   }
-  TokenType token_type(TokenId id) const override {
-    return Valid(id) ? vocab_->types[id] : TokenType::kUndefined;
-  }
+  TokenType token_type(TokenId id) const override { return Valid(id) ? vocab_->types[id] : TokenType::kUndefined; }
   float score(TokenId id) const override { return Valid(id) ? vocab_->scores[id] : 0.0f; }
-  std::optional<TokenId> FindToken(std::string_view text) const override {
-    return vocab_->Find(text);
-  }
+  std::optional<TokenId> FindToken(std::string_view text) const override { return vocab_->Find(text); }
   const std::string& TokenPiece(TokenId id, bool special) const override;
   const SpecialTokens& special_tokens() const override { return vocab_->special; }
   bool add_bos() const override { return vocab_->add_bos; }
   bool add_eos() const override { return vocab_->add_eos; }
   bool add_space_prefix() const override { return vocab_->add_space_prefix; }
-  bool IsEndOfGeneration(TokenId id) const override {
-    return vocab_->end_of_generation.contains(id);
-  }
+  bool IsEndOfGeneration(TokenId id) const override { return vocab_->end_of_generation.contains(id); }
   bool IsSpecial(TokenId id) const override { return Valid(id) && vocab_->IsSpecial(id); }
 
  protected:
   // Appends the tokens of `frags` (raw runs of `buffer` and special tokens),
   // with BOS/EOS when add_special; `frag_starts[i]` receives the index in
   // `out` where fragment i's tokens begin.
-  virtual void EncodeFragments(std::string_view buffer, std::span<const Fragment> frags,
-                               bool add_special, std::vector<TokenId>* out,
-                               std::vector<size_t>* frag_starts) const = 0;
+  virtual void EncodeFragments(std::string_view buffer, std::span<const Fragment> frags, bool add_special,
+                               std::vector<TokenId>* out, std::vector<size_t>* frag_starts) const = 0;
 
-  bool Valid(TokenId id) const {
-    return id >= 0 && static_cast<size_t>(id) < vocab_->tokens.size();
-  }
+  bool Valid(TokenId id) const { return id >= 0 && static_cast<size_t>(id) < vocab_->tokens.size(); }
   std::unique_ptr<Vocab> vocab_;
 };
 

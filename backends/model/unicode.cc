@@ -11,8 +11,7 @@ const uint8_t* FlagTable() {
     auto* t = new uint8_t[kMaxCodepoint + 1];
     for (int i = 0; i < kNumCodepointRanges; ++i) {
       const uint32_t start = kCodepointRanges[i].start;
-      const uint32_t end = i + 1 < kNumCodepointRanges ? kCodepointRanges[i + 1].start
-                                                       : kMaxCodepoint + 1;
+      const uint32_t end = i + 1 < kNumCodepointRanges ? kCodepointRanges[i + 1].start : kMaxCodepoint + 1;
       for (uint32_t cp = start; cp < end; ++cp) t[cp] = kCodepointRanges[i].flags;
     }
     return t;
@@ -22,13 +21,9 @@ const uint8_t* FlagTable() {
 
 }  // namespace unicode_internal
 
-UnicodeCategory CategoryOf(uint32_t cp) {
-  return static_cast<UnicodeCategory>(CodepointFlags(cp) & 0x07);
-}
+UnicodeCategory CategoryOf(uint32_t cp) { return static_cast<UnicodeCategory>(CodepointFlags(cp) & 0x07); }
 
-bool IsWhitespace(uint32_t cp) {
-  return (CodepointFlags(cp) & unicode_internal::kWhitespaceBit) != 0;
-}
+bool IsWhitespace(uint32_t cp) { return (CodepointFlags(cp) & unicode_internal::kWhitespaceBit) != 0; }
 
 const char* UnicodeTableVersion() { return unicode_internal::kUnicodeVersion; }
 
@@ -53,8 +48,7 @@ std::vector<uint32_t> DecodeUtf8Lenient(std::string_view text) {
       out.push_back((uint32_t{b & 0x1Fu} << 6) | (s[i + 1] & 0x3F));
       i += 2;
     } else if ((b & 0xF0) == 0xE0 && cont(1) && cont(2)) {
-      out.push_back((uint32_t{b & 0x0Fu} << 12) | (uint32_t{s[i + 1] & 0x3Fu} << 6) |
-                    (s[i + 2] & 0x3F));
+      out.push_back((uint32_t{b & 0x0Fu} << 12) | (uint32_t{s[i + 1] & 0x3Fu} << 6) | (s[i + 2] & 0x3F));
       i += 3;
     } else if ((b & 0xF8) == 0xF0 && cont(1) && cont(2) && cont(3)) {
       out.push_back((uint32_t{b & 0x07u} << 18) | (uint32_t{s[i + 1] & 0x3Fu} << 12) |
@@ -129,9 +123,7 @@ struct ByteAlphabet {
   std::array<int16_t, 512> to_byte{};  // alphabet codepoints are all < 0x144
   ByteAlphabet() {
     to_byte.fill(-1);
-    auto self = [](int b) {
-      return (b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF);
-    };
+    auto self = [](int b) { return (b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF); };
     int next = 256;
     for (int b = 0; b < 256; ++b) {
       const uint32_t cp = self(b) ? static_cast<uint32_t>(b) : static_cast<uint32_t>(next++);

@@ -74,9 +74,7 @@ const uint8_t* FlagTable();
 }  // namespace unicode_internal
 
 // Hot-path variant of CategoryOf/IsWhitespace: the raw flags byte.
-inline uint8_t CodepointFlags(uint32_t cp) {
-  return cp <= kMaxCodepoint ? unicode_internal::FlagTable()[cp] : 0;
-}
+inline uint8_t CodepointFlags(uint32_t cp) { return cp <= kMaxCodepoint ? unicode_internal::FlagTable()[cp] : 0; }
 
 }  // namespace cairn
 

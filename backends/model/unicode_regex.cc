@@ -63,8 +63,7 @@ struct UnicodeRegex::Node {
   bool negative = false;                        // kLookahead
 
   bool IsSingleSet() const {
-    return alternatives.size() == 1 && alternatives[0].size() == 1 &&
-           alternatives[0][0].kind == Kind::kSet;
+    return alternatives.size() == 1 && alternatives[0].size() == 1 && alternatives[0][0].kind == Kind::kSet;
   }
 };
 
@@ -89,8 +88,7 @@ class Parser {
 
  private:
   absl::Status Error(std::string_view what) const {
-    return absl::InvalidArgumentError(
-        absl::StrFormat("regex '%s': %s at offset %d", p_, what, i_));
+    return absl::InvalidArgumentError(absl::StrFormat("regex '%s': %s at offset %d", p_, what, i_));
   }
   bool AtEnd() const { return i_ >= p_.size(); }
   char Peek() const { return p_[i_]; }
@@ -153,8 +151,7 @@ class Parser {
     } else {
       return atom;
     }
-    if (atom.kind == Node::Kind::kBegin || atom.kind == Node::Kind::kEnd ||
-        atom.kind == Node::Kind::kLookahead) {
+    if (atom.kind == Node::Kind::kBegin || atom.kind == Node::Kind::kEnd || atom.kind == Node::Kind::kLookahead) {
       return Error("nothing to repeat");
     }
     Node rep;
@@ -200,10 +197,14 @@ class Parser {
       if (AtEnd()) return Error("truncated hex escape");
       const char c = Peek();
       int d;
-      if (c >= '0' && c <= '9') d = c - '0';
-      else if (c >= 'a' && c <= 'f') d = c - 'a' + 10;
-      else if (c >= 'A' && c <= 'F') d = c - 'A' + 10;
-      else return Error("bad hex escape");
+      if (c >= '0' && c <= '9')
+        d = c - '0';
+      else if (c >= 'a' && c <= 'f')
+        d = c - 'a' + 10;
+      else if (c >= 'A' && c <= 'F')
+        d = c - 'A' + 10;
+      else
+        return Error("bad hex escape");
       v = v * 16 + d;
       ++i_;
     }
@@ -225,35 +226,58 @@ class Parser {
         const std::string_view name = p_.substr(i_ + 1, close - i_ - 1);
         i_ = close + 1;
         int cat;
-        if (name == "L") cat = static_cast<int>(UnicodeCategory::kLetter);
-        else if (name == "N") cat = static_cast<int>(UnicodeCategory::kNumber);
-        else if (name == "M") cat = static_cast<int>(UnicodeCategory::kMark);
-        else if (name == "P") cat = static_cast<int>(UnicodeCategory::kPunctuation);
-        else if (name == "S") cat = static_cast<int>(UnicodeCategory::kSymbol);
-        else if (name == "Z") cat = static_cast<int>(UnicodeCategory::kSeparator);
-        else if (name == "C") cat = static_cast<int>(UnicodeCategory::kOther);
-        else return Error(absl::StrFormat("unsupported property \\p{%s}", name));
+        if (name == "L")
+          cat = static_cast<int>(UnicodeCategory::kLetter);
+        else if (name == "N")
+          cat = static_cast<int>(UnicodeCategory::kNumber);
+        else if (name == "M")
+          cat = static_cast<int>(UnicodeCategory::kMark);
+        else if (name == "P")
+          cat = static_cast<int>(UnicodeCategory::kPunctuation);
+        else if (name == "S")
+          cat = static_cast<int>(UnicodeCategory::kSymbol);
+        else if (name == "Z")
+          cat = static_cast<int>(UnicodeCategory::kSeparator);
+        else if (name == "C")
+          cat = static_cast<int>(UnicodeCategory::kOther);
+        else
+          return Error(absl::StrFormat("unsupported property \\p{%s}", name));
         const uint8_t bit = static_cast<uint8_t>(1u << cat);
         set->categories |= c == 'p' ? bit : static_cast<uint8_t>(0x7F & ~bit);
         return -1;
       }
-      case 's': set->whitespace = true; return -1;
-      case 'S': set->non_whitespace = true; return -1;
-      case 'd': set->ranges.emplace_back('0', '9'); return -1;
+      case 's':
+        set->whitespace = true;
+        return -1;
+      case 'S':
+        set->non_whitespace = true;
+        return -1;
+      case 'd':
+        set->ranges.emplace_back('0', '9');
+        return -1;
       case 'w':
         set->ranges.emplace_back('0', '9');
         set->ranges.emplace_back('A', 'Z');
         set->ranges.emplace_back('a', 'z');
         set->ranges.emplace_back('_', '_');
         return -1;
-      case 'D': case 'W': case 'b': case 'B':
+      case 'D':
+      case 'W':
+      case 'b':
+      case 'B':
         return Error(absl::StrFormat("unsupported escape \\%c", c));
-      case 'r': return int64_t{'\r'};
-      case 'n': return int64_t{'\n'};
-      case 't': return int64_t{'\t'};
-      case 'f': return int64_t{'\f'};
-      case 'v': return int64_t{'\v'};
-      case '0': return int64_t{0};
+      case 'r':
+        return int64_t{'\r'};
+      case 'n':
+        return int64_t{'\n'};
+      case 't':
+        return int64_t{'\t'};
+      case 'f':
+        return int64_t{'\f'};
+      case 'v':
+        return int64_t{'\v'};
+      case '0':
+        return int64_t{0};
       case 'x': {
         auto v = HexDigits(2);
         if (!v.ok()) return v.status();
@@ -373,7 +397,9 @@ class Parser {
         ++i_;
         node.kind = Node::Kind::kEnd;
         return node;
-      case '*': case '+': case '?':
+      case '*':
+      case '+':
+      case '?':
         return Error("nothing to repeat");
       case '\\': {
         ++i_;
@@ -425,8 +451,8 @@ StartFilter SetStart(const CharSet& set) {
   for (int flags = 0; flags < 16; ++flags) {
     const int cat = flags & 0x07;
     const bool ws = (flags & unicode_internal::kWhitespaceBit) != 0;
-    bool in = ((set.categories >> cat) & 1) || (set.whitespace && ws) ||
-              (set.non_whitespace && !ws) || set.any_but_newline;
+    bool in =
+        ((set.categories >> cat) & 1) || (set.whitespace && ws) || (set.non_whitespace && !ws) || set.any_but_newline;
     in = non_ascii_ranges || (in != set.negated);
     if (in) f.by_flags |= static_cast<uint16_t>(1u << flags);
   }
@@ -465,8 +491,7 @@ bool MayStart(const StartFilter& f, uint32_t cp) {
 // frames on the C++ stack.
 class Matcher {
  public:
-  Matcher(std::span<const uint32_t> text, size_t begin, size_t end)
-      : t_(text.data()), begin_(begin), end_(end) {}
+  Matcher(std::span<const uint32_t> text, size_t begin, size_t end) : t_(text.data()), begin_(begin), end_(end) {}
 
   int64_t Run(const Node& root, const std::vector<StartFilter>& filters, size_t pos) {
     start_ = pos;
@@ -485,10 +510,10 @@ class Matcher {
   struct Frame {
     enum Kind { kSeq, kRepeat, kFinal, kAccept };
     Kind kind = kSeq;
-    const Seq* seq = nullptr;    // kSeq: continue here
+    const Seq* seq = nullptr;  // kSeq: continue here
     size_t idx = 0;
-    const Node* rep = nullptr;   // kRepeat: an iteration of rep ended
-    int count = 0;               // iterations done, including this one
+    const Node* rep = nullptr;  // kRepeat: an iteration of rep ended
+    int count = 0;              // iterations done, including this one
     size_t iter_start = 0;
     const Frame* parent = nullptr;
   };
@@ -587,8 +612,7 @@ class Matcher {
           if (n.IsSingleSet()) {
             const CharSet& set = n.alternatives[0][0].set;
             size_t run = 0;
-            const size_t limit =
-                n.max == kUnbounded ? end_ - pos : std::min<size_t>(n.max, end_ - pos);
+            const size_t limit = n.max == kUnbounded ? end_ - pos : std::min<size_t>(n.max, end_ - pos);
             if (n.greedy) {
               while (run < limit && set.Matches(t_[pos + run])) ++run;
               if (run < static_cast<size_t>(n.min)) return false;
@@ -639,8 +663,7 @@ absl::StatusOr<UnicodeRegex> UnicodeRegex::Compile(std::string_view pattern) {
   return re;
 }
 
-int64_t UnicodeRegex::MatchAt(std::span<const uint32_t> text, size_t begin, size_t end,
-                              size_t pos) const {
+int64_t UnicodeRegex::MatchAt(std::span<const uint32_t> text, size_t begin, size_t end, size_t pos) const {
   Matcher m(text, begin, end);
   return m.Run(*root_, filters_, pos);
 }

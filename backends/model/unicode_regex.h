@@ -44,8 +44,7 @@ class UnicodeRegex final {
   // matches does: every match becomes a piece and so does every run of
   // unmatched codepoints between matches. Lookaheads and anchors see only the
   // current piece. Appends the new lengths to `out`.
-  void Split(std::span<const uint32_t> text, std::span<const size_t> pieces,
-             std::vector<size_t>* out) const;
+  void Split(std::span<const uint32_t> text, std::span<const size_t> pieces, std::vector<size_t>* out) const;
 
   // Length of the first-priority non-empty match starting exactly at `pos`
   // within [begin, end), or -1 when there is none.
@@ -64,7 +63,7 @@ class UnicodeRegex final {
   UnicodeRegex() = default;
 
   std::string pattern_;
-  std::unique_ptr<Node> root_;  // a group of alternatives
+  std::unique_ptr<Node> root_;        // a group of alternatives
   std::vector<StartFilter> filters_;  // one per alternative of root_
 };
 

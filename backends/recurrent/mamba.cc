@@ -28,8 +28,8 @@ absl::StatusOr<std::unique_ptr<ArchModel>> LoadMambaStack(const ModelLoader& ld,
     CAIRN_LOAD_ASSIGN(L.mamba, LoadMambaMixer(ld, g, il));
   }
   const int32_t n_ctx_train = static_cast<int32_t>(std::clamp<int64_t>(n_ctx, 0, std::numeric_limits<int32_t>::max()));
-  m->FinishLoad(ld, {.n_ctx_train = n_ctx_train, .conv_floats = g.conv_state_floats(),
-                     .state_floats = g.ssm_state_floats()});
+  m->FinishLoad(
+      ld, {.n_ctx_train = n_ctx_train, .conv_floats = g.conv_state_floats(), .state_floats = g.ssm_state_floats()});
   return std::unique_ptr<ArchModel>(std::move(m));
 }
 

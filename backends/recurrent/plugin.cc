@@ -1,5 +1,5 @@
 // The entry point of libcairn_recurrent_plugin.so (backends/plugin.h).
-#include "backends/recurrent/recurrent_backend.h"
 #include "backends/plugin.h"
+#include "backends/recurrent/recurrent_backend.h"
 
 CAIRN_BACKEND_PLUGIN(cairn::RecurrentFamily())

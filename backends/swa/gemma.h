@@ -24,7 +24,7 @@ struct GemmaVariant {
   Presence qk_norm = Presence::kRequired;
   double default_attn_softcap = -1.0;  // attn_logit_softcapping when absent; < 0: key not read, no soft cap
   double default_final_softcap = 0.0;
-  int64_t layers_of_27b = 62;         // that model scales queries by 1/sqrt(n_embd / n_head)
+  int64_t layers_of_27b = 62;  // that model scales queries by 1/sqrt(n_embd / n_head)
 };
 
 absl::StatusOr<std::unique_ptr<ArchModel>> LoadGemmaStyle(const ModelLoader& loader, const GemmaVariant& variant);

@@ -55,9 +55,8 @@ absl::StatusOr<std::unique_ptr<ArchModel>> LoadGemmaStyle(const ModelLoader& ld,
 
   // Scales. The 27B variants scale queries by 1/sqrt(n_embd / n_head)
   // (query_pre_attn_scalar), recognized by layer count as llama.cpp does.
-  const float kq_scale = n_layer == variant.layers_of_27b
-                             ? 1.0f / std::sqrt(static_cast<float>(n_embd / hp.n_head))
-                             : 1.0f / std::sqrt(static_cast<float>(hp.head_dim_k));
+  const float kq_scale = n_layer == variant.layers_of_27b ? 1.0f / std::sqrt(static_cast<float>(n_embd / hp.n_head))
+                                                          : 1.0f / std::sqrt(static_cast<float>(hp.head_dim_k));
   double attn_softcap = 0, final_softcap = 0;
   if (variant.default_attn_softcap >= 0) {
     CAIRN_LOAD_ASSIGN(attn_softcap, ld.FloatOr("attn_logit_softcapping", variant.default_attn_softcap));
@@ -81,7 +80,9 @@ absl::StatusOr<std::unique_ptr<ArchModel>> LoadGemmaStyle(const ModelLoader& ld,
     CAIRN_RETURN_IF_ERROR(LoadGemmaLayer(ld, il, hp, tensors, L));
   }
   const AttentionBlock& first = m->layers[0].attn;
-  m->FinishLoad(ld, {.n_ctx_train = hp.n_ctx_train, .k_dim = first.k_dim(), .v_dim = first.v_dim(),
+  m->FinishLoad(ld, {.n_ctx_train = hp.n_ctx_train,
+                     .k_dim = first.k_dim(),
+                     .v_dim = first.v_dim(),
                      .window = static_cast<int32_t>(window)});
   return std::unique_ptr<ArchModel>(std::move(m));
 }

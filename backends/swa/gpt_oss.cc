@@ -61,7 +61,9 @@ absl::StatusOr<std::unique_ptr<ArchModel>> LoadGptOss(const ModelLoader& ld) {
     CAIRN_LOAD_ASSIGN(L.moe, LoadMoe(ld, il, n_embd, moe));
   }
   const AttentionBlock& first = m->layers[0].attn;
-  m->FinishLoad(ld, {.n_ctx_train = hp.n_ctx_train, .k_dim = first.k_dim(), .v_dim = first.v_dim(),
+  m->FinishLoad(ld, {.n_ctx_train = hp.n_ctx_train,
+                     .k_dim = first.k_dim(),
+                     .v_dim = first.v_dim(),
                      .window = static_cast<int32_t>(window)});
   return std::unique_ptr<ArchModel>(std::move(m));
 }

@@ -1,5 +1,5 @@
 // The entry point of libcairn_swa_plugin.so (backends/plugin.h).
-#include "backends/swa/swa_backend.h"
 #include "backends/plugin.h"
+#include "backends/swa/swa_backend.h"
 
 CAIRN_BACKEND_PLUGIN(cairn::SwaFamily())

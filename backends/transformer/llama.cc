@@ -2,9 +2,9 @@
 // width for every layer, NORMAL RoPE (optionally with rope_freqs factors and
 // linear scaling), optional biases, tied or untied output. The family's other
 // architectures are variants of this wiring (llama.h).
+#include "backends/transformer/llama.h"
 #include "absl/strings/str_cat.h"
 #include "backends/layers/layer_stack.h"
-#include "backends/transformer/llama.h"
 
 namespace cairn {
 

@@ -2,7 +2,6 @@
 // them (sandbox.py getattr / getitem).
 #include <algorithm>
 
-#include "chat/jinja/strings.h"
 #include "chat/jinja/builtins.h"
 #include "chat/jinja/error.h"
 #include "chat/jinja/methods.h"
@@ -11,6 +10,7 @@
 #include "chat/jinja/py_unicode.h"
 #include "chat/jinja/renderer.h"
 #include "chat/jinja/status_macros.h"
+#include "chat/jinja/strings.h"
 
 namespace cairn::jinja {
 
@@ -25,8 +25,7 @@ Value MissingElement(const Value& obj, std::string_view key_repr) {
 }
 
 Value Unsafe(const Value& obj, std::string_view name) {
-  return Value::Undefined(
-      Cat("access to attribute '", name, "' of '", PyTypeName(obj), "' object is unsafe."), true);
+  return Value::Undefined(Cat("access to attribute '", name, "' of '", PyTypeName(obj), "' object is unsafe."), true);
 }
 
 // The attribute if the type has it: a bound method, or an unsafe one.
@@ -70,9 +69,7 @@ absl::StatusOr<std::optional<SliceIndices>> Indices(int64_t length, const Value&
 }
 
 // The value of a one-character string of `s`.
-Value CharAt(const Value& s, const PyChar& c) {
-  return Derived(s.str().substr(c.offset, c.size), {&s}, s.markup());
-}
+Value CharAt(const Value& s, const PyChar& c) { return Derived(s.str().substr(c.offset, c.size), {&s}, s.markup()); }
 
 }  // namespace
 
@@ -131,8 +128,8 @@ absl::StatusOr<Value> SliceValue(Renderer& r, const Value& obj, const Value& sta
     if (obj.is_dict()) return TypeError("unhashable type: 'slice'");
     return TypeError(Cat("'", PyTypeName(obj), "' object is not subscriptable"));
   }
-  const int64_t length = obj.is_string() ? static_cast<int64_t>(PyLength(obj.str()))
-                                         : static_cast<int64_t>(obj.items().size());
+  const int64_t length =
+      obj.is_string() ? static_cast<int64_t>(PyLength(obj.str())) : static_cast<int64_t>(obj.items().size());
   JINJA_ASSIGN_OR_RETURN(auto s, Indices(length, start, stop, step));
   if (!s.has_value()) return TypeError("slice indices must be integers or None or have an __index__ method");
   if (obj.is_string()) {

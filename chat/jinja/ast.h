@@ -103,7 +103,7 @@ enum class StmtKind : uint8_t {
   kWith,         // assignments; body
   kBreak,
   kContinue,
-  kScope,        // body ({% print %}; {% generation %} in a frame of its own)
+  kScope,  // body ({% print %}; {% generation %} in a frame of its own)
 };
 
 struct Stmt {

@@ -3,9 +3,9 @@
 #include <cmath>
 
 #include "absl/container/flat_hash_map.h"
-#include "chat/jinja/strings.h"
 #include "chat/jinja/error.h"
 #include "chat/jinja/py_format.h"
+#include "chat/jinja/strings.h"
 
 namespace cairn::jinja {
 
@@ -76,9 +76,9 @@ absl::StatusOr<BoundArgs> Bind(std::string_view function, const CallArgs& args,
     } else if (star) {
       out.rest.push_back(args.positional[i]);
     } else {
-      return TypeError(Cat(function, "() takes ", required == params.size() ? "" : "at most ",
-                                    params.size(), " positional argument", params.size() == 1 ? "" : "s", " but ",
-                                    args.positional.size(), " were given"));
+      return TypeError(Cat(function, "() takes ", required == params.size() ? "" : "at most ", params.size(),
+                           " positional argument", params.size() == 1 ? "" : "s", " but ", args.positional.size(),
+                           " were given"));
     }
   }
   for (const auto& [key, value] : args.keyword) {
@@ -117,7 +117,8 @@ absl::StatusOr<std::string> ToStringArg(const Value& v, std::string_view what) {
 
 bool HasClient(const Value& v) {
   switch (v.kind()) {
-    case ValueKind::kString: return v.text().has_client();
+    case ValueKind::kString:
+      return v.text().has_client();
     case ValueKind::kList:
       for (const Value& item : v.items()) {
         if (HasClient(item)) return true;
@@ -128,7 +129,8 @@ bool HasClient(const Value& v) {
         if (HasClient(key) || HasClient(value)) return true;
       }
       return false;
-    default: return v.client();
+    default:
+      return v.client();
   }
 }
 

@@ -82,7 +82,7 @@ class BoundArgs {
   bool has(size_t i) const { return i < given_.size() && given_[i]; }
   const Value& operator[](size_t i) const { return values_[i]; }
   const Value& get(size_t i, const Value& fallback) const { return has(i) ? values_[i] : fallback; }
-  std::vector<Value> rest;                                    // extra positionals (star)
+  std::vector<Value> rest;                                   // extra positionals (star)
   std::vector<std::pair<std::string, Value>> rest_keywords;  // extra keywords (star)
 
  private:
@@ -94,8 +94,7 @@ class BoundArgs {
 // TypeError (as Python words it) for too many or unknown arguments, or a
 // missing required one. With `star`, extra ones go to rest / rest_keywords.
 absl::StatusOr<BoundArgs> Bind(std::string_view function, const CallArgs& args,
-                               std::initializer_list<std::string_view> names, size_t required = 0,
-                               bool star = false);
+                               std::initializer_list<std::string_view> names, size_t required = 0, bool star = false);
 
 // Conversions with Python's errors.
 absl::StatusOr<int64_t> ToInt(const Value& v, std::string_view what);

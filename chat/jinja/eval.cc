@@ -1,13 +1,13 @@
 // Expressions: names, operators, calls, filters, tests, literals.
-#include "chat/jinja/strings.h"
 #include "chat/jinja/builtins.h"
 #include "chat/jinja/error.h"
+#include "chat/jinja/nesting.h"
 #include "chat/jinja/objects.h"
 #include "chat/jinja/py_format.h"
 #include "chat/jinja/py_unicode.h"
 #include "chat/jinja/renderer.h"
-#include "chat/jinja/nesting.h"
 #include "chat/jinja/status_macros.h"
+#include "chat/jinja/strings.h"
 
 namespace cairn::jinja {
 
@@ -16,13 +16,12 @@ namespace {
 constexpr int kMaxEvalDepth = 1000;
 constexpr int kMaxValueDepth = 256;
 
-
 // A filter or test the parser deferred (parser.h): Jinja2's run-time error.
 absl::Status UnknownName(const Expr& e) {
   absl::Status known = e.kind == ExprKind::kFilter ? CheckFilterName(e.name) : CheckTestName(e.name);
   if (known.code() != absl::StatusCode::kInvalidArgument) return known;
-  return TemplateFailure(kRuntimeError, Cat("No ", e.kind == ExprKind::kFilter ? "filter" : "test",
-                                                     " named '", e.name, "' found."));
+  return TemplateFailure(kRuntimeError,
+                         Cat("No ", e.kind == ExprKind::kFilter ? "filter" : "test", " named '", e.name, "' found."));
 }
 
 }  // namespace
@@ -34,8 +33,7 @@ absl::StatusOr<Value> Renderer::Eval(const Expr& e, const FramePtr& frame) {
   absl::StatusOr<Value> v = EvalNode(e, frame);
   if (!v.ok()) return WithLine(v.status(), e.line);
   if (v->depth() > kMaxValueDepth) {
-    return WithLine(LimitExceeded(Cat("a list or dict nested deeper than ", kMaxValueDepth, " levels")),
-                    e.line);
+    return WithLine(LimitExceeded(Cat("a list or dict nested deeper than ", kMaxValueDepth, " levels")), e.line);
   }
   return v;
 }
@@ -94,8 +92,8 @@ absl::StatusOr<Value> Renderer::EvalNode(const Expr& e, const FramePtr& frame) {
       JINJA_ASSIGN_OR_RETURN(Value test, Eval(*e.a, frame));
       if (Truthy(test)) return Eval(*e.b, frame);
       if (e.c != nullptr) return Eval(*e.c, frame);
-      return Value::Undefined(Cat("the inline if-expression on line ", e.line,
-                                           " evaluated to false and no else section was defined."));
+      return Value::Undefined(
+          Cat("the inline if-expression on line ", e.line, " evaluated to false and no else section was defined."));
     }
     case ExprKind::kList:
     case ExprKind::kTuple:

@@ -6,7 +6,6 @@
 #include <string>
 
 #include "absl/strings/numbers.h"
-#include "chat/jinja/strings.h"
 #include "chat/jinja/builtins.h"
 #include "chat/jinja/error.h"
 #include "chat/jinja/py_format.h"
@@ -14,6 +13,7 @@
 #include "chat/jinja/py_unicode.h"
 #include "chat/jinja/renderer.h"
 #include "chat/jinja/status_macros.h"
+#include "chat/jinja/strings.h"
 
 namespace cairn::jinja {
 
@@ -28,7 +28,8 @@ class AttrGetter {
   explicit AttrGetter(const Value& attribute) {
     if (attribute.is_string()) {
       for (const std::string& part : PySplit(attribute.str(), std::string("."), -1)) {
-        const bool digits = !part.empty() && std::all_of(part.begin(), part.end(), [](char c) { return c >= '0' && c <= '9'; });
+        const bool digits =
+            !part.empty() && std::all_of(part.begin(), part.end(), [](char c) { return c >= '0' && c <= '9'; });
         int64_t index = 0;
         if (digits && absl::SimpleAtoi(part, &index)) {
           parts_.push_back(Value::Int(index));
@@ -92,9 +93,12 @@ absl::StatusOr<Value> Default(Renderer&, const Value& input, Args& args) {
 absl::StatusOr<Value> Length(Renderer&, const Value& input, Args& args) {
   JINJA_RETURN_IF_ERROR(Bind("len", args, {}).status());
   switch (input.kind()) {
-    case ValueKind::kUndefined: return Value::Int(0);
-    case ValueKind::kString: return Value::Int(static_cast<int64_t>(PyLength(input.str())));
-    case ValueKind::kDict: return Value::Int(static_cast<int64_t>(input.dict().size()));
+    case ValueKind::kUndefined:
+      return Value::Int(0);
+    case ValueKind::kString:
+      return Value::Int(static_cast<int64_t>(PyLength(input.str())));
+    case ValueKind::kDict:
+      return Value::Int(static_cast<int64_t>(input.dict().size()));
     case ValueKind::kList:
       if (!input.is_generator()) return Value::Int(static_cast<int64_t>(input.items().size()));
       break;
@@ -105,7 +109,8 @@ absl::StatusOr<Value> Length(Renderer&, const Value& input, Args& args) {
         if (length.ok()) return *length;
       }
       break;
-    default: break;
+    default:
+      break;
   }
   return TypeError(Cat("object of type '", PyTypeName(input), "' has no len()"));
 }
@@ -154,8 +159,8 @@ absl::StatusOr<Value> Map(Renderer& r, const Value& input, Args& args) {
   auto iterated = r.Iterate(input);
   if (!iterated.ok()) return Deferred(iterated.status());
   std::vector<Value> items = *std::move(iterated);
-  const auto attribute = std::find_if(args.keyword.begin(), args.keyword.end(),
-                                      [](const auto& kw) { return kw.first == "attribute"; });
+  const auto attribute =
+      std::find_if(args.keyword.begin(), args.keyword.end(), [](const auto& kw) { return kw.first == "attribute"; });
   absl::Status error;
   if (args.positional.empty() && attribute != args.keyword.end()) {
     std::optional<Value> fallback;
@@ -208,9 +213,9 @@ absl::StatusOr<Value> SelectOrReject(Renderer& r, const Value& input, Args& args
   }
   const bool has_test = args.positional.size() > offset;
   const std::string test = has_test ? ToStr(args.positional[offset]) : "";
-  CallArgs rest{has_test ? std::vector<Value>(args.positional.begin() + offset + 1, args.positional.end())
-                         : std::vector<Value>(),
-                args.keyword};
+  CallArgs rest{
+      has_test ? std::vector<Value>(args.positional.begin() + offset + 1, args.positional.end()) : std::vector<Value>(),
+      args.keyword};
   absl::Status error;
   for (const Value& item : items) {
     auto subject = getter.Get(r, item);
@@ -239,9 +244,11 @@ absl::StatusOr<Value> Items(Renderer& r, const Value& input, Args& args) {
 absl::StatusOr<Value> DictSort(Renderer&, const Value& input, Args& args) {
   JINJA_ASSIGN_OR_RETURN(BoundArgs a, Bind("do_dictsort", args, {"case_sensitive", "by", "reverse"}));
   if (input.is_undefined()) return UndefinedFailure(input);
-  if (!input.is_dict()) return TemplateFailure("AttributeError", Cat("'", PyTypeName(input), "' object has no attribute 'items'"));
+  if (!input.is_dict())
+    return TemplateFailure("AttributeError", Cat("'", PyTypeName(input), "' object has no attribute 'items'"));
   const std::string by = a.has(1) ? ToStr(a[1]) : "key";
-  if (by != "key" && by != "value") return TemplateFailure("FilterArgumentError", "You can only sort by either \"key\" or \"value\"");
+  if (by != "key" && by != "value")
+    return TemplateFailure("FilterArgumentError", "You can only sort by either \"key\" or \"value\"");
   std::vector<Value> pairs;
   std::vector<Value> keys;
   for (const auto& [key, value] : input.dict().entries()) {

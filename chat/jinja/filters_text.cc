@@ -6,7 +6,6 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
-#include "chat/jinja/strings.h"
 #include "absl/strings/str_join.h"
 #include "chat/jinja/builtins.h"
 #include "chat/jinja/error.h"
@@ -16,6 +15,7 @@
 #include "chat/jinja/py_unicode.h"
 #include "chat/jinja/renderer.h"
 #include "chat/jinja/status_macros.h"
+#include "chat/jinja/strings.h"
 
 namespace cairn::jinja {
 
@@ -95,7 +95,8 @@ absl::StatusOr<Value> Indent(Renderer& r, const Value& input, Args& args) {
   if (input.is_list() && input.list().kind == ListKind::kTuple) {
     return TypeError("can only concatenate tuple (not \"str\") to tuple");
   }
-  if (!input.is_string()) return TypeError(Cat("unsupported operand type(s) for +=: '", PyTypeName(input), "' and 'str'"));
+  if (!input.is_string())
+    return TypeError(Cat("unsupported operand type(s) for +=: '", PyTypeName(input), "' and 'str'"));
   std::string indention = "    ";
   if (a.has(0)) {
     if (a[0].is_string()) {
@@ -188,8 +189,12 @@ absl::StatusOr<Value> StripTags(Renderer&, const Value& input, Args& args) {
     }
   }
   std::string out = absl::StrJoin(PySplit(text, std::nullopt, -1), " ");
-  for (const auto& [entity, c] : {std::pair<std::string_view, std::string_view>{"&lt;", "<"}, {"&gt;", ">"},
-                                  {"&#34;", "\""}, {"&#39;", "'"}, {"&quot;", "\""}, {"&amp;", "&"}}) {
+  for (const auto& [entity, c] : {std::pair<std::string_view, std::string_view>{"&lt;", "<"},
+                                  {"&gt;", ">"},
+                                  {"&#34;", "\""},
+                                  {"&#39;", "'"},
+                                  {"&quot;", "\""},
+                                  {"&amp;", "&"}}) {
     out = PyReplace(out, entity, c, -1);
   }
   return Derived(std::move(out), {&input});
@@ -207,7 +212,8 @@ absl::StatusOr<Value> Truncate(Renderer&, const Value& input, Args& args) {
   }
   const std::string end = a.has(2) ? ToStr(a[2]) : "...";
   const int64_t end_length = static_cast<int64_t>(PyLength(end));
-  if (length < end_length) return TemplateFailure("AssertionError", Cat("expected length >= ", end_length, ", got ", length));
+  if (length < end_length)
+    return TemplateFailure("AssertionError", Cat("expected length >= ", end_length, ", got ", length));
   if (leeway < 0) return TemplateFailure("AssertionError", Cat("expected leeway >= 0, got ", leeway));
   if (!input.is_string()) {
     // len(s), then s[:n] + end or s[:n].rsplit(...): only strings get through.
@@ -238,8 +244,10 @@ absl::StatusOr<Value> WordCount(Renderer&, const Value& input, Args& args) {
 
 // textwrap.wrap without hyphen breaking: greedy words within `width`.
 absl::StatusOr<Value> WordWrap(Renderer&, const Value& input, Args& args) {
-  JINJA_ASSIGN_OR_RETURN(BoundArgs a, Bind("do_wordwrap", args, {"width", "break_long_words", "wrapstring", "break_on_hyphens"}));
-  if (!input.is_string()) return input.is_undefined() ? UndefinedFailure(input) : TypeError("wordwrap expects a string");
+  JINJA_ASSIGN_OR_RETURN(BoundArgs a,
+                         Bind("do_wordwrap", args, {"width", "break_long_words", "wrapstring", "break_on_hyphens"}));
+  if (!input.is_string())
+    return input.is_undefined() ? UndefinedFailure(input) : TypeError("wordwrap expects a string");
   int64_t width = 79;
   if (a.has(0)) {
     JINJA_ASSIGN_OR_RETURN(width, ToInt(a[0], "width"));
@@ -306,7 +314,8 @@ absl::StatusOr<Value> UrlEncode(Renderer& r, const Value& input, Args& args) {
 absl::StatusOr<Value> XmlAttr(Renderer&, const Value& input, Args& args) {
   JINJA_ASSIGN_OR_RETURN(BoundArgs a, Bind("do_xmlattr", args, {"autospace"}));
   if (input.is_undefined()) return UndefinedFailure(input);
-  if (!input.is_dict()) return TemplateFailure("AttributeError", Cat("'", PyTypeName(input), "' object has no attribute 'items'"));
+  if (!input.is_dict())
+    return TemplateFailure("AttributeError", Cat("'", PyTypeName(input), "' object has no attribute 'items'"));
   std::vector<std::string> items;
   for (const auto& [key, value] : input.dict().entries()) {
     if (value.is_none() || value.is_undefined()) continue;
@@ -323,7 +332,8 @@ absl::StatusOr<Value> XmlAttr(Renderer&, const Value& input, Args& args) {
 
 absl::StatusOr<Value> FileSizeFormat(Renderer&, const Value& input, Args& args) {
   JINJA_ASSIGN_OR_RETURN(BoundArgs a, Bind("do_filesizeformat", args, {"binary"}));
-  if (!input.is_number()) return input.is_undefined() ? UndefinedFailure(input) : TypeError("filesizeformat expects a number");
+  if (!input.is_number())
+    return input.is_undefined() ? UndefinedFailure(input) : TypeError("filesizeformat expects a number");
   const bool binary = Truthy(a[0]);
   const double bytes = input.f();
   const double base = binary ? 1024 : 1000;
@@ -335,7 +345,8 @@ absl::StatusOr<Value> FileSizeFormat(Renderer&, const Value& input, Args& args) 
   for (int i = 0; i < 8; ++i) {
     const double unit = std::pow(base, i + 2);
     if (bytes < unit || i == 7) {
-      std::snprintf(buf, sizeof(buf), "%.1f %s", base * bytes / unit, std::string(binary ? kBinary[i] : kDecimal[i]).c_str());
+      std::snprintf(buf, sizeof(buf), "%.1f %s", base * bytes / unit,
+                    std::string(binary ? kBinary[i] : kDecimal[i]).c_str());
       break;
     }
   }

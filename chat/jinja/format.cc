@@ -5,7 +5,6 @@
 
 #include "absl/strings/numbers.h"
 #include "backends/model/unicode.h"
-#include "chat/jinja/strings.h"
 #include "chat/jinja/builtins.h"
 #include "chat/jinja/error.h"
 #include "chat/jinja/py_format.h"
@@ -13,6 +12,7 @@
 #include "chat/jinja/py_unicode.h"
 #include "chat/jinja/renderer.h"
 #include "chat/jinja/status_macros.h"
+#include "chat/jinja/strings.h"
 
 namespace cairn::jinja {
 
@@ -39,9 +39,9 @@ absl::StatusOr<std::string> FormatNumber(const Value& arg, const Spec& spec) {
   const bool integer = t == 'd' || t == 'i' || t == 'u' || t == 'o' || t == 'x' || t == 'X';
   if (!arg.is_number()) {
     if (arg.is_undefined()) return UndefinedFailure(arg);
-    return TypeError(Cat("%", std::string(1, t), " format: ",
-                                  integer && t != 'd' && t != 'i' && t != 'u' ? "an integer" : "a real number",
-                                  " is required, not ", PyTypeName(arg)));
+    return TypeError(Cat("%", std::string(1, t),
+                         " format: ", integer && t != 'd' && t != 'i' && t != 'u' ? "an integer" : "a real number",
+                         " is required, not ", PyTypeName(arg)));
   }
   if ((t == 'o' || t == 'x' || t == 'X') && arg.is_float()) {
     return TypeError(Cat("%", std::string(1, t), " format: an integer is required, not float"));
@@ -115,7 +115,7 @@ absl::Status ParseSpec(std::string_view f, size_t* i, Spec* spec, std::string* k
   spec->type = f[(*i)++];
   if (std::string_view("srcaduioxXeEfFgG").find(spec->type) == std::string_view::npos) {
     return ValueError(Cat("unsupported format character '", std::string(1, spec->type), "' (0x",
-                                   absl::Hex(static_cast<uint8_t>(spec->type)), ") at index ", *i - 1));
+                          absl::Hex(static_cast<uint8_t>(spec->type)), ") at index ", *i - 1));
   }
   return absl::OkStatus();
 }
@@ -178,8 +178,8 @@ absl::StatusOr<Value> PercentFormat(Renderer& r, const Value& format, const Valu
   // Python checks leftovers only for tuples and what has no __getitem__ (a
   // list, a range, a dict or an Undefined counts as a mapping there).
   const bool container = mapping || args.is_undefined() ||
-                          (args.is_list() && args.list().kind == ListKind::kList &&
-                           (args.list().python_type.empty() || args.list().python_type == "range"));
+                         (args.is_list() && args.list().kind == ListKind::kList &&
+                          (args.list().python_type.empty() || args.list().python_type == "range"));
   if (!container && next < positional.size()) {
     return TypeError("not all arguments converted during string formatting");
   }
@@ -248,8 +248,8 @@ absl::StatusOr<std::string> FormatValue(const Value& v, std::string_view spec_te
     default_align = '<';
   } else if (v.is_number()) {
     char t = spec.type;
-    const bool integral = !v.is_float() && (t == 0 || t == 'd' || t == 'n' || t == 'b' || t == 'o' || t == 'x' ||
-                                            t == 'X' || t == 'c');
+    const bool integral =
+        !v.is_float() && (t == 0 || t == 'd' || t == 'n' || t == 'b' || t == 'o' || t == 'x' || t == 'X' || t == 'c');
     if (v.is_float() && (t == 'd' || t == 'b' || t == 'o' || t == 'x' || t == 'X' || t == 'c')) {
       return ValueError(Cat("Unknown format code '", std::string(1, t), "' for object of type 'float'"));
     }
@@ -259,9 +259,15 @@ absl::StatusOr<std::string> FormatValue(const Value& v, std::string_view spec_te
     char buf[512];
     if (integral && t == 'b') {
       uint64_t x = static_cast<uint64_t>(v.i() < 0 ? -v.i() : v.i());
-      do { body.insert(body.begin(), static_cast<char>('0' + (x & 1))); x >>= 1; } while (x);
+      do {
+        body.insert(body.begin(), static_cast<char>('0' + (x & 1)));
+        x >>= 1;
+      } while (x);
       if (spec.alternate) body = "0b" + body;
-      if (v.i() < 0) body = "-" + body; else if (spec.sign != '-') body = std::string(1, spec.sign) + body;
+      if (v.i() < 0)
+        body = "-" + body;
+      else if (spec.sign != '-')
+        body = std::string(1, spec.sign) + body;
     } else if (integral && t == 'c') {
       AppendUtf8(static_cast<uint32_t>(v.i()), &body);
     } else if (integral) {
@@ -310,8 +316,8 @@ class FieldResolver {
       if (end == std::string_view::npos) return ValueError("Missing ']' in format string");
       const std::string key(field.substr(p + 1, end - p - 1));
       int64_t index = 0;
-      const bool digits = !key.empty() && key.find_first_not_of("0123456789") == std::string::npos &&
-                          absl::SimpleAtoi(key, &index);
+      const bool digits =
+          !key.empty() && key.find_first_not_of("0123456789") == std::string::npos && absl::SimpleAtoi(key, &index);
       JINJA_ASSIGN_OR_RETURN(value, GetItem(r_, value, digits ? Value::Int(index) : Value::String(key)));
       p = end + 1;
     }

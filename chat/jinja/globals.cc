@@ -1,6 +1,5 @@
 // The global functions: Jinja2's (range, namespace, dict, cycler, joiner)
 // and transformers' (raise_exception, strftime_now).
-#include "chat/jinja/strings.h"
 #include "absl/time/time.h"
 #include "chat/jinja/builtins.h"
 #include "chat/jinja/error.h"
@@ -8,6 +7,7 @@
 #include "chat/jinja/py_format.h"
 #include "chat/jinja/renderer.h"
 #include "chat/jinja/status_macros.h"
+#include "chat/jinja/strings.h"
 
 namespace cairn::jinja {
 
@@ -41,15 +41,16 @@ absl::StatusOr<Value> Range(Renderer& r, CallArgs args) {
   const __int128 abs_step = step > 0 ? step : -static_cast<__int128>(step);
   const __int128 length = span <= 0 ? 0 : (span + abs_step - 1) / abs_step;
   if (length > kMaxRange) {
-    return TemplateFailure(kOverflowError, Cat("Range too big. The sandbox blocks ranges larger than MAX_RANGE (",
-                                                        kMaxRange, ")."));
+    return TemplateFailure(kOverflowError,
+                           Cat("Range too big. The sandbox blocks ranges larger than MAX_RANGE (", kMaxRange, ")."));
   }
   JINJA_RETURN_IF_ERROR(r.Charge(static_cast<size_t>(length) * sizeof(Value)));
   std::vector<Value> items;
   items.reserve(static_cast<size_t>(length));
   for (int64_t i = 0, x = start; i < static_cast<int64_t>(length); ++i, x += step) items.push_back(Value::Int(x));
-  return Value::PythonSequence(std::move(items), "range",
-                               step == 1 ? Cat("range(", start, ", ", stop, ")") : Cat("range(", start, ", ", stop, ", ", step, ")"));
+  return Value::PythonSequence(
+      std::move(items), "range",
+      step == 1 ? Cat("range(", start, ", ", stop, ")") : Cat("range(", start, ", ", stop, ", ", step, ")"));
 }
 
 // dict(*args, **kwargs): a mapping or pairs, then keywords.
@@ -74,8 +75,8 @@ absl::StatusOr<Dict> MakeDict(Renderer& r, const CallArgs& args, std::string_vie
         }
         JINJA_ASSIGN_OR_RETURN(std::vector<Value> pair, r.Iterate(pairs[i]));
         if (pair.size() != 2) {
-          return ValueError(Cat("dictionary update sequence element #", i, " has length ", pair.size(),
-                                         "; 2 is required"));
+          return ValueError(
+              Cat("dictionary update sequence element #", i, " has length ", pair.size(), "; 2 is required"));
         }
         JINJA_RETURN_IF_ERROR(out.Set(pair[0], pair[1]));
       }
@@ -129,9 +130,14 @@ absl::StatusOr<Value> Lipsum(Renderer&, CallArgs) {
 std::optional<Value> FindGlobal(std::string_view name) {
   using Fn = absl::StatusOr<Value> (*)(Renderer&, CallArgs);
   static constexpr std::pair<std::string_view, Fn> kGlobals[] = {
-      {"range", Range},         {"namespace", Namespace},          {"dict", DictFunction},
-      {"cycler", Cycler},       {"joiner", Joiner},                {"lipsum", Lipsum},
-      {"raise_exception", RaiseException}, {"strftime_now", StrftimeNow},
+      {"range", Range},
+      {"namespace", Namespace},
+      {"dict", DictFunction},
+      {"cycler", Cycler},
+      {"joiner", Joiner},
+      {"lipsum", Lipsum},
+      {"raise_exception", RaiseException},
+      {"strftime_now", StrftimeNow},
   };
   for (const auto& [global, fn] : kGlobals) {
     if (global == name) return MakeFunction(std::string(name), fn);

@@ -4,12 +4,12 @@
 #include <cmath>
 #include <limits>
 
-#include "chat/jinja/strings.h"
 #include "chat/jinja/builtins.h"
 #include "chat/jinja/error.h"
 #include "chat/jinja/py_format.h"
 #include "chat/jinja/py_unicode.h"
 #include "chat/jinja/status_macros.h"
+#include "chat/jinja/strings.h"
 
 namespace cairn::jinja {
 
@@ -20,9 +20,12 @@ absl::StatusOr<Value> FromJsonAt(const nlohmann::ordered_json& json, bool client
     return absl::InvalidArgumentError(Cat("JSON nested deeper than ", kMaxJsonDepth, " levels"));
   }
   switch (json.type()) {
-    case nlohmann::ordered_json::value_t::null: return Value::None();
-    case nlohmann::ordered_json::value_t::boolean: return Value::Bool(json.get<bool>(), client);
-    case nlohmann::ordered_json::value_t::number_integer: return Value::Int(json.get<int64_t>(), client);
+    case nlohmann::ordered_json::value_t::null:
+      return Value::None();
+    case nlohmann::ordered_json::value_t::boolean:
+      return Value::Bool(json.get<bool>(), client);
+    case nlohmann::ordered_json::value_t::number_integer:
+      return Value::Int(json.get<int64_t>(), client);
     case nlohmann::ordered_json::value_t::number_unsigned: {
       const uint64_t u = json.get<uint64_t>();
       if (u > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
@@ -30,8 +33,10 @@ absl::StatusOr<Value> FromJsonAt(const nlohmann::ordered_json& json, bool client
       }
       return Value::Int(static_cast<int64_t>(u), client);
     }
-    case nlohmann::ordered_json::value_t::number_float: return Value::Float(json.get<double>(), client);
-    case nlohmann::ordered_json::value_t::string: return Value::String(json.get<std::string>(), client);
+    case nlohmann::ordered_json::value_t::number_float:
+      return Value::Float(json.get<double>(), client);
+    case nlohmann::ordered_json::value_t::string:
+      return Value::String(json.get<std::string>(), client);
     case nlohmann::ordered_json::value_t::array: {
       std::vector<Value> items;
       items.reserve(json.size());
@@ -64,16 +69,27 @@ class JsonWriter {
   absl::Status Write(const Value& v, int level) {
     if (out_.size() > max_bytes_) return LimitExceeded(Cat("tojson output over ", max_bytes_, " bytes"));
     switch (v.kind()) {
-      case ValueKind::kNone: out_.Append("null", false); return absl::OkStatus();
-      case ValueKind::kBool: out_.Append(v.b() ? "true" : "false", v.client()); return absl::OkStatus();
-      case ValueKind::kInt: out_.Append(Cat(v.i()), v.client()); return absl::OkStatus();
-      case ValueKind::kFloat: out_.Append(FloatText(v.f()), v.client()); return absl::OkStatus();
-      case ValueKind::kString: return String(v);
+      case ValueKind::kNone:
+        out_.Append("null", false);
+        return absl::OkStatus();
+      case ValueKind::kBool:
+        out_.Append(v.b() ? "true" : "false", v.client());
+        return absl::OkStatus();
+      case ValueKind::kInt:
+        out_.Append(Cat(v.i()), v.client());
+        return absl::OkStatus();
+      case ValueKind::kFloat:
+        out_.Append(FloatText(v.f()), v.client());
+        return absl::OkStatus();
+      case ValueKind::kString:
+        return String(v);
       case ValueKind::kList:
         if (v.is_generator() || !v.list().python_type.empty()) break;  // range, dict views
         return Array(v.items(), level);
-      case ValueKind::kDict: return Object(v.dict(), level);
-      default: break;
+      case ValueKind::kDict:
+        return Object(v.dict(), level);
+      default:
+        break;
     }
     return TypeError(Cat("Object of type ", v.markup() ? "Markup" : PyTypeName(v), " is not JSON serializable"));
   }
@@ -100,20 +116,35 @@ class JsonWriter {
     for (const PyChar& c : PyChars(s)) {
       const uint32_t cp = c.cp;
       switch (cp) {
-        case '"': e += "\\\""; continue;
-        case '\\': e += "\\\\"; continue;
-        case '\n': e += "\\n"; continue;
-        case '\r': e += "\\r"; continue;
-        case '\t': e += "\\t"; continue;
-        case '\b': e += "\\b"; continue;
-        case '\f': e += "\\f"; continue;
-        default: break;
+        case '"':
+          e += "\\\"";
+          continue;
+        case '\\':
+          e += "\\\\";
+          continue;
+        case '\n':
+          e += "\\n";
+          continue;
+        case '\r':
+          e += "\\r";
+          continue;
+        case '\t':
+          e += "\\t";
+          continue;
+        case '\b':
+          e += "\\b";
+          continue;
+        case '\f':
+          e += "\\f";
+          continue;
+        default:
+          break;
       }
       if (cp < 0x20 || (options_.ensure_ascii && cp >= 0x7F)) {
         if (cp >= 0x10000) {
           const uint32_t v = cp - 0x10000;
           CatAppend(&e, "\\u", absl::Hex(0xD800 + (v >> 10), absl::kZeroPad4), "\\u",
-                          absl::Hex(0xDC00 + (v & 0x3FF), absl::kZeroPad4));
+                    absl::Hex(0xDC00 + (v & 0x3FF), absl::kZeroPad4));
         } else {
           CatAppend(&e, "\\u", absl::Hex(cp, absl::kZeroPad4));
         }
@@ -149,11 +180,16 @@ class JsonWriter {
   // A key as json.dumps writes it (non-string keys converted).
   absl::StatusOr<Value> Key(const Value& key) {
     switch (key.kind()) {
-      case ValueKind::kString: return key;
-      case ValueKind::kNone: return Value::String("null");
-      case ValueKind::kBool: return Value::String(key.b() ? "true" : "false", key.client());
-      case ValueKind::kInt: return Value::String(Cat(key.i()), key.client());
-      case ValueKind::kFloat: return Value::String(FloatText(key.f()), key.client());
+      case ValueKind::kString:
+        return key;
+      case ValueKind::kNone:
+        return Value::String("null");
+      case ValueKind::kBool:
+        return Value::String(key.b() ? "true" : "false", key.client());
+      case ValueKind::kInt:
+        return Value::String(Cat(key.i()), key.client());
+      case ValueKind::kFloat:
+        return Value::String(FloatText(key.f()), key.client());
       default:
         return TypeError(Cat("keys must be str, int, float, bool or None, not ", PyTypeName(key)));
     }

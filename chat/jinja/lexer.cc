@@ -5,10 +5,10 @@
 #include <utility>
 
 #include "backends/model/unicode.h"
-#include "chat/jinja/strings.h"
 #include "chat/jinja/error.h"
 #include "chat/jinja/py_format.h"
 #include "chat/jinja/py_unicode.h"
+#include "chat/jinja/strings.h"
 
 namespace cairn::jinja {
 
@@ -85,17 +85,38 @@ absl::StatusOr<std::string> Unescape(std::string_view body) {
     }
     const char e = body[++i];
     switch (e) {
-      case '\n': break;
-      case '\\': out.push_back('\\'); break;
-      case '\'': out.push_back('\''); break;
-      case '"': out.push_back('"'); break;
-      case 'a': out.push_back('\a'); break;
-      case 'b': out.push_back('\b'); break;
-      case 'f': out.push_back('\f'); break;
-      case 'n': out.push_back('\n'); break;
-      case 'r': out.push_back('\r'); break;
-      case 't': out.push_back('\t'); break;
-      case 'v': out.push_back('\v'); break;
+      case '\n':
+        break;
+      case '\\':
+        out.push_back('\\');
+        break;
+      case '\'':
+        out.push_back('\'');
+        break;
+      case '"':
+        out.push_back('"');
+        break;
+      case 'a':
+        out.push_back('\a');
+        break;
+      case 'b':
+        out.push_back('\b');
+        break;
+      case 'f':
+        out.push_back('\f');
+        break;
+      case 'n':
+        out.push_back('\n');
+        break;
+      case 'r':
+        out.push_back('\r');
+        break;
+      case 't':
+        out.push_back('\t');
+        break;
+      case 'v':
+        out.push_back('\v');
+        break;
       case 'x':
       case 'u':
       case 'U': {
@@ -104,8 +125,8 @@ absl::StatusOr<std::string> Unescape(std::string_view body) {
         for (size_t k = 1; k <= n; ++k) {
           const int d = i + k < body.size() ? HexDigit(body[i + k]) : -1;
           if (d < 0) {
-            return TemplateFailure(kSyntaxError, Cat("truncated \\", std::string(1, e), std::string(n, 'X'),
-                                                     " escape"));
+            return TemplateFailure(kSyntaxError,
+                                   Cat("truncated \\", std::string(1, e), std::string(n, 'X'), " escape"));
           }
           cp = cp * 16 + static_cast<uint32_t>(d);
         }
@@ -147,7 +168,9 @@ class Lexer {
  private:
   void Emit(TokenType type, std::string text) { out_.push_back(Token{type, line_, std::move(text)}); }
 
-  void AddLines(std::string_view consumed) { line_ += static_cast<int>(std::count(consumed.begin(), consumed.end(), '\n')); }
+  void AddLines(std::string_view consumed) {
+    line_ += static_cast<int>(std::count(consumed.begin(), consumed.end(), '\n'));
+  }
 
   // Data before a tag, with the tag's whitespace control applied.
   void EmitData(std::string_view text, char sign, bool lstrip) {
@@ -435,8 +458,8 @@ class Lexer {
       const char expected = brackets->back();
       brackets->pop_back();
       if (expected != c) {
-        return TemplateFailure(kSyntaxError, Cat("unexpected '", std::string(1, c), "', expected '",
-                                                          std::string(1, expected), "'"));
+        return TemplateFailure(kSyntaxError,
+                               Cat("unexpected '", std::string(1, c), "', expected '", std::string(1, expected), "'"));
       }
     }
     Emit(TokenType::kOperator, std::string(1, c));
@@ -446,8 +469,8 @@ class Lexer {
 
   absl::Status Unexpected() const {
     const std::vector<PyChar> one = PyChars(std::string_view(src_).substr(pos_, 4));
-    return TemplateFailure(kSyntaxError, Cat("unexpected char ", PyStrRepr(src_.substr(pos_, one[0].size)),
-                                                      " at ", PyCharIndex(src_, pos_)));
+    return TemplateFailure(kSyntaxError, Cat("unexpected char ", PyStrRepr(src_.substr(pos_, one[0].size)), " at ",
+                                             PyCharIndex(src_, pos_)));
   }
 
   std::string src_;
@@ -459,8 +482,6 @@ class Lexer {
 
 }  // namespace
 
-absl::StatusOr<std::vector<Token>> Tokenize(std::string_view source) {
-  return Lexer(NormalizeNewlines(source)).Run();
-}
+absl::StatusOr<std::vector<Token>> Tokenize(std::string_view source) { return Lexer(NormalizeNewlines(source)).Run(); }
 
 }  // namespace cairn::jinja

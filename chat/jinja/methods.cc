@@ -3,13 +3,13 @@
 
 #include <algorithm>
 
-#include "chat/jinja/strings.h"
 #include "chat/jinja/builtins.h"
 #include "chat/jinja/error.h"
 #include "chat/jinja/objects.h"
 #include "chat/jinja/py_format.h"
 #include "chat/jinja/renderer.h"
 #include "chat/jinja/status_macros.h"
+#include "chat/jinja/strings.h"
 
 namespace cairn::jinja {
 
@@ -48,8 +48,8 @@ absl::StatusOr<Value> Copy(Renderer&, const Value& self, CallArgs& args) {
 
 absl::StatusOr<Value> CountItem(Renderer&, const Value& self, CallArgs& args) {
   JINJA_ASSIGN_OR_RETURN(BoundArgs a, Bind("count", args, {"value"}, 1));
-  return Value::Int(std::count_if(self.items().begin(), self.items().end(),
-                                  [&](const Value& v) { return Equals(v, a[0]); }));
+  return Value::Int(
+      std::count_if(self.items().begin(), self.items().end(), [&](const Value& v) { return Equals(v, a[0]); }));
 }
 
 absl::StatusOr<Value> IndexOf(Renderer&, const Value& self, CallArgs& args) {
@@ -78,15 +78,11 @@ constexpr NamedMethod kListMethods[] = {
 };
 
 constexpr NamedMethod kDictMethods[] = {
-    {"copy", Copy},
-    {"get", Get},
-    {"items", Items},
-    {"keys", KeysOrValues<true>},
-    {"values", KeysOrValues<false>},
+    {"copy", Copy}, {"get", Get}, {"items", Items}, {"keys", KeysOrValues<true>}, {"values", KeysOrValues<false>},
 };
 
-constexpr std::string_view kMutatingListMethods[] = {"append", "clear",   "extend", "insert",
-                                                     "pop",    "remove",  "reverse", "sort"};
+constexpr std::string_view kMutatingListMethods[] = {"append", "clear",  "extend",  "insert",
+                                                     "pop",    "remove", "reverse", "sort"};
 constexpr std::string_view kMutatingDictMethods[] = {"clear", "pop", "popitem", "setdefault", "update"};
 
 }  // namespace
@@ -119,8 +115,7 @@ std::optional<Value> BindMethod(const Value& receiver, std::string_view name) {
   for (const NamedMethod& m : table) {
     if (m.name != name) continue;
     const MethodFn fn = m.fn;
-    return MakeMethod(std::string(name),
-                      [receiver, fn](Renderer& r, CallArgs args) { return fn(r, receiver, args); });
+    return MakeMethod(std::string(name), [receiver, fn](Renderer& r, CallArgs args) { return fn(r, receiver, args); });
   }
   return std::nullopt;
 }

@@ -2,7 +2,6 @@
 // string is client text; a Markup receiver gives Markup results.
 #include <string>
 
-#include "chat/jinja/strings.h"
 #include "chat/jinja/builtins.h"
 #include "chat/jinja/error.h"
 #include "chat/jinja/methods.h"
@@ -10,6 +9,7 @@
 #include "chat/jinja/py_unicode.h"
 #include "chat/jinja/renderer.h"
 #include "chat/jinja/status_macros.h"
+#include "chat/jinja/strings.h"
 
 namespace cairn::jinja {
 

@@ -2,11 +2,11 @@
 
 #include <limits>
 
-#include "chat/jinja/strings.h"
 #include "chat/jinja/builtins.h"
 #include "chat/jinja/error.h"
 #include "chat/jinja/py_format.h"
 #include "chat/jinja/status_macros.h"
+#include "chat/jinja/strings.h"
 
 namespace cairn::jinja {
 

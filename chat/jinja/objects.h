@@ -91,11 +91,12 @@ class MacroObject final : public Object {
 class FunctionObject final : public Object {
  public:
   using Fn = std::function<absl::StatusOr<Value>(Renderer&, CallArgs)>;
-  FunctionObject(std::string name, bool method, Fn fn)
-      : name_(std::move(name)), method_(method), fn_(std::move(fn)) {}
+  FunctionObject(std::string name, bool method, Fn fn) : name_(std::move(name)), method_(method), fn_(std::move(fn)) {}
   std::string_view type_name() const override { return method_ ? "builtin_function_or_method" : "function"; }
   bool callable() const override { return true; }
-  absl::StatusOr<Value> Call(Renderer& renderer, CallArgs args) const override { return fn_(renderer, std::move(args)); }
+  absl::StatusOr<Value> Call(Renderer& renderer, CallArgs args) const override {
+    return fn_(renderer, std::move(args));
+  }
   std::string Repr() const override;
 
  private:

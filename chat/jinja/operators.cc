@@ -2,13 +2,13 @@
 #include <cmath>
 #include <limits>
 
-#include "chat/jinja/strings.h"
 #include "chat/jinja/builtins.h"
 #include "chat/jinja/error.h"
 #include "chat/jinja/py_format.h"
 #include "chat/jinja/py_string.h"
 #include "chat/jinja/renderer.h"
 #include "chat/jinja/status_macros.h"
+#include "chat/jinja/strings.h"
 
 namespace cairn::jinja {
 
@@ -24,8 +24,8 @@ bool IsPlainList(const Value& v) {
 }
 
 absl::Status Unsupported2(BinaryOp op, const Value& a, const Value& b) {
-  return TypeError(Cat("unsupported operand type(s) for ", kOpSymbols[static_cast<int>(op)], ": '",
-                                TypeOf(a), "' and '", TypeOf(b), "'"));
+  return TypeError(Cat("unsupported operand type(s) for ", kOpSymbols[static_cast<int>(op)], ": '", TypeOf(a),
+                       "' and '", TypeOf(b), "'"));
 }
 
 absl::Status IntOverflow() { return Unsupported("an integer beyond 64 bits"); }
@@ -112,7 +112,8 @@ absl::StatusOr<Value> Arithmetic(BinaryOp op, const Value& a, const Value& b) {
         return Value::Int(op == BinaryOp::kMod ? m : q, client);
       }
       if (b.f() == 0) {
-        return TemplateFailure(kZeroDivisionError, op == BinaryOp::kMod ? "float modulo" : "float floor division by zero");
+        return TemplateFailure(kZeroDivisionError,
+                               op == BinaryOp::kMod ? "float modulo" : "float floor division by zero");
       }
       FloatDivMod(a.f(), b.f(), &fd, &fm);
       return Value::Float(op == BinaryOp::kMod ? fm : fd, client);
@@ -121,7 +122,8 @@ absl::StatusOr<Value> Arithmetic(BinaryOp op, const Value& a, const Value& b) {
         JINJA_ASSIGN_OR_RETURN(Value p, IntPow(x, y));
         return p.is_int() ? Value::Int(p.i(), client) : Value::Float(p.f(), client);
       }
-      if (a.f() == 0 && b.f() < 0) return TemplateFailure(kZeroDivisionError, "0.0 cannot be raised to a negative power");
+      if (a.f() == 0 && b.f() < 0)
+        return TemplateFailure(kZeroDivisionError, "0.0 cannot be raised to a negative power");
       if (a.f() < 0 && b.f() != std::floor(b.f())) return Unsupported("complex numbers");
       return Value::Float(std::pow(a.f(), b.f()), client);
   }
@@ -149,8 +151,7 @@ absl::StatusOr<Value> Concatenate(Renderer& r, const Value& a, const Value& b) {
     return Value::List(std::move(items), a.list().kind);
   }
   if ((a.is_string() && !a.markup()) || IsPlainList(a)) {
-    return TypeError(Cat("can only concatenate ", PyTypeName(a), " (not \"", TypeOf(b), "\") to ",
-                                  PyTypeName(a)));
+    return TypeError(Cat("can only concatenate ", PyTypeName(a), " (not \"", TypeOf(b), "\") to ", PyTypeName(a)));
   }
   return Unsupported2(BinaryOp::kAdd, a, b);
 }
@@ -235,32 +236,40 @@ absl::StatusOr<int> Order(const Value& a, const Value& b, std::string_view symbo
     }
     return x.size() < y.size() ? -1 : x.size() > y.size() ? 1 : 0;
   }
-  return TypeError(Cat("'", symbol, "' not supported between instances of '", TypeOf(a), "' and '",
-                                TypeOf(b), "'"));
+  return TypeError(Cat("'", symbol, "' not supported between instances of '", TypeOf(a), "' and '", TypeOf(b), "'"));
 }
 
 }  // namespace
 
 absl::StatusOr<bool> Compare(CompareOp op, const Value& a, const Value& b) {
   switch (op) {
-    case CompareOp::kEq: return Equals(a, b);
-    case CompareOp::kNe: return !Equals(a, b);
-    case CompareOp::kIn: return Contains(b, a);
+    case CompareOp::kEq:
+      return Equals(a, b);
+    case CompareOp::kNe:
+      return !Equals(a, b);
+    case CompareOp::kIn:
+      return Contains(b, a);
     case CompareOp::kNotIn: {
       auto in = Contains(b, a);
       if (!in.ok()) return in.status();
       return !*in;
     }
-    default: break;
+    default:
+      break;
   }
   static constexpr std::string_view kSymbols[] = {"==", "!=", "<", "<=", ">", ">="};
   JINJA_ASSIGN_OR_RETURN(const int c, Order(a, b, kSymbols[static_cast<int>(op)]));
   switch (op) {
-    case CompareOp::kLt: return c < 0;
-    case CompareOp::kLe: return c <= 0;
-    case CompareOp::kGt: return c > 0;
-    case CompareOp::kGe: return c >= 0;
-    default: return false;
+    case CompareOp::kLt:
+      return c < 0;
+    case CompareOp::kLe:
+      return c <= 0;
+    case CompareOp::kGt:
+      return c > 0;
+    case CompareOp::kGe:
+      return c >= 0;
+    default:
+      return false;
   }
 }
 

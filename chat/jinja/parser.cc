@@ -5,12 +5,12 @@
 #include <string_view>
 #include <utility>
 
-#include "chat/jinja/strings.h"
 #include "absl/strings/str_join.h"
 #include "chat/jinja/builtins.h"
 #include "chat/jinja/error.h"
 #include "chat/jinja/parser_impl.h"
 #include "chat/jinja/status_macros.h"
+#include "chat/jinja/strings.h"
 
 namespace cairn::jinja {
 
@@ -32,16 +32,26 @@ std::unique_ptr<Stmt> NewStmt(StmtKind kind, int line) {
 
 std::string Describe(const Token& t) {
   switch (t.type) {
-    case TokenType::kData: return "template data / text";
-    case TokenType::kVariableBegin: return "begin of print statement";
-    case TokenType::kVariableEnd: return "end of print statement";
-    case TokenType::kBlockBegin: return "begin of statement block";
-    case TokenType::kBlockEnd: return "end of statement block";
-    case TokenType::kString: return "string";
-    case TokenType::kInteger: return "integer";
-    case TokenType::kFloat: return "float";
-    case TokenType::kEof: return "end of template";
-    default: return t.text;
+    case TokenType::kData:
+      return "template data / text";
+    case TokenType::kVariableBegin:
+      return "begin of print statement";
+    case TokenType::kVariableEnd:
+      return "end of print statement";
+    case TokenType::kBlockBegin:
+      return "begin of statement block";
+    case TokenType::kBlockEnd:
+      return "end of statement block";
+    case TokenType::kString:
+      return "string";
+    case TokenType::kInteger:
+      return "integer";
+    case TokenType::kFloat:
+      return "float";
+    case TokenType::kEof:
+      return "end of template";
+    default:
+      return t.text;
   }
 }
 
@@ -374,8 +384,8 @@ absl::StatusOr<Target> ParserImpl::ParseTarget(const Names& extra_end, bool with
 
 absl::StatusOr<Target> ParserImpl::ParseTargetPrimary(bool with_namespace) {
   Target t;
-  if (cur().type == TokenType::kName && !IsName("true") && !IsName("false") && !IsName("none") &&
-      !IsName("True") && !IsName("False") && !IsName("None")) {
+  if (cur().type == TokenType::kName && !IsName("true") && !IsName("false") && !IsName("none") && !IsName("True") &&
+      !IsName("False") && !IsName("None")) {
     t.name = cur().text;
     next();
     if (with_namespace && IsOp(".")) {

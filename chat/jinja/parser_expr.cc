@@ -3,10 +3,10 @@
 #include <string>
 #include <utility>
 
-#include "chat/jinja/strings.h"
 #include "chat/jinja/error.h"
 #include "chat/jinja/parser_impl.h"
 #include "chat/jinja/status_macros.h"
+#include "chat/jinja/strings.h"
 
 namespace cairn::jinja::parser_internal {
 
@@ -14,9 +14,9 @@ namespace {
 
 bool IsCompareOp(const Token& t, CompareOp* op) {
   if (t.type != TokenType::kOperator) return false;
-  static constexpr std::pair<std::string_view, CompareOp> kOps[] = {
-      {"==", CompareOp::kEq}, {"!=", CompareOp::kNe}, {"<", CompareOp::kLt},
-      {"<=", CompareOp::kLe}, {">", CompareOp::kGt}, {">=", CompareOp::kGe}};
+  static constexpr std::pair<std::string_view, CompareOp> kOps[] = {{"==", CompareOp::kEq}, {"!=", CompareOp::kNe},
+                                                                    {"<", CompareOp::kLt},  {"<=", CompareOp::kLe},
+                                                                    {">", CompareOp::kGt},  {">=", CompareOp::kGe}};
   for (const auto& [text, value] : kOps) {
     if (t.text == text) {
       *op = value;
@@ -42,8 +42,7 @@ bool ParserImpl::IsTupleEnd(const Names& extra_end) const {
   return t == TokenType::kName && std::find(extra_end.begin(), extra_end.end(), cur().text) != extra_end.end();
 }
 
-absl::StatusOr<ExprPtr> ParserImpl::ParseTuple(bool with_condexpr, const Names& extra_end,
-                                               bool explicit_parentheses) {
+absl::StatusOr<ExprPtr> ParserImpl::ParseTuple(bool with_condexpr, const Names& extra_end, bool explicit_parentheses) {
   const int line = cur().line;
   std::vector<ExprPtr> items;
   bool is_tuple = false;
@@ -433,8 +432,8 @@ absl::StatusOr<ExprPtr> ParserImpl::ParseTest(ExprPtr node) {
   const TokenType t = cur().type;
   if (IsOp("(")) {
     JINJA_RETURN_IF_ERROR(ParseCallArgs(&test->args));
-  } else if ((t == TokenType::kName || t == TokenType::kString || t == TokenType::kInteger ||
-              t == TokenType::kFloat || IsOp("[") || IsOp("{")) &&
+  } else if ((t == TokenType::kName || t == TokenType::kString || t == TokenType::kInteger || t == TokenType::kFloat ||
+              IsOp("[") || IsOp("{")) &&
              !IsName("else") && !IsName("or") && !IsName("and")) {
     if (IsName("is")) return Fail("You cannot chain multiple tests with is");
     JINJA_ASSIGN_OR_RETURN(ExprPtr arg, ParsePrimary());

@@ -1,11 +1,11 @@
 // Jinja2's tests (tests.py): `x is defined`, `x is string`, ...
-#include "chat/jinja/strings.h"
 #include "chat/jinja/builtins.h"
 #include "chat/jinja/error.h"
 #include "chat/jinja/py_format.h"
 #include "chat/jinja/py_string.h"
 #include "chat/jinja/renderer.h"
 #include "chat/jinja/status_macros.h"
+#include "chat/jinja/strings.h"
 
 namespace cairn::jinja {
 
@@ -78,11 +78,15 @@ absl::StatusOr<bool> SameAs(Renderer&, const Value& v, Args& args) {
   if (v.kind() != o.kind()) return false;
   switch (v.kind()) {
     case ValueKind::kNone:
-    case ValueKind::kUndefined: return v.identity() == o.identity();
-    case ValueKind::kBool: return v.b() == o.b();
+    case ValueKind::kUndefined:
+      return v.identity() == o.identity();
+    case ValueKind::kBool:
+      return v.b() == o.b();
     // CPython caches small ints; others are distinct objects.
-    case ValueKind::kInt: return v.i() == o.i() && v.i() >= -5 && v.i() <= 256;
-    default: return v.identity() != nullptr && v.identity() == o.identity();
+    case ValueKind::kInt:
+      return v.i() == o.i() && v.i() >= -5 && v.i() <= 256;
+    default:
+      return v.identity() != nullptr && v.identity() == o.identity();
   }
 }
 

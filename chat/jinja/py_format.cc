@@ -4,17 +4,15 @@
 #include <cmath>
 #include <cstdio>
 
-#include "chat/jinja/strings.h"
 #include "chat/jinja/py_unicode.h"
+#include "chat/jinja/strings.h"
 
 namespace cairn::jinja {
 
 namespace {
 
 // The string's repr is client text when any of its bytes is.
-void AppendQuoted(const Text& text, Text* out) {
-  out->Append(PyStrRepr(text.bytes()), text.has_client());
-}
+void AppendQuoted(const Text& text, Text* out) { out->Append(PyStrRepr(text.bytes()), text.has_client()); }
 
 void AppendItems(const std::vector<Value>& items, Text* out) {
   for (size_t i = 0; i < items.size(); ++i) {

@@ -24,8 +24,8 @@ std::string MapChars(std::string_view s, Fn fn) {
 }
 
 bool IsLineBreak(uint32_t cp) {
-  return cp == '\n' || cp == '\r' || cp == 0x0b || cp == 0x0c || cp == 0x1c || cp == 0x1d || cp == 0x1e ||
-         cp == 0x85 || cp == 0x2028 || cp == 0x2029;
+  return cp == '\n' || cp == '\r' || cp == 0x0b || cp == 0x0c || cp == 0x1c || cp == 0x1d || cp == 0x1e || cp == 0x85 ||
+         cp == 0x2028 || cp == 0x2029;
 }
 
 }  // namespace
@@ -269,8 +269,7 @@ std::string PyReplace(std::string_view s, std::string_view old, std::string_view
     return out;
   }
   size_t start = 0;
-  for (size_t at = s.find(old); at != std::string_view::npos && (count < 0 || done < count);
-       at = s.find(old, start)) {
+  for (size_t at = s.find(old); at != std::string_view::npos && (count < 0 || done < count); at = s.find(old, start)) {
     out.append(s.substr(start, at - start));
     out.append(replacement);
     start = at + old.size();
@@ -354,12 +353,23 @@ std::string HtmlEscape(std::string_view s) {
   out.reserve(s.size());
   for (char c : s) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&#34;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out.push_back(c);
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&#34;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out.push_back(c);
     }
   }
   return out;

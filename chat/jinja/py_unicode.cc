@@ -12,8 +12,7 @@ using py_unicode_internal::CaseMapping;
 
 void AppendMapped(const CaseMapping* table, int size, uint32_t cp, std::string* out) {
   const CaseMapping* end = table + size;
-  const CaseMapping* it =
-      std::lower_bound(table, end, cp, [](const CaseMapping& m, uint32_t c) { return m.cp < c; });
+  const CaseMapping* it = std::lower_bound(table, end, cp, [](const CaseMapping& m, uint32_t c) { return m.cp < c; });
   if (it != end && it->cp == cp) {
     out->append(it->utf8);
   } else {
@@ -59,8 +58,7 @@ uint16_t PyCharFlags(uint32_t cp) {
   using py_unicode_internal::FlagRange;
   const FlagRange* begin = py_unicode_internal::kFlagRanges;
   const FlagRange* end = begin + py_unicode_internal::kFlagRangesSize;
-  const FlagRange* it =
-      std::upper_bound(begin, end, cp, [](uint32_t c, const FlagRange& r) { return c < r.start; });
+  const FlagRange* it = std::upper_bound(begin, end, cp, [](uint32_t c, const FlagRange& r) { return c < r.start; });
   return it == begin ? 0 : (it - 1)->flags;
 }
 

@@ -34,9 +34,7 @@ enum PyCharFlag : uint16_t {
 uint16_t PyCharFlags(uint32_t cp);
 inline bool PyIsSpace(uint32_t cp) { return (PyCharFlags(cp) & kPySpace) != 0; }
 inline bool PyIsCased(uint32_t cp) { return (PyCharFlags(cp) & (kPyLower | kPyUpper | kPyTitle)) != 0; }
-inline bool PyIsAlnum(uint32_t cp) {
-  return (PyCharFlags(cp) & (kPyAlpha | kPyDecimal | kPyDigit | kPyNumeric)) != 0;
-}
+inline bool PyIsAlnum(uint32_t cp) { return (PyCharFlags(cp) & (kPyAlpha | kPyDecimal | kPyDigit | kPyNumeric)) != 0; }
 
 // Full case mappings of one codepoint, appended as UTF-8 (ß upper -> "SS");
 // backends/model/unicode.h's AppendUtf8 encodes one codepoint.

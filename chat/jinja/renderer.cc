@@ -2,13 +2,13 @@
 // and the marks of tracked objects.
 #include "chat/jinja/renderer.h"
 
-#include "chat/jinja/strings.h"
 #include "chat/jinja/builtins.h"
 #include "chat/jinja/error.h"
+#include "chat/jinja/nesting.h"
 #include "chat/jinja/objects.h"
 #include "chat/jinja/py_format.h"
-#include "chat/jinja/nesting.h"
 #include "chat/jinja/status_macros.h"
+#include "chat/jinja/strings.h"
 
 namespace cairn::jinja {
 
@@ -17,7 +17,6 @@ namespace {
 // Nesting of statements and expressions being evaluated: bounds the native
 // stack whatever a template does.
 constexpr int kMaxRenderDepth = 1000;
-
 
 size_t FirstNonSpace(std::string_view s) {
   for (size_t i = 0; i < s.size(); ++i) {
@@ -344,8 +343,9 @@ absl::StatusOr<Value> Renderer::CallMacro(const MacroDef& def, const FramePtr& c
     } else if (def.uses_kwargs) {
       JINJA_RETURN_IF_ERROR(kwargs.Set(Value::String(key), value));
     } else if (key == "caller") {
-      return TypeError(Cat("macro '", def.name,
-                           "' was invoked with two values for the special caller argument. This is most likely a bug."));
+      return TypeError(
+          Cat("macro '", def.name,
+              "' was invoked with two values for the special caller argument. This is most likely a bug."));
     } else {
       return TypeError(Cat("macro '", def.name, "' takes no keyword argument '", key, "'"));
     }

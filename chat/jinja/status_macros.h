@@ -5,8 +5,8 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 
-#define JINJA_RETURN_IF_ERROR(expr)                     \
-  do {                                                  \
+#define JINJA_RETURN_IF_ERROR(expr)                                           \
+  do {                                                                        \
     if (::absl::Status jinja_st_ = (expr); !jinja_st_.ok()) return jinja_st_; \
   } while (0)
 

@@ -19,8 +19,8 @@ inline void Append(std::string* out, const std::string& s) { out->append(s); }
 inline void Append(std::string* out, const char* s) { out->append(s); }
 inline void Append(std::string* out, char c) { out->push_back(c); }
 inline void Append(std::string* out, const absl::Hex& h) { absl::StrAppend(out, h); }
-template <typename T, std::enable_if_t<std::is_arithmetic_v<T> && !std::is_same_v<T, char> && !std::is_same_v<T, bool>,
-                                       int> = 0>
+template <typename T,
+          std::enable_if_t<std::is_arithmetic_v<T> && !std::is_same_v<T, char> && !std::is_same_v<T, bool>, int> = 0>
 void Append(std::string* out, T v) {
   absl::StrAppend(out, v);
 }

@@ -4,9 +4,9 @@
 #include <cmath>
 #include <limits>
 
-#include "chat/jinja/strings.h"
 #include "chat/jinja/error.h"
 #include "chat/jinja/py_format.h"
+#include "chat/jinja/strings.h"
 
 namespace cairn::jinja {
 
@@ -201,8 +201,7 @@ int Value::depth() const {
 }
 
 bool Value::undefined_security() const {
-  return kind_ == ValueKind::kUndefined && heap_ != nullptr &&
-         static_cast<const UndefinedData*>(heap_.get())->security;
+  return kind_ == ValueKind::kUndefined && heap_ != nullptr && static_cast<const UndefinedData*>(heap_.get())->security;
 }
 
 const Value* Dict::Find(const Value& key) const {
@@ -302,22 +301,33 @@ bool Equals(const Value& a, const Value& b) {
 
 std::string PyTypeName(const Value& v) {
   switch (v.kind()) {
-    case ValueKind::kUndefined: return "Undefined";
-    case ValueKind::kNone: return "NoneType";
-    case ValueKind::kBool: return "bool";
-    case ValueKind::kInt: return "int";
-    case ValueKind::kFloat: return "float";
-    case ValueKind::kString: return "str";
+    case ValueKind::kUndefined:
+      return "Undefined";
+    case ValueKind::kNone:
+      return "NoneType";
+    case ValueKind::kBool:
+      return "bool";
+    case ValueKind::kInt:
+      return "int";
+    case ValueKind::kFloat:
+      return "float";
+    case ValueKind::kString:
+      return "str";
     case ValueKind::kList:
       if (!v.list().python_type.empty()) return v.list().python_type;
       switch (v.list().kind) {
-        case ListKind::kList: return "list";
-        case ListKind::kTuple: return "tuple";
-        case ListKind::kGenerator: return "generator";
+        case ListKind::kList:
+          return "list";
+        case ListKind::kTuple:
+          return "tuple";
+        case ListKind::kGenerator:
+          return "generator";
       }
       return "list";
-    case ValueKind::kDict: return "dict";
-    case ValueKind::kObject: return std::string(v.object()->type_name());
+    case ValueKind::kDict:
+      return "dict";
+    case ValueKind::kObject:
+      return std::string(v.object()->type_name());
   }
   return "object";
 }
@@ -330,16 +340,20 @@ std::string ObjectTypeRepr(const Value& v) {
 
 absl::StatusOr<std::string> HashKey(const Value& v) {
   switch (v.kind()) {
-    case ValueKind::kUndefined: return std::string("U");
-    case ValueKind::kNone: return std::string("N");
+    case ValueKind::kUndefined:
+      return std::string("U");
+    case ValueKind::kNone:
+      return std::string("N");
     case ValueKind::kBool:
-    case ValueKind::kInt: return Cat("n", v.i());
+    case ValueKind::kInt:
+      return Cat("n", v.i());
     case ValueKind::kFloat: {
       int64_t exact = 0;
       if (FloatAsInt(v.f(), &exact)) return Cat("n", exact);
       return Cat("f", PyFloatRepr(v.f()));
     }
-    case ValueKind::kString: return Cat("s", v.str());
+    case ValueKind::kString:
+      return Cat("s", v.str());
     case ValueKind::kList: {
       // Generators hash by identity; lists are unhashable.
       if (v.is_generator()) return Cat("o", reinterpret_cast<uintptr_t>(v.identity()));
@@ -352,7 +366,8 @@ absl::StatusOr<std::string> HashKey(const Value& v) {
       }
       return key;
     }
-    case ValueKind::kDict: break;
+    case ValueKind::kDict:
+      break;
     case ValueKind::kObject:
       return Cat("o", reinterpret_cast<uintptr_t>(v.identity()));
   }

@@ -175,22 +175,21 @@ Grammar FunctionaryGrammar(bool starts_in_reasoning) {
   constexpr int kCall = kFormatSection, kPythonTag = kFormatSection + 1;
   GrammarBuilder builder(starts_in_reasoning);
   builder.ContentExit(Exit{"<function=", kCall}).ContentExit(Exit{"<|python_tag|>", kPythonTag});
-  builder.Add(CaptureSection({Exit{"</function>", kContent}}, Quoting::kJson,
-                             [](const CaptureEnd& end, CaptureOutput& out) {
-                               const size_t name_end = end.text.find('>');
-                               ParsedBlock block;
-                               if (name_end != std::string_view::npos) {
-                                 block.ok = true;
-                                 block.calls.push_back(CallWithArgumentsText(
-                                     std::string(TrimSpace(end.text.substr(0, name_end))),
-                                     end.text.substr(name_end + 1)));
-                                 block.ok = !block.calls[0].name.empty();
-                               }
-                               ReportBlock(block, end, out);
-                               return end.next;
-                             }));
-  builder.Add(CaptureSection({Exit{"<|eom_id|>", kContent}, Exit{"<|eot_id|>", kContent}}, Quoting::kNone,
-                             ReportPythonTag));
+  builder.Add(
+      CaptureSection({Exit{"</function>", kContent}}, Quoting::kJson, [](const CaptureEnd& end, CaptureOutput& out) {
+        const size_t name_end = end.text.find('>');
+        ParsedBlock block;
+        if (name_end != std::string_view::npos) {
+          block.ok = true;
+          block.calls.push_back(CallWithArgumentsText(std::string(TrimSpace(end.text.substr(0, name_end))),
+                                                      end.text.substr(name_end + 1)));
+          block.ok = !block.calls[0].name.empty();
+        }
+        ReportBlock(block, end, out);
+        return end.next;
+      }));
+  builder.Add(
+      CaptureSection({Exit{"<|eom_id|>", kContent}, Exit{"<|eot_id|>", kContent}}, Quoting::kNone, ReportPythonTag));
   return builder.Build();
 }
 
@@ -204,22 +203,22 @@ Grammar MistralGrammar(bool starts_in_reasoning) {
   auto pending = std::make_shared<Pending>();
   GrammarBuilder builder(starts_in_reasoning);
   builder.ContentExit(Exit{"[TOOL_CALLS]", kHead});
-  builder.Add(BalancedSection(
-      {Exit{"[ARGS]", kArgs}, Exit{"[CALL_ID]", kCallId}, Exit{"[TOOL_CALLS]", kHead}}, Quoting::kJson, kContent,
-      [pending](const CaptureEnd& end, CaptureOutput& out) {
-        if (end.closer == "[ARGS]" || end.closer == "[CALL_ID]") {
-          pending->name.assign(TrimSpace(end.text));
-          pending->id.clear();
-          return end.next;
-        }
-        ReportBlock(ParseJsonCallBlock(end.text), end, out);  // Nemo's list
+  builder.Add(BalancedSection({Exit{"[ARGS]", kArgs}, Exit{"[CALL_ID]", kCallId}, Exit{"[TOOL_CALLS]", kHead}},
+                              Quoting::kJson, kContent, [pending](const CaptureEnd& end, CaptureOutput& out) {
+                                if (end.closer == "[ARGS]" || end.closer == "[CALL_ID]") {
+                                  pending->name.assign(TrimSpace(end.text));
+                                  pending->id.clear();
+                                  return end.next;
+                                }
+                                ReportBlock(ParseJsonCallBlock(end.text), end, out);  // Nemo's list
+                                return end.next;
+                              }));
+  builder.Add(
+      CaptureSection({Exit{"[ARGS]", kArgs}}, Quoting::kNone, [pending](const CaptureEnd& end, CaptureOutput& out) {
+        pending->id.assign(TrimSpace(end.text));
+        if (end.at_finish) out.Call(CallWithArgumentsText(pending->name, "", pending->id));
         return end.next;
       }));
-  builder.Add(CaptureSection({Exit{"[ARGS]", kArgs}}, Quoting::kNone, [pending](const CaptureEnd& end, CaptureOutput& out) {
-    pending->id.assign(TrimSpace(end.text));
-    if (end.at_finish) out.Call(CallWithArgumentsText(pending->name, "", pending->id));
-    return end.next;
-  }));
   builder.Add(BalancedSection({Exit{"[TOOL_CALLS]", kHead}}, Quoting::kJson, kContent,
                               [pending](const CaptureEnd& end, CaptureOutput& out) {
                                 if (pending->name.empty()) {
@@ -339,20 +338,20 @@ Grammar GrammarFor(OutputFormat format, bool starts_in_reasoning) {
       return BlockGrammar(std::move(GrammarBuilder(sir).DroppedMarkers({"<response>", "</response>"})),
                           {"<|tool_call|>", "", Quoting::kJson, ParseJsonBlock});
     case OutputFormat::kLfm2:
-      return BlockGrammar(GrammarBuilder(sir), {"<|tool_call_start|>", "<|tool_call_end|>", Quoting::kPython, ParseLfm2Block});
+      return BlockGrammar(GrammarBuilder(sir),
+                          {"<|tool_call_start|>", "<|tool_call_end|>", Quoting::kPython, ParseLfm2Block});
     case OutputFormat::kApriel:
       // Apriel always reasons first: the reply starts in reasoning, which a
       // tool call block ends too.
       return BlockGrammar(std::move(GrammarBuilder("", "[BEGIN FINAL RESPONSE]", true)
                                         .DroppedMarkers({"[END FINAL RESPONSE]", "<|end|>"})
                                         .ReasoningExit(Exit{"<tool_calls>", kFormatSection})),
-          {"<tool_calls>", "</tool_calls>", Quoting::kJson, ParseJsonBlock});
+                          {"<tool_calls>", "</tool_calls>", Quoting::kJson, ParseJsonBlock});
     case OutputFormat::kCohere:
-      return BlockGrammar(std::move(GrammarBuilder("<|START_THINKING|>", "<|END_THINKING|>", sir)
-                                        .DroppedMarkers({"<|START_RESPONSE|>", "<|END_RESPONSE|>", "<|START_TEXT|>",
-                                                         "<|END_TEXT|>"})),
-                          {"<|START_ACTION|>", "<|END_ACTION|>", Quoting::kJson,
-                           ParseJsonBlock});
+      return BlockGrammar(
+          std::move(GrammarBuilder("<|START_THINKING|>", "<|END_THINKING|>", sir)
+                        .DroppedMarkers({"<|START_RESPONSE|>", "<|END_RESPONSE|>", "<|START_TEXT|>", "<|END_TEXT|>"})),
+          {"<|START_ACTION|>", "<|END_ACTION|>", Quoting::kJson, ParseJsonBlock});
     case OutputFormat::kMiniMax:
       return BlockGrammar(GrammarBuilder(sir),
                           {"<minimax:tool_call>", "</minimax:tool_call>", Quoting::kNone, ParseMiniMaxBlock});
@@ -373,10 +372,10 @@ Grammar GrammarFor(OutputFormat format, bool starts_in_reasoning) {
           sir, {"<｜tool▁calls▁begin｜>", "<｜tool▁call▁begin｜>", "<｜tool▁call▁end｜>", "<｜tool▁calls▁end｜>"},
           ParseDeepSeekCall);
     case OutputFormat::kKimiK2:
-      return SectionedCallsGrammar(sir,
-                                   {"<|tool_calls_section_begin|>", "<|tool_call_begin|>", "<|tool_call_end|>",
-                                    "<|tool_calls_section_end|>"},
-                                   ParseKimiCall);
+      return SectionedCallsGrammar(
+          sir,
+          {"<|tool_calls_section_begin|>", "<|tool_call_begin|>", "<|tool_call_end|>", "<|tool_calls_section_end|>"},
+          ParseKimiCall);
     case OutputFormat::kHarmony:
       return HarmonyGrammar(sir);
   }

@@ -9,15 +9,24 @@ namespace cairn::chat::output {
 namespace {
 
 constexpr std::pair<OutputFormat, std::string_view> kNames[] = {
-    {OutputFormat::kNone, "none"},         {OutputFormat::kThink, "think"},
-    {OutputFormat::kHermes, "hermes"},     {OutputFormat::kQwenXml, "qwen-xml"},
-    {OutputFormat::kLlama3, "llama3"},     {OutputFormat::kHarmony, "harmony"},
-    {OutputFormat::kNemotron, "nemotron"}, {OutputFormat::kGranite, "granite"},
-    {OutputFormat::kLfm2, "lfm2"},         {OutputFormat::kDeepSeek, "deepseek"},
-    {OutputFormat::kKimiK2, "kimi-k2"},    {OutputFormat::kMistral, "mistral"},
-    {OutputFormat::kFunctionary, "functionary"}, {OutputFormat::kGlm, "glm"},
-    {OutputFormat::kApriel, "apriel"},     {OutputFormat::kCohere, "cohere"},
-    {OutputFormat::kMiniMax, "minimax-m2"}, {OutputFormat::kDeepSeekV4, "deepseek-v4"},
+    {OutputFormat::kNone, "none"},
+    {OutputFormat::kThink, "think"},
+    {OutputFormat::kHermes, "hermes"},
+    {OutputFormat::kQwenXml, "qwen-xml"},
+    {OutputFormat::kLlama3, "llama3"},
+    {OutputFormat::kHarmony, "harmony"},
+    {OutputFormat::kNemotron, "nemotron"},
+    {OutputFormat::kGranite, "granite"},
+    {OutputFormat::kLfm2, "lfm2"},
+    {OutputFormat::kDeepSeek, "deepseek"},
+    {OutputFormat::kKimiK2, "kimi-k2"},
+    {OutputFormat::kMistral, "mistral"},
+    {OutputFormat::kFunctionary, "functionary"},
+    {OutputFormat::kGlm, "glm"},
+    {OutputFormat::kApriel, "apriel"},
+    {OutputFormat::kCohere, "cohere"},
+    {OutputFormat::kMiniMax, "minimax-m2"},
+    {OutputFormat::kDeepSeekV4, "deepseek-v4"},
     {OutputFormat::kGemma4, "gemma4"},
 };
 

@@ -55,8 +55,8 @@ class PythonReader {
 
  private:
   void SkipSpace() {
-    while (pos_ < text_.size() && (text_[pos_] == ' ' || text_[pos_] == '\t' || text_[pos_] == '\n' ||
-                                   text_[pos_] == '\r')) {
+    while (pos_ < text_.size() &&
+           (text_[pos_] == ' ' || text_[pos_] == '\t' || text_[pos_] == '\n' || text_[pos_] == '\r')) {
       ++pos_;
     }
   }
@@ -113,7 +113,8 @@ class PythonReader {
     const size_t begin = pos_;
     while (pos_ < text_.size()) {
       const char c = text_[pos_];
-      const bool exponent_sign = (c == '-' || c == '+') && pos_ > begin && (text_[pos_ - 1] == 'e' || text_[pos_ - 1] == 'E');
+      const bool exponent_sign =
+          (c == '-' || c == '+') && pos_ > begin && (text_[pos_ - 1] == 'e' || text_[pos_ - 1] == 'E');
       if (!((c >= '0' && c <= '9') || c == '.' || c == 'e' || c == 'E' || exponent_sign ||
             ((c == '-' || c == '+') && pos_ == begin))) {
         break;
@@ -176,9 +177,8 @@ ParsedBlock Salvage(std::string_view text) {
   }
   const size_t close = text.rfind(')');
   block.name.assign(name);
-  block.raw_arguments.assign(
-      TrimSpace(text.substr(open + 1, close == std::string_view::npos || close < open ? std::string_view::npos
-                                                                                       : close - open - 1)));
+  block.raw_arguments.assign(TrimSpace(text.substr(
+      open + 1, close == std::string_view::npos || close < open ? std::string_view::npos : close - open - 1)));
   return block;
 }
 

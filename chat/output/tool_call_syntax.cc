@@ -197,8 +197,7 @@ ParsedBlock ParseJsonCallBlock(std::string_view text, bool require_arguments) {
   size_t i = 0;
   while (block.ok && (i = text.find_first_not_of(" \t\n\r,;", i)) != std::string_view::npos) {
     const size_t end = text[i] == '{' || text[i] == '[' ? ValueEnd(text, i) : std::string_view::npos;
-    const std::optional<Json> value =
-        end == std::string_view::npos ? std::nullopt : ParseJson(text.substr(i, end - i));
+    const std::optional<Json> value = end == std::string_view::npos ? std::nullopt : ParseJson(text.substr(i, end - i));
     block.ok = value.has_value();
     if (!block.ok) break;
     const bool is_list = value->is_array();
@@ -210,8 +209,8 @@ ParsedBlock ParseJsonCallBlock(std::string_view text, bool require_arguments) {
     i = end;
   }
   if (block.ok) return block;
-  const bool has_arguments = text.find("\"arguments\"") != std::string_view::npos ||
-                             text.find("\"parameters\"") != std::string_view::npos;
+  const bool has_arguments =
+      text.find("\"arguments\"") != std::string_view::npos || text.find("\"parameters\"") != std::string_view::npos;
   std::string name;
   if (!require_arguments || has_arguments) {
     name = SalvageString(text, "name");

@@ -44,14 +44,13 @@ void RecordGenerate(Metrics* metrics, const v1::GenerateRequest& req, const Gene
   absl::StrAppend(&line, " tokens=", trace.tokens);
   if (trace.timings.has_value()) {
     if (trace.tokens > 0) absl::StrAppend(&line, " ttft_ms=", Ms(trace.timings->time_to_first_token_seconds()));
-    absl::StrAppend(&line, " queue_ms=", Ms(trace.timings->queue_seconds()), " prefill_ms=",
-                    Ms(trace.timings->prefill_seconds()));
+    absl::StrAppend(&line, " queue_ms=", Ms(trace.timings->queue_seconds()),
+                    " prefill_ms=", Ms(trace.timings->prefill_seconds()));
   }
   LogLine(LogLevel::kInfo, line + Outcome(status, seconds));
 }
 
-void RecordSessionControl(Metrics* metrics, const v1::SessionRequest& req, const absl::Status& status,
-                          double seconds) {
+void RecordSessionControl(Metrics* metrics, const v1::SessionRequest& req, const absl::Status& status, double seconds) {
   if (metrics != nullptr) metrics->CountRequest("SessionControl", "", status.code());
   if (!LogEnabled(LogLevel::kInfo)) return;
   // The operation is the oneof's field name; every operation but list has a

@@ -22,10 +22,10 @@ namespace cairn::service {
 
 // What one Generate call did, filled by the handler as far as the call got.
 struct GenerateTrace {
-  std::string model;     // the served model's name; "" when the call named none served
+  std::string model;       // the served model's name; "" when the call named none served
   bool prefilled = false;  // the prompt was processed (stats are valid)
   checkpoint::PrefillStats stats;
-  int64_t tokens = 0;    // token deltas written to the client
+  int64_t tokens = 0;                  // token deltas written to the client
   std::optional<v1::Timings> timings;  // from the final message, when the call finished normally
 };
 
@@ -33,8 +33,7 @@ struct GenerateTrace {
 // call's duration as the handler saw it.
 void RecordGenerate(Metrics* metrics, const v1::GenerateRequest& req, const GenerateTrace& trace,
                     const absl::Status& status, double seconds);
-void RecordSessionControl(Metrics* metrics, const v1::SessionRequest& req, const absl::Status& status,
-                          double seconds);
+void RecordSessionControl(Metrics* metrics, const v1::SessionRequest& req, const absl::Status& status, double seconds);
 
 }  // namespace cairn::service
 

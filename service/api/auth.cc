@@ -99,22 +99,20 @@ void Authenticator::RefreshTokens() const {
   absl::StatusOr<std::vector<std::string>> tokens = ReadTokenFile(path_);
   if (!tokens.ok()) {
     LogLine(LogLevel::kWarning,
-            absl::StrCat("warning auth msg=",
-                         LogValue(absl::StrCat(tokens.status().message(), "; keeping the ", tokens_.size(),
-                                               " tokens read before"))));
+            absl::StrCat("warning auth msg=", LogValue(absl::StrCat(tokens.status().message(), "; keeping the ",
+                                                                    tokens_.size(), " tokens read before"))));
     return;
   }
   tokens_ = std::move(*tokens);
-  LogLine(LogLevel::kInfo, absl::StrCat("auth msg=", LogValue(absl::StrCat("token file '", path_, "' re-read: ",
-                                                                            tokens_.size(), " tokens"))));
+  LogLine(LogLevel::kInfo, absl::StrCat("auth msg=", LogValue(absl::StrCat("token file '", path_,
+                                                                           "' re-read: ", tokens_.size(), " tokens"))));
 }
 
 absl::StatusOr<Caller> Authenticator::Authenticate(const grpc::ServerContextBase& ctx) const {
   const auto& md = ctx.client_metadata();
   auto it = md.find("authorization");
-  absl::StatusOr<Caller> caller = it == md.end()
-                                      ? Authenticate(std::nullopt)
-                                      : Authenticate(std::string_view(it->second.data(), it->second.size()));
+  absl::StatusOr<Caller> caller = it == md.end() ? Authenticate(std::nullopt)
+                                                 : Authenticate(std::string_view(it->second.data(), it->second.size()));
   if (caller.ok()) caller->wait_until = Deadline(ctx);
   return caller;
 }

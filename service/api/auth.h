@@ -38,8 +38,7 @@ class Authenticator final {
  public:
   // These tokens for good. No tokens: authentication off. INVALID_ARGUMENT
   // for an empty token.
-  static absl::StatusOr<std::unique_ptr<Authenticator>> Create(std::vector<std::string> tokens,
-                                                               bool share_cache);
+  static absl::StatusOr<std::unique_ptr<Authenticator>> Create(std::vector<std::string> tokens, bool share_cache);
   // The tokens of the file at `path` (ReadTokenFile's errors), re-read when
   // the file changes: a call checks the file's identity (device, inode),
   // size and times at most once per `refresh`, and re-reads it when any of

@@ -52,8 +52,9 @@ InferenceService::GenerateCall::GenerateCall(InferenceService& service, grpc::Ca
                                              const v1::GenerateRequest& req)
     : service_(service), ctx_(ctx), req_(req) {}
 
-grpc::ServerWriteReactor<v1::GenerateResponse>* InferenceService::GenerateCall::Begin(
-    InferenceService& service, grpc::CallbackServerContext* ctx, const v1::GenerateRequest& req) {
+grpc::ServerWriteReactor<v1::GenerateResponse>* InferenceService::GenerateCall::Begin(InferenceService& service,
+                                                                                      grpc::CallbackServerContext* ctx,
+                                                                                      const v1::GenerateRequest& req) {
   std::shared_ptr<GenerateCall> call(new GenerateCall(service, ctx, req));
   call->self_ = call;
   service.CallStarted();
@@ -104,8 +105,7 @@ absl::Status InferenceService::GenerateCall::Prepare() {
     return absl::InvalidArgumentError("append needs a session_id");
   }
   if (req_.create_session() && (req_.append() || req_.session_id().empty())) {
-    return absl::InvalidArgumentError(
-        "create_session needs a session_id and the whole conversation (append = false)");
+    return absl::InvalidArgumentError("create_session needs a session_id and the whole conversation (append = false)");
   }
   return absl::OkStatus();
 }
@@ -118,8 +118,8 @@ absl::Status InferenceService::GenerateCall::CheckStopParams() const {
   }
   for (const std::string& s : stop.stop_strings()) {
     if (s.empty() || s.size() > static_cast<size_t>(limits.max_stop_string_bytes)) {
-      return absl::InvalidArgumentError(absl::StrCat("stop strings must have 1..",
-                                                     limits.max_stop_string_bytes, " bytes"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("stop strings must have 1..", limits.max_stop_string_bytes, " bytes"));
     }
   }
   if (stop.stop_strings_size() > 0 && model_->tokenizer == nullptr) {
@@ -165,9 +165,8 @@ absl::Status InferenceService::GenerateCall::CheckOut() {
   if (prompt_.empty()) return absl::InvalidArgumentError("empty prompt");
   const Pos positions = prompt_.PositionsOf(prompt_.size());
   if (positions >= model_->context_length()) {
-    return absl::ResourceExhaustedError(absl::StrCat("prompt of ", positions,
-                                                     " positions does not fit the context of ",
-                                                     model_->context_length()));
+    return absl::ResourceExhaustedError(
+        absl::StrCat("prompt of ", positions, " positions does not fit the context of ", model_->context_length()));
   }
   return ReserveSequence(positions);
 }
@@ -181,8 +180,8 @@ absl::Status InferenceService::GenerateCall::ReserveSequence(Pos positions) {
   if (budget == nullptr) return absl::OkStatus();
   const int64_t rows = prompt_.RowsOf(prompt_.size());
   const int64_t reach = rows + std::min<int64_t>(max_tokens_, model_->context_length() - positions);
-  const std::string what = absl::StrCat("a prompt of ", positions, " positions plus up to ",
-                                        reach - rows, " new tokens on model '", model_->name, "'");
+  const std::string what = absl::StrCat("a prompt of ", positions, " positions plus up to ", reach - rows,
+                                        " new tokens on model '", model_->name, "'");
   if (lease_.get() != nullptr) {
     if (absl::Status st = lease_->memory.Grow(model_->SequenceBytes(reach), what); !st.ok()) return st;
     settle_memory_ = true;
@@ -279,7 +278,7 @@ InferenceService::GenerateCall::Next InferenceService::GenerateCall::TakeNext() 
   }
   while (std::optional<GenerateEvent> event = job_->TakeEvent()) {
     if (std::holds_alternative<GenerationFinished>(*event)) {
-      finished_ = ToMessage(*event);  // sent by Conclude, with the session's final size
+      finished_ = ToMessage(*event);             // sent by Conclude, with the session's final size
       if (!pending_.empty()) return TakeNext();  // the last tool calls go first
       continue;
     }
@@ -361,9 +360,7 @@ void InferenceService::GenerateCall::StopForClient(StopReason reason) {
   job->RequestStop(Clock::now() >= job->deadline ? StopReason::kDeadline : reason);
 }
 
-void InferenceService::GenerateCall::OnDone() {
-  std::shared_ptr<GenerateCall> last = std::move(self_);
-}
+void InferenceService::GenerateCall::OnDone() { std::shared_ptr<GenerateCall> last = std::move(self_); }
 
 // ---------------------------------------------------------------------------
 // Step 5: the end, on a worker thread.

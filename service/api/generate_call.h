@@ -117,7 +117,7 @@ class InferenceService::GenerateCall final : public grpc::ServerWriteReactor<v1:
   bool pump_pending_ ABSL_GUARDED_BY(mu_) = false;  // a worker will Pump
   bool concluding_ ABSL_GUARDED_BY(mu_) = false;
   bool client_gone_ ABSL_GUARDED_BY(mu_) = false;
-  bool held_back_ ABSL_GUARDED_BY(mu_) = false;  // tokens not sent because the request was stopped
+  bool held_back_ ABSL_GUARDED_BY(mu_) = false;     // tokens not sent because the request was stopped
   size_t written_tokens_ ABSL_GUARDED_BY(mu_) = 0;  // token deltas the transport took
   std::optional<v1::GenerateResponse> finished_ ABSL_GUARDED_BY(mu_);  // sent by Conclude
   // Parsed output (null: not parsed), and the tool-call messages it made

@@ -5,11 +5,16 @@ namespace {
 
 v1::FinishReason ToProto(FinishReason reason) {
   switch (reason) {
-    case FinishReason::kLength: return v1::FINISH_REASON_LENGTH;
-    case FinishReason::kEndOfGeneration: return v1::FINISH_REASON_END_OF_GENERATION;
-    case FinishReason::kStopToken: return v1::FINISH_REASON_STOP_TOKEN;
-    case FinishReason::kStopString: return v1::FINISH_REASON_STOP_STRING;
-    case FinishReason::kContextFull: return v1::FINISH_REASON_CONTEXT_FULL;
+    case FinishReason::kLength:
+      return v1::FINISH_REASON_LENGTH;
+    case FinishReason::kEndOfGeneration:
+      return v1::FINISH_REASON_END_OF_GENERATION;
+    case FinishReason::kStopToken:
+      return v1::FINISH_REASON_STOP_TOKEN;
+    case FinishReason::kStopString:
+      return v1::FINISH_REASON_STOP_STRING;
+    case FinishReason::kContextFull:
+      return v1::FINISH_REASON_CONTEXT_FULL;
   }
   return v1::FINISH_REASON_UNSPECIFIED;
 }

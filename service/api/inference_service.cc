@@ -38,7 +38,7 @@ bool InferenceService::WaitForCalls(absl::Time deadline) const {
 }
 
 grpc::ServerWriteReactor<v1::GenerateResponse>* InferenceService::Generate(grpc::CallbackServerContext* ctx,
-                                                                          const v1::GenerateRequest* req) {
+                                                                           const v1::GenerateRequest* req) {
   return GenerateCall::Begin(*this, ctx, *req);
 }
 
@@ -98,15 +98,29 @@ absl::Status InferenceService::DoSession(const Caller& caller, const v1::Session
                                          v1::SessionResponse* resp) {
   absl::Status st;
   switch (req.op_case()) {
-    case v1::SessionRequest::kCreate: st = CreateSession(caller, req.create(), resp); break;
-    case v1::SessionRequest::kFork: st = ForkSession(caller, req.fork(), resp); break;
-    case v1::SessionRequest::kRewind: st = RewindSession(caller, req.rewind(), resp); break;
-    case v1::SessionRequest::kDelete: st = DeleteSession(caller, req.delete_(), resp); break;
-    case v1::SessionRequest::kGet: return GetSession(caller, req.get(), resp);
-    case v1::SessionRequest::kList: ListSessions(caller, resp); break;
-    case v1::SessionRequest::kExport: return ExportSession(caller, req.export_(), resp);
-    case v1::SessionRequest::kImport: return Import(caller, req.import(), resp);
-    default: return absl::InvalidArgumentError("SessionRequest without an operation");
+    case v1::SessionRequest::kCreate:
+      st = CreateSession(caller, req.create(), resp);
+      break;
+    case v1::SessionRequest::kFork:
+      st = ForkSession(caller, req.fork(), resp);
+      break;
+    case v1::SessionRequest::kRewind:
+      st = RewindSession(caller, req.rewind(), resp);
+      break;
+    case v1::SessionRequest::kDelete:
+      st = DeleteSession(caller, req.delete_(), resp);
+      break;
+    case v1::SessionRequest::kGet:
+      return GetSession(caller, req.get(), resp);
+    case v1::SessionRequest::kList:
+      ListSessions(caller, resp);
+      break;
+    case v1::SessionRequest::kExport:
+      return ExportSession(caller, req.export_(), resp);
+    case v1::SessionRequest::kImport:
+      return Import(caller, req.import(), resp);
+    default:
+      return absl::InvalidArgumentError("SessionRequest without an operation");
   }
   if (!st.ok()) return st;
   if (metrics_ != nullptr) metrics_->sessions->Set(static_cast<double>(sessions_->size()));
@@ -167,8 +181,7 @@ absl::Status InferenceService::DeleteSession(const Caller& caller, const v1::Del
   return absl::OkStatus();
 }
 
-absl::Status InferenceService::GetSession(const Caller& caller, const v1::GetSession& req,
-                                          v1::SessionResponse* resp) {
+absl::Status InferenceService::GetSession(const Caller& caller, const v1::GetSession& req, v1::SessionResponse* resp) {
   Caller now = caller;
   now.wait_until = absl::InfinitePast();  // a busy session is described, not waited for
   auto s = AcquireSession(req.session_id(), now);
@@ -202,8 +215,7 @@ absl::Status InferenceService::ExportSession(const Caller& caller, const v1::Exp
   return absl::OkStatus();
 }
 
-absl::Status InferenceService::Import(const Caller& caller, const v1::ImportSession& req,
-                                      v1::SessionResponse* resp) {
+absl::Status InferenceService::Import(const Caller& caller, const v1::ImportSession& req, v1::SessionResponse* resp) {
   v1::SessionSnapshot snap;
   if (!snap.ParseFromString(req.snapshot())) {
     return absl::InvalidArgumentError("snapshot bytes are not a cairn session snapshot");
@@ -212,8 +224,8 @@ absl::Status InferenceService::Import(const Caller& caller, const v1::ImportSess
     if (absl::Status st = SessionManager::ValidateId(req.session_id()); !st.ok()) return st;
     if (absl::Status st = CheckIdIsFree(req.session_id()); !st.ok()) return st;
   }
-  auto lease = RestoreSession(snap, req.model(), req.session_id(), caller, *models_, *sessions_, budget_,
-                              replica_.snapshot_key);
+  auto lease =
+      RestoreSession(snap, req.model(), req.session_id(), caller, *models_, *sessions_, budget_, replica_.snapshot_key);
   if (!lease.ok()) return lease.status();
   Changed(**lease, resp);
   if (metrics_ != nullptr) metrics_->sessions->Set(static_cast<double>(sessions_->size()));
@@ -251,8 +263,8 @@ absl::StatusOr<SessionLease> InferenceService::AcquireSession(const std::string&
         if (persisted->owner != caller.owner) {
           return absl::PermissionDeniedError(absl::StrCat("session '", id, "' belongs to another client"));
         }
-        auto restored = RestoreSession(persisted->snapshot, "", id, caller, *models_, *sessions_, budget_,
-                                       replica_.snapshot_key);
+        auto restored =
+            RestoreSession(persisted->snapshot, "", id, caller, *models_, *sessions_, budget_, replica_.snapshot_key);
         // Another request restored it meanwhile: acquire that one.
         if (absl::IsAlreadyExists(restored.status()) && attempt == 0) continue;
         if (restored.ok() && metrics_ != nullptr) {

@@ -55,11 +55,15 @@ class InferenceService final : public v1::Inference::WithCallbackMethod_Generate
  public:
   // Borrowed: all must outlive the service. `budget` (may be null: no
   // bound) is the live-memory budget the sessions also reserve from.
-  InferenceService(ModelRegistry* models, SessionManager* sessions, Metrics* metrics,
-                   const Authenticator* auth, const ServiceLimits& limits,
-                   MemoryBudget* budget = nullptr, ReplicaOptions replica = {})
-      : models_(models), sessions_(sessions), metrics_(metrics), auth_(auth), limits_(limits),
-        budget_(budget), replica_(std::move(replica)) {}
+  InferenceService(ModelRegistry* models, SessionManager* sessions, Metrics* metrics, const Authenticator* auth,
+                   const ServiceLimits& limits, MemoryBudget* budget = nullptr, ReplicaOptions replica = {})
+      : models_(models),
+        sessions_(sessions),
+        metrics_(metrics),
+        auth_(auth),
+        limits_(limits),
+        budget_(budget),
+        replica_(std::move(replica)) {}
 
   grpc::ServerWriteReactor<v1::GenerateResponse>* Generate(grpc::CallbackServerContext* ctx,
                                                            const v1::GenerateRequest* req) override;
@@ -87,8 +91,7 @@ class InferenceService final : public v1::Inference::WithCallbackMethod_Generate
   // Counts the calls WaitForCalls waits for.
   void CallStarted() ABSL_LOCKS_EXCLUDED(calls_mu_);
   void CallEnded() ABSL_LOCKS_EXCLUDED(calls_mu_);
-  absl::Status DoSession(const Caller& caller, const v1::SessionRequest& req,
-                         v1::SessionResponse* resp);
+  absl::Status DoSession(const Caller& caller, const v1::SessionRequest& req, v1::SessionResponse* resp);
   // One SessionControl operation each (DoSession dispatches).
   absl::Status CreateSession(const Caller& caller, const v1::CreateSession& req, v1::SessionResponse* resp);
   absl::Status ForkSession(const Caller& caller, const v1::ForkSession& req, v1::SessionResponse* resp);
@@ -97,8 +100,7 @@ class InferenceService final : public v1::Inference::WithCallbackMethod_Generate
   absl::Status GetSession(const Caller& caller, const v1::GetSession& req, v1::SessionResponse* resp);
   void ListSessions(const Caller& caller, v1::SessionResponse* resp);
   absl::Status ExportSession(const Caller& caller, const v1::ExportSession& req, v1::SessionResponse* resp);
-  absl::Status Import(const Caller& caller, const v1::ImportSession& req,
-                      v1::SessionResponse* resp);
+  absl::Status Import(const Caller& caller, const v1::ImportSession& req, v1::SessionResponse* resp);
   void Describe(const Session& s, bool include_tokens, v1::SessionInfo* out) const;
   // A SessionControl operation created or changed `s`: persisted, then
   // described in the response.

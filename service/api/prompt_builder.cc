@@ -78,8 +78,8 @@ absl::StatusOr<ChatMessage> ToChatMessage(const v1::ChatMessage& m, int index, s
   for (int j = 0; j < m.tool_calls_size(); ++j) {
     const v1::ToolCall& call = m.tool_calls(j);
     if (!IsJson(call.arguments())) {
-      return absl::InvalidArgumentError(absl::StrCat("messages[", index, "].tool_calls[", j, "] (", call.name(),
-                                                     "): arguments are not JSON text"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("messages[", index, "].tool_calls[", j, "] (", call.name(), "): arguments are not JSON text"));
     }
     out.tool_calls.push_back({call.id(), call.name(), call.arguments()});
     *bytes += call.id().size() + call.name().size() + call.arguments().size();

@@ -38,8 +38,8 @@ ReplyParser::ReplyParser(const Tokenizer& tokenizer, out::OutputFormat format,
                          std::unique_ptr<out::OutputParser> parser)
     : detok_(tokenizer, DetokenizeOptions{.render_special = true}), format_(format), parser_(std::move(parser)) {}
 
-void ReplyParser::Add(std::vector<out::OutputEvent> events,
-                      google::protobuf::RepeatedPtrField<v1::OutputPiece>* pieces, std::vector<v1::ToolCall>* calls) {
+void ReplyParser::Add(std::vector<out::OutputEvent> events, google::protobuf::RepeatedPtrField<v1::OutputPiece>* pieces,
+                      std::vector<v1::ToolCall>* calls) {
   for (out::OutputEvent& e : events) {
     if (e.kind == out::OutputEvent::Kind::kToolCall) {
       v1::ToolCall& call = calls->emplace_back();
@@ -52,8 +52,7 @@ void ReplyParser::Add(std::vector<out::OutputEvent> events,
     }
     if (e.text.empty()) continue;
     v1::OutputPiece* piece = pieces->Add();
-    piece->set_kind(e.kind == out::OutputEvent::Kind::kReasoning ? v1::OUTPUT_KIND_REASONING
-                                                                  : v1::OUTPUT_KIND_CONTENT);
+    piece->set_kind(e.kind == out::OutputEvent::Kind::kReasoning ? v1::OUTPUT_KIND_REASONING : v1::OUTPUT_KIND_CONTENT);
     piece->set_text(std::move(e.text));
   }
 }

@@ -47,8 +47,8 @@ std::optional<std::pair<int, std::string>> SmallestQuota(const std::string& root
       if (!cpus.ok()) {
         absl::StrAppend(notes, "; ignored ", file, ": ", cpus.status().message());
       } else if (cpus->has_value() && (!best || **cpus < best->first)) {
-        best = std::make_pair(**cpus, absl::StrCat("cgroup CPU quota ", absl::StripAsciiWhitespace(text.str()),
-                                                   " (", file, ")"));
+        best = std::make_pair(
+            **cpus, absl::StrCat("cgroup CPU quota ", absl::StripAsciiWhitespace(text.str()), " (", file, ")"));
       }
     }
     if (dir == "/") return best;
@@ -76,8 +76,7 @@ absl::StatusOr<std::optional<int>> ParseCpuMax(std::string_view contents) {
   const absl::string_view text = absl::StripAsciiWhitespace(absl::string_view(contents.data(), contents.size()));
   const std::vector<absl::string_view> fields = absl::StrSplit(text, ' ', absl::SkipEmpty());
   const auto malformed = [&] {
-    return absl::InvalidArgumentError(absl::StrCat("cpu.max '", text,
-                                                   "' is not 'QUOTA PERIOD' or 'max PERIOD'"));
+    return absl::InvalidArgumentError(absl::StrCat("cpu.max '", text, "' is not 'QUOTA PERIOD' or 'max PERIOD'"));
   };
   uint64_t period = 0;
   if (fields.size() != 2 || !absl::SimpleAtoi(fields[1], &period) || period == 0) return malformed();

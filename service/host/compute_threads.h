@@ -45,8 +45,7 @@ std::string OwnCgroupPath();
 // be parsed is skipped and named in `source`, so a strange file never stops
 // the server; missing files mean no quota (cgroup v1, or no cpu
 // controller).
-ComputeThreads DefaultComputeThreads(const std::string& cgroup_root,
-                                     const std::string& cgroup_path = OwnCgroupPath());
+ComputeThreads DefaultComputeThreads(const std::string& cgroup_root, const std::string& cgroup_path = OwnCgroupPath());
 
 }  // namespace cairn::service
 

@@ -25,8 +25,7 @@ absl::StatusOr<int> ListenTcp(const std::string& address, absl::string_view flag
   int port = 0;
   if (!absl::SimpleAtoi(port_text, &port) || port < 0 || port > 65535 ||
       host.find_first_of("[]:/") != std::string::npos) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(flag, " '", address, "': expected HOST:PORT, [IPV6]:PORT or PORT"));
+    return absl::InvalidArgumentError(absl::StrCat(flag, " '", address, "': expected HOST:PORT, [IPV6]:PORT or PORT"));
   }
   addrinfo hints = {};
   hints.ai_family = AF_UNSPEC;
@@ -47,8 +46,8 @@ absl::StatusOr<int> ListenTcp(const std::string& address, absl::string_view flag
     const int one = 1;
     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
     if (bind(fd, a->ai_addr, a->ai_addrlen) != 0 || listen(fd, 64) != 0) {
-      last = absl::UnavailableError(absl::StrCat(flag, " ", address, ": cannot listen on port ", port, ": ",
-                                                 std::strerror(errno)));
+      last = absl::UnavailableError(
+          absl::StrCat(flag, " ", address, ": cannot listen on port ", port, ": ", std::strerror(errno)));
       close(fd);
       fd = -1;
     }

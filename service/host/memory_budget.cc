@@ -58,10 +58,10 @@ absl::Status MemoryBudget::Change(size_t from, size_t to, bool check, std::strin
   // in_use_ >= from always: it is the sum of the reservations.
   const size_t others = in_use_ - std::min(in_use_, from);
   if (check && budget_ > 0 && to > from && (to > budget_ || others > budget_ - to)) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "memory budget exceeded: ", std::string(what), " needs ", to, " bytes of sequence memory; ",
-        in_use_, " bytes are in use by live sequences (", from, " of them by this one); the budget is ",
-        budget_, " bytes (--memory-budget)"));
+    return absl::ResourceExhaustedError(
+        absl::StrCat("memory budget exceeded: ", std::string(what), " needs ", to, " bytes of sequence memory; ",
+                     in_use_, " bytes are in use by live sequences (", from, " of them by this one); the budget is ",
+                     budget_, " bytes (--memory-budget)"));
   }
   in_use_ = others + to;
   return absl::OkStatus();
@@ -76,8 +76,8 @@ absl::StatusOr<size_t> ParseMemoryBudget(std::string_view text) {
     }
     const size_t ram = AvailableRamBytes();
     if (ram == 0 && pct > 0) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "memory budget '", std::string(text), "': the RAM size is unknown here; give a byte size"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("memory budget '", std::string(text), "': the RAM size is unknown here; give a byte size"));
     }
     return static_cast<size_t>(std::floor(static_cast<double>(ram) * pct / 100.0));
   }

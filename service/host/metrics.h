@@ -55,9 +55,9 @@ class Metrics final {
   prometheus::Gauge* sequence_memory_bytes;  // reserved in the live-memory budget
   prometheus::Gauge* memory_budget_bytes;    // that budget (--memory-budget; 0: unlimited)
   prometheus::Gauge* compute_threads;        // per model (--threads, or the CPU quota and affinity)
-  prometheus::Histogram* request_duration;  // Generate, from the call's start to its status
-  prometheus::Histogram* queue_wait;        // request received -> prompt processing starts
-  prometheus::Histogram* prefill_duration;  // prompt processing
+  prometheus::Histogram* request_duration;   // Generate, from the call's start to its status
+  prometheus::Histogram* queue_wait;         // request received -> prompt processing starts
+  prometheus::Histogram* prefill_duration;   // prompt processing
 
  private:
   Metrics() = default;

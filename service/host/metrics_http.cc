@@ -23,8 +23,8 @@ namespace {
 
 std::string Response(int code, absl::string_view reason, absl::string_view body, bool send_body,
                      absl::string_view extra_headers = "") {
-  std::string r = absl::StrCat("HTTP/1.1 ", code, " ", reason, "\r\n", extra_headers,
-                               "Content-Length: ", body.size(), "\r\nConnection: close\r\n\r\n");
+  std::string r = absl::StrCat("HTTP/1.1 ", code, " ", reason, "\r\n", extra_headers, "Content-Length: ", body.size(),
+                               "\r\nConnection: close\r\n\r\n");
   if (send_body) r.append(body.data(), body.size());
   return r;
 }
@@ -35,9 +35,7 @@ std::string PlainResponse(int code, absl::string_view reason) {
 }
 
 // RFC 9110 token characters (method and header names).
-bool IsTokenChar(unsigned char c) {
-  return std::isalnum(c) != 0 || std::strchr("!#$%&'*+-.^_`|~", c) != nullptr;
-}
+bool IsTokenChar(unsigned char c) { return std::isalnum(c) != 0 || std::strchr("!#$%&'*+-.^_`|~", c) != nullptr; }
 bool IsToken(absl::string_view s) {
   return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return IsTokenChar(c); });
 }
@@ -102,8 +100,7 @@ std::string HttpReplyFor(absl::string_view head, const std::function<std::string
     return Response(405, "Method Not Allowed", "Method Not Allowed\n", true,
                     "Allow: GET, HEAD\r\nContent-Type: text/plain; charset=utf-8\r\n");
   }
-  return Response(200, "OK", body(), rl.method == "GET",
-                  "Content-Type: text/plain; version=0.0.4; charset=utf-8\r\n");
+  return Response(200, "OK", body(), rl.method == "GET", "Content-Type: text/plain; version=0.0.4; charset=utf-8\r\n");
 }
 
 }  // namespace
@@ -142,8 +139,8 @@ std::string HttpReplyWhenDecided(absl::string_view in, size_t max_bytes, const s
 }
 
 absl::StatusOr<std::unique_ptr<MetricsHttpServer>> MetricsHttpServer::Create(const std::string& listen,
-                                                                              std::function<std::string()> render,
-                                                                              MetricsHttpOptions options) {
+                                                                             std::function<std::string()> render,
+                                                                             MetricsHttpOptions options) {
   auto fd = ListenTcp(listen, "--metrics-listen");
   if (!fd.ok()) return fd.status();
   std::unique_ptr<MetricsHttpServer> s(new MetricsHttpServer());

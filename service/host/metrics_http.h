@@ -64,8 +64,7 @@ class MetricsHttpServer final {
   MetricsHttpServer() = default;
   // The thread: polls the listening socket and every connection.
   void Serve();
-  void AcceptAll(std::vector<Connection>& conns, Clock::time_point now,
-                 Clock::time_point* accept_paused_until) const;
+  void AcceptAll(std::vector<Connection>& conns, Clock::time_point now, Clock::time_point* accept_paused_until) const;
   void Advance(Connection& c) const;
   void ReadRequest(Connection& c) const;
   void WriteReply(Connection& c) const;

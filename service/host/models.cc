@@ -4,8 +4,8 @@
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 #include <span>
+#include <sstream>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -89,9 +89,8 @@ absl::Status MeasureSequenceBytes(ServedModel& m) {
   // Per position: the last step's growth (a decode step); the base: the
   // least that puts every measured point under the bound (a fresh memory
   // may allocate its state on the first token).
-  const size_t per = measured >= 2 && bytes[measured - 1] > bytes[measured - 2]
-                         ? bytes[measured - 1] - bytes[measured - 2]
-                         : 0;
+  const size_t per =
+      measured >= 2 && bytes[measured - 1] > bytes[measured - 2] ? bytes[measured - 1] - bytes[measured - 2] : 0;
   size_t base = 0;
   for (int i = 0; i < measured; ++i) {
     const size_t below = static_cast<size_t>(i) * per;
@@ -133,8 +132,8 @@ absl::Status ChooseChatTemplate(ServedModel& m, const ModelsOptions& options) {
                                                    template_options.override_name, ": ", tmpl.status().message()));
   }
   if (!tmpl.ok()) {
-    LogLine(LogLevel::kWarning, absl::StrCat("warning chat_template model=", LogValue(m.name),
-                                             " msg=", LogValue(absl::StrCat("plain template: ", tmpl.status().message()))));
+    LogLine(LogLevel::kWarning, absl::StrCat("warning chat_template model=", LogValue(m.name), " msg=",
+                                             LogValue(absl::StrCat("plain template: ", tmpl.status().message()))));
     tmpl = ChatTemplate::FromName("plain");
   }
   if (tmpl.ok()) m.chat_template = *tmpl;
@@ -181,9 +180,10 @@ Pos ServedModel::context_length() const {
 
 ModelRegistry::~ModelRegistry() { models_.clear(); }
 
-absl::StatusOr<std::unique_ptr<ModelRegistry>> ModelRegistry::Load(
-    const std::vector<ModelSpec>& specs_in, const ModelsOptions& options,
-    const SchedulerOptions& scheduler_options, const BackendRegistry& families) {
+absl::StatusOr<std::unique_ptr<ModelRegistry>> ModelRegistry::Load(const std::vector<ModelSpec>& specs_in,
+                                                                   const ModelsOptions& options,
+                                                                   const SchedulerOptions& scheduler_options,
+                                                                   const BackendRegistry& families) {
   std::unique_ptr<ModelRegistry> reg(new ModelRegistry());
 
   const BuiltinModels& builtin = options.builtin;
@@ -241,8 +241,8 @@ absl::StatusOr<std::unique_ptr<ModelRegistry>> ModelRegistry::Load(
     }
     m->backend = MakeFairBackend(std::move(*backend));
     if (absl::Status st = MeasureSequenceBytes(*m); !st.ok()) {
-      return absl::Status(st.code(), absl::StrCat("model '", spec.name, "': measuring a sequence's memory: ",
-                                                  st.message()));
+      return absl::Status(st.code(),
+                          absl::StrCat("model '", spec.name, "': measuring a sequence's memory: ", st.message()));
     }
     if (absl::Status st = Equip(*m, reg->store_, options, scheduler_options); !st.ok()) return st;
     reg->models_.emplace(spec.name, std::move(m));
@@ -256,8 +256,8 @@ absl::StatusOr<ServedModel*> ModelRegistry::Find(const std::string& name) const 
   if (it == models_.end()) {
     std::vector<std::string> names;
     for (const auto& [n, m] : models_) names.push_back(n);
-    return absl::NotFoundError(absl::StrCat("model '", name, "' is not served (served: ",
-                                            absl::StrJoin(names, ", "), ")"));
+    return absl::NotFoundError(
+        absl::StrCat("model '", name, "' is not served (served: ", absl::StrJoin(names, ", "), ")"));
   }
   return it->second.get();
 }

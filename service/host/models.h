@@ -5,8 +5,8 @@
 
 #include <functional>
 #include <map>
-#include <optional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -43,7 +43,7 @@ struct ServedModel {
   ~ServedModel();
 
   std::string name;
-  std::string path;       // "" for built-in models
+  std::string path;  // "" for built-in models
   bool synthetic = false;
   std::shared_ptr<const ModelFile> file;
   // Member order is destruction order in reverse: the scheduler stops
@@ -115,9 +115,10 @@ class ModelRegistry final {
   // store (one RAM budget) is shared by all models. Errors from opening,
   // recognizing or loading a file name the model; ALREADY_EXISTS for a
   // duplicate name.
-  static absl::StatusOr<std::unique_ptr<ModelRegistry>> Load(
-      const std::vector<ModelSpec>& specs, const ModelsOptions& options,
-      const SchedulerOptions& scheduler_options, const BackendRegistry& families);
+  static absl::StatusOr<std::unique_ptr<ModelRegistry>> Load(const std::vector<ModelSpec>& specs,
+                                                             const ModelsOptions& options,
+                                                             const SchedulerOptions& scheduler_options,
+                                                             const BackendRegistry& families);
   ~ModelRegistry();
 
   // NOT_FOUND naming the model and the served ones.

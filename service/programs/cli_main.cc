@@ -174,8 +174,7 @@ void PrintStats(const LastStats& s) {
 }
 
 // Streams one request; prints text (or ids) as it arrives.
-grpc::Status Stream(Inference::Stub& stub, const Options& o, const cairn::v1::GenerateRequest& req,
-                    LastStats* stats) {
+grpc::Status Stream(Inference::Stub& stub, const Options& o, const cairn::v1::GenerateRequest& req, LastStats* stats) {
   grpc::ClientContext ctx;
   Prepare(ctx);
   if (o.timeout > 0) {
@@ -214,8 +213,7 @@ int Fail(const grpc::Status& st) {
   return 1;
 }
 
-grpc::Status Session(Inference::Stub& stub, const cairn::v1::SessionRequest& req,
-                     cairn::v1::SessionResponse* resp) {
+grpc::Status Session(Inference::Stub& stub, const cairn::v1::SessionRequest& req, cairn::v1::SessionResponse* resp) {
   grpc::ClientContext ctx;
   Prepare(ctx);
   return stub.SessionControl(&ctx, req, resp);
@@ -253,7 +251,9 @@ void AddChatTurn(const std::string& system, const std::string& user, cairn::v1::
 class Chat {
  public:
   Chat(Inference::Stub& stub, Options o)
-      : stub_(stub), o_(std::move(o)), send_system_(o_.session.empty() && !o_.system.empty()),
+      : stub_(stub),
+        o_(std::move(o)),
+        send_system_(o_.session.empty() && !o_.system.empty()),
         can_resend_(o_.session.empty()) {}
 
   // Until /quit or the end of the input; the exit status.
@@ -282,8 +282,10 @@ class Chat {
         Turn(line.substr(1));  // an escaped slash: text for the model
       } else if (line[0] == '/') {
         // A mistyped command must not reach the model as a message.
-        std::fprintf(stderr, "cairn-cli: unknown command '%s' (/help lists them; start a line with // to send "
-                     "it as text)\n", line.substr(0, line.find(' ')).c_str());
+        std::fprintf(stderr,
+                     "cairn-cli: unknown command '%s' (/help lists them; start a line with // to send "
+                     "it as text)\n",
+                     line.substr(0, line.find(' ')).c_str());
       } else {
         Turn(line);
       }
@@ -331,9 +333,8 @@ class Chat {
     }
     if (resp.has_sessions()) {
       for (const auto& s : resp.sessions().sessions()) {
-        std::fprintf(stderr, "%s %s %d tokens, idle %.0fs%s%s\n", s.session_id().c_str(), s.model().c_str(),
-                     s.tokens(), s.idle_seconds(), s.busy() ? ", busy" : "",
-                     s.session_id() == o_.session ? "  (current)" : "");
+        std::fprintf(stderr, "%s %s %d tokens, idle %.0fs%s%s\n", s.session_id().c_str(), s.model().c_str(), s.tokens(),
+                     s.idle_seconds(), s.busy() ? ", busy" : "", s.session_id() == o_.session ? "  (current)" : "");
       }
     } else if (line == "/fork") {
       std::fprintf(stderr, "forked %s -> %s (now current; %d tokens)\n", o_.session.c_str(),
@@ -426,8 +427,7 @@ int Drain(Inference::Stub& source, Inference::Stub& target) {
   int moved = 0, failed = 0;
   for (const auto& info : sessions.sessions().sessions()) {
     const std::string& id = info.session_id();
-    auto step = [&](Inference::Stub& stub, const cairn::v1::SessionRequest& req,
-                    cairn::v1::SessionResponse* resp) {
+    auto step = [&](Inference::Stub& stub, const cairn::v1::SessionRequest& req, cairn::v1::SessionResponse* resp) {
       grpc::ClientContext ctx;
       Prepare(ctx, id);
       return stub.SessionControl(&ctx, req, resp);
@@ -454,8 +454,7 @@ int Drain(Inference::Stub& source, Inference::Stub& target) {
       std::fprintf(stderr, "moved %s (%d tokens)\n", id.c_str(), imported.session().tokens());
     } else {
       ++failed;
-      std::fprintf(stderr, "cairn-cli: session %s not moved: %s\n", id.c_str(),
-                   cairn::service::StatusText(st).c_str());
+      std::fprintf(stderr, "cairn-cli: session %s not moved: %s\n", id.c_str(), cairn::service::StatusText(st).c_str());
     }
   }
   std::printf("drained %d of %d sessions\n", moved, moved + failed);
@@ -544,9 +543,8 @@ int main(int argc, char** argv) {
     if (grpc::Status st = stub->ListModels(&ctx, {}, &resp); !st.ok()) return Fail(st);
     if (o.list_models) {
       for (const auto& m : resp.models()) {
-        std::printf("%s\t%s\t%s\tctx %d\ttemplate %s%s\n", m.name().c_str(), m.arch().c_str(),
-                    m.family().c_str(), m.context_length(),
-                    m.chat_template().empty() ? "none" : m.chat_template().c_str(),
+        std::printf("%s\t%s\t%s\tctx %d\ttemplate %s%s\n", m.name().c_str(), m.arch().c_str(), m.family().c_str(),
+                    m.context_length(), m.chat_template().empty() ? "none" : m.chat_template().c_str(),
                     m.synthetic() ? "\tsynthetic (random weights)" : "");
       }
       return 0;

@@ -15,15 +15,15 @@ namespace cairn::service {
 namespace {
 
 constexpr const char* kWords[] = {
-    "the", "a", "and", "to", "of", "in", "was", "he", "she", "it", "they", "said", "once",
-    "upon", "time", "there", "little", "big", "girl", "boy", "dog", "cat", "bird", "tree",
-    "sun", "moon", "day", "night", "happy", "sad", "went", "saw", "found", "played", "ran",
-    "home", "friend", "mom", "dad", "park", "ball", "red", "blue", "green", "small", "very",
-    "with", "on", "for", "but", "so", "then", "one", "all", "her", "his", "had", "were",
-    "is", "not", "wanted", "liked", "looked", "toy", "box", "car", "house", "water", "sky",
-    "star", "fish", "flower", "cake", "book", "hat", "shoe", "door", "road", "hill", "river",
-    "king", "queen", "dragon", "cloud", "rain", "snow", "wind", "stone", "bear", "fox",
-    "owl", "frog", "apple", "bread", "song", "dance", "smile", "laugh", "jump", "fly", "swim",
+    "the",    "a",     "and",    "to",    "of",     "in",   "was",   "he",    "she",   "it",     "they",   "said",
+    "once",   "upon",  "time",   "there", "little", "big",  "girl",  "boy",   "dog",   "cat",    "bird",   "tree",
+    "sun",    "moon",  "day",    "night", "happy",  "sad",  "went",  "saw",   "found", "played", "ran",    "home",
+    "friend", "mom",   "dad",    "park",  "ball",   "red",  "blue",  "green", "small", "very",   "with",   "on",
+    "for",    "but",   "so",     "then",  "one",    "all",  "her",   "his",   "had",   "were",   "is",     "not",
+    "wanted", "liked", "looked", "toy",   "box",    "car",  "house", "water", "sky",   "star",   "fish",   "flower",
+    "cake",   "book",  "hat",    "shoe",  "door",   "road", "hill",  "river", "king",  "queen",  "dragon", "cloud",
+    "rain",   "snow",  "wind",   "stone", "bear",   "fox",  "owl",   "frog",  "apple", "bread",  "song",   "dance",
+    "smile",  "laugh", "jump",   "fly",   "swim",
 };
 
 struct Vocab {
@@ -145,9 +145,10 @@ absl::StatusOr<DemoModel> BuildRecurrent(const std::string& name) {
 // four.
 absl::StatusOr<DemoModel> BuildHybrid(const std::string& name, int64_t n_embd, int32_t n_layer, int64_t n_ff) {
   const Vocab v = BuildVocab();
-  return Finish(synthetic::GraniteHybrid(
-                    {.n_embd = n_embd, .n_ff = n_ff, .n_vocab = static_cast<int64_t>(v.tokens.size()), .n_layer = n_layer}),
-                name, v);
+  return Finish(
+      synthetic::GraniteHybrid(
+          {.n_embd = n_embd, .n_ff = n_ff, .n_vocab = static_cast<int64_t>(v.tokens.size()), .n_layer = n_layer}),
+      name, v);
 }
 
 // A Qwen3.5-MoE-style hybrid (qwen35moe): Gated DeltaNet layers and gated
@@ -155,8 +156,11 @@ absl::StatusOr<DemoModel> BuildHybrid(const std::string& name, int64_t n_embd, i
 // used) and a sigmoid-gated shared expert.
 absl::StatusOr<DemoModel> BuildMoe(const std::string& name) {
   const Vocab v = BuildVocab();
-  return Finish(synthetic::Qwen35({.n_vocab = static_cast<int64_t>(v.tokens.size()), .n_expert = 8,
-                                   .n_expert_used = 2, .n_ff_expert = 64, .n_ff_shared = 64}),
+  return Finish(synthetic::Qwen35({.n_vocab = static_cast<int64_t>(v.tokens.size()),
+                                   .n_expert = 8,
+                                   .n_expert_used = 2,
+                                   .n_ff_expert = 64,
+                                   .n_ff_shared = 64}),
                 name, v);
 }
 

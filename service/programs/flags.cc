@@ -88,9 +88,7 @@ void FlagParser::OptionalValue(std::string name, bool* given, std::string* value
 
 void FlagParser::Positional(std::vector<std::string>* out) { positional_ = out; }
 
-void FlagParser::Delegate(std::function<absl::StatusOr<bool>(std::string_view)> take) {
-  delegate_ = std::move(take);
-}
+void FlagParser::Delegate(std::function<absl::StatusOr<bool>(std::string_view)> take) { delegate_ = std::move(take); }
 
 const FlagParser::Flag* FlagParser::Find(std::string_view name) const {
   for (const Flag& f : flags_) {

@@ -22,8 +22,8 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <map>
 #include <cstdio>
+#include <map>
 #include <memory>
 #include <random>
 #include <string>
@@ -90,7 +90,7 @@ struct Options {
   int max_tokens = 64;
   int stalled_clients = 0;
   bool batching_gain = false;
-  int rounds = 3;  // --batching-gain: alternations of the 1- and 8-stream phases
+  int rounds = 3;                                   // --batching-gain: alternations of the 1- and 8-stream phases
   cairn::checkpoint::CheckpointOptions checkpoint;  // of the in-process server (checkpoint flags)
   int threads = 0;
   double max_backoff = 2;  // seconds
@@ -269,8 +269,8 @@ RunResult Run(const std::string& addr, const Options& o, int clients, double sec
   r.p99 = Percentile(stats.ttft, 0.99);
   for (double d : stats.decode_rates) r.decode_rate += d / static_cast<double>(stats.decode_rates.size());
   if (!stats.first_error.empty()) {
-    std::fprintf(stderr, "first error: %s (clients waited %.1f s in all after failures)\n",
-                 stats.first_error.c_str(), stats.backoff_seconds);
+    std::fprintf(stderr, "first error: %s (clients waited %.1f s in all after failures)\n", stats.first_error.c_str(),
+                 stats.backoff_seconds);
   }
   for (const auto& [how, count] : stats.stalled_ends) {
     std::printf("stalled calls: %lld %s\n", static_cast<long long>(count), how.c_str());
@@ -282,10 +282,11 @@ RunResult Run(const std::string& addr, const Options& o, int clients, double sec
 }
 
 void Print(const char* label, int clients, const RunResult& r) {
-  std::printf("%-10s clients %2d: %lld requests, %lld errors, %lld tokens in %.1f s = %.1f tokens/s; "
-              "TTFT p50 %.1f ms, p99 %.1f ms\n",
-              label, clients, static_cast<long long>(r.requests), static_cast<long long>(r.errors),
-              static_cast<long long>(r.tokens), r.seconds, r.tokens / r.seconds, r.p50 * 1e3, r.p99 * 1e3);
+  std::printf(
+      "%-10s clients %2d: %lld requests, %lld errors, %lld tokens in %.1f s = %.1f tokens/s; "
+      "TTFT p50 %.1f ms, p99 %.1f ms\n",
+      label, clients, static_cast<long long>(r.requests), static_cast<long long>(r.errors),
+      static_cast<long long>(r.tokens), r.seconds, r.tokens / r.seconds, r.p50 * 1e3, r.p99 * 1e3);
 }
 
 // Every flag of cairn-load, into `o`.
@@ -323,8 +324,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "cairn-load: --stalled-clients is at most --clients (and not for --batching-gain)\n");
     return 2;
   }
-  if (auto channel = cairn::service::ClientChannel(o.server.empty() ? "127.0.0.1:1" : o.server, o.tls);
-      !channel.ok()) {
+  if (auto channel = cairn::service::ClientChannel(o.server.empty() ? "127.0.0.1:1" : o.server, o.tls); !channel.ok()) {
     std::fprintf(stderr, "cairn-load: %s\n", channel.status().ToString().c_str());
     return 2;
   }
@@ -366,15 +366,16 @@ int main(int argc, char** argv) {
       // Decode alone: each stream's own decode rate (the server's timings,
       // prompt and request turnaround excluded), summed over the streams.
       decode_gains.push_back(8 * eight.decode_rate / std::max(one.decode_rate, 1e-9));
-      std::printf("round %d: batching gain %.2fx (aggregate tokens/s), %.2fx (aggregate decode tokens/s: "
-                  "1 stream %.1f, 8 streams %.1f each)\n",
-                  round + 1, gains.back(), decode_gains.back(), one.decode_rate, eight.decode_rate);
+      std::printf(
+          "round %d: batching gain %.2fx (aggregate tokens/s), %.2fx (aggregate decode tokens/s: "
+          "1 stream %.1f, 8 streams %.1f each)\n",
+          round + 1, gains.back(), decode_gains.back(), one.decode_rate, eight.decode_rate);
       errors += one.errors + eight.errors;
     }
     std::printf("batching gain (8 concurrent vs 1, aggregate tokens/s), median of %d rounds: %.2fx\n", o.rounds,
                 Percentile(gains, 0.5));
-    std::printf("batching gain (8 concurrent vs 1, aggregate decode tokens/s), median of %d rounds: %.2fx\n",
-                o.rounds, Percentile(decode_gains, 0.5));
+    std::printf("batching gain (8 concurrent vs 1, aggregate decode tokens/s), median of %d rounds: %.2fx\n", o.rounds,
+                Percentile(decode_gains, 0.5));
     rc = errors == 0 ? 0 : 1;
   } else {
     const RunResult r = Run(addr, o, o.clients, o.seconds);

@@ -262,8 +262,8 @@ int main(int argc, char** argv) {
   for (service::ServedModel* m : (*server)->models().All()) {
     std::fprintf(stderr, "cairn-server: model %s (%s, %s%s), context %d, sequence memory %zu + %zu bytes/position\n",
                  m->name.c_str(), m->info().arch.c_str(), m->info().family.c_str(),
-                 m->synthetic ? ", synthetic: random weights" : "", m->context_length(),
-                 m->sequence_base_bytes, m->sequence_bytes_per_position);
+                 m->synthetic ? ", synthetic: random weights" : "", m->context_length(), m->sequence_base_bytes,
+                 m->sequence_bytes_per_position);
     if (m->chat_template.has_value()) {
       std::fprintf(stderr, "cairn-server: model %s chat template %s\n", m->name.c_str(),
                    m->chat_template->description().c_str());

@@ -14,9 +14,7 @@ class FairBackend final : public Backend {
  public:
   explicit FairBackend(std::unique_ptr<Backend> inner) : inner_(std::move(inner)) {}
   const ModelInfo& info() const override { return inner_->info(); }
-  absl::StatusOr<std::unique_ptr<SequenceMemory>> NewSequence() override {
-    return inner_->NewSequence();
-  }
+  absl::StatusOr<std::unique_ptr<SequenceMemory>> NewSequence() override { return inner_->NewSequence(); }
   absl::StatusOr<std::vector<RunLogits>> Forward(std::span<const SequenceRun> batch) override {
     {
       absl::MutexLock lock(&mu_);

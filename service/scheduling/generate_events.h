@@ -39,7 +39,7 @@ struct GenerationFinished {
   double prefill_seconds = 0;
   double time_to_first_token_seconds = 0;  // 0: no token
   double decode_seconds = 0;
-  double decode_tokens_per_second = 0;     // 0: fewer than two tokens
+  double decode_tokens_per_second = 0;  // 0: fewer than two tokens
 };
 
 using GenerateEvent = std::variant<PromptProcessed, TokenGenerated, GenerationFinished>;

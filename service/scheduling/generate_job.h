@@ -82,8 +82,8 @@ struct GenerateJob {
   checkpoint::PrefillStats stats;
 
   // --- the scheduler's side
-  void Emit(GenerateEvent event);     // queues it, then wakes the caller
-  void Finish(absl::Status status);   // once; then wakes the caller
+  void Emit(GenerateEvent event);        // queues it, then wakes the caller
+  void Finish(absl::Status status);      // once; then wakes the caller
   std::function<void()> wake_scheduler;  // set by Submit
 
  private:

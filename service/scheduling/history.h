@@ -29,8 +29,8 @@ struct ChunkData {
 };
 
 struct HistoryItem {
-  TokenId token = -1;                       // when chunk is null
-  std::shared_ptr<const ChunkData> chunk;   // immutable, shared by copies
+  TokenId token = -1;                      // when chunk is null
+  std::shared_ptr<const ChunkData> chunk;  // immutable, shared by copies
   bool is_chunk() const { return chunk != nullptr; }
 };
 
@@ -73,7 +73,7 @@ struct History {
     int64_t r = 0;
     for (size_t i = 0; i < n && i < items.size(); ++i) {
       r += items[i].is_chunk() ? std::max<int64_t>(int64_t{items[i].chunk->nx} * items[i].chunk->ny,
-                                                    std::max(items[i].chunk->nx, items[i].chunk->ny))
+                                                   std::max(items[i].chunk->nx, items[i].chunk->ny))
                                : 1;
     }
     return r;

@@ -15,15 +15,15 @@
 namespace cairn::service {
 
 struct SamplingConfig {
-  float temperature = 0.8f;        // 0: greedy
-  int32_t top_k = 0;               // 0: off
-  float top_p = 1.0f;              // 1: off
-  float min_p = 0.0f;              // 0: off
-  float repetition_penalty = 1.0f; // 1: off
-  float presence_penalty = 0.0f;   // 0: off
-  int32_t penalty_last_n = 64;     // -1: whole sequence; 0: penalties off
+  float temperature = 0.8f;         // 0: greedy
+  int32_t top_k = 0;                // 0: off
+  float top_p = 1.0f;               // 1: off
+  float min_p = 0.0f;               // 0: off
+  float repetition_penalty = 1.0f;  // 1: off
+  float presence_penalty = 0.0f;    // 0: off
+  int32_t penalty_last_n = 64;      // -1: whole sequence; 0: penalties off
   uint64_t seed = 0;
-  int32_t top_logprobs = 0;        // 0..20
+  int32_t top_logprobs = 0;  // 0..20
   bool logprobs = false;
 
   // INVALID_ARGUMENT naming the first parameter out of its documented range
@@ -33,8 +33,8 @@ struct SamplingConfig {
 
 struct SampledToken {
   TokenId id = 0;
-  float logprob = 0;                                  // with logprobs
-  std::vector<std::pair<TokenId, float>> top;         // with top_logprobs
+  float logprob = 0;                           // with logprobs
+  std::vector<std::pair<TokenId, float>> top;  // with top_logprobs
 };
 
 // One per request: owns the RNG and the penalty window. Not thread-safe.

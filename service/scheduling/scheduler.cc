@@ -11,9 +11,7 @@
 namespace cairn::service {
 namespace {
 
-double Seconds(Clock::time_point a, Clock::time_point b) {
-  return std::chrono::duration<double>(b - a).count();
-}
+double Seconds(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); }
 
 bool WaitsForWrites(const GenerateJob& job, int32_t generated, int32_t limit) {
   return generated - job.acknowledged() >= limit;
@@ -35,7 +33,7 @@ struct Scheduler::Running {
   // Backpressure: acknowledged() when last seen moving, and when.
   int64_t progress_acked = -1;
   Clock::time_point progress_at;
-  bool over = false;  // finished in this step
+  bool over = false;       // finished in this step
   GenerationFinished fin;  // reason, matched stop and trailing text; Complete adds the rest
 
   Running(std::shared_ptr<GenerateJob> j, const Tokenizer* tok)
@@ -48,8 +46,7 @@ struct Scheduler::Running {
   }
 };
 
-Scheduler::Scheduler(const SchedulerModel& model, const SchedulerOptions& options)
-    : model_(model), options_(options) {}
+Scheduler::Scheduler(const SchedulerModel& model, const SchedulerOptions& options) : model_(model), options_(options) {}
 
 absl::StatusOr<std::unique_ptr<Scheduler>> Scheduler::Create(const SchedulerModel& model,
                                                              const SchedulerOptions& options) {
@@ -82,8 +79,8 @@ absl::Status Scheduler::Submit(std::shared_ptr<GenerateJob> job) {
   absl::MutexLock lock(&mu_);
   if (stopping_) return absl::UnavailableError("server shutting down");
   if (queue_.size() >= static_cast<size_t>(options_.max_queue)) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "model '", model_.name, "' has ", queue_.size(), " requests waiting (limit ", options_.max_queue, ")"));
+    return absl::ResourceExhaustedError(absl::StrCat("model '", model_.name, "' has ", queue_.size(),
+                                                     " requests waiting (limit ", options_.max_queue, ")"));
   }
   // Releasing mu_ makes the loop re-evaluate HasWork with the job's new
   // acknowledged count or stop (no wake-up lost between its check and its
@@ -170,19 +167,20 @@ Clock::time_point Scheduler::NextWake() const {
 
 absl::Status Scheduler::StopStatus(const GenerateJob& job) const {
   switch (job.stop_reason()) {
-    case StopReason::kDeadline: return absl::DeadlineExceededError("deadline exceeded");
-    case StopReason::kShutdown: return absl::UnavailableError("server shutting down");
+    case StopReason::kDeadline:
+      return absl::DeadlineExceededError("deadline exceeded");
+    case StopReason::kShutdown:
+      return absl::UnavailableError("server shutting down");
     case StopReason::kStalled:
       return absl::CancelledError(absl::StrCat(
           "the client stopped reading: ", options_.max_unacknowledged_tokens, " tokens unwritten for ",
           std::chrono::duration<double>(options_.stalled_stream).count(), " s (--stalled-stream-seconds)"));
-    default: return absl::CancelledError("request cancelled");
+    default:
+      return absl::CancelledError("request cancelled");
   }
 }
 
-void Scheduler::EndUnstarted(GenerateJob& job, absl::Status status) {
-  job.Finish(std::move(status));
-}
+void Scheduler::EndUnstarted(GenerateJob& job, absl::Status status) { job.Finish(std::move(status)); }
 
 void Scheduler::StartPrompt(std::shared_ptr<GenerateJob> job) {
   if (Stopping(*job, Clock::now())) {
@@ -297,8 +295,8 @@ bool Scheduler::WaitAndAdmit(std::vector<std::shared_ptr<GenerateJob>>* admitted
   // clients must not keep the others waiting. (A stream briefly paused
   // while its handler catches up keeps its place.)
   const size_t idle = CountIdle(now);
-  while (!queue_.empty() && decoding_.size() - idle + prefilling_.size() + admitted->size() <
-                                static_cast<size_t>(options_.max_batch)) {
+  while (!queue_.empty() &&
+         decoding_.size() - idle + prefilling_.size() + admitted->size() < static_cast<size_t>(options_.max_batch)) {
     admitted->push_back(std::move(queue_.front()));
     queue_.pop_front();
   }
@@ -389,8 +387,7 @@ void Scheduler::RunBatch(StepBatch& b) {
   }
   // Isolate the failing run(s): one request's error must not end the others.
   for (size_t i = 0; i < b.runs.size(); ++i) {
-    absl::StatusOr<std::vector<RunLogits>> one =
-        model_.backend->Forward(std::span<const SequenceRun>(&b.runs[i], 1));
+    absl::StatusOr<std::vector<RunLogits>> one = model_.backend->Forward(std::span<const SequenceRun>(&b.runs[i], 1));
     if (one.ok()) {
       b.out[i] = std::move((*one)[0]);
     } else {

@@ -62,7 +62,7 @@ struct SchedulerOptions {
   // Tokens per step (one Forward): every decoding sequence's next token
   // plus prompt runs up to this budget (at least one prompt run per step).
   int32_t step_tokens = 512;
-  int32_t max_queue = 256;   // admitted requests waiting; beyond: RESOURCE_EXHAUSTED
+  int32_t max_queue = 256;  // admitted requests waiting; beyond: RESOURCE_EXHAUSTED
   // Backpressure (see above): a stream with this many token deltas not yet
   // written pauses; paused this long without a completed write, it ends.
   int32_t max_unacknowledged_tokens = 32;
@@ -80,11 +80,11 @@ struct SchedulerOptions {
 // scheduler knows nothing else of the model, so it does not depend on
 // the host's models.h (which owns the scheduler).
 struct SchedulerModel {
-  std::string name;                          // for error messages
-  Backend* backend = nullptr;                // Forward of every step
+  std::string name;                                // for error messages
+  Backend* backend = nullptr;                      // Forward of every step
   checkpoint::CheckpointEngine* engine = nullptr;  // every engine call of a request
-  const Tokenizer* tokenizer = nullptr;      // null: token ids only
-  Pos context_length = 0;                    // most positions a sequence may hold
+  const Tokenizer* tokenizer = nullptr;            // null: token ids only
+  Pos context_length = 0;                          // most positions a sequence may hold
 };
 
 class Scheduler final {

@@ -20,9 +20,9 @@ class StopMatcher final {
   explicit StopMatcher(std::vector<std::string> stops) : stops_(std::move(stops)) {}
 
   struct Result {
-    std::string emit;     // text safe to stream now
-    bool stopped = false; // a stop string matched; emit ends before it
-    std::string matched;  // the stop string
+    std::string emit;      // text safe to stream now
+    bool stopped = false;  // a stop string matched; emit ends before it
+    std::string matched;   // the stop string
   };
 
   // Adds a piece of output text.

@@ -9,30 +9,27 @@ namespace cairn::service {
 
 absl::Status CheckToken(const ServedModel& model, int32_t id) {
   if (id < 0 || id >= model.info().n_vocab) {
-    return absl::InvalidArgumentError(absl::StrCat("token id ", id, " out of range [0, ",
-                                                   model.info().n_vocab, ") for model '",
-                                                   model.name, "'"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("token id ", id, " out of range [0, ", model.info().n_vocab, ") for model '", model.name, "'"));
   }
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::shared_ptr<const ChunkData>> ToChunk(const ServedModel& model,
-                                                         const v1::EmbeddingChunk& c) {
+absl::StatusOr<std::shared_ptr<const ChunkData>> ToChunk(const ServedModel& model, const v1::EmbeddingChunk& c) {
   if (!model.info().accepts_embeddings) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("model '", model.name, "' does not accept embedding chunks"));
+    return absl::InvalidArgumentError(absl::StrCat("model '", model.name, "' does not accept embedding chunks"));
   }
   if (c.width() != model.info().n_embd) {
-    return absl::InvalidArgumentError(absl::StrCat("embedding width ", c.width(),
-                                                   " != the model's n_embd ", model.info().n_embd));
+    return absl::InvalidArgumentError(
+        absl::StrCat("embedding width ", c.width(), " != the model's n_embd ", model.info().n_embd));
   }
   if (c.nx() <= 0 || c.ny() <= 0 || c.nx() > (1 << 16) || c.ny() > (1 << 16)) {
     return absl::InvalidArgumentError(absl::StrCat("bad embedding grid ", c.nx(), "x", c.ny()));
   }
   const int64_t want = int64_t{c.nx()} * c.ny() * c.width();
   if (want != c.values_size()) {
-    return absl::InvalidArgumentError(absl::StrCat("embedding chunk has ", c.values_size(),
-                                                   " values, grid and width need ", want));
+    return absl::InvalidArgumentError(
+        absl::StrCat("embedding chunk has ", c.values_size(), " values, grid and width need ", want));
   }
   // A NaN or infinity would flow through every layer into the sequence's
   // memory and make every later logit NaN: refuse it before it gets there.

@@ -22,8 +22,7 @@ absl::Status CheckToken(const ServedModel& model, int32_t id);
 // A validated copy of an embedding chunk: INVALID_ARGUMENT when the model
 // takes no embeddings, the width is not its n_embd, the grid is empty or
 // larger than 65536 on a side, or the values do not fill the grid.
-absl::StatusOr<std::shared_ptr<const ChunkData>> ToChunk(const ServedModel& model,
-                                                         const v1::EmbeddingChunk& chunk);
+absl::StatusOr<std::shared_ptr<const ChunkData>> ToChunk(const ServedModel& model, const v1::EmbeddingChunk& chunk);
 
 // The history's items and message boundaries into a snapshot (appended).
 void HistoryToProto(const History& history, v1::SessionSnapshot* out);

@@ -48,9 +48,8 @@ absl::StatusOr<std::unique_ptr<SessionDirectory>> SessionDirectory::Create(const
 }
 
 bool SessionDirectory::Expired(int64_t mtime_ns) const {
-  const int64_t now_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                             std::chrono::system_clock::now().time_since_epoch())
-                             .count();
+  const int64_t now_ns =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
   return now_ns - mtime_ns > std::chrono::duration_cast<std::chrono::nanoseconds>(expiry_).count();
 }
 
@@ -73,8 +72,8 @@ absl::Status SessionDirectory::Save(const std::string& id, const PersistedSessio
     absl::MutexLock lock(&mu_);
     tmp = absl::StrCat(path, ".tmp.", ::getpid(), ".", tmp_counter_++);
   }
-  const std::span<const std::byte> parts[] = {
-      checkpoint::BytesOf(&h, 1), checkpoint::BytesOf(payload.data(), payload.size())};
+  const std::span<const std::byte> parts[] = {checkpoint::BytesOf(&h, 1),
+                                              checkpoint::BytesOf(payload.data(), payload.size())};
   absl::StatusOr<checkpoint::FileInfo> written = env_->WriteFileAtomically(path, tmp, parts);
   if (!written.ok()) return written.status();
   absl::MutexLock lock(&mu_);
@@ -115,8 +114,7 @@ absl::StatusOr<PersistedSession> SessionDirectory::Load(const std::string& id) {
     const std::string_view payload = std::string_view(bytes).substr(sizeof(h));
     out.owner = std::string(payload.substr(0, h.owner_len));
     out.cache_tenant = std::string(payload.substr(h.owner_len, h.tenant_len));
-    valid = out.snapshot.ParseFromArray(payload.data() + h.owner_len + h.tenant_len,
-                                        static_cast<int>(h.snapshot_len));
+    valid = out.snapshot.ParseFromArray(payload.data() + h.owner_len + h.tenant_len, static_cast<int>(h.snapshot_len));
   }
   if (!valid) {
     Remove(id);

@@ -48,8 +48,7 @@ class SessionDirectory final {
   // when the directory cannot be created or written. Every file operation
   // goes through `env` (null: checkpoint::Env::Default()), which must
   // outlive the directory object.
-  static absl::StatusOr<std::unique_ptr<SessionDirectory>> Create(const std::string& dir,
-                                                                  std::chrono::seconds expiry,
+  static absl::StatusOr<std::unique_ptr<SessionDirectory>> Create(const std::string& dir, std::chrono::seconds expiry,
                                                                   checkpoint::Env* env = nullptr);
 
   // Writes the session's file (replacing it atomically). `id` must satisfy

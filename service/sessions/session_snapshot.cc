@@ -62,9 +62,8 @@ absl::StatusOr<v1::SessionSnapshot> CaptureSession(Session& s, CaptureMode mode,
 }
 
 absl::StatusOr<SessionLease> RestoreSession(const v1::SessionSnapshot& snap, const std::string& model_name,
-                                            const std::string& id, const Caller& caller,
-                                            const ModelRegistry& models, SessionManager& sessions,
-                                            MemoryBudget* budget, const std::string& key) {
+                                            const std::string& id, const Caller& caller, const ModelRegistry& models,
+                                            SessionManager& sessions, MemoryBudget* budget, const std::string& key) {
   if (snap.version() != kSnapshotVersion) {
     return absl::InvalidArgumentError(absl::StrCat("unsupported snapshot version ", snap.version(),
                                                    " (this server reads version ", kSnapshotVersion, ")"));
@@ -75,11 +74,9 @@ absl::StatusOr<SessionLease> RestoreSession(const v1::SessionSnapshot& snap, con
   auto model_or = models.Find(name);
   if (!model_or.ok()) return model_or.status();
   ServedModel& model = **model_or;
-  if (snap.model() != model.name || snap.arch() != model.info().arch ||
-      snap.n_vocab() != model.info().n_vocab) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "snapshot is of model '", snap.model(), "' (", snap.arch(), "), not '", model.name, "' (",
-        model.info().arch, ")"));
+  if (snap.model() != model.name || snap.arch() != model.info().arch || snap.n_vocab() != model.info().n_vocab) {
+    return absl::FailedPreconditionError(absl::StrCat("snapshot is of model '", snap.model(), "' (", snap.arch(),
+                                                      "), not '", model.name, "' (", model.info().arch, ")"));
   }
   auto history = HistoryFromProto(model, snap);
   if (!history.ok()) return history.status();
@@ -106,11 +103,9 @@ absl::StatusOr<SessionLease> RestoreSession(const v1::SessionSnapshot& snap, con
   // The budget must hold the restored state (bounded like any sequence of
   // that many rows) before the session exists.
   const int64_t state_rows = h.RowsOf(k);
-  auto lease = sessions.Create(&model, caller.owner, caller.cache_tenant,
-                               state.data.empty() ? 0 : model.SequenceBytes(state_rows),
-                               absl::StrCat("an imported session of ", state_rows, " rows on model '",
-                                            model.name, "'"),
-                               id);
+  auto lease = sessions.Create(
+      &model, caller.owner, caller.cache_tenant, state.data.empty() ? 0 : model.SequenceBytes(state_rows),
+      absl::StrCat("an imported session of ", state_rows, " rows on model '", model.name, "'"), id);
   if (!lease.ok()) return lease.status();
   Session& s = **lease;
   if (!state.data.empty()) {
@@ -119,8 +114,8 @@ absl::StatusOr<SessionLease> RestoreSession(const v1::SessionSnapshot& snap, con
       const std::string new_id = s.id;
       lease->Reset();  // releases the session so that it can be deleted
       sessions.Delete(new_id, caller.owner).IgnoreError();
-      return absl::FailedPreconditionError(absl::StrCat("snapshot does not fit model '", model.name,
-                                                        "': ", st.message()));
+      return absl::FailedPreconditionError(
+          absl::StrCat("snapshot does not fit model '", model.name, "': ", st.message()));
     }
     // Tell the engine what the restored memory holds. A history with chunks
     // cannot be recorded this way: the state is dropped and the next

@@ -45,9 +45,8 @@ absl::StatusOr<v1::SessionSnapshot> CaptureSession(Session& s, CaptureMode mode,
 // not fit it, RESOURCE_EXHAUSTED for the context, session count or budget,
 // ALREADY_EXISTS for an id in use. Nothing is left behind on error.
 absl::StatusOr<SessionLease> RestoreSession(const v1::SessionSnapshot& snap, const std::string& model_name,
-                                            const std::string& id, const Caller& caller,
-                                            const ModelRegistry& models, SessionManager& sessions,
-                                            MemoryBudget* budget, const std::string& key);
+                                            const std::string& id, const Caller& caller, const ModelRegistry& models,
+                                            SessionManager& sessions, MemoryBudget* budget, const std::string& key);
 
 }  // namespace cairn::service
 

@@ -63,15 +63,15 @@ absl::Status SessionManager::ValidateId(const std::string& id) {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
   });
   if (ok) return absl::OkStatus();
-  return absl::InvalidArgumentError(absl::StrCat("session id '", id.substr(0, 140),
-                                                 "' is not 1 to 128 characters from [A-Za-z0-9_-]"));
+  return absl::InvalidArgumentError(
+      absl::StrCat("session id '", id.substr(0, 140), "' is not 1 to 128 characters from [A-Za-z0-9_-]"));
 }
 
 absl::StatusOr<SessionLease> SessionManager::Insert(std::shared_ptr<Session> s, const std::string& id) {
   absl::MutexLock lock(&mu_);
   if (sessions_.size() >= static_cast<size_t>(options_.max_sessions)) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "session limit reached (", options_.max_sessions, " sessions); delete some or wait for idle ones to expire"));
+    return absl::ResourceExhaustedError(absl::StrCat("session limit reached (", options_.max_sessions,
+                                                     " sessions); delete some or wait for idle ones to expire"));
   }
   if (!id.empty()) {
     if (sessions_.count(id)) return absl::AlreadyExistsError(absl::StrCat("session '", id, "' already exists"));
@@ -95,8 +95,7 @@ absl::StatusOr<SessionLease> SessionManager::Create(ServedModel* model, const st
   {
     absl::MutexLock lock(&mu_);
     if (sessions_.size() >= static_cast<size_t>(options_.max_sessions)) {
-      return absl::ResourceExhaustedError(absl::StrCat(
-          "session limit reached (", options_.max_sessions, " sessions)"));
+      return absl::ResourceExhaustedError(absl::StrCat("session limit reached (", options_.max_sessions, " sessions)"));
     }
   }
   auto s = std::make_shared<Session>();
@@ -120,9 +119,9 @@ absl::StatusOr<SessionLease> SessionManager::Fork(Session& source) {
   auto s = std::make_shared<Session>();
   if (budget_ != nullptr) {
     // The copy holds what the source's memory holds now.
-    auto r = budget_->Reserve(source.seq->memory()->Bytes(SnapshotScope::kFull),
-                              absl::StrCat("a fork of session '", source.id, "' (",
-                                           source.seq->next_pos(), " positions)"));
+    auto r =
+        budget_->Reserve(source.seq->memory()->Bytes(SnapshotScope::kFull),
+                         absl::StrCat("a fork of session '", source.id, "' (", source.seq->next_pos(), " positions)"));
     if (!r.ok()) return r.status();
     s->memory = std::move(*r);
   }
@@ -138,8 +137,7 @@ absl::StatusOr<SessionLease> SessionManager::Fork(Session& source) {
 namespace {
 
 absl::Status Busy(const std::string& id) {
-  return absl::AbortedError(
-      absl::StrCat("session '", id, "' is busy with another request: retry when it has ended"));
+  return absl::AbortedError(absl::StrCat("session '", id, "' is busy with another request: retry when it has ended"));
 }
 
 }  // namespace

@@ -100,9 +100,9 @@ class SessionManager final {
   // `tenant` owns the session; `cache_tenant` is its prefix-cache partition.
   // `id` empty: a new random id; otherwise the client's choice, checked by
   // ValidateId, ALREADY_EXISTS when a live session has it.
-  absl::StatusOr<SessionLease> Create(ServedModel* model, const std::string& tenant,
-                                      const std::string& cache_tenant, size_t reserve_bytes = 0,
-                                      const std::string& what = "", const std::string& id = "");
+  absl::StatusOr<SessionLease> Create(ServedModel* model, const std::string& tenant, const std::string& cache_tenant,
+                                      size_t reserve_bytes = 0, const std::string& what = "",
+                                      const std::string& id = "");
   // OK for a session id a client may choose: 1 to 128 characters from
   // [A-Za-z0-9_-] (also safe as a file name); INVALID_ARGUMENT otherwise.
   static absl::Status ValidateId(const std::string& id);

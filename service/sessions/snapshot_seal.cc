@@ -24,9 +24,7 @@ constexpr size_t kMinKeyBytes = 16;
 // alike (a plain concatenation would let bytes move between fields).
 class CanonicalDigest {
  public:
-  CanonicalDigest() : ctx_(EVP_MD_CTX_new(), EVP_MD_CTX_free) {
-    EVP_DigestInit_ex(ctx_.get(), EVP_sha256(), nullptr);
-  }
+  CanonicalDigest() : ctx_(EVP_MD_CTX_new(), EVP_MD_CTX_free) { EVP_DigestInit_ex(ctx_.get(), EVP_sha256(), nullptr); }
   void Raw(const void* p, size_t n) { EVP_DigestUpdate(ctx_.get(), p, n); }
   void U64(uint64_t v) {
     unsigned char b[8];
@@ -85,8 +83,8 @@ std::string Checksum(const v1::SessionSnapshot& snap) {
 std::string Sign(const std::string& key, const std::string& checksum) {
   unsigned char out[EVP_MAX_MD_SIZE];
   unsigned int n = 0;
-  HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()),
-       reinterpret_cast<const unsigned char*>(checksum.data()), checksum.size(), out, &n);
+  HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()), reinterpret_cast<const unsigned char*>(checksum.data()),
+       checksum.size(), out, &n);
   return std::string(reinterpret_cast<const char*>(out), n);
 }
 
@@ -104,8 +102,8 @@ absl::StatusOr<std::string> ReadSnapshotKey(const std::string& path) {
   std::string key = buf.str();
   while (!key.empty() && (key.back() == '\n' || key.back() == '\r')) key.pop_back();
   if (key.size() < kMinKeyBytes) {
-    return absl::InvalidArgumentError(absl::StrCat("the snapshot key in '", path, "' has ", key.size(),
-                                                   " bytes; it needs at least ", kMinKeyBytes));
+    return absl::InvalidArgumentError(
+        absl::StrCat("the snapshot key in '", path, "' has ", key.size(), " bytes; it needs at least ", kMinKeyBytes));
   }
   return key;
 }

@@ -39,7 +39,8 @@ ChatRequest RequestOf(const Json& c) {
     if (m.contains("tool_calls")) {
       for (const Json& call : m["tool_calls"]) {
         const Json& f = call["function"];
-        message.tool_calls.push_back({call["id"].get<std::string>(), f["name"].get<std::string>(), f["arguments"].dump()});
+        message.tool_calls.push_back(
+            {call["id"].get<std::string>(), f["name"].get<std::string>(), f["arguments"].dump()});
       }
     }
     request.messages.push_back(std::move(message));
@@ -83,7 +84,8 @@ class ConformanceTest : public ::testing::Test {
   }
 
   absl::StatusOr<ChatTemplate> Load(const std::string& name) const {
-    return ChatTemplate::FromSource(ReadFile(dir_ + "/templates/" + name + ".jinja"), "file:" + name, tokens_, options_);
+    return ChatTemplate::FromSource(ReadFile(dir_ + "/templates/" + name + ".jinja"), "file:" + name, tokens_,
+                                    options_);
   }
 
   std::string dir_;
@@ -136,8 +138,8 @@ TEST_F(ConformanceTest, EveryTemplateAndCaseRendersAsTransformers) {
 // writes first).
 TEST_F(ConformanceTest, MessageStartsLandOnTurns) {
   CAIRN_REQUIRE_SHARED("chat_templates/cases.json");
-  const std::vector<std::string> openers = {"<|im_start|>", "<|start_header_id|>", "<start_of_turn>", "<|start|>",
-                                            "<|start_of_role|>", "<|START_OF_TURN_TOKEN|>"};
+  const std::vector<std::string> openers = {"<|im_start|>", "<|start_header_id|>", "<start_of_turn>",
+                                            "<|start|>",    "<|start_of_role|>",   "<|START_OF_TURN_TOKEN|>"};
   int checked = 0;
   for (const std::string& name : templates_) {
     const std::string source = ReadFile(dir_ + "/templates/" + name + ".jinja");
@@ -163,8 +165,8 @@ TEST_F(ConformanceTest, MessageStartsLandOnTurns) {
         if (opener.empty() || starts[i] == next) continue;  // merged into the next one's rendering
         const std::string role = c["messages"][i]["role"];
         const bool at_opener = text.compare(starts[i], opener.size(), opener) == 0;
-        EXPECT_TRUE(at_opener || ((role == "tool" || role == "assistant") && text[starts[i]] != ' ' &&
-                                  text[starts[i]] != '\n'))
+        EXPECT_TRUE(at_opener ||
+                    ((role == "tool" || role == "assistant") && text[starts[i]] != ' ' && text[starts[i]] != '\n'))
             << where << " starts at: " << text.substr(starts[i], 40);
         ++checked;
       }
@@ -201,8 +203,8 @@ TEST_F(ConformanceTest, MessageStartsOfQwen3AndGptOssAgentLoops) {
     for (size_t i = 0; i < heads.size(); ++i) {
       EXPECT_EQ(text.substr(r->message_starts[i], heads[i].size()), heads[i]) << name << " message " << i;
     }
-    EXPECT_EQ(text.substr(r->generation_prompt_start), name == "openai-gpt-oss-120b" ? "<|start|>assistant"
-                                                                                     : "<|im_start|>assistant\n");
+    EXPECT_EQ(text.substr(r->generation_prompt_start),
+              name == "openai-gpt-oss-120b" ? "<|start|>assistant" : "<|im_start|>assistant\n");
   }
 }
 

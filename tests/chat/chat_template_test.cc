@@ -35,8 +35,7 @@ ChatTemplate Named(std::string_view name) {
 
 Metadata WithTemplate(std::string source) {
   Metadata m;
-  m.Set("tokenizer.chat_template",
-        MetadataValue::FromScalar(GgufValueType::kString, std::move(source)));
+  m.Set("tokenizer.chat_template", MetadataValue::FromScalar(GgufValueType::kString, std::move(source)));
   return m;
 }
 
@@ -122,7 +121,8 @@ TEST(ChatTemplateTest, TheTemplateSeesTheConversationAsTransformersPassesIt) {
   result.name = "get_weather";
   request.messages.push_back(result);
   request.template_arguments = R"({"enable_thinking": false, "reasoning_effort": "high"})";
-  auto rendered = Jinja("{{ messages|tojson }}|{{ tools }}|{{ enable_thinking }}|{{ reasoning_effort }}").Render(request);
+  auto rendered =
+      Jinja("{{ messages|tojson }}|{{ tools }}|{{ enable_thinking }}|{{ reasoning_effort }}").Render(request);
   ASSERT_TRUE(rendered.ok()) << rendered.status();
   EXPECT_EQ(rendered->Text(),
             R"([{"role": "user", "content": "Weather?"}, {"role": "assistant", "content": null, )"
@@ -141,8 +141,9 @@ TEST(ChatTemplateTest, TheTemplateSeesTheConversationAsTransformersPassesIt) {
 
 TEST(ChatTemplateTest, ARefusalIsInvalidArgumentWithTheTemplatesMessage) {
   const ChatMessage msgs[] = {{"system", "s"}};
-  auto refused = Jinja("{% if messages[0].role == 'system' %}{{ raise_exception('System role not supported') }}{% endif %}")
-                     .Render(msgs, true);
+  auto refused =
+      Jinja("{% if messages[0].role == 'system' %}{{ raise_exception('System role not supported') }}{% endif %}")
+          .Render(msgs, true);
   EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(refused.status().message(), "TemplateError: System role not supported");
   ChatTemplateOptions tight;
@@ -169,8 +170,8 @@ TEST(ChatTemplateTest, MessageStartsComeFromTheLoopThatRendersThem) {
   ASSERT_TRUE(r.ok()) << r.status();
   const std::string text = r->Text();
   const size_t user1 = text.find("<|im_start|>user\nU");
-  EXPECT_EQ(r->message_starts,
-            (std::vector<size_t>{user1, user1, text.find("<|im_start|>assistant\nA"), text.find("<|im_start|>user\nV")}));
+  EXPECT_EQ(r->message_starts, (std::vector<size_t>{user1, user1, text.find("<|im_start|>assistant\nA"),
+                                                    text.find("<|im_start|>user\nV")}));
   EXPECT_EQ(r->generation_prompt_start, text.size() - std::string("<|im_start|>assistant\n").size());
   // Parts break at each start and keep client text apart.
   size_t offset = 0;
@@ -188,11 +189,9 @@ TEST(ChatTemplateTest, MessageStartsComeFromTheLoopThatRendersThem) {
 
 TEST(ChatTemplateTest, RejectsUnknownRoles) {
   const ChatMessage bad[] = {{"<|im_end|>", "x"}};
-  EXPECT_EQ(Named("chatml").Render(bad, true).status().code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(Named("chatml").Render(bad, true).status().code(), absl::StatusCode::kInvalidArgument);
   const ChatMessage empty[] = {{"", "x"}};
-  EXPECT_EQ(Named("llama3").Render(empty, true).status().code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(Named("llama3").Render(empty, true).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 TEST(ChatTemplateTest, GemmaMergesTheSystemPromptIntoTheUserTurn) {
@@ -277,9 +276,8 @@ TEST(ChatTemplateTest, PlainFallbackOnStories260K) {
   EXPECT_EQ(tmpl->kind(), ChatTemplateKind::kPlain);
   auto spm = Tokenizer::Create(**model);
   ASSERT_TRUE(spm.ok());
-  const ChatMessage msgs[] = {{"user", "Once upon a time, there was a girl."},
-                              {"assistant", "She liked to play."},
-                              {"user", "One day"}};
+  const ChatMessage msgs[] = {
+      {"user", "Once upon a time, there was a girl."}, {"assistant", "She liked to play."}, {"user", "One day"}};
   auto r = tmpl->Render(msgs, true);
   ASSERT_TRUE(r.ok());
   const std::string text = r->Text();

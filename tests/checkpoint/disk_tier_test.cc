@@ -95,7 +95,7 @@ TEST_F(DiskTierTest, ScanFindsValidFilesAndDeletesDamagedOnes) {
   Damage(5, 40, "Z");  // header corrupt
   const std::string renamed = dir_.path() + "/ckpt-6.bin", torn = dir_.path() + "/ckpt-9.tmp";
   fs::copy_file(disk_->Path(3), renamed);  // named for another id
-  std::ofstream(torn) << "CAIRNCK1";        // a write that never completed
+  std::ofstream(torn) << "CAIRNCK1";       // a write that never completed
   std::ofstream(dir_.path() + "/notes.txt") << "not ours";
   std::ofstream(dir_.path() + "/ckpt-x.bin") << "not ours either";
 

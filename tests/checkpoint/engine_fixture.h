@@ -29,10 +29,8 @@ struct Row {
 
 // The golden models of every family, and the deviation each is held to.
 inline const Row kRows[] = {
-    {"golden/models/llama.gguf", kTolerance},
-    {"golden/models/mamba2.gguf", kTolerance},
-    {"golden/models/gemma3.gguf", 5e-3},
-    {"golden/models/granitehybrid.gguf", kTolerance},
+    {"golden/models/llama.gguf", kTolerance},  {"golden/models/mamba2.gguf", kTolerance},
+    {"golden/models/gemma3.gguf", 5e-3},       {"golden/models/granitehybrid.gguf", kTolerance},
     {"golden/models/qwen35.gguf", kTolerance},
 };
 
@@ -196,7 +194,7 @@ class EngineTest : public ::testing::TestWithParam<Row> {
   CheckpointOptions options_;
   // Declared before the store: it must outlive it.
   cairn::testing::FaultEnv fault_env_;
-  Env* env_ = nullptr;  // the store's; null: the default
+  Env* env_ = nullptr;                          // the store's; null: the default
   std::shared_ptr<RetentionPolicy> retention_;  // the store's; null: the default
   std::shared_ptr<CheckpointStore> store_;
   std::unique_ptr<CheckpointEngine> engine_;

@@ -21,8 +21,7 @@ using testing::FreshLogits;
 
 TEST_P(EngineTest, AppendedTurnComputesOnlyTheNewMessage) {
   auto seq = NewSeq();
-  auto sys = RandomTokens(rng_, 40, vocab_), u1 = RandomTokens(rng_, 20, vocab_),
-       u2 = RandomTokens(rng_, 15, vocab_);
+  auto sys = RandomTokens(rng_, 40, vocab_), u1 = RandomTokens(rng_, 20, vocab_), u2 = RandomTokens(rng_, 15, vocab_);
   Prompt p1;
   Add(p1, sys);
   Add(p1, u1);

@@ -66,8 +66,7 @@ TEST_F(EnvTest, FailedRenameLeavesNothingBehind) {
   std::ofstream(dir_ + "/busy/inside") << "keep";
   auto written = Write("busy", "new", "");
   EXPECT_FALSE(written.ok());
-  EXPECT_NE(written.status().message().find("rename " + dir_ + "/busy.tmp"), std::string::npos)
-      << written.status();
+  EXPECT_NE(written.status().message().find("rename " + dir_ + "/busy.tmp"), std::string::npos) << written.status();
   EXPECT_FALSE(fs::exists(dir_ + "/busy.tmp"));
   EXPECT_TRUE(fs::is_directory(dir_ + "/busy"));
   EXPECT_TRUE(fs::exists(dir_ + "/busy/inside"));

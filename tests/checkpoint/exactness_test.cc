@@ -141,8 +141,8 @@ class ExactnessTest : public ::testing::TestWithParam<Row> {
       std::vector<TokenId> t(100, 5);
       SequenceRun run{probe->get(), 0, t, nullptr, {}, {}};
       ASSERT_TRUE(backend_->Forward(std::span<const SequenceRun>(&run, 1)).ok());
-      const size_t one = std::max((*probe)->Bytes(SnapshotScope::kFull),
-                                  (*probe)->Bytes(SnapshotScope::kCheckpoint)) + 4096;
+      const size_t one =
+          std::max((*probe)->Bytes(SnapshotScope::kFull), (*probe)->Bytes(SnapshotScope::kCheckpoint)) + 4096;
       o.ram_budget_bytes = 3 * one;
       if (budget == "tiny_disk") {
         char tmpl[] = "/tmp/cairn-exactness-XXXXXX";
@@ -383,15 +383,15 @@ TEST_P(ExactnessTest, EveryRequestEqualsAFreshComputation) {
   }
   const StoreStats st = store_->stats();
   const EngineStats es = engine_->stats();
-  std::printf("[exactness] %s budget=%s steps=%d requests=%d max_deviation=%.3g (x std) "
-              "prompt_positions=%lld recomputed=%lld cancelled=%d captures=%llu restores=%llu "
-              "restore_failures=%llu evictions=%llu spills=%llu disk_reads=%llu peak_ram=%zu\n",
-              GetParam().model, GetParam().budget, steps, requests_, max_dev_,
-              static_cast<long long>(prompt_positions_), static_cast<long long>(recomputed_), cancelled,
-              static_cast<unsigned long long>(es.captures), static_cast<unsigned long long>(es.restores),
-              static_cast<unsigned long long>(es.restore_failures),
-              static_cast<unsigned long long>(st.evictions), static_cast<unsigned long long>(st.spills),
-              static_cast<unsigned long long>(st.disk_reads), st.peak_ram_bytes);
+  std::printf(
+      "[exactness] %s budget=%s steps=%d requests=%d max_deviation=%.3g (x std) "
+      "prompt_positions=%lld recomputed=%lld cancelled=%d captures=%llu restores=%llu "
+      "restore_failures=%llu evictions=%llu spills=%llu disk_reads=%llu peak_ram=%zu\n",
+      GetParam().model, GetParam().budget, steps, requests_, max_dev_, static_cast<long long>(prompt_positions_),
+      static_cast<long long>(recomputed_), cancelled, static_cast<unsigned long long>(es.captures),
+      static_cast<unsigned long long>(es.restores), static_cast<unsigned long long>(es.restore_failures),
+      static_cast<unsigned long long>(st.evictions), static_cast<unsigned long long>(st.spills),
+      static_cast<unsigned long long>(st.disk_reads), st.peak_ram_bytes);
   RecordProperty("max_deviation", std::to_string(max_dev_));
   EXPECT_GT(requests_, steps / 2);
   EXPECT_LT(recomputed_, prompt_positions_);  // reuse happened at all

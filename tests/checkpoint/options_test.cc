@@ -18,11 +18,17 @@ TEST(CheckpointOptionsTest, ParsesByteSizes) {
 
 TEST(CheckpointOptionsTest, AppliesFlagsAndLeavesOthers) {
   CheckpointOptions o;
-  std::vector<std::string> args = {"--listen=:0",           "--checkpoint-ram=64MiB",
-                                   "--checkpoint-disk-dir=/x", "--checkpoint-disk-budget=1G",
-                                   "--checkpoint-every=128",   "--checkpoints=off",
-                                   "--checkpoint-branch-min=0", "--prefill-chunk=64", "--checkpoint-tail-every=8",
-                                   "--checkpoint-spaced-first=48", "positional"};
+  std::vector<std::string> args = {"--listen=:0",
+                                   "--checkpoint-ram=64MiB",
+                                   "--checkpoint-disk-dir=/x",
+                                   "--checkpoint-disk-budget=1G",
+                                   "--checkpoint-every=128",
+                                   "--checkpoints=off",
+                                   "--checkpoint-branch-min=0",
+                                   "--prefill-chunk=64",
+                                   "--checkpoint-tail-every=8",
+                                   "--checkpoint-spaced-first=48",
+                                   "positional"};
   ASSERT_TRUE(ParseCheckpointFlags(&args, &o).ok());
   EXPECT_EQ(args, (std::vector<std::string>{"--listen=:0", "positional"}));
   EXPECT_EQ(o.ram_budget_bytes, size_t{64} << 20);
@@ -49,9 +55,8 @@ TEST(CheckpointOptionsTest, DefaultsAreDocumentedAndDiskTierOffWithoutDir) {
 }
 
 TEST(CheckpointOptionsTest, RejectsBadValues) {
-  for (const char* bad : {"--checkpoint-ram=0", "--checkpoint-ram=lots", "--checkpoint-every=-1",
-                          "--checkpoints=maybe", "--prefill-chunk=0", "--checkpoint-disk-dir",
-                          "--checkpoint-spaced-first=-8"}) {
+  for (const char* bad : {"--checkpoint-ram=0", "--checkpoint-ram=lots", "--checkpoint-every=-1", "--checkpoints=maybe",
+                          "--prefill-chunk=0", "--checkpoint-disk-dir", "--checkpoint-spaced-first=-8"}) {
     CheckpointOptions o;
     auto r = ApplyCheckpointFlag(bad, &o);
     EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << bad;

@@ -45,7 +45,7 @@ TEST(CheckpointPolicyTest, RecurrentCapturesPromptEndWithLogitsBoundariesAndInte
   for (int i = 0; i < 30; ++i) p.AddToken(i);
   p.EndMessage();  // after 30
   for (int i = 0; i < 220; ++i) p.AddToken(i);
-  p.EndMessage();  // after 250
+  p.EndMessage();                              // after 250
   for (int i = 0; i < 10; ++i) p.AddToken(i);  // prompt end 260, not a message end
   auto points = policy.PlanPrefill(p, 0, nullptr);
   ASSERT_EQ(points.size(), 5u);
@@ -119,7 +119,7 @@ TEST(CheckpointPolicyTest, TailPointsOfOnePromptFitTheirShareOfTheBudget) {
   o.tail_span = 128;  // 16 points
   o.tail_budget_fraction = 1.0 / 16;
   CheckpointPolicy policy(Recurrent(), o);
-  const size_t budget = size_t{2} << 30;  // 128 MiB for tail points
+  const size_t budget = size_t{2} << 30;                 // 128 MiB for tail points
   EXPECT_EQ(policy.TailSpacing(5 << 20, budget), 8);     // 16 x 5 MiB fit
   EXPECT_EQ(policy.TailSpacing(16 << 20, budget), 16);   // 8 fit: every 16
   EXPECT_EQ(policy.TailSpacing(75 << 20, budget), 128);  // 1 fits
@@ -147,9 +147,9 @@ TEST(CheckpointPolicyTest, ManyLiveSequencesShareTheBudgetForTailAndReplyPoints)
   o.tail_budget_fraction = 1.0 / 16;
   CheckpointPolicy policy(Recurrent(), o);
   const size_t budget = size_t{64} << 20;
-  EXPECT_EQ(policy.TailSpacing(1 << 20, budget, 1), 32);     // 4 of 1 MiB fit in budget / 16
-  EXPECT_EQ(policy.TailSpacing(1 << 20, budget, 32), 64);    // budget / 32: 2 fit
-  EXPECT_EQ(policy.TailSpacing(1 << 20, budget, 128), 0);    // not one in budget / 128
+  EXPECT_EQ(policy.TailSpacing(1 << 20, budget, 1), 32);   // 4 of 1 MiB fit in budget / 16
+  EXPECT_EQ(policy.TailSpacing(1 << 20, budget, 32), 64);  // budget / 32: 2 fit
+  EXPECT_EQ(policy.TailSpacing(1 << 20, budget, 128), 0);  // not one in budget / 128
   EXPECT_EQ(policy.GenerationSpacing(1 << 20, budget, 1), 32);
   EXPECT_EQ(policy.GenerationSpacing(64 << 10, budget, 1), 16);  // 64 fit: as configured
   EXPECT_TRUE(policy.CaptureDuringGeneration(16, 16));
@@ -185,8 +185,8 @@ TEST(CheckpointPolicyTest, SpacedPointsInsideAnUnmarkedPromptGrowGeometricallyFr
   const Prompt p = Tokens(1200);
   const auto plan = policy.PlanPrefill(p, 0, nullptr);
   // 32 apart, then an eighth of the mark: 256 + 32, 288 + 36, 324 + 40, ...
-  EXPECT_EQ(PositionsOf(p, plan), (std::vector<Pos>{32, 64, 96, 128, 160, 192, 224, 256, 288, 324, 364, 409, 460,
-                                                    517, 581, 653, 734, 825, 928, 1044, 1174}));
+  EXPECT_EQ(PositionsOf(p, plan), (std::vector<Pos>{32,  64,  96,  128, 160, 192, 224, 256, 288,  324, 364,
+                                                    409, 460, 517, 581, 653, 734, 825, 928, 1044, 1174}));
   EXPECT_EQ(PositionsOf(p, plan, CaptureReason::kInterval), (std::vector<Pos>{512, 1024}));
   // A divergence anywhere resumes at most max(32, an eighth of its position)
   // before it, from the points before it.
@@ -278,7 +278,11 @@ TEST(CheckpointPolicyTest, DivergencePointsMarkWhereAPromptLeavesAKnownPath) {
   EXPECT_EQ(plan[1].reason, CaptureReason::kPromptEnd);
   // Not where the reuse already reaches, nor where a snapshot exists.
   EXPECT_EQ(policy.PlanPrefill(p, 120, nullptr, 0, -1, 120).size(), 1u);
-  EXPECT_EQ(policy.PlanPrefill(p, 0, [](size_t d) { return d == 120; }, 0, -1, 120).size(), 1u);
+  EXPECT_EQ(policy
+                .PlanPrefill(
+                    p, 0, [](size_t d) { return d == 120; }, 0, -1, 120)
+                .size(),
+            1u);
   // A prompt that is all a known path's prefix (a regenerate): its end is
   // the divergence point, with logits.
   plan = policy.PlanPrefill(p, 0, nullptr, 0, -1, 300);
@@ -311,9 +315,9 @@ TEST(CheckpointPolicyTest, NeverCapturesInsideAMultimodalChunk) {
   o.every_n = 8;
   CheckpointPolicy policy(Recurrent(), o);
   std::vector<float> rows(8 * 5 * 4, 0.5f);
-  Prompt p = Tokens(5);  // positions 0..4
+  Prompt p = Tokens(5);                                                // positions 0..4
   ASSERT_TRUE(p.AddChunk(EmbeddingChunk{rows.data(), 8, 5}, 4).ok());  // positions 5..12
-  for (int i = 0; i < 10; ++i) p.AddToken(i);  // 13..22
+  for (int i = 0; i < 10; ++i) p.AddToken(i);                          // 13..22
   auto points = policy.PlanPrefill(p, 0, nullptr);
   std::set<Pos> positions;
   for (auto& pt : points) positions.insert(p.pos_after(pt.symbols));

@@ -96,8 +96,7 @@ TEST_P(PrefillJobTest, PrefillJobBatchesWithAnotherSequencesDecode) {
   EXPECT_EQ(Run(*a, pa2).stats.recomputed, 5);
   // Append refuses tokens the memory did not absorb.
   const TokenId x = 5;
-  EXPECT_EQ(engine_->Append(*a, std::span<const TokenId>(&x, 1)).code(),
-            absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(engine_->Append(*a, std::span<const TokenId>(&x, 1)).code(), absl::StatusCode::kFailedPrecondition);
 }
 
 // A memory that ran ahead of its history (a Forward without Append) is

@@ -99,8 +99,7 @@ TEST_P(SequenceTest, PrefillCopyingASequenceThatDecodesConcurrentlyIsExact) {
     EXPECT_LE(Deviation(rb->logits, *fresh), GetParam().tolerance);
     hold.Release();
     const TokenId x = 5;
-    EXPECT_EQ(hold.Append(std::span<const TokenId>(&x, 1)).code(),
-              absl::StatusCode::kFailedPrecondition);
+    EXPECT_EQ(hold.Append(std::span<const TokenId>(&x, 1)).code(), absl::StatusCode::kFailedPrecondition);
   }
 
   // A decodes (the scheduler's way) while the main thread prefills other

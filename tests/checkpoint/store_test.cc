@@ -55,9 +55,7 @@ struct Warnings {
   }
 };
 
-std::string FileOf(const TempDir& dir, CheckpointId id) {
-  return dir.path() + "/ckpt-" + std::to_string(id) + ".bin";
-}
+std::string FileOf(const TempDir& dir, CheckpointId id) { return dir.path() + "/ckpt-" + std::to_string(id) + ".bin"; }
 
 TEST(CheckpointStoreTest, PutGetRoundTripAndAccounting) {
   auto store = MustCreate(Opts(1 << 20, "", 0));
@@ -81,8 +79,7 @@ TEST(CheckpointStoreTest, PutGetRoundTripAndAccounting) {
 }
 
 TEST(CheckpointStoreTest, RejectsBadOptionsAndOversizedCheckpoints) {
-  EXPECT_EQ(CheckpointStore::Create(Opts(0, "", 0)).status().code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(CheckpointStore::Create(Opts(0, "", 0)).status().code(), absl::StatusCode::kInvalidArgument);
   auto store = MustCreate(Opts(4096, "", 0));
   EXPECT_EQ(store->Put(TestCheckpoint(1, 5000, 1), 1).status().code(), absl::StatusCode::kResourceExhausted);
 }
@@ -411,7 +408,7 @@ TEST(CheckpointStoreTest, CorruptFileIsDetectedAndDropped) {
     f.write(&c, 1);
   }
   fs::resize_file(path(on_disk[1]), fs::file_size(path(on_disk[1])) - 5);  // cut short
-  {  // Header field changed (position).
+  {                                                                        // Header field changed (position).
     std::fstream f(path(on_disk[2]), std::ios::in | std::ios::out | std::ios::binary);
     f.seekp(16);
     int32_t bogus = 777;

@@ -38,7 +38,8 @@ const cairn::jinja::RenderInput& Input() {
       "tools": [{"type": "function", "function": {"name": "f", "description": "d",
                  "parameters": {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]}}}],
       "add_generation_prompt": true, "enable_thinking": false})");
-    for (const auto& [name, value] : vars.items()) in->variables.emplace_back(name, *cairn::jinja::FromJson(value, true));
+    for (const auto& [name, value] : vars.items())
+      in->variables.emplace_back(name, *cairn::jinja::FromJson(value, true));
     in->variables.emplace_back("bos_token", cairn::jinja::Value::String("<s>"));
     for (const auto& [name, value] : in->variables) {
       if (name == "messages") in->tracked = value.items();

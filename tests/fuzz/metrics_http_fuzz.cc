@@ -19,8 +19,7 @@ namespace {
 std::string Body() { return "cairn_fuzz_total 1\n"; }
 
 bool WellFormed(const std::string& reply) {
-  static const char* kStatus[] = {"HTTP/1.1 200 ", "HTTP/1.1 400 ", "HTTP/1.1 404 ", "HTTP/1.1 405 ",
-                                  "HTTP/1.1 431 "};
+  static const char* kStatus[] = {"HTTP/1.1 200 ", "HTTP/1.1 400 ", "HTTP/1.1 404 ", "HTTP/1.1 405 ", "HTTP/1.1 431 "};
   bool known = false;
   for (const char* s : kStatus) known = known || reply.rfind(s, 0) == 0;
   return known && reply.find("\r\nConnection: close\r\n") != std::string::npos &&

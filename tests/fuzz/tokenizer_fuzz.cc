@@ -38,8 +38,8 @@ std::vector<Vocab>* LoadVocabs() {
   const char* env = std::getenv("CAIRN_SHARED_DIR");
   const std::string shared = env != nullptr ? env : "../shared";
   auto* vocabs = new std::vector<Vocab>();
-  for (const char* rel : {"/models/stories260K.gguf", "/golden/tokenizer/qwen3-vocab.gguf",
-                          "/golden/tokenizer/llama3-vocab.gguf"}) {
+  for (const char* rel :
+       {"/models/stories260K.gguf", "/golden/tokenizer/qwen3-vocab.gguf", "/golden/tokenizer/llama3-vocab.gguf"}) {
     auto file = cairn::ModelFile::Open(shared + rel);
     if (!file.ok()) {
       std::fprintf(stderr, "tokenizer_fuzz: %s (set CAIRN_SHARED_DIR)\n", file.status().ToString().c_str());
@@ -86,9 +86,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // tokens, so the result is Tokenize's with parse_special off.
   const size_t cut1 = text.empty() ? 0 : (flags >> 2) % (text.size() + 1);
   const size_t cut2 = cut1 + (text.size() - cut1) / 2;
-  const cairn::TextPart parts[] = {{text.substr(0, cut1), false},
-                                   {text.substr(cut1, cut2 - cut1), false},
-                                   {text.substr(cut2), false}};
+  const cairn::TextPart parts[] = {
+      {text.substr(0, cut1), false}, {text.substr(cut1, cut2 - cut1), false}, {text.substr(cut2), false}};
   std::vector<size_t> starts;
   const std::vector<cairn::TokenId> by_parts = tok.TokenizeParts(parts, options.add_special, &starts);
   cairn::TokenizeOptions plain = options;

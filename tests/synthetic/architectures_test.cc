@@ -66,8 +66,8 @@ std::vector<float> Logits(Backend& backend, const std::vector<TokenId>& tokens, 
     const size_t n = step ? 1 : tokens.size();
     std::vector<int32_t> rows(n);
     for (size_t r = 0; r < n; ++r) rows[r] = static_cast<int32_t>(r);
-    SequenceRun run{memory->get(), (*memory)->next_pos(), std::span<const TokenId>(tokens).subspan(i, n), nullptr,
-                    rows, {}};
+    SequenceRun run{
+        memory->get(), (*memory)->next_pos(), std::span<const TokenId>(tokens).subspan(i, n), nullptr, rows, {}};
     auto out = backend.Forward(std::span<const SequenceRun>(&run, 1));
     EXPECT_TRUE(out.ok()) << out.status();
     if (!out.ok()) return {};

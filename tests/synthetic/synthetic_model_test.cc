@@ -94,16 +94,15 @@ TEST(SyntheticModelTest, WeightsTakeTheWeightTypeWhereTheirRowsFit) {
     const bool k_quant = Traits(type).block_size == 256;
     EXPECT_EQ((*file)->FindTensor("wide")->type, type);
     EXPECT_EQ((*file)->FindTensor("w")->type, k_quant ? GgmlType::kF32 : type);  // 64 fits blocks of 32
-    const bool per_value = Traits(type).block_size == 1;  // F16, BF16: any row fits
+    const bool per_value = Traits(type).block_size == 1;                         // F16, BF16: any row fits
     EXPECT_EQ((*file)->FindTensor("narrow")->type, per_value ? type : GgmlType::kF32);
     EXPECT_EQ((*file)->FindTensor("u")->type, GgmlType::kF32);  // not a weight
     const std::vector<float> got = DequantizeTensor(*(*file)->FindTensor("wide"));
     const float bound = 1.0f / std::sqrt(256.0f);
     if (k_quant) {
       // Random blocks: values of the Init's magnitude, not its values.
-      const float max = std::abs(*std::max_element(got.begin(), got.end(), [](float a, float b) {
-        return std::abs(a) < std::abs(b);
-      }));
+      const float max = std::abs(
+          *std::max_element(got.begin(), got.end(), [](float a, float b) { return std::abs(a) < std::abs(b); }));
       EXPECT_GT(max, 0.0f);
       EXPECT_LT(max, 64 * bound);
       continue;

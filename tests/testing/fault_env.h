@@ -44,9 +44,8 @@ class FaultEnv final : public checkpoint::Env {
     if (int err = Take(Op::kRead, path)) return std::make_unique<FailingFile>(std::move(*file), path, err);
     return file;
   }
-  absl::StatusOr<checkpoint::FileInfo> WriteFileAtomically(
-      const std::string& path, const std::string& tmp_path,
-      std::span<const std::span<const std::byte>> parts) override {
+  absl::StatusOr<checkpoint::FileInfo> WriteFileAtomically(const std::string& path, const std::string& tmp_path,
+                                                           std::span<const std::span<const std::byte>> parts) override {
     // As the real one after a failed write(2) or rename(2): nothing changed.
     if (int err = Take(Op::kWrite, path)) return checkpoint::PosixError("write " + tmp_path, err);
     return base_->WriteFileAtomically(path, tmp_path, parts);
@@ -67,9 +66,7 @@ class FaultEnv final : public checkpoint::Env {
     FailingFile(std::unique_ptr<checkpoint::RandomAccessFile> real, std::string path, int err)
         : real_(std::move(real)), path_(std::move(path)), err_(err) {}
     const checkpoint::FileInfo& info() const override { return real_->info(); }
-    absl::Status Read(uint64_t, std::span<std::byte>) override {
-      return checkpoint::PosixError("read " + path_, err_);
-    }
+    absl::Status Read(uint64_t, std::span<std::byte>) override { return checkpoint::PosixError("read " + path_, err_); }
 
    private:
     std::unique_ptr<checkpoint::RandomAccessFile> real_;

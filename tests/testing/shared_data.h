@@ -33,16 +33,16 @@ inline bool InCi() {
 }  // namespace cairn::testing
 
 // Use at the top of a TEST body that reads `relative` under ../shared.
-#define CAIRN_REQUIRE_SHARED(relative)                                                   \
-  do {                                                                                   \
-    const std::string cairn_shared_path_ = ::cairn::testing::SharedPath(relative);       \
-    if (!std::filesystem::exists(cairn_shared_path_)) {                                  \
-      if (::cairn::testing::InCi()) {                                                    \
-        FAIL() << "shared data missing under CI: " << cairn_shared_path_;                \
-      }                                                                                  \
-      GTEST_SKIP() << "shared data not present (" << cairn_shared_path_                 \
-                   << "); clone the project beside ../shared to run this test";          \
-    }                                                                                    \
+#define CAIRN_REQUIRE_SHARED(relative)                                             \
+  do {                                                                             \
+    const std::string cairn_shared_path_ = ::cairn::testing::SharedPath(relative); \
+    if (!std::filesystem::exists(cairn_shared_path_)) {                            \
+      if (::cairn::testing::InCi()) {                                              \
+        FAIL() << "shared data missing under CI: " << cairn_shared_path_;          \
+      }                                                                            \
+      GTEST_SKIP() << "shared data not present (" << cairn_shared_path_            \
+                   << "); clone the project beside ../shared to run this test";    \
+    }                                                                              \
   } while (0)
 
 #endif  // CAIRN_TESTS_TESTING_SHARED_DATA_H_

@@ -29,9 +29,9 @@ namespace cairn {
 namespace {
 
 struct Row {
-  const char* model;      // relative to ../shared, or to the source tree ("tests/data/...")
-  const char* logits;     // golden logits, likewise
-  double tolerance;       // max |diff| / std(reference logits)
+  const char* model;   // relative to ../shared, or to the source tree ("tests/data/...")
+  const char* logits;  // golden logits, likewise
+  double tolerance;    // max |diff| / std(reference logits)
   // The backend's default path (8-bit activations for quantized weights)
   // instead of exact_activations. Its golden check uses `tolerance` and
   // `min_argmax` (fraction of positions); its comparisons of the backend
@@ -89,7 +89,6 @@ const Row kRows[] = {
     {"golden/models/llama256-Q4_K_M.gguf", "golden/logits/llama256-Q4_K_M.bin", 0.15, true, 0.95},
     {"golden/models/qwen35moe-Q8_0.gguf", "golden/logits/qwen35moe-Q8_0.bin", 1.5, true, 0.93},
 };
-
 
 void PrintTo(const Row& r, std::ostream* os) {
   *os << r.model << (r.fast ? " fast" : "") << " (tol " << r.tolerance << ")";
@@ -472,16 +471,24 @@ TEST_P(ConformanceTest, InvalidForwardChangesNothing) {
   };
   const SequenceRun ok_other{other.get(), 4, good, nullptr, rows01, {}};
   std::vector<Case> cases = {
-      {"token id == n_vocab", {ok_other, {mem.get(), 10, bad_id, nullptr, rows01, {}}}, absl::StatusCode::kInvalidArgument},
+      {"token id == n_vocab",
+       {ok_other, {mem.get(), 10, bad_id, nullptr, rows01, {}}},
+       absl::StatusCode::kInvalidArgument},
       {"negative token id", {ok_other, {mem.get(), 10, negative, nullptr, {}, {}}}, absl::StatusCode::kInvalidArgument},
       {"start_pos behind", {ok_other, {mem.get(), 9, good, nullptr, rows01, {}}}, absl::StatusCode::kInvalidArgument},
       {"start_pos ahead", {ok_other, {mem.get(), 11, good, nullptr, rows01, {}}}, absl::StatusCode::kInvalidArgument},
       {"empty run", {ok_other, {mem.get(), 10, {}, nullptr, {}, {}}}, absl::StatusCode::kInvalidArgument},
       {"null memory", {ok_other, {nullptr, 0, good, nullptr, {}, {}}}, absl::StatusCode::kInvalidArgument},
-      {"foreign memory", {ok_other, {foreign_mem->get(), 0, good, nullptr, {}, {}}}, absl::StatusCode::kInvalidArgument},
+      {"foreign memory",
+       {ok_other, {foreign_mem->get(), 0, good, nullptr, {}, {}}},
+       absl::StatusCode::kInvalidArgument},
       {"duplicate memory", {ok_other, {other.get(), 4, good, nullptr, {}, {}}}, absl::StatusCode::kInvalidArgument},
-      {"logit row out of range", {ok_other, {mem.get(), 10, good, nullptr, rows_oob, {}}}, absl::StatusCode::kInvalidArgument},
-      {"logit rows descending", {ok_other, {mem.get(), 10, good, nullptr, rows_desc, {}}}, absl::StatusCode::kInvalidArgument},
+      {"logit row out of range",
+       {ok_other, {mem.get(), 10, good, nullptr, rows_oob, {}}},
+       absl::StatusCode::kInvalidArgument},
+      {"logit rows descending",
+       {ok_other, {mem.get(), 10, good, nullptr, rows_desc, {}}},
+       absl::StatusCode::kInvalidArgument},
   };
   SequenceRun snap_oob{mem.get(), 10, good, nullptr, rows01, {}};
   snap_oob.snapshot_rows = rows_oob;
@@ -524,7 +531,8 @@ TEST_P(ConformanceTest, InvalidForwardChangesNothing) {
 // of other lengths may round differently in the matrix products). The rows
 // straddle the recurrent family's 512-row micro-batches.
 TEST_P(ConformanceTest, SnapshotRowsEqualCapturesAfterShorterRuns) {
-  if (!backend_->info().snapshots_within_run) GTEST_SKIP() << "no snapshots inside a run (checked in InvalidForwardChangesNothing)";
+  if (!backend_->info().snapshots_within_run)
+    GTEST_SKIP() << "no snapshots inside a run (checked in InvalidForwardChangesNothing)";
   const size_t n = std::min<size_t>(600, static_cast<size_t>(backend_->info().n_ctx_train) - 16);
   std::vector<TokenId> seq;
   while (seq.size() < n + 12) seq.insert(seq.end(), long_.begin(), long_.end());

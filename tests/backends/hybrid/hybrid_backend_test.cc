@@ -14,8 +14,8 @@
 #include "absl/strings/str_cat.h"
 #include "backends/backend.h"
 #include "backends/hybrid/hybrid_backend.h"
-#include "backends/model/gguf.h"
 #include "backends/model/dequant.h"
+#include "backends/model/gguf.h"
 #include "backends/model/gguf_writer.h"
 #include "gtest/gtest.h"
 #include "synthetic/synthetic_model.h"
@@ -200,7 +200,8 @@ TEST_F(QwenMultimodalTest, ChunkInABatchWithTextEqualsEachAlone) {
   Tokens(c.get(), text_);
   EmbeddingChunk chunk{embd_.data(), 4, 3};
   const std::vector<int32_t> rows12 = AllRows(12), rows5 = AllRows(5);
-  SequenceRun runs[2] = {SequenceRun{c.get(), 7, {}, &chunk, rows12, {}}, SequenceRun{d.get(), 0, more_, nullptr, rows5, {}}};
+  SequenceRun runs[2] = {SequenceRun{c.get(), 7, {}, &chunk, rows12, {}},
+                         SequenceRun{d.get(), 0, more_, nullptr, rows5, {}}};
   auto r = backend_->Forward(runs);
   ASSERT_TRUE(r.ok()) << r.status();
   SequenceLogits got{12, (*r)[0].n_vocab, (*r)[0].values}, want{12, (*r)[0].n_vocab, alone_chunk};
@@ -222,9 +223,9 @@ TEST_F(QwenMultimodalTest, InvalidChunksChangeNothing) {
   const std::vector<int32_t> row4 = {4};
   EmbeddingChunk two_by_two{embd_.data(), 2, 2};
   const std::vector<TokenId> tok = {5};
-  for (const SequenceRun& run : {SequenceRun{mem.get(), 7, {}, &empty, {}, {}}, SequenceRun{mem.get(), 7, {}, &no_rows, {}, {}},
-                                 SequenceRun{mem.get(), 7, {}, &two_by_two, row4, {}},
-                                 SequenceRun{mem.get(), 7, tok, &two_by_two, {}, {}}}) {
+  for (const SequenceRun& run :
+       {SequenceRun{mem.get(), 7, {}, &empty, {}, {}}, SequenceRun{mem.get(), 7, {}, &no_rows, {}, {}},
+        SequenceRun{mem.get(), 7, {}, &two_by_two, row4, {}}, SequenceRun{mem.get(), 7, tok, &two_by_two, {}, {}}}) {
     auto r = backend_->Forward(std::span<const SequenceRun>(&run, 1));
     EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << r.status();
     EXPECT_EQ(mem->next_pos(), 7);
@@ -322,7 +323,9 @@ TEST(HybridBackendTest, RecurrentLayersArrayPlacesTheLayers) {
     const std::string interval = absl::StrCat(arch, ".full_attention_interval");
     const std::string key = absl::StrCat(arch, ".attention.recurrent_layers");
     // The file's layout (DeltaNet 0, 2; attention 1, 3) as an array: the same model.
-    auto same = CreateFrom(testing::RewriteGguf(**orig, {interval}, [&](GgufWriter& w) { w.SetInt32Array(key, {1, 0, 1, 0}); }));
+    auto same = CreateFrom(testing::RewriteGguf(**orig, {interval}, [&](GgufWriter& w) {
+      w.SetInt32Array(key, {1, 0, 1, 0});
+    }));
     ASSERT_TRUE(same.ok()) << same.status();
     auto b = Load(path);
     ASSERT_NE(b, nullptr);
@@ -332,7 +335,9 @@ TEST(HybridBackendTest, RecurrentLayersArrayPlacesTheLayers) {
     ASSERT_TRUE(l_same.ok() && l.ok());
     EXPECT_EQ(l_same->values, l->values);
     // Another layout: layer 0 has no DeltaNet tensors.
-    auto other = CreateFrom(testing::RewriteGguf(**orig, {}, [&](GgufWriter& w) { w.SetInt32Array(key, {0, 1, 0, 1}); }));
+    auto other = CreateFrom(testing::RewriteGguf(**orig, {}, [&](GgufWriter& w) {
+      w.SetInt32Array(key, {0, 1, 0, 1});
+    }));
     EXPECT_EQ(other.status().code(), absl::StatusCode::kInvalidArgument) << other.status();
   }
 }
@@ -344,7 +349,9 @@ TEST(HybridBackendTest, Qwen3NextFusedQkvzLayoutIsUnimplemented) {
   ASSERT_TRUE(orig.ok());
   auto b = CreateFrom(testing::RewriteGguf(
       **orig, {}, [](GgufWriter&) {},
-      [](const std::string& name) { return name == "blk.0.attn_qkv.weight" ? std::string("blk.0.ssm_in.weight") : name; }));
+      [](const std::string& name) {
+        return name == "blk.0.attn_qkv.weight" ? std::string("blk.0.ssm_in.weight") : name;
+      }));
   EXPECT_EQ(b.status().code(), absl::StatusCode::kUnimplemented) << b.status();
   EXPECT_NE(b.status().message().find("blk.0.ssm_in.weight"), std::string::npos) << b.status();
 }
@@ -353,17 +360,16 @@ TEST(HybridBackendTest, FalconH1RefusesFfnBiases) {
   CAIRN_REQUIRE_SHARED("golden/models/falcon-h1.gguf");
   auto orig = ModelFile::Open(testing::SharedPath("golden/models/falcon-h1.gguf"));
   ASSERT_TRUE(orig.ok());
-  auto b = CreateFrom(testing::RewriteGguf(**orig, {}, [](GgufWriter& w) {
-    w.AddF32Tensor("blk.1.ffn_up.bias", {128}, std::vector<float>(128, 1.0f));
-  }));
+  auto b = CreateFrom(testing::RewriteGguf(
+      **orig, {}, [](GgufWriter& w) { w.AddF32Tensor("blk.1.ffn_up.bias", {128}, std::vector<float>(128, 1.0f)); }));
   EXPECT_EQ(b.status().code(), absl::StatusCode::kUnimplemented) << b.status();
   EXPECT_NE(b.status().message().find("blk.1.ffn_up.bias"), std::string::npos) << b.status();
 }
 
 // Only qwen35's M-RoPE positions embedding chunks.
 TEST(HybridBackendTest, OtherHybridsTakeNoEmbeddingChunks) {
-  for (const char* path : {"golden/models/granitehybrid.gguf", "golden/models/qwen3next.gguf",
-                           "golden/models/falcon-h1.gguf"}) {
+  for (const char* path :
+       {"golden/models/granitehybrid.gguf", "golden/models/qwen3next.gguf", "golden/models/falcon-h1.gguf"}) {
     SCOPED_TRACE(path);
     CAIRN_REQUIRE_SHARED(path);
     auto b = Load(path);
@@ -486,9 +492,8 @@ absl::StatusOr<std::unique_ptr<Backend>> LoadVariant(const std::string& relative
                                                      const std::string& drop = "") {
   auto orig = ModelFile::Open(testing::SharedPath(relative));
   if (!orig.ok()) return orig.status();
-  return CreateFrom(testing::RewriteGguf(**orig, {}, set, [&](const std::string& name) {
-    return name == drop ? std::string() : name;
-  }));
+  return CreateFrom(testing::RewriteGguf(**orig, {}, set,
+                                         [&](const std::string& name) { return name == drop ? std::string() : name; }));
 }
 
 // Variants of the architectures the reference has but cairn does not run
@@ -503,8 +508,8 @@ TEST(HybridBackendTest, RefusesUnsupportedVariantsByName) {
                             [](GgufWriter& w) { w.SetUint32("nemotron_h_moe.moe_latent_size", 32); });
   EXPECT_EQ(latent.status().code(), absl::StatusCode::kUnimplemented) << latent.status();
   EXPECT_NE(latent.status().message().find("moe_latent_size"), std::string::npos) << latent.status();
-  auto swa = LoadVariant("golden/models/lfm2.gguf",
-                         [](GgufWriter& w) { w.SetUint32("lfm2.attention.sliding_window", 8); });
+  auto swa =
+      LoadVariant("golden/models/lfm2.gguf", [](GgufWriter& w) { w.SetUint32("lfm2.attention.sliding_window", 8); });
   EXPECT_EQ(swa.status().code(), absl::StatusCode::kUnimplemented) << swa.status();
   EXPECT_NE(swa.status().message().find("sliding_window"), std::string::npos) << swa.status();
   struct Missing {
@@ -532,8 +537,9 @@ TEST(HybridBackendTest, RejectsFilesItCannotServe) {
   CAIRN_REQUIRE_SHARED("golden/models/granitehybrid.gguf");
   auto llama = ModelFile::Open(testing::SharedPath("golden/models/llama.gguf"));
   ASSERT_TRUE(llama.ok());
-  EXPECT_EQ(HybridFamily().create(std::shared_ptr<const ModelFile>(std::move(*llama)), BackendOptions{}).status().code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(
+      HybridFamily().create(std::shared_ptr<const ModelFile>(std::move(*llama)), BackendOptions{}).status().code(),
+      absl::StatusCode::kInvalidArgument);
   // granitehybrid with every layer declared attention: no recurrent layer.
   auto orig = ModelFile::Open(testing::SharedPath("golden/models/granitehybrid.gguf"));
   ASSERT_TRUE(orig.ok());

@@ -117,7 +117,8 @@ TEST(AttentionRingTest, RingAddressingEqualsRowsInPositionOrder) {
       const std::vector<float> want = Masked(g, window, 0.0f, start, n_q, q, k, v, pool);
       // Fill the ring with stale rows, then the positions in order (the last
       // R positions survive).
-      std::vector<float> rk = Random(static_cast<size_t>(ring) * g.kd(), 99), rv = Random(static_cast<size_t>(ring) * g.kd(), 98);
+      std::vector<float> rk = Random(static_cast<size_t>(ring) * g.kd(), 99),
+                         rv = Random(static_cast<size_t>(ring) * g.kd(), 98);
       for (int p = 0; p < n_kv; ++p) {
         std::copy_n(&k[p * g.kd()], g.kd(), &rk[(p % ring) * g.kd()]);
         std::copy_n(&v[p * g.kd()], g.kd(), &rv[(p % ring) * g.kd()]);

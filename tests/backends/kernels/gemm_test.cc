@@ -12,8 +12,8 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
-#include <string_view>
 #include <random>
+#include <string_view>
 #include <vector>
 
 #include "backends/kernels/cpu_isa.h"
@@ -24,10 +24,12 @@
 namespace cairn {
 namespace {
 
-constexpr char kNoGemm[] = "GemmTakes is false (no AVX-512 F/BW/VL on this CPU, or CAIRN_ISA caps below avx512vnni): "
-                           "MatMul keeps sgemm";
-constexpr char kNoStream[] = "StreamTakes is false (no AVX2/FMA/F16C on this CPU, or CAIRN_ISA=portable): MatMul keeps "
-                             "its portable decode path";
+constexpr char kNoGemm[] =
+    "GemmTakes is false (no AVX-512 F/BW/VL on this CPU, or CAIRN_ISA caps below avx512vnni): "
+    "MatMul keeps sgemm";
+constexpr char kNoStream[] =
+    "StreamTakes is false (no AVX2/FMA/F16C on this CPU, or CAIRN_ISA=portable): MatMul keeps "
+    "its portable decode path";
 
 std::vector<float> RandomVec(size_t n, uint32_t seed) {
   std::mt19937 g(seed);
@@ -154,8 +156,7 @@ TEST(GemmTest, StreamMatchesReferenceForFewTokens) {
       const WeightMatrix w{type, n_in, n_out, bytes.data()};
       for (int64_t tokens = 1; tokens <= 7; ++tokens) {
         const std::vector<float> x = RandomVec(static_cast<size_t>(tokens * n_in), 13);
-        std::vector<float> y1(static_cast<size_t>(tokens * n_out), -1.0f), y2(y1.size(), -3.0f),
-            y3(y1.size(), -2.0f);
+        std::vector<float> y1(static_cast<size_t>(tokens * n_out), -1.0f), y2(y1.size(), -3.0f), y3(y1.size(), -2.0f);
         StreamFloatWeights(w, x.data(), tokens, y1.data(), one);
         StreamFloatWeights(w, x.data(), tokens, y2.data(), two);
         StreamFloatWeights(w, x.data(), tokens, y3.data(), three);

@@ -120,7 +120,8 @@ TEST_P(QuantTest, FusedDotMatchesDequantizedReference) {
   for (int64_t r = 0; r < (*q)->n_rows(); ++r) {
     const ReferenceDot want = DotInDouble(expected + r * n, x.data(), n);
     const float got = DotRow(GetParam().type, (*q)->row(r), x.data(), n);
-    EXPECT_LT(RelError(got, want.value, want.magnitude), 1e-6) << "row " << r << " got " << got << " want " << want.value;
+    EXPECT_LT(RelError(got, want.value, want.magnitude), 1e-6)
+        << "row " << r << " got " << got << " want " << want.value;
   }
 }
 
@@ -283,8 +284,8 @@ TEST(RopeTest, NormalAndNeoxMatchTheFormula) {
           auto want = RopeReference(p, x, heads, hd, pos);
           for (int i = 0; i < heads * hd; ++i) {
             // F32 angles drift by a few ulps of pos per multiplication step.
-            EXPECT_NEAR(y[i], want[i], 2e-5 * (1 + pos)) << "type " << static_cast<int>(type) << " dims " << n_dims
-                                                         << " pos " << pos << " i " << i;
+            EXPECT_NEAR(y[i], want[i], 2e-5 * (1 + pos))
+                << "type " << static_cast<int>(type) << " dims " << n_dims << " pos " << pos << " i " << i;
           }
           if (pos == 0.0) {
             EXPECT_EQ(y, x) << "position 0 must be the identity";
@@ -373,79 +374,82 @@ struct AttnCase {
 
 TEST(AttentionTest, MatchesNaiveReference) {
   ThreadPool pool(2);
-  const AttnCase cases[] = {{4, 2, 16, 0, 0.0f},        {4, 4, 8, 0, 0.0f},  {6, 2, 8, 5, 0.0f},
-                            {2, 1, 32, 0, 30.0f},       {8, 1, 4, 3, 20.0f}, {4, 2, 24, 0, 0.0f, true},
+  const AttnCase cases[] = {{4, 2, 16, 0, 0.0f},     {4, 4, 8, 0, 0.0f},  {6, 2, 8, 5, 0.0f},
+                            {2, 1, 32, 0, 30.0f},    {8, 1, 4, 3, 20.0f}, {4, 2, 24, 0, 0.0f, true},
                             {4, 2, 8, 4, 0.0f, true}};
   // 7 queries: the per-query dot path; 40 and 300: the GEMM path (one and
   // several query blocks); kv_begin on or off.
-  for (const AttnCase& c : cases) for (int n_q : {7, 40, 300}) for (bool with_begin : {false, true}) {
-    SCOPED_TRACE("n_q " + std::to_string(n_q) + (with_begin ? " with kv_begin" : ""));
-    const int n_kv = n_q + 16, start = n_kv - n_q;
-    AttentionParams p;
-    p.n_head = c.n_head;
-    p.n_head_kv = c.n_head_kv;
-    p.head_dim_k = c.hd;
-    p.head_dim_v = c.hd;
-    p.scale = 1.0f / std::sqrt(static_cast<float>(c.hd));
-    p.window = c.window;
-    p.softcap = c.softcap;
-    // Sink logits around the scores' scale, one far above them (that head
-    // attends almost to nothing).
-    std::vector<float> sinks = {0.5f, -1.0f, 2.0f, 8.0f};
-    if (c.sinks) p.sinks = sinks.data();
-    const int qd = c.n_head * c.hd, kd = c.n_head_kv * c.hd;
-    auto q = RandomVec(n_q * qd, 21, 2.0f), k = RandomVec(n_kv * kd, 22, 2.0f), v = RandomVec(n_kv * kd, 23);
-    std::vector<int32_t> kv_end(n_q), kv_begin(n_q), q_pos(n_q), kv_pos(n_kv);
-    for (int i = 0; i < n_q; ++i) {
-      kv_end[i] = start + i + 1;
-      q_pos[i] = start + i;
-      kv_begin[i] = with_begin ? std::max(0, start + i - 9) : 0;  // query i skips rows before kv_begin
-    }
-    for (int j = 0; j < n_kv; ++j) kv_pos[j] = j;
-    std::vector<float> out(n_q * qd);
-    AttentionArgs a;
-    a.q = q.data();
-    a.q_stride = qd;
-    a.n_q = n_q;
-    a.kv_end = kv_end.data();
-    a.kv_begin = with_begin ? kv_begin.data() : nullptr;
-    a.q_pos = q_pos.data();
-    a.k = k.data();
-    a.k_stride = kd;
-    a.v = v.data();
-    a.v_stride = kd;
-    a.kv_pos = kv_pos.data();
-    a.n_kv = n_kv;
-    a.out = out.data();
-    a.out_stride = qd;
-    Attention(p, a, pool);
-    for (int i = 0; i < n_q; ++i) {
-      for (int h = 0; h < c.n_head; ++h) {
-        const int hk = h / (c.n_head / c.n_head_kv);
-        std::vector<double> s;
-        std::vector<int> idx;
-        for (int j = kv_begin[i]; j < kv_end[i]; ++j) {
-          if (c.window > 0 && q_pos[i] - j >= c.window) continue;
-          double d = 0;
-          for (int t = 0; t < c.hd; ++t) d += static_cast<double>(q[i * qd + h * c.hd + t]) * k[j * kd + hk * c.hd + t];
-          d *= p.scale;
-          if (c.softcap > 0) d = c.softcap * std::tanh(d / c.softcap);
-          s.push_back(d);
-          idx.push_back(j);
+  for (const AttnCase& c : cases)
+    for (int n_q : {7, 40, 300})
+      for (bool with_begin : {false, true}) {
+        SCOPED_TRACE("n_q " + std::to_string(n_q) + (with_begin ? " with kv_begin" : ""));
+        const int n_kv = n_q + 16, start = n_kv - n_q;
+        AttentionParams p;
+        p.n_head = c.n_head;
+        p.n_head_kv = c.n_head_kv;
+        p.head_dim_k = c.hd;
+        p.head_dim_v = c.hd;
+        p.scale = 1.0f / std::sqrt(static_cast<float>(c.hd));
+        p.window = c.window;
+        p.softcap = c.softcap;
+        // Sink logits around the scores' scale, one far above them (that head
+        // attends almost to nothing).
+        std::vector<float> sinks = {0.5f, -1.0f, 2.0f, 8.0f};
+        if (c.sinks) p.sinks = sinks.data();
+        const int qd = c.n_head * c.hd, kd = c.n_head_kv * c.hd;
+        auto q = RandomVec(n_q * qd, 21, 2.0f), k = RandomVec(n_kv * kd, 22, 2.0f), v = RandomVec(n_kv * kd, 23);
+        std::vector<int32_t> kv_end(n_q), kv_begin(n_q), q_pos(n_q), kv_pos(n_kv);
+        for (int i = 0; i < n_q; ++i) {
+          kv_end[i] = start + i + 1;
+          q_pos[i] = start + i;
+          kv_begin[i] = with_begin ? std::max(0, start + i - 9) : 0;  // query i skips rows before kv_begin
         }
-        const double mx = *std::max_element(s.begin(), s.end());
-        double sum = 0;
-        for (double& e : s) sum += (e = std::exp(e - mx));
-        if (c.sinks) sum += std::exp(sinks[h] - mx);
-        for (int t = 0; t < c.hd; ++t) {
-          double want = 0;
-          for (size_t m = 0; m < s.size(); ++m) want += s[m] / sum * v[idx[m] * kd + hk * c.hd + t];
-          EXPECT_NEAR(out[i * qd + h * c.hd + t], want, 1e-5)
-              << "heads " << c.n_head << "/" << c.n_head_kv << " window " << c.window << " q " << i << " h " << h;
+        for (int j = 0; j < n_kv; ++j) kv_pos[j] = j;
+        std::vector<float> out(n_q * qd);
+        AttentionArgs a;
+        a.q = q.data();
+        a.q_stride = qd;
+        a.n_q = n_q;
+        a.kv_end = kv_end.data();
+        a.kv_begin = with_begin ? kv_begin.data() : nullptr;
+        a.q_pos = q_pos.data();
+        a.k = k.data();
+        a.k_stride = kd;
+        a.v = v.data();
+        a.v_stride = kd;
+        a.kv_pos = kv_pos.data();
+        a.n_kv = n_kv;
+        a.out = out.data();
+        a.out_stride = qd;
+        Attention(p, a, pool);
+        for (int i = 0; i < n_q; ++i) {
+          for (int h = 0; h < c.n_head; ++h) {
+            const int hk = h / (c.n_head / c.n_head_kv);
+            std::vector<double> s;
+            std::vector<int> idx;
+            for (int j = kv_begin[i]; j < kv_end[i]; ++j) {
+              if (c.window > 0 && q_pos[i] - j >= c.window) continue;
+              double d = 0;
+              for (int t = 0; t < c.hd; ++t)
+                d += static_cast<double>(q[i * qd + h * c.hd + t]) * k[j * kd + hk * c.hd + t];
+              d *= p.scale;
+              if (c.softcap > 0) d = c.softcap * std::tanh(d / c.softcap);
+              s.push_back(d);
+              idx.push_back(j);
+            }
+            const double mx = *std::max_element(s.begin(), s.end());
+            double sum = 0;
+            for (double& e : s) sum += (e = std::exp(e - mx));
+            if (c.sinks) sum += std::exp(sinks[h] - mx);
+            for (int t = 0; t < c.hd; ++t) {
+              double want = 0;
+              for (size_t m = 0; m < s.size(); ++m) want += s[m] / sum * v[idx[m] * kd + hk * c.hd + t];
+              EXPECT_NEAR(out[i * qd + h * c.hd + t], want, 1e-5)
+                  << "heads " << c.n_head << "/" << c.n_head_kv << " window " << c.window << " q " << i << " h " << h;
+            }
+          }
         }
       }
-    }
-  }
 }
 
 // ------------------------------------------------------ activations/softmax
@@ -491,7 +495,7 @@ TEST(ActivationTest, SwiGluOaiClampsThenGates) {
   std::vector<float> out(g.size());
   SwiGluOai(g.data(), u.data(), static_cast<int64_t>(g.size()), 1.702f, 7.0f, out.data());
   for (size_t i = 0; i < g.size(); ++i) {
-    const double x = std::min(g[i], 7.0f);                   // the gate only from above
+    const double x = std::min(g[i], 7.0f);  // the gate only from above
     const double y = std::clamp(static_cast<double>(u[i]), -7.0, 7.0);
     const double want = x / (1 + std::exp(-1.702 * x)) * (y + 1);
     EXPECT_NEAR(out[i], want, 1e-6 * (1 + std::fabs(want))) << i;

@@ -66,10 +66,17 @@ std::vector<float> RandomActivations(int64_t n, int64_t tokens, size_t stride, s
     float* row = x.data() + static_cast<size_t>(t) * stride;
     for (int64_t i = 0; i < n; ++i) row[i] = normal(g);
     switch (t % 4) {
-      case 1: std::fill(row, row + 256, 0.0f); break;
-      case 2: row[n - 7] = 300.0f; break;
-      case 3: std::fill(row, row + 256, -0.75f); break;
-      default: break;
+      case 1:
+        std::fill(row, row + 256, 0.0f);
+        break;
+      case 2:
+        row[n - 7] = 300.0f;
+        break;
+      case 3:
+        std::fill(row, row + 256, -0.75f);
+        break;
+      default:
+        break;
     }
   }
   return x;
@@ -205,8 +212,8 @@ void CheckShapes(GgmlType type, int64_t n, int64_t max_rows, int64_t max_tokens,
           const float p = ref[static_cast<size_t>(t * ldy_full + r)];
           // Bit for bit: every kernel rounds the same F32 operations in the
           // same order, whatever the shape of the call (quant_dot_kquant.h).
-          ASSERT_EQ(got, p) << Name(*k) << " n " << n << " rows " << rows << " tokens " << tokens << " r " << r
-                            << " t " << t;
+          ASSERT_EQ(got, p) << Name(*k) << " n " << n << " rows " << rows << " tokens " << tokens << " r " << r << " t "
+                            << t;
           ASSERT_NEAR(got, e.exact, e.bound + fp)
               << Name(*k) << " n " << n << " rows " << rows << " tokens " << tokens << " r " << r << " t " << t;
         }
@@ -267,9 +274,15 @@ TEST(KQuantDotTest, ExtremeBlocksAreExact) {
       for (int64_t t = 0; t < tokens; ++t) {
         for (int64_t i = 0; i < n; ++i) {
           switch (t % 3) {
-            case 0: x[t * n + i] = 1.0f; break;
-            case 1: x[t * n + i] = -1.0f; break;
-            default: x[t * n + i] = (i % 3 == 0) ? 2.0f : -2.0f; break;
+            case 0:
+              x[t * n + i] = 1.0f;
+              break;
+            case 1:
+              x[t * n + i] = -1.0f;
+              break;
+            default:
+              x[t * n + i] = (i % 3 == 0) ? 2.0f : -2.0f;
+              break;
           }
         }
       }

@@ -14,8 +14,8 @@ namespace cairn {
 
 // y[t][o] for t < tokens, o < n_out: `w` holds n_out rows of `row_bytes`,
 // `x` tokens rows of n floats.
-inline std::vector<float> QuantizeThenDot(const QuantDotKernel& k, const uint8_t* w, size_t row_bytes,
-                                          int64_t n_out, const float* x, int64_t tokens, int64_t n) {
+inline std::vector<float> QuantizeThenDot(const QuantDotKernel& k, const uint8_t* w, size_t row_bytes, int64_t n_out,
+                                          const float* x, int64_t tokens, int64_t n) {
   const size_t qs = k.activation_row_bytes(n);
   std::vector<uint8_t> qx(qs * static_cast<size_t>(tokens));
   for (int64_t t = 0; t < tokens; ++t) k.quantize(x + t * n, n, qx.data() + t * qs);

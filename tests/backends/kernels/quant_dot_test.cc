@@ -201,8 +201,8 @@ TEST(QuantDotTest, ExtremeQuantsDoNotSaturate) {
         for (int64_t t = 0; t < tokens; ++t) {
           for (int64_t r = 0; r < rows; ++r) {
             // Each activation quantizes to +-127 at the scale 1/127.
-            const double want = static_cast<double>(n) * value[r] * (t % 2 == 0 ? 1 : -1) * 127.0 *
-                                static_cast<double>(1.0f / 127.0f);
+            const double want =
+                static_cast<double>(n) * value[r] * (t % 2 == 0 ? 1 : -1) * 127.0 * static_cast<double>(1.0f / 127.0f);
             ASSERT_NEAR(y[t * rows + r], want, 1e-5 * std::fabs(want))
                 << TypeName(type) << " " << k->isa << " tokens " << tokens << " t " << t << " r " << r;
           }

@@ -224,8 +224,8 @@ TEST(Mamba1ScanTest, MatchesQuadraticFormInDouble) {
         double log_decay = 0;
         for (int64_t s = t; s >= 0; --s) {
           const double dts = std::log1p(std::exp(double{c.dt[s * c.Di + ch]}));
-          acc += double{c.bc[t * c.bc_stride() + c.N + n]} * c.bc[s * c.bc_stride() + n] * std::exp(log_decay) *
-                 dts * c.x[s * c.Di + ch];
+          acc += double{c.bc[t * c.bc_stride() + c.N + n]} * c.bc[s * c.bc_stride() + n] * std::exp(log_decay) * dts *
+                 c.x[s * c.Di + ch];
           log_decay += dts * c.A[ch * c.N + n];
         }
       }

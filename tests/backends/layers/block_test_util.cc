@@ -56,8 +56,7 @@ void ExpectRowsNear(const float* got, const std::vector<Vec>& want, double tol, 
       }
     }
   }
-  EXPECT_LE(worst / scale, tol) << what << ": row " << worst_row << " off by " << worst << " (scale " << scale
-                                << ")";
+  EXPECT_LE(worst / scale, tol) << what << ": row " << worst_row << " off by " << worst << " (scale " << scale << ")";
 }
 
 }  // namespace cairn::testing

@@ -68,10 +68,10 @@ TEST(FfnTest, EveryActivationGatedAndUngated) {
     FfnActivation activation;
     bool gated;
   };
-  for (const Case& c : {Case{"swiglu", FfnActivation::kSilu, true}, Case{"geglu", FfnActivation::kGelu, true},
-                        Case{"swiglu-oai", FfnActivation::kSwigluOai, true},
-                        Case{"relu2 mlp", FfnActivation::kReluSquared, false},
-                        Case{"relu2 glu", FfnActivation::kReluSquared, true}}) {
+  for (const Case& c :
+       {Case{"swiglu", FfnActivation::kSilu, true}, Case{"geglu", FfnActivation::kGelu, true},
+        Case{"swiglu-oai", FfnActivation::kSwigluOai, true}, Case{"relu2 mlp", FfnActivation::kReluSquared, false},
+        Case{"relu2 glu", FfnActivation::kReluSquared, true}}) {
     testing::Weights w(7);
     const FfnBlock f = Ffn(w, c.activation, c.gated);
     ThreadPool pool(2);

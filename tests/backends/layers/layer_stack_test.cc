@@ -59,8 +59,8 @@ TEST(LayerStackTest, FinishLoadNumbersFullThenWindowedSlotsAndRecurrentOnes) {
     L.attn.window = window;
     s.layers.push_back(std::move(L));
   }
-  s.FinishLoad(file.loader(), {.n_ctx_train = 77, .k_dim = 8, .v_dim = 6, .window = 4, .conv_floats = 3,
-                               .state_floats = 5});
+  s.FinishLoad(file.loader(),
+               {.n_ctx_train = 77, .k_dim = 8, .v_dim = 6, .window = 4, .conv_floats = 3, .state_floats = 5});
   // Full slots: layers 2 and 6; then the rings: layers 0 and 5.
   const std::vector<int32_t> attn = {2, -1, 0, -1, -1, 3, 1, -1}, recurrent = {-1, 0, -1, -1, 1, -1, 2, 3};
   for (size_t il = 0; il < layers.size(); ++il) {

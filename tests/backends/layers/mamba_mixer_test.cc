@@ -43,8 +43,14 @@ class Mamba2 {
   };
 
  private:
-  MambaGeometry g_{.version = MambaVersion::kMamba2, .n_embd = 16, .d_conv = 4, .d_inner = 32, .d_state = 8,
-                   .n_head = 4, .head_dim = 8, .n_group = 2};
+  MambaGeometry g_{.version = MambaVersion::kMamba2,
+                   .n_embd = 16,
+                   .d_conv = 4,
+                   .d_inner = 32,
+                   .d_state = 8,
+                   .n_head = 4,
+                   .head_dim = 8,
+                   .n_group = 2};
   testing::Weights w_;
   MambaMixerWeights m_;
 };

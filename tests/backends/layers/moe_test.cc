@@ -197,9 +197,9 @@ TEST(MoeTest, SigmoidWithSelectionBiasScaleAndAnUngatedSharedMlp) {
 
 TEST(MoeTest, SoftmaxOfTheChosenWithRouterAndExpertBiases) {
   testing::Weights w(13);
-  ExpectMatches(Moe(w, {.gating = RouterGating::kSoftmaxOfChosen, .router_bias = true}, FfnActivation::kSwigluOai,
-                    true, true),
-                "softmax of chosen");
+  ExpectMatches(
+      Moe(w, {.gating = RouterGating::kSoftmaxOfChosen, .router_bias = true}, FfnActivation::kSwigluOai, true, true),
+      "softmax of chosen");
 }
 
 }  // namespace

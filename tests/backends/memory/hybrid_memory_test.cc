@@ -89,9 +89,9 @@ TEST(HybridMemoryTest, CapabilitiesAndTruncateRules) {
 
 TEST(HybridMemoryTest, ChunksMapPositionsToRows) {
   auto m = New();
-  Absorb(*m, 3, 3, false, 1.0f);   // positions [0,3), rows [0,3)
-  Absorb(*m, 4, 12, true, 2.0f);   // positions [3,7), rows [3,15)
-  Absorb(*m, 2, 2, false, 3.0f);   // positions [7,9), rows [15,17)
+  Absorb(*m, 3, 3, false, 1.0f);  // positions [0,3), rows [0,3)
+  Absorb(*m, 4, 12, true, 2.0f);  // positions [3,7), rows [3,15)
+  Absorb(*m, 2, 2, false, 3.0f);  // positions [7,9), rows [15,17)
   EXPECT_EQ(m->next_pos(), 9);
   EXPECT_EQ(m->stored_rows(), 17);
   ASSERT_EQ(m->chunks().size(), 1u);

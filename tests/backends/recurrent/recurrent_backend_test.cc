@@ -416,8 +416,9 @@ TEST_F(MemoryContractTest, InvalidForwardChangesNothing) {
               "rows not ascending");
   expect_fail({ok_run, SequenceRun{m.get(), 3, good, nullptr, out_of_range, {}}}, absl::StatusCode::kInvalidArgument,
               "row out of range");
-  expect_fail({ok_run, SequenceRun{m.get(), 3, good, nullptr, row0, {}}, SequenceRun{m.get(), 3, good, nullptr, row0, {}}},
-              absl::StatusCode::kInvalidArgument, "memory twice");
+  expect_fail(
+      {ok_run, SequenceRun{m.get(), 3, good, nullptr, row0, {}}, SequenceRun{m.get(), 3, good, nullptr, row0, {}}},
+      absl::StatusCode::kInvalidArgument, "memory twice");
   const float embd[64] = {};
   EmbeddingChunk chunk{embd, 1, 1};
   expect_fail({ok_run, SequenceRun{m.get(), 3, {}, &chunk, row0, {}}}, absl::StatusCode::kInvalidArgument,
@@ -446,8 +447,7 @@ TEST(RecurrentBackendLimits, ContextLimitIsResourceExhausted) {
   RunTokens(**b, *m, four);
   const TokenId one[] = {5};
   SequenceRun run{m.get(), 4, one, nullptr, {}, {}};
-  EXPECT_EQ((*b)->Forward(std::span<const SequenceRun>(&run, 1)).status().code(),
-            absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ((*b)->Forward(std::span<const SequenceRun>(&run, 1)).status().code(), absl::StatusCode::kResourceExhausted);
   EXPECT_EQ(m->next_pos(), 4);
 }
 

@@ -40,8 +40,13 @@ Mamba1Weights MakeWeights(bool dt_b_c_rms, uint32_t seed) {
   Mamba1Weights w;
   w.dt_b_c_rms = dt_b_c_rms;
   const Dims& d = w.d;
-  w.model = synthetic::Mamba({.n_embd = d.n_embd, .n_vocab = d.n_vocab, .d_inner = d.d_inner, .d_state = d.d_state,
-                              .dt_rank = d.dt_rank, .d_conv = d.d_conv, .n_layer = static_cast<int32_t>(d.n_layer),
+  w.model = synthetic::Mamba({.n_embd = d.n_embd,
+                              .n_vocab = d.n_vocab,
+                              .d_inner = d.d_inner,
+                              .d_state = d.d_state,
+                              .dt_rank = d.dt_rank,
+                              .d_conv = d.d_conv,
+                              .n_layer = static_cast<int32_t>(d.n_layer),
                               .dt_b_c_rms = dt_b_c_rms});
   w.model.seed = seed;
   // Norms and D away from 1, so that the reference checks where they enter.
@@ -58,19 +63,19 @@ Mamba1Weights MakeWeights(bool dt_b_c_rms, uint32_t seed) {
   w.out = m.Values("output.weight");
   for (int64_t l = 0; l < d.n_layer; ++l) {
     const std::string p = "blk." + std::to_string(l) + ".";
-    w.layers.push_back({m.Values(p + "attn_norm.weight"), m.Values(p + "ssm_in.weight"), m.Values(p + "ssm_conv1d.weight"),
-                        m.Values(p + "ssm_conv1d.bias"), m.Values(p + "ssm_x.weight"), m.Values(p + "ssm_dt.weight"),
-                        m.Values(p + "ssm_dt.bias"), m.Values(p + "ssm_a"), m.Values(p + "ssm_d"),
-                        m.Values(p + "ssm_out.weight")});
+    w.layers.push_back({m.Values(p + "attn_norm.weight"), m.Values(p + "ssm_in.weight"),
+                        m.Values(p + "ssm_conv1d.weight"), m.Values(p + "ssm_conv1d.bias"),
+                        m.Values(p + "ssm_x.weight"), m.Values(p + "ssm_dt.weight"), m.Values(p + "ssm_dt.bias"),
+                        m.Values(p + "ssm_a"), m.Values(p + "ssm_d"), m.Values(p + "ssm_out.weight")});
   }
   return w;
 }
 
 // Optional damage for the load-error tests.
 struct Damage {
-  std::string skip_tensor;        // omit this tensor
-  std::string reshape_tensor;     // write this tensor with a wrong shape
-  bool drop_state_size = false;   // omit mamba.ssm.state_size
+  std::string skip_tensor;       // omit this tensor
+  std::string reshape_tensor;    // write this tensor with a wrong shape
+  bool drop_state_size = false;  // omit mamba.ssm.state_size
 };
 
 std::shared_ptr<const ModelFile> Write(const Mamba1Weights& w, const Damage& damage = {}) {

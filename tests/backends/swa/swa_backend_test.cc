@@ -62,8 +62,8 @@ SequenceLogits Feed(Backend& b, SequenceMemory* mem, const std::vector<TokenId>&
 }
 
 // Feeds tokens[begin, end) in pieces of `chunk`.
-SequenceLogits FeedChunks(Backend& b, SequenceMemory* mem, const std::vector<TokenId>& tokens, size_t begin,
-                          size_t end, size_t chunk) {
+SequenceLogits FeedChunks(Backend& b, SequenceMemory* mem, const std::vector<TokenId>& tokens, size_t begin, size_t end,
+                          size_t chunk) {
   SequenceLogits all{static_cast<int32_t>(end - begin), b.info().n_vocab, {}};
   for (size_t s = begin; s < end; s += chunk) {
     SequenceLogits part = Feed(b, mem, tokens, s, std::min(end, s + chunk));
@@ -133,8 +133,8 @@ TEST_F(SwaGoldenTest, MatchesGoldenInEveryChunkingAndRingSize) {
     RecordProperty("golden_max_rel_slack" + std::to_string(slack), std::to_string(c->max_rel));
     for (int32_t chunk : {1, 3, 8, 9, 64}) {
       for (size_t s = 0; s < tokens_.size(); ++s) {
-        const std::string what = "slack " + std::to_string(slack) + " chunk " + std::to_string(chunk) + " seq " +
-                                 std::to_string(s);
+        const std::string what =
+            "slack " + std::to_string(slack) + " chunk " + std::to_string(chunk) + " seq " + std::to_string(s);
         auto l = EvalSequence(*b, tokens_[s], EvalMode{chunk});
         ASSERT_TRUE(l.ok()) << l.status();
         ExpectClose(*l, golden_[s], kGoldenTolerance, what + " vs golden");
@@ -371,7 +371,9 @@ TEST(SwaBackendTest, GptOssLayersFollowTheSlidingWindowPattern) {
   ASSERT_TRUE(orig.ok());
   const std::string key = "gpt-oss.attention.sliding_window_pattern";
   auto period2 = CreateFrom(testing::RewriteGguf(**orig, {}, [&](GgufWriter& w) { w.SetUint32(key, 2); }));
-  auto odd_local = CreateFrom(testing::RewriteGguf(**orig, {}, [&](GgufWriter& w) { w.SetInt32Array(key, {0, 1, 0, 1}); }));
+  auto odd_local = CreateFrom(testing::RewriteGguf(**orig, {}, [&](GgufWriter& w) {
+    w.SetInt32Array(key, {0, 1, 0, 1});
+  }));
   ASSERT_TRUE(period2.ok() && odd_local.ok()) << period2.status() << odd_local.status();
   std::vector<TokenId> toks(40);  // 5 windows
   for (size_t i = 0; i < toks.size(); ++i) toks[i] = static_cast<TokenId>(1 + (i * 37) % 500);
@@ -392,11 +394,10 @@ TEST(SwaBackendTest, GptOssNeedsItsSinksAndBiases) {
   CAIRN_REQUIRE_SHARED("golden/models/gpt-oss.gguf");
   auto orig = ModelFile::Open(testing::SharedPath("golden/models/gpt-oss.gguf"));
   ASSERT_TRUE(orig.ok());
-  for (const std::string missing : {"blk.2.attn_sinks.weight", "blk.1.attn_output.bias", "blk.3.ffn_gate_inp.bias",
-                                    "blk.0.ffn_down_exps.bias"}) {
-    auto b = CreateFrom(testing::RewriteGguf(**orig, {}, nullptr, [&](const std::string& name) {
-      return name == missing ? std::string() : name;
-    }));
+  for (const std::string missing :
+       {"blk.2.attn_sinks.weight", "blk.1.attn_output.bias", "blk.3.ffn_gate_inp.bias", "blk.0.ffn_down_exps.bias"}) {
+    auto b = CreateFrom(testing::RewriteGguf(
+        **orig, {}, nullptr, [&](const std::string& name) { return name == missing ? std::string() : name; }));
     EXPECT_EQ(b.status().code(), absl::StatusCode::kInvalidArgument) << missing << ": " << b.status();
     EXPECT_NE(b.status().message().find(missing), std::string::npos) << b.status();
   }
@@ -412,7 +413,7 @@ struct Synth {
   double base = 10000, base_swa = 10000, rope_factor = 0;  // 0: no scaling key
   double attn_cap = 0, final_cap = 0;                      // 0: key absent
   bool qk_norm = false;
-  bool write_pattern = true;  // false: the arch's default period applies
+  bool write_pattern = true;                    // false: the arch's default period applies
   std::map<std::string, std::vector<float>> t;  // the values Build wrote, by tensor name
 
   static bool EndsWith(const std::string& s, const std::string& suffix) {
@@ -422,11 +423,21 @@ struct Synth {
   // The model (synthetic/) with norms away from 1 and matrices a little
   // larger than the default, so that each of them matters.
   std::shared_ptr<const ModelFile> Build() {
-    synthetic::SyntheticModel m = synthetic::Gemma({
-        .arch = arch, .n_embd = E, .n_ff = F, .n_vocab = V, .n_layer = L, .n_head = H, .n_head_kv = HKV,
-        .head_dim = D, .window = W, .pattern = write_pattern ? P : 0, .n_ctx = 256,
-        .rope_base = static_cast<float>(base),
-        .rope_base_swa = arch == "gemma3" ? static_cast<float>(base_swa) : -1.0f, .qk_norm = qk_norm});
+    synthetic::SyntheticModel m =
+        synthetic::Gemma({.arch = arch,
+                          .n_embd = E,
+                          .n_ff = F,
+                          .n_vocab = V,
+                          .n_layer = L,
+                          .n_head = H,
+                          .n_head_kv = HKV,
+                          .head_dim = D,
+                          .window = W,
+                          .pattern = write_pattern ? P : 0,
+                          .n_ctx = 256,
+                          .rope_base = static_cast<float>(base),
+                          .rope_base_swa = arch == "gemma3" ? static_cast<float>(base_swa) : -1.0f,
+                          .qk_norm = qk_norm});
     GgufWriter& w = m.metadata();
     if (rope_factor > 0) {
       w.SetString(m.Key("rope.scaling.type"), "linear");
@@ -548,7 +559,8 @@ struct Synth {
       std::vector<double> xn = x[i];
       Norm(xn, t.at("output_norm.weight"), 0, E);
       std::vector<double> logits = Mul("token_embd.weight", xn);  // tied output
-      for (double z : logits) out.values.push_back(static_cast<float>(final_cap > 0 ? final_cap * std::tanh(z / final_cap) : z));
+      for (double z : logits)
+        out.values.push_back(static_cast<float>(final_cap > 0 ? final_cap * std::tanh(z / final_cap) : z));
     }
     return out;
   }
@@ -613,7 +625,7 @@ TEST(SwaSyntheticTest, Gemma3WithRopeScalingTwoBasesAndFinalCapMatchesAPlainImpl
   s.P = 3;  // layers 0, 1, 3, 4 local; 2 global
   s.W = 3;
   s.base = 1e6;
-  s.base_swa = 100;  // far from the global base: a swapped base shows
+  s.base_swa = 100;   // far from the global base: a swapped base shows
   s.rope_factor = 4;  // global layers only
   s.final_cap = 2.0;
   ExpectMatchesReference(s, "gemma3");

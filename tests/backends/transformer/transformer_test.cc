@@ -106,19 +106,17 @@ INSTANTIATE_TEST_SUITE_P(Models, GoldenTest, ::testing::ValuesIn(kGolden),
 // (*.llamacpp.bin) are printed and recorded, not asserted.
 struct FastGoldenRow {
   const char* model;
-  const char* logits;     // exact math of the file
-  const char* llamacpp;   // llama.cpp on the quantized file
+  const char* logits;    // exact math of the file
+  const char* llamacpp;  // llama.cpp on the quantized file
 };
 const FastGoldenRow kFastGolden[] = {
     {"golden/models/llama-q8.gguf", "golden/logits/llama-q8.bin", "golden/logits/llama-q8.llamacpp.bin"},
-    {"golden/models/llama256-Q4_0.gguf", "golden/logits/llama256-Q4_0.bin",
-     "golden/logits/llama256-Q4_0.llamacpp.bin"},
+    {"golden/models/llama256-Q4_0.gguf", "golden/logits/llama256-Q4_0.bin", "golden/logits/llama256-Q4_0.llamacpp.bin"},
     {"golden/models/llama256-Q4_K_M.gguf", "golden/logits/llama256-Q4_K_M.bin",
      "golden/logits/llama256-Q4_K_M.llamacpp.bin"},
     {"golden/models/llama256-Q5_K_M.gguf", "golden/logits/llama256-Q5_K_M.bin",
      "golden/logits/llama256-Q5_K_M.llamacpp.bin"},
-    {"golden/models/llama256-Q6_K.gguf", "golden/logits/llama256-Q6_K.bin",
-     "golden/logits/llama256-Q6_K.llamacpp.bin"},
+    {"golden/models/llama256-Q6_K.gguf", "golden/logits/llama256-Q6_K.bin", "golden/logits/llama256-Q6_K.llamacpp.bin"},
 };
 constexpr double kFastTolerance = 0.15;
 constexpr double kFastMinArgmaxAgreement = 0.95;
@@ -253,9 +251,16 @@ bool EndsWith(const std::string& s, const std::string& suffix) {
 // and the attention pattern matter. The same flags give the same values
 // whatever the arch.
 synthetic::SyntheticModel Tiny(const std::string& arch, bool qkv_bias, bool qk_norm, bool tied) {
-  synthetic::SyntheticModel m = synthetic::Llama({.arch = arch, .n_embd = kEmbd, .n_ff = 96, .n_vocab = kVocab,
-                                                  .n_layer = kLayers, .n_head = kHeads, .n_head_kv = kKvHeads,
-                                                  .n_ctx = 256, .tied_output = tied, .qkv_bias = qkv_bias,
+  synthetic::SyntheticModel m = synthetic::Llama({.arch = arch,
+                                                  .n_embd = kEmbd,
+                                                  .n_ff = 96,
+                                                  .n_vocab = kVocab,
+                                                  .n_layer = kLayers,
+                                                  .n_head = kHeads,
+                                                  .n_head_kv = kKvHeads,
+                                                  .n_ctx = 256,
+                                                  .tied_output = tied,
+                                                  .qkv_bias = qkv_bias,
                                                   .qk_norm = qk_norm});
   for (synthetic::SyntheticTensor& t : m.tensors()) {
     if (EndsWith(t.name, "norm.weight")) t.init = synthetic::Init::Uniform(0.8f, 1.2f);
@@ -488,8 +493,7 @@ TEST(InfoTest, DescribesLlamaGguf) {
   auto mem = *b->NewSequence();
   std::vector<TokenId> toks(65, 1);
   SequenceRun run{mem.get(), 0, toks, nullptr, {}, {}};
-  EXPECT_EQ(b->Forward(std::span<const SequenceRun>(&run, 1)).status().code(),
-            absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(b->Forward(std::span<const SequenceRun>(&run, 1)).status().code(), absl::StatusCode::kResourceExhausted);
 }
 
 }  // namespace

@@ -56,15 +56,18 @@ TEST(PyFormatTest, StringsQuoteAndEscapeAsPython) {
 
 TEST(PyFormatTest, PrintedContainersKeepClientText) {
   Dict d;
-  ASSERT_TRUE(d.Set(Value::String("key", true), Value::List({Value::Int(5, true), Value::None(), Value::Bool(true)})).ok());
+  ASSERT_TRUE(
+      d.Set(Value::String("key", true), Value::List({Value::Int(5, true), Value::None(), Value::Bool(true)})).ok());
   const Text text = ToText(Value::FromDict(std::move(d)));
   EXPECT_EQ(text.bytes(), "{'key': [5, None, True]}");
   // The client's key (quoted) and number are client text; the rest is not.
   ASSERT_EQ(text.client_spans().size(), 2u);
-  EXPECT_EQ(text.bytes().substr(text.client_spans()[0].begin, text.client_spans()[0].end - text.client_spans()[0].begin),
-            "'key'");
-  EXPECT_EQ(text.bytes().substr(text.client_spans()[1].begin, text.client_spans()[1].end - text.client_spans()[1].begin),
-            "5");
+  EXPECT_EQ(
+      text.bytes().substr(text.client_spans()[0].begin, text.client_spans()[0].end - text.client_spans()[0].begin),
+      "'key'");
+  EXPECT_EQ(
+      text.bytes().substr(text.client_spans()[1].begin, text.client_spans()[1].end - text.client_spans()[1].begin),
+      "5");
   EXPECT_EQ(ToStr(Value()), "");
   EXPECT_EQ(ToRepr(Value()), "Undefined");
   EXPECT_EQ(ToStr(Value::List({Value::String("a")}, ListKind::kTuple)), "('a',)");

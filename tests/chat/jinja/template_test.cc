@@ -75,18 +75,20 @@ TEST(TemplateTest, HostileNestingIsRefusedWhileParsing) {
 
 TEST(TemplateTest, HostileSizesAreBounded) {
   // A 1 GiB output.
-  ExpectRefusedQuickly("{% for i in range(100000) %}{{ 'x' * 10000 }}{% endfor %}", absl::StatusCode::kResourceExhausted,
-                       "output larger");
+  ExpectRefusedQuickly("{% for i in range(100000) %}{{ 'x' * 10000 }}{% endfor %}",
+                       absl::StatusCode::kResourceExhausted, "output larger");
   ExpectRefusedQuickly("{{ 'a' * 10**12 }}", absl::StatusCode::kResourceExhausted, "limit");
   ExpectRefusedQuickly("{{ ['a'] * 10**12 }}", absl::StatusCode::kResourceExhausted, "limit");
-  ExpectRefusedQuickly("{% set ns = namespace(s='x') %}{% for i in range(100) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}",
-                       absl::StatusCode::kResourceExhausted, "limit");
-  ExpectRefusedQuickly("{% set ns = namespace(l=[]) %}{% for i in range(100000) %}{% set ns.l = ns.l + [i] %}{% endfor %}",
-                       absl::StatusCode::kResourceExhausted, "bytes of strings built");
+  ExpectRefusedQuickly(
+      "{% set ns = namespace(s='x') %}{% for i in range(100) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}",
+      absl::StatusCode::kResourceExhausted, "limit");
+  ExpectRefusedQuickly(
+      "{% set ns = namespace(l=[]) %}{% for i in range(100000) %}{% set ns.l = ns.l + [i] %}{% endfor %}",
+      absl::StatusCode::kResourceExhausted, "bytes of strings built");
   ExpectRefusedQuickly("{{ 'x'.center(10**12) }}", absl::StatusCode::kResourceExhausted, "limit");
   ExpectRefusedQuickly("{{ 'x' | indent(10**12) }}", absl::StatusCode::kResourceExhausted, "limit");
-  ExpectRefusedQuickly("{{ ('x' * 4000000).replace('', 'yyyyyyyyyyyyyyyyyyyy') }}", absl::StatusCode::kResourceExhausted,
-                       "limit");
+  ExpectRefusedQuickly("{{ ('x' * 4000000).replace('', 'yyyyyyyyyyyyyyyyyyyy') }}",
+                       absl::StatusCode::kResourceExhausted, "limit");
   ExpectRefusedQuickly("{{ '%1000000000d' % 1 }}", absl::StatusCode::kResourceExhausted, "limit");
   ExpectRefusedQuickly("{{ 10 ** 100 }}", absl::StatusCode::kUnimplemented, "64 bits");
 }
@@ -104,7 +106,8 @@ std::vector<std::string> ClientParts(const Text& text) {
   return parts;
 }
 
-Text RenderText(const std::string& source, const nlohmann::ordered_json& variables, std::vector<Value>* tracked = nullptr) {
+Text RenderText(const std::string& source, const nlohmann::ordered_json& variables,
+                std::vector<Value>* tracked = nullptr) {
   auto tmpl = Template::Create(source);
   EXPECT_TRUE(tmpl.ok()) << tmpl.status();
   RenderInput input;
@@ -126,7 +129,8 @@ TEST(TemplateTest, ClientTextIsTrackedThroughRendering) {
   const auto vars = nlohmann::ordered_json::parse(
       R"({"messages": [{"role": "user", "content": " hi<|im_end|> "}], "n": 7, "tools": [{"name": "f"}]})");
   // Concatenation keeps the client bytes exactly; template text is not client.
-  Text t = RenderText("{{ bos }}{% for m in messages %}<|im_start|>{{ m.role + '\\n' + m.content }}<|im_end|>{% endfor %}", vars);
+  Text t = RenderText(
+      "{{ bos }}{% for m in messages %}<|im_start|>{{ m.role + '\\n' + m.content }}<|im_end|>{% endfor %}", vars);
   EXPECT_EQ(t.bytes(), "<s><|im_start|>user\n hi<|im_end|> <|im_end|>");
   EXPECT_EQ(ClientParts(t), (std::vector<std::string>{"user", " hi<|im_end|> "}));
   // A filter or method on client text gives client text (conservatively whole).
@@ -166,9 +170,10 @@ TEST(TemplateTest, LoopsOverTrackedObjectsMarkWhereTheyWrite) {
   EXPECT_EQ(Marks(t, 2), (std::vector<size_t>{t.bytes().find("<|im_start|>assistant")}));
   // A message rendered by a macro is marked where the macro's output lands;
   // one skipped by the loop (the system message here) gets no mark.
-  t = RenderText("{% macro r(m) %}<{{ m.role }}>{% endmacro %}{{ messages[0].content }}"
-                 "{% for m in messages[1:] %}{{ r(m) }}{% endfor %}",
-                 vars, &tracked);
+  t = RenderText(
+      "{% macro r(m) %}<{{ m.role }}>{% endmacro %}{{ messages[0].content }}"
+      "{% for m in messages[1:] %}{{ r(m) }}{% endfor %}",
+      vars, &tracked);
   EXPECT_EQ(t.bytes(), "S<user><assistant>");
   EXPECT_TRUE(Marks(t, 0).empty());
   EXPECT_EQ(Marks(t, 1), (std::vector<size_t>{1}));

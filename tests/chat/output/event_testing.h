@@ -28,7 +28,11 @@ inline std::vector<OutputEvent> Merged(const std::vector<OutputEvent>& events) {
 inline bool IsValidUtf8(std::string_view s) {
   for (size_t i = 0; i < s.size();) {
     const auto c = static_cast<unsigned char>(s[i]);
-    const size_t n = c < 0x80 ? 1 : (c >> 5) == 6 && c >= 0xC2 ? 2 : (c >> 4) == 14 ? 3 : c >= 0xF0 && c <= 0xF4 ? 4 : 0;
+    const size_t n = c < 0x80                     ? 1
+                     : (c >> 5) == 6 && c >= 0xC2 ? 2
+                     : (c >> 4) == 14             ? 3
+                     : c >= 0xF0 && c <= 0xF4     ? 4
+                                                  : 0;
     if (n == 0 || i + n > s.size()) return false;
     for (size_t k = 1; k < n; ++k) {
       if ((static_cast<unsigned char>(s[i + k]) & 0xC0) != 0x80) return false;

@@ -62,8 +62,7 @@ TEST(GrammarParserTest, WhitespaceAtRunEdgesIsDropped) {
   EXPECT_EQ(FeedOk(*parser, "\n\n  "), std::vector<OutputEvent>{});
   EXPECT_EQ(FeedOk(*parser, "a \n"), std::vector<OutputEvent>{Content("a")});
   EXPECT_EQ(FeedOk(*parser, "\n b"), std::vector<OutputEvent>{Content(" \n\n b")});
-  EXPECT_EQ(FeedOk(*parser, "\n<r>\n think \n</r>\n"),
-            (std::vector<OutputEvent>{Reasoning("think")}));
+  EXPECT_EQ(FeedOk(*parser, "\n<r>\n think \n</r>\n"), (std::vector<OutputEvent>{Reasoning("think")}));
   auto finished = parser->Finish();
   ASSERT_TRUE(finished.ok());
   EXPECT_TRUE(finished->events.empty());  // the trailing "\n" is formatting

@@ -26,8 +26,9 @@ TEST(PythonicCallsTest, Literals) {
   const ParsedBlock block = ParsePythonicCallBlock(
       R"(f(s="a\"b\n\u00e9\x41", t='it\'s', n=-3, r=1e3, z=.5, l=[1, [2, (3, 4)]], d={"k": {1: None}}, b=False))");
   ASSERT_TRUE(block.ok);
-  EXPECT_EQ(block.calls[0].arguments,
-            R"({"s":"a\"b\néA","t":"it's","n":-3,"r":1000.0,"z":0.5,"l":[1,[2,[3,4]]],"d":{"k":{"1":null}},"b":false})");
+  EXPECT_EQ(
+      block.calls[0].arguments,
+      R"({"s":"a\"b\néA","t":"it's","n":-3,"r":1000.0,"z":0.5,"l":[1,[2,[3,4]]],"d":{"k":{"1":null}},"b":false})");
 }
 
 TEST(PythonicCallsTest, UnparsedCallsKeepTheirNameAndRawArguments) {

@@ -129,7 +129,8 @@ TEST_P(TemplateReplyTest, ParsesIntoTheConversationsToolCalls) {
   const std::string content = assistant.at("content").get<std::string>();
   const std::string reasoning = assistant.value("reasoning_content", "");
   std::vector<OutputEvent> expected;
-  if (!reasoning.empty() && reply.find(reasoning) != std::string::npos) expected.push_back(testing::Reasoning(reasoning));
+  if (!reasoning.empty() && reply.find(reasoning) != std::string::npos)
+    expected.push_back(testing::Reasoning(reasoning));
   if (!content.empty() && reply.find(content) != std::string::npos) expected.push_back(testing::Content(content));
   const std::vector<OutputEvent> parsed = testing::Parse(format, reply, turn.starts_in_reasoning);
   size_t n = 0;
@@ -157,8 +158,8 @@ TEST_P(TemplateReplyTest, ParsesIntoTheConversationsToolCalls) {
     expected.push_back(testing::Call(id, name, arguments));
     ++n;
   }
-  std::cout << "  " << turn.template_name << " / " << turn.case_name << " (" << OutputFormatName(format) << "): "
-            << n << " call(s)\n";
+  std::cout << "  " << turn.template_name << " / " << turn.case_name << " (" << OutputFormatName(format) << "): " << n
+            << " call(s)\n";
   EXPECT_EQ(parsed, expected) << "reply: " << ::testing::PrintToString(reply);
   for (const OutputEvent& e : parsed) {
     if (e.kind == OutputEvent::Kind::kToolCall) {

@@ -86,7 +86,8 @@ TEST(ToolCallSyntaxTest, ParameterValues) {
 }
 
 TEST(ToolCallSyntaxTest, Glm) {
-  ParsedBlock block = ParseGlmBlock("f\n<arg_key>a</arg_key>\n<arg_value>[1]</arg_value>\n<arg_key>b</arg_key><arg_value>x y</arg_value>\n");
+  ParsedBlock block = ParseGlmBlock(
+      "f\n<arg_key>a</arg_key>\n<arg_value>[1]</arg_value>\n<arg_key>b</arg_key><arg_value>x y</arg_value>\n");
   ASSERT_TRUE(block.ok);
   EXPECT_EQ(block.calls[0].arguments, R"({"a":[1],"b":"x y"})");
   EXPECT_EQ(ParseGlmBlock("g").calls.at(0).arguments, "{}");
@@ -103,7 +104,8 @@ TEST(ToolCallSyntaxTest, InvokeBlocks) {
   EXPECT_EQ(block.calls[1].arguments, R"({"x":{"y":1}})");
   EXPECT_FALSE(ParseInvokeBlock("<invoke name=\"\"></invoke>", "").ok);
   EXPECT_EQ(ParseInvokeBlock("<invoke name=\"\"></invoke>", "").name, "");
-  block = ParseInvokeBlock("<P|invoke name=\"c\"><P|parameter name=\"s\" string=\"true\">5</P|parameter></P|invoke>", "P|");
+  block =
+      ParseInvokeBlock("<P|invoke name=\"c\"><P|parameter name=\"s\" string=\"true\">5</P|parameter></P|invoke>", "P|");
   ASSERT_TRUE(block.ok);
   EXPECT_EQ(block.calls[0].arguments, R"({"s":"5"})");
   block = ParseInvokeBlock("<invoke name=\"d\"><parameter name=\"s\">5</invoke>", "");
@@ -125,8 +127,12 @@ TEST(ToolCallSyntaxTest, Gemma4Calls) {
 
 TEST(ToolCallSyntaxTest, InvalidUtf8IsReplacedWhenPrinted) {
   Json value = Json::object();
-  value["s"] = std::string("a\xFF" "b");
-  EXPECT_EQ(DumpJson(value), "{\"s\":\"a\xEF\xBF\xBD" "b\"}");
+  value["s"] = std::string(
+      "a\xFF"
+      "b");
+  EXPECT_EQ(DumpJson(value),
+            "{\"s\":\"a\xEF\xBF\xBD"
+            "b\"}");
 }
 
 }  // namespace

@@ -49,8 +49,7 @@ TEST_F(AuthenticatorTest, StaticTokens) {
 }
 
 TEST_F(AuthenticatorTest, AFileThatCannotServeIsAStartError) {
-  EXPECT_EQ(Authenticator::CreateFromFile(path_, false, absl::Seconds(1)).status().code(),
-            absl::StatusCode::kNotFound);
+  EXPECT_EQ(Authenticator::CreateFromFile(path_, false, absl::Seconds(1)).status().code(), absl::StatusCode::kNotFound);
   Rewrite("# only a comment\n\n");
   EXPECT_EQ(Authenticator::CreateFromFile(path_, false, absl::Seconds(1)).status().code(),
             absl::StatusCode::kInvalidArgument);

@@ -47,7 +47,8 @@ class ReplyParserTest : public ::testing::Test {
   Out Run(ReplyParser& parser, const std::string& text, v1::FinishReason reason) {
     Out out;
     auto add = [&out](const auto& pieces) {
-      for (const v1::OutputPiece& p : pieces) (p.kind() == v1::OUTPUT_KIND_REASONING ? out.reasoning : out.content) += p.text();
+      for (const v1::OutputPiece& p : pieces)
+        (p.kind() == v1::OUTPUT_KIND_REASONING ? out.reasoning : out.content) += p.text();
     };
     TokenizeOptions opt;
     opt.add_special = false;

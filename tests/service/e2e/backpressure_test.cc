@@ -41,10 +41,9 @@ class BackpressureTest : public ::testing::Test {
     grpc::ChannelArguments args;
     args.SetInt(GRPC_ARG_HTTP2_BDP_PROBE, 0);
     args.SetInt(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, kWindowBytes);
-    return std::make_unique<Client>(
-        grpc::CreateCustomChannel("127.0.0.1:" + std::to_string(server_->port()),
-                                  grpc::InsecureChannelCredentials(), args),
-        "");
+    return std::make_unique<Client>(grpc::CreateCustomChannel("127.0.0.1:" + std::to_string(server_->port()),
+                                                              grpc::InsecureChannelCredentials(), args),
+                                    "");
   }
   Scheduler& SchedulerOf(const char* model) { return *(*server_->models().Find(model))->scheduler; }
   double Generated() { return server_->metrics().scheduler.generated_tokens->Value(); }

@@ -84,8 +84,7 @@ class ChatToolsTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     if (!std::filesystem::exists(testing::SharedPath(kQwenTemplate))) return;
-    dir_ = new std::string(std::filesystem::temp_directory_path() /
-                           ("cairn_chat_tools_" + std::to_string(::getpid())));
+    dir_ = new std::string(std::filesystem::temp_directory_path() / ("cairn_chat_tools_" + std::to_string(::getpid())));
     std::filesystem::create_directories(*dir_);
     std::ofstream(*dir_ + "/refuse.jinja")
         << "{% if messages[0]['role'] == 'system' %}{{ raise_exception('System role not supported') }}{% endif %}"
@@ -232,8 +231,8 @@ TEST_F(ChatToolsTest, ToolConversationsRenderAsTransformers) {
       grpc::Status st = Render(req, &resp);
       ASSERT_TRUE(st.ok()) << model << " " << name << ": " << st.error_message();
       EXPECT_EQ(resp.text(), Expected(tmpl, name)) << model << " " << name;
-      EXPECT_EQ(resp.template_name(), "file:" + testing::SharedPath(model == std::string(kQwen) ? kQwenTemplate
-                                                                                                  : kGptOssTemplate));
+      EXPECT_EQ(resp.template_name(),
+                "file:" + testing::SharedPath(model == std::string(kQwen) ? kQwenTemplate : kGptOssTemplate));
       ASSERT_EQ(resp.message_starts_size(), req.messages_size());
       EXPECT_GT(resp.token_ids_size(), 0);
       EXPECT_LE(resp.generation_prompt_start(), static_cast<int32_t>(resp.text().size()));

@@ -73,7 +73,8 @@ TEST_F(ServiceTest, TextIsTheDetokenizationOfTheIds) {
   Result r = client_->Generate(req);
   ASSERT_TRUE(r.status.ok()) << r.status.error_message();
   // BOS + the words.
-  EXPECT_EQ(r.prompt.prompt_tokens(), static_cast<int>(1 + (*tok)->Tokenize("Once upon a time the little dog", {false, false}).size()));
+  EXPECT_EQ(r.prompt.prompt_tokens(),
+            static_cast<int>(1 + (*tok)->Tokenize("Once upon a time the little dog", {false, false}).size()));
   DetokenizeOptions opt;
   opt.strip_space_prefix = false;
   auto text = Detokenize(**tok, r.ids, opt);
@@ -330,8 +331,8 @@ TEST_F(ServiceTest, NonFiniteEmbeddingValuesAreRefusedAndChangeNothing) {
     r.set_append(true);
     Result res = client_->Generate(r);
     EXPECT_EQ(res.status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
-    EXPECT_NE(res.status.error_message().find(absl::StrCat("row ", index / width, ", column ", index % width,
-                                                           " is not finite")),
+    EXPECT_NE(res.status.error_message().find(
+                  absl::StrCat("row ", index / width, ", column ", index % width, " is not finite")),
               std::string::npos)
         << res.status.error_message();
     EXPECT_TRUE(res.ids.empty());

@@ -22,8 +22,7 @@ class ServiceMemoryBudgetTest : public ::testing::Test {
  protected:
   // Starts a server serving `specs` with a budget of `budget(models)` bytes,
   // computed from the models' measured sequence sizes.
-  void Start(const std::vector<std::string>& specs,
-             const std::function<size_t(const ModelRegistry&)>& budget) {
+  void Start(const std::vector<std::string>& specs, const std::function<size_t(const ModelRegistry&)>& budget) {
     ServerOptions opt = TestServerOptions();
     opt.models_options.threads = 2;
     for (const std::string& spec : specs) opt.models.push_back(*ParseModelSpec(spec));
@@ -150,9 +149,8 @@ TEST_F(ServiceMemoryBudgetTest, RefusedGenerateLeavesTheSessionExactlyAsItWas) {
 
 TEST_F(ServiceMemoryBudgetTest, CreateForkImportAndSessionlessShareOneBudgetAcrossModels) {
   // Room for two recurrent states and a half.
-  Start({"rec=demo-recurrent", "tf=demo-transformer"}, [](const ModelRegistry& r) {
-    return (*r.Find("rec"))->SequenceBytes(0) * 5 / 2;
-  });
+  Start({"rec=demo-recurrent", "tf=demo-transformer"},
+        [](const ModelRegistry& r) { return (*r.Find("rec"))->SequenceBytes(0) * 5 / 2; });
   const ServedModel& rec = Model("rec");
   const ServedModel& tf = Model("tf");
   ASSERT_GT(rec.sequence_base_bytes, 0u);

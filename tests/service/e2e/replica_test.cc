@@ -31,8 +31,8 @@ struct Reply {
 
 class Replica {
  public:
-  explicit Replica(const std::string& name, const std::string& session_dir = "",
-                   std::vector<std::string> tokens = {}, const std::string& snapshot_key = "") {
+  explicit Replica(const std::string& name, const std::string& session_dir = "", std::vector<std::string> tokens = {},
+                   const std::string& snapshot_key = "") {
     ServerOptions opt = e2e::TestServerOptions();
     opt.models_options.threads = 1;
     opt.replica_name = name;
@@ -80,8 +80,7 @@ class Replica {
     return st.error_code();
   }
   // The session's history; empty with the error code in `code`.
-  std::vector<int32_t> History(const std::string& id, grpc::StatusCode* code = nullptr,
-                               const std::string& token = "") {
+  std::vector<int32_t> History(const std::string& id, grpc::StatusCode* code = nullptr, const std::string& token = "") {
     v1::SessionRequest req;
     req.mutable_get()->set_session_id(id);
     req.mutable_get()->set_include_tokens(true);

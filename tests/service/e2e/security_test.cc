@@ -82,7 +82,8 @@ class ServiceTlsTest : public ::testing::Test {
     dir_ = tmpl;
     const std::string d = dir_;
     const std::string cmd =
-        "cd " + d + " && "
+        "cd " + d +
+        " && "
         "openssl req -x509 -newkey rsa:2048 -nodes -keyout server.key -out server.pem -days 1 "
         "-subj /CN=localhost -addext subjectAltName=DNS:localhost >/dev/null 2>&1 && "
         "openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.pem -days 1 -subj /CN=cairn-test-ca "

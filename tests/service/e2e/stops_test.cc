@@ -62,8 +62,7 @@ TEST_F(ServiceTest, ATurnPastItsDeadlineChangesNothingAndWhatTheClientSawContinu
     EXPECT_EQ(r.status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
     const v1::SessionInfo info = *client_->Get(sid);
     EXPECT_EQ(std::vector<int32_t>(info.token_ids().begin(), info.token_ids().end()), before);
-    ContinueWithWhatTheClientSaw(*client_, model, sid, Concat(Concat(before, Ids(5, 430)), r.ids),
-                                 before.size() + 5);
+    ContinueWithWhatTheClientSaw(*client_, model, sid, Concat(Concat(before, Ids(5, 430)), r.ids), before.size() + 5);
   }
 }
 

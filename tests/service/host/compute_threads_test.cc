@@ -28,8 +28,8 @@ TEST(ParseCpuMaxTest, MaxMeansNoQuota) {
 }
 
 TEST(ParseCpuMaxTest, MalformedContentsAreRefused) {
-  for (const char* text : {"", "max", "150000", "150000 0", "abc 100000", "150000 100000 7", "-5 100000",
-                           "150000 x", "1.5 100000"}) {
+  for (const char* text :
+       {"", "max", "150000", "150000 0", "abc 100000", "150000 100000 7", "-5 100000", "150000 x", "1.5 100000"}) {
     SCOPED_TRACE(text);
     auto cpus = ParseCpuMax(text);
     EXPECT_EQ(cpus.status().code(), absl::StatusCode::kInvalidArgument);

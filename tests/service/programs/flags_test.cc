@@ -38,8 +38,7 @@ TEST(FlagParserTest, ValuesWithEqualsOrAsTheNextArgument) {
   flags.Add("threads", &threads, 0);
   flags.Add("seconds", &seconds);
   flags.Switch("exact", &exact);
-  EXPECT_EQ(Parse(flags, {"--server=h:1", "--model", "a=b", "--model=c", "--threads", "3", "--seconds=0.5",
-                          "--exact"}),
+  EXPECT_EQ(Parse(flags, {"--server=h:1", "--model", "a=b", "--model=c", "--threads", "3", "--seconds=0.5", "--exact"}),
             Outcome::kRun);
   EXPECT_EQ(server, "h:1");
   EXPECT_EQ(models, (std::vector<std::string>{"a=b", "c"}));

@@ -101,10 +101,10 @@ TEST_F(SessionDirTest, ChangesByAnotherReplicaAreSeen) {
   ASSERT_TRUE(b->Load("s").ok());
   EXPECT_EQ(b->Check("s"), SessionDirectory::Change::kUnchanged);
   EXPECT_EQ(a->Check("s"), SessionDirectory::Change::kUnchanged);  // a wrote it
-  ASSERT_TRUE(b->Save("s", Sample(4)).ok());                      // b continues it
+  ASSERT_TRUE(b->Save("s", Sample(4)).ok());                       // b continues it
   EXPECT_EQ(a->Check("s"), SessionDirectory::Change::kChanged);
   ASSERT_TRUE(a->Load("s").ok());
-  b->Remove("s");                                                 // b deletes it
+  b->Remove("s");  // b deletes it
   EXPECT_EQ(a->Check("s"), SessionDirectory::Change::kDeleted);
   EXPECT_EQ(a->Check("s"), SessionDirectory::Change::kUnchanged);  // reported once
 }

@@ -92,8 +92,7 @@ TEST_F(SessionSnapshotTest, DamagedOrForeignSnapshotsAreRefusedAndCreateNothing)
   EXPECT_TRUE(absl::IsInvalidArgument(Restore(other_version).status()));
   auto foreign = RestoreSession(*snap, "rec", "", kAlice, *models_, *sessions_, nullptr, "");
   EXPECT_TRUE(absl::IsFailedPrecondition(foreign.status())) << foreign.status();
-  EXPECT_TRUE(absl::IsNotFound(RestoreSession(*snap, "nope", "", kAlice, *models_, *sessions_, nullptr, "")
-                                   .status()));
+  EXPECT_TRUE(absl::IsNotFound(RestoreSession(*snap, "nope", "", kAlice, *models_, *sessions_, nullptr, "").status()));
   EXPECT_EQ(sessions_->size(), before);
 }
 

@@ -51,16 +51,13 @@ TEST_P(GoldenQuant, MatchesReferenceBitForBit) {
   EXPECT_EQ(0, std::memcmp(row.data(), got.data() + 3 * (*q)->row_size(), row.size() * 4));
 }
 
-INSTANTIATE_TEST_SUITE_P(AllTypes, GoldenQuant,
-                         ::testing::Values(QuantCase{"q4_0.gguf", GgmlType::kQ4_0},
-                                           QuantCase{"q4_1.gguf", GgmlType::kQ4_1},
-                                           QuantCase{"q5_0.gguf", GgmlType::kQ5_0},
-                                           QuantCase{"q5_1.gguf", GgmlType::kQ5_1},
-                                           QuantCase{"q8_0.gguf", GgmlType::kQ8_0},
-                                           QuantCase{"q4_k.gguf", GgmlType::kQ4_K},
-                                           QuantCase{"q5_k.gguf", GgmlType::kQ5_K},
-                                           QuantCase{"q6_k.gguf", GgmlType::kQ6_K}),
-                         [](const auto& info) { return std::string(TypeName(info.param.type)); });
+INSTANTIATE_TEST_SUITE_P(
+    AllTypes, GoldenQuant,
+    ::testing::Values(QuantCase{"q4_0.gguf", GgmlType::kQ4_0}, QuantCase{"q4_1.gguf", GgmlType::kQ4_1},
+                      QuantCase{"q5_0.gguf", GgmlType::kQ5_0}, QuantCase{"q5_1.gguf", GgmlType::kQ5_1},
+                      QuantCase{"q8_0.gguf", GgmlType::kQ8_0}, QuantCase{"q4_k.gguf", GgmlType::kQ4_K},
+                      QuantCase{"q5_k.gguf", GgmlType::kQ5_K}, QuantCase{"q6_k.gguf", GgmlType::kQ6_K}),
+    [](const auto& info) { return std::string(TypeName(info.param.type)); });
 
 TEST(HalfPrecision, Fp16RoundTripsEveryFiniteValue) {
   for (uint32_t h = 0; h < 0x10000; ++h) {
@@ -76,9 +73,9 @@ TEST(HalfPrecision, Fp16KnownValues) {
   EXPECT_EQ(Fp16ToFp32(0x0001), std::ldexp(1.0f, -24));  // smallest subnormal
   EXPECT_EQ(Fp16ToFp32(0x7bff), 65504.0f);
   EXPECT_TRUE(std::isinf(Fp16ToFp32(0x7c00)));
-  EXPECT_EQ(Fp32ToFp16(65520.0f), 0x7c00);               // rounds to infinity
+  EXPECT_EQ(Fp32ToFp16(65520.0f), 0x7c00);                      // rounds to infinity
   EXPECT_EQ(Fp32ToFp16(1.0f + std::ldexp(1.0f, -11)), 0x3c00);  // tie to even
-  EXPECT_EQ(Fp32ToFp16(std::ldexp(1.0f, -25)), 0x0000);  // tie to even (zero)
+  EXPECT_EQ(Fp32ToFp16(std::ldexp(1.0f, -25)), 0x0000);         // tie to even (zero)
   EXPECT_EQ(Fp32ToFp16(std::ldexp(3.0f, -26)), 0x0001);
 }
 

@@ -1,9 +1,9 @@
 // GGUF reader: every metadata type, both versions, alignment, splits, golden files.
 #include "backends/model/gguf.h"
 
+#include <unistd.h>
 #include <cstring>
 #include <filesystem>
-#include <unistd.h>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -115,7 +115,7 @@ TEST(Metadata, AccessorErrorsNameKeyAndType) {
   EXPECT_EQ(md.GetInt("u64").status().code(), absl::StatusCode::kOutOfRange);
   EXPECT_EQ(*md.GetIntOr("missing", 7), 7);
   EXPECT_FALSE(md.GetIntOr("str", 7).ok());  // present with the wrong type is still an error
-  EXPECT_EQ(*md.GetFloat("i32"), -2e9);       // integers widen to float
+  EXPECT_EQ(*md.GetFloat("i32"), -2e9);      // integers widen to float
 }
 
 class TempDir {

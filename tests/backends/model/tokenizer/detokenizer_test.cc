@@ -63,7 +63,9 @@ TEST(DetokenizerTest, InvalidBytesBecomeReplacementCharacters) {
   ASSERT_TRUE(detok.Push(ByteToken(*spm, 0xB8), &out).ok());
   EXPECT_EQ(out, "");
   ASSERT_TRUE(detok.Push(a, &out).ok());
-  EXPECT_EQ(out, "\xEF\xBF\xBD" "a");
+  EXPECT_EQ(out,
+            "\xEF\xBF\xBD"
+            "a");
   // A surrogate lead (ED A0) is invalid as soon as the second byte arrives.
   out.clear();
   ASSERT_TRUE(detok.Push(ByteToken(*spm, 0xED), &out).ok());

@@ -59,9 +59,9 @@ std::unique_ptr<Tokenizer> Load(const std::string& relative) {
 
 struct Golden {
   const char* name;
-  const char* model;   // under ../shared
-  const char* texts;   // under golden/tokenizer
-  const char* ids;     // under golden/tokenizer
+  const char* model;  // under ../shared
+  const char* texts;  // under golden/tokenizer
+  const char* ids;    // under golden/tokenizer
   bool parse_special;
   // Lines (0-based) whose text the vocabulary cannot give back, and why.
   std::map<int, const char*> round_trip_exceptions;
@@ -71,10 +71,8 @@ const Golden kGoldens[] = {
     {"stories260K", "models/stories260K.gguf", "texts.txt", "stories260K-ids.txt", false, {}},
     {"qwen3", "golden/tokenizer/qwen3-vocab.gguf", "texts.txt", "qwen3-ids.txt", false, {}},
     {"llama3", "golden/tokenizer/llama3-vocab.gguf", "texts.txt", "llama3-ids.txt", false, {}},
-    {"qwen3-special", "golden/tokenizer/qwen3-vocab.gguf", "special.txt",
-     "qwen3-special-ids.txt", true, {}},
-    {"llama3-special", "golden/tokenizer/llama3-vocab.gguf", "special.txt",
-     "llama3-special-ids.txt", true, {}},
+    {"qwen3-special", "golden/tokenizer/qwen3-vocab.gguf", "special.txt", "qwen3-special-ids.txt", true, {}},
+    {"llama3-special", "golden/tokenizer/llama3-vocab.gguf", "special.txt", "llama3-special-ids.txt", true, {}},
 };
 
 class GoldenTest : public ::testing::TestWithParam<Golden> {};
@@ -135,22 +133,20 @@ TEST_P(GoldenTest, StreamingDetokenizationRoundTrips) {
       exact += text == want;
     } else {
       EXPECT_NE(text, want) << g.name << " line " << i + 1
-                            << " is listed as an exception but round-trips: "
-                            << exception->second;
+                            << " is listed as an exception but round-trips: " << exception->second;
     }
   }
-  std::cout << g.name << ": " << exact << "/" << texts.size() << " lines round-trip, "
-            << g.round_trip_exceptions.size() << " named exceptions\n";
+  std::cout << g.name << ": " << exact << "/" << texts.size() << " lines round-trip, " << g.round_trip_exceptions.size()
+            << " named exceptions\n";
 }
 
-INSTANTIATE_TEST_SUITE_P(Tokenizer, GoldenTest, ::testing::ValuesIn(kGoldens),
-                         [](const auto& info) {
-                           std::string name = info.param.name;
-                           for (char& c : name) {
-                             if (c == '-') c = '_';
-                           }
-                           return name;
-                         });
+INSTANTIATE_TEST_SUITE_P(Tokenizer, GoldenTest, ::testing::ValuesIn(kGoldens), [](const auto& info) {
+  std::string name = info.param.name;
+  for (char& c : name) {
+    if (c == '-') c = '_';
+  }
+  return name;
+});
 
 }  // namespace
 }  // namespace cairn

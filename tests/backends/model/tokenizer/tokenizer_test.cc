@@ -15,12 +15,8 @@
 namespace cairn {
 namespace {
 
-MetadataValue Str(std::string s) {
-  return MetadataValue::FromScalar(GgufValueType::kString, std::move(s));
-}
-MetadataValue Strings(std::vector<std::string> v) {
-  return MetadataValue::FromStringArray(std::move(v));
-}
+MetadataValue Str(std::string s) { return MetadataValue::FromScalar(GgufValueType::kString, std::move(s)); }
+MetadataValue Strings(std::vector<std::string> v) { return MetadataValue::FromStringArray(std::move(v)); }
 MetadataValue Int32s(const std::vector<int64_t>& v) {
   std::vector<MetadataValue::Scalar> s(v.begin(), v.end());
   return MetadataValue::FromNumberArray(GgufValueType::kInt32, std::move(s));
@@ -34,9 +30,11 @@ Metadata TinyBpe(std::string pre) {
     AppendUtf8(ByteToAlphabet(static_cast<uint8_t>(b)), &t);
     tokens.push_back(t);
   }
-  tokens.push_back("ab");       // 256
-  tokens.push_back("abc");      // 257
-  tokens.push_back("\xC4\xA0" "a");  // 258 "Ġa"
+  tokens.push_back("ab");   // 256
+  tokens.push_back("abc");  // 257
+  tokens.push_back(
+      "\xC4\xA0"
+      "a");                     // 258 "Ġa"
   tokens.push_back("<|end|>");  // 259
   std::vector<int64_t> types(tokens.size(), 1);
   types[259] = 3;
@@ -55,7 +53,7 @@ TEST(TokenizerLoadTest, TinyBpeMergesByRank) {
   EXPECT_EQ((*tok)->kind(), TokenizerKind::kBpe);
   EXPECT_EQ((*tok)->Tokenize("abc"), (std::vector<TokenId>{257}));
   EXPECT_EQ((*tok)->Tokenize("abcab a"), (std::vector<TokenId>{257, 256, 258}));
-  EXPECT_EQ((*tok)->Tokenize("ca"), (std::vector<TokenId>{'c' , 'a'}));
+  EXPECT_EQ((*tok)->Tokenize("ca"), (std::vector<TokenId>{'c', 'a'}));
   TokenizeOptions special;
   special.parse_special = true;
   EXPECT_EQ((*tok)->Tokenize("ab<|end|>", special), (std::vector<TokenId>{256, 259}));
@@ -71,12 +69,11 @@ TEST(TokenizerLoadTest, UnknownPreTokenizerIsAnError) {
 }
 
 TEST(TokenizerLoadTest, EveryRequiredPreTokenizerLoads) {
-  for (const char* pre : {"llama-bpe", "llama3", "qwen2", "qwen35", "smollm", "gpt-2", "default",
-                          "falcon", "dbrx", "seed-coder", "bailingmoe"}) {
+  for (const char* pre : {"llama-bpe", "llama3", "qwen2", "qwen35", "smollm", "gpt-2", "default", "falcon", "dbrx",
+                          "seed-coder", "bailingmoe"}) {
     Metadata m = TinyBpe(pre);
     // llama3 adds a BOS by default, so the vocabulary must name one.
-    m.Set("tokenizer.ggml.bos_token_id", MetadataValue::FromScalar(GgufValueType::kUint32,
-                                                                   uint64_t{259}));
+    m.Set("tokenizer.ggml.bos_token_id", MetadataValue::FromScalar(GgufValueType::kUint32, uint64_t{259}));
     auto tok = Tokenizer::FromMetadata(m);
     EXPECT_TRUE(tok.ok()) << pre << ": " << tok.status();
     if (tok.ok()) {
@@ -122,8 +119,7 @@ TEST(TokenizerLoadTest, Errors) {
   }
   {
     Metadata m = TinyBpe("gpt-2");
-    m.Set("tokenizer.ggml.add_bos_token",
-          MetadataValue::FromScalar(GgufValueType::kBool, true));  // but no bos id
+    m.Set("tokenizer.ggml.add_bos_token", MetadataValue::FromScalar(GgufValueType::kBool, true));  // but no bos id
     auto tok = Tokenizer::FromMetadata(m);
     ASSERT_FALSE(tok.ok());
     EXPECT_EQ(tok.status().code(), absl::StatusCode::kInvalidArgument);
@@ -156,8 +152,7 @@ TEST(TokenizerSharedTest, SpecialTokensOnlyWithSpecialParsing) {
   EXPECT_EQ(qwen->token_type(think), TokenType::kUserDefined);
   TokenizeOptions plain, special;
   special.parse_special = true;
-  for (const auto& [text, id] : {std::pair<std::string, TokenId>{"x<|im_end|>y", im_end},
-                                 {"x<think>y", think}}) {
+  for (const auto& [text, id] : {std::pair<std::string, TokenId>{"x<|im_end|>y", im_end}, {"x<think>y", think}}) {
     const auto with = qwen->Tokenize(text, special);
     const auto without = qwen->Tokenize(text, plain);
     EXPECT_NE(std::find(with.begin(), with.end(), id), with.end()) << text;
@@ -188,10 +183,10 @@ TEST(TokenizerSharedTest, SpecialTokensOnlyWithSpecialParsing) {
 // Random text from a pool of characters that each vocabulary can represent.
 std::string RandomText(std::mt19937* rng, size_t n_chars) {
   static const std::vector<uint32_t> kPool = {
-      'a', 'b', 'Z', ' ', ' ', ' ', '\n', '\t', '\r', '0', '7', '\'', '!', '.', ',', '<', '|',
-      0xE9, 0xDF, 0x301, 0x4E2D, 0x6587, 0x65E5, 0x3042, 0x1F642, 0x1F680, 0x1F3FD, 0xA0,
-      0x3000, 0x2003, 0x85, 0x410, 0x5D0, 0x627, 0x939, 0xE01, 0x1F1FA, 0x200D, 0xFEFF, 0x0,
-      0x7F, 0x10FFFF, 0xFFFD};
+      'a',    'b',    'Z',     ' ',     ' ',     ' ',    '\n',   '\t',   '\r',     '0',    '7',
+      '\'',   '!',    '.',     ',',     '<',     '|',    0xE9,   0xDF,   0x301,    0x4E2D, 0x6587,
+      0x65E5, 0x3042, 0x1F642, 0x1F680, 0x1F3FD, 0xA0,   0x3000, 0x2003, 0x85,     0x410,  0x5D0,
+      0x627,  0x939,  0xE01,   0x1F1FA, 0x200D,  0xFEFF, 0x0,    0x7F,   0x10FFFF, 0xFFFD};
   std::uniform_int_distribution<size_t> pick(0, kPool.size() - 1);
   std::string s;
   for (size_t i = 0; i < n_chars; ++i) AppendUtf8(kPool[pick(*rng)], &s);
@@ -200,8 +195,8 @@ std::string RandomText(std::mt19937* rng, size_t n_chars) {
 
 TEST(TokenizerSharedTest, ValidUtf8RoundTripsThroughEveryVocabulary) {
   CAIRN_REQUIRE_SHARED("golden/tokenizer");
-  for (const char* path : {"models/stories260K.gguf", "golden/tokenizer/qwen3-vocab.gguf",
-                           "golden/tokenizer/llama3-vocab.gguf"}) {
+  for (const char* path :
+       {"models/stories260K.gguf", "golden/tokenizer/qwen3-vocab.gguf", "golden/tokenizer/llama3-vocab.gguf"}) {
     auto tok = LoadShared(path);
     ASSERT_NE(tok, nullptr);
     std::mt19937 rng(42);
@@ -220,8 +215,8 @@ TEST(TokenizerSharedTest, ValidUtf8RoundTripsThroughEveryVocabulary) {
 
 TEST(TokenizerSharedTest, PartsTokenizeLikeTheWholeAndLocateTheirStart) {
   CAIRN_REQUIRE_SHARED("golden/tokenizer");
-  for (const char* path : {"models/stories260K.gguf", "golden/tokenizer/qwen3-vocab.gguf",
-                           "golden/tokenizer/llama3-vocab.gguf"}) {
+  for (const char* path :
+       {"models/stories260K.gguf", "golden/tokenizer/qwen3-vocab.gguf", "golden/tokenizer/llama3-vocab.gguf"}) {
     auto tok = LoadShared(path);
     ASSERT_NE(tok, nullptr);
     std::mt19937 rng(7);
@@ -252,8 +247,8 @@ TEST(TokenizerSharedTest, PartsTokenizeLikeTheWholeAndLocateTheirStart) {
 
 TEST(TokenizerSharedTest, ArbitraryBytesAreSafe) {
   CAIRN_REQUIRE_SHARED("golden/tokenizer");
-  for (const char* path : {"models/stories260K.gguf", "golden/tokenizer/qwen3-vocab.gguf",
-                           "golden/tokenizer/llama3-vocab.gguf"}) {
+  for (const char* path :
+       {"models/stories260K.gguf", "golden/tokenizer/qwen3-vocab.gguf", "golden/tokenizer/llama3-vocab.gguf"}) {
     auto tok = LoadShared(path);
     ASSERT_NE(tok, nullptr);
     std::mt19937 rng(99);
@@ -276,8 +271,8 @@ TEST(TokenizerSharedTest, ArbitraryBytesAreSafe) {
       EXPECT_EQ(ValidUtf8PrefixLength(*back), back->size()) << path << " trial " << trial;
       // Where the input is valid UTF-8 the round trip is exact (but for the
       // named exceptions below: SPM's U+2581, rendered control tokens).
-      if (ValidUtf8PrefixLength(text) == text.size() && !options.parse_special &&
-          !render.render_special && text.find("\xE2\x96\x81") == std::string::npos) {
+      if (ValidUtf8PrefixLength(text) == text.size() && !options.parse_special && !render.render_special &&
+          text.find("\xE2\x96\x81") == std::string::npos) {
         EXPECT_EQ(*back, text) << path << " trial " << trial;
       }
     }
@@ -294,12 +289,19 @@ TEST(TokenizerSharedTest, RoundTripExceptions) {
   // 1. Invalid UTF-8. SPM keeps the bytes (byte tokens) but the detokenizer
   //    only ever hands out valid UTF-8, so they come back as U+FFFD; BPE
   //    already replaces them with U+FFFD when pre-tokenizing (as llama.cpp).
-  const std::string invalid = "a\xFF" "b\xE4\xB8";
-  EXPECT_EQ(*Detokenize(*spm, spm->Tokenize(invalid)), "a\xEF\xBF\xBD" "b\xEF\xBF\xBD");
+  const std::string invalid =
+      "a\xFF"
+      "b\xE4\xB8";
+  EXPECT_EQ(*Detokenize(*spm, spm->Tokenize(invalid)),
+            "a\xEF\xBF\xBD"
+            "b\xEF\xBF\xBD");
   EXPECT_EQ(*Detokenize(*bpe, bpe->Tokenize(invalid)),
-            "a\xEF\xBF\xBD" "b\xEF\xBF\xBD\xEF\xBF\xBD");
+            "a\xEF\xBF\xBD"
+            "b\xEF\xBF\xBD\xEF\xBF\xBD");
   // 2. SPM: U+2581 ('▁') is how SPM spells a space, so it comes back as ' '.
-  EXPECT_EQ(*Detokenize(*spm, spm->Tokenize("a\xE2\x96\x81" "b")), "a b");
+  EXPECT_EQ(*Detokenize(*spm, spm->Tokenize("a\xE2\x96\x81"
+                                            "b")),
+            "a b");
   // 3. Control tokens made by special parsing render only when asked for.
   TokenizeOptions special;
   special.parse_special = true;

@@ -32,10 +32,10 @@ using Words = std::vector<std::string>;
 
 TEST(UnicodeTest, Categories) {
   EXPECT_EQ(CategoryOf('a'), UnicodeCategory::kLetter);
-  EXPECT_EQ(CategoryOf(0x4E2D), UnicodeCategory::kLetter);   // 中
+  EXPECT_EQ(CategoryOf(0x4E2D), UnicodeCategory::kLetter);  // 中
   EXPECT_EQ(CategoryOf('7'), UnicodeCategory::kNumber);
-  EXPECT_EQ(CategoryOf(0x00BD), UnicodeCategory::kNumber);   // ½
-  EXPECT_EQ(CategoryOf(0x0301), UnicodeCategory::kMark);     // combining acute
+  EXPECT_EQ(CategoryOf(0x00BD), UnicodeCategory::kNumber);  // ½
+  EXPECT_EQ(CategoryOf(0x0301), UnicodeCategory::kMark);    // combining acute
   EXPECT_EQ(CategoryOf('!'), UnicodeCategory::kPunctuation);
   EXPECT_EQ(CategoryOf('$'), UnicodeCategory::kSymbol);
   EXPECT_EQ(CategoryOf(0x1F642), UnicodeCategory::kSymbol);  // 🙂
@@ -50,7 +50,9 @@ TEST(UnicodeTest, Categories) {
 }
 
 TEST(UnicodeTest, LenientDecodingFollowsLlamaCpp) {
-  EXPECT_EQ(DecodeUtf8Lenient("a\xFF" "b"), (std::vector<uint32_t>{'a', 0xFFFD, 'b'}));
+  EXPECT_EQ(DecodeUtf8Lenient("a\xFF"
+                              "b"),
+            (std::vector<uint32_t>{'a', 0xFFFD, 'b'}));
   EXPECT_EQ(DecodeUtf8Lenient("\xE4\xB8"), (std::vector<uint32_t>{0xFFFD, 0xFFFD}));
   EXPECT_EQ(DecodeUtf8Lenient("\xC0\x80"), (std::vector<uint32_t>{0}));  // overlong kept
   EXPECT_EQ(DecodeUtf8Lenient("\xF0\x9F\x99\x82"), (std::vector<uint32_t>{0x1F642}));
@@ -120,12 +122,19 @@ TEST(UnicodeRegexTest, StartFiltersNeverHideAMatch) {
     int64_t want;
   };
   const Case cases[] = {
-      {"(?=a)ab|b", "ab", 2},      {"(?!a)\\p{L}|a", "a", 1}, {"^x|y", "x", 1},
-      {"[^a]?b", "cb", 2},         {"[^a]?b", "b", 1},          {"\\P{L}x", "1x", 2},
-      {"(?i:K)", "k", 1},          {"z|\\s*\\n", "  \n", 3}, {"x*y", "y", 1},
+      {"(?=a)ab|b", "ab", 2},
+      {"(?!a)\\p{L}|a", "a", 1},
+      {"^x|y", "x", 1},
+      {"[^a]?b", "cb", 2},
+      {"[^a]?b", "b", 1},
+      {"\\P{L}x", "1x", 2},
+      {"(?i:K)", "k", 1},
+      {"z|\\s*\\n", "  \n", 3},
+      {"x*y", "y", 1},
       {"[^\\s\\p{L}]+", "\xE2\x82\xAC", 1},  // euro sign, non-ASCII symbol
-      {"\\S", "\xE4\xB8\xAD", 1},              {"\\s", "\xE3\x80\x80", 1},  // U+3000
-      {"[\xC3\xA9]", "\xC3\xA9", 1},            // a non-ASCII literal in a class
+      {"\\S", "\xE4\xB8\xAD", 1},
+      {"\\s", "\xE3\x80\x80", 1},     // U+3000
+      {"[\xC3\xA9]", "\xC3\xA9", 1},  // a non-ASCII literal in a class
       {"[^\xC3\xA9]", "\xC3\xA8", 1},
   };
   for (const Case& c : cases) {
@@ -141,21 +150,18 @@ TEST(UnicodeRegexTest, Llama3Pattern) {
       R"((?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
   EXPECT_EQ(SplitText(kLlama3, "Hello  world!!!\n\nfoo 123456 I'm"),
             (Words{"Hello", " ", " world", "!!!\n\n", "foo", " ", "123", "456", " I", "'m"}));
-  EXPECT_EQ(SplitText(kLlama3, "中文 caf\xC3\xA9\t\n x"),
-            (Words{"中文", " café", "\t\n", " x"}));
+  EXPECT_EQ(SplitText(kLlama3, "中文 caf\xC3\xA9\t\n x"), (Words{"中文", " café", "\t\n", " x"}));
 }
 
 TEST(UnicodeRegexTest, LongRunsDoNotExhaustTheStack) {
   const std::string spaces(1 << 20, ' ');
-  EXPECT_EQ(SplitText(R"(\s+(?!\S)|\s+)", spaces + "x"),
-            (Words{std::string((1 << 20) - 1, ' '), " ", "x"}));
+  EXPECT_EQ(SplitText(R"(\s+(?!\S)|\s+)", spaces + "x"), (Words{std::string((1 << 20) - 1, ' '), " ", "x"}));
   const std::string letters(1 << 20, 'a');
   EXPECT_EQ(SplitText(R"( ?\p{L}+)", letters).size(), 1u);
 }
 
 TEST(UnicodeRegexTest, RejectsUnsupportedSyntax) {
-  for (std::string_view bad : {"(?<=a)b", R"(\p{Lu})", "a++", "(ab", "[a-", "*a", R"(\1)", "a{3,1}",
-                               R"(\b)", "a)"}) {
+  for (std::string_view bad : {"(?<=a)b", R"(\p{Lu})", "a++", "(ab", "[a-", "*a", R"(\1)", "a{3,1}", R"(\b)", "a)"}) {
     auto re = UnicodeRegex::Compile(bad);
     EXPECT_FALSE(re.ok()) << bad;
     if (!re.ok()) {
