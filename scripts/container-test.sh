@@ -201,8 +201,11 @@ podman run "${DETACHED[@]}" --name "$NAME-hybrid" -p "127.0.0.1:$PORT:50051" -e 
 wait_healthy "$NAME-hybrid"
 cmdline=$(podman exec "$NAME-hybrid" cat /proc/1/cmdline | tr '\0' ' ')
 echo "server: $cmdline"
-grep -q "^/usr/local/bin/cairn-server-core .*--backend-plugin=/usr/local/lib/cairn/libcairn_hybrid_plugin.so" <<<"$cmdline" ||
-  { echo "not cairn-server-core with the hybrid plugin" >&2; exit 1; }
+# The entrypoint runs the binary by name from PATH: what runs is /proc/1/exe.
+exe=$(podman exec "$NAME-hybrid" readlink /proc/1/exe)
+[ "$exe" = /usr/local/bin/cairn-server-core ] &&
+  grep -q "^\(/usr/local/bin/\)\?cairn-server-core .*--backend-plugin=/usr/local/lib/cairn/libcairn_hybrid_plugin.so" <<<"$cmdline" ||
+  { echo "not cairn-server-core with the hybrid plugin (runs $exe)" >&2; exit 1; }
 [ "$(grep -o -- --backend-plugin= <<<"$cmdline" | wc -l)" = 1 ] || { echo "more than one plugin loaded" >&2; exit 1; }
 models=$(cli -- --server=127.0.0.1:$PORT --list-models)
 echo "$models"
