@@ -36,25 +36,20 @@ int AffinityCpus() {
 std::optional<std::pair<int, std::string>> SmallestQuota(const std::string& root, const std::string& path,
                                                          std::string* notes) {
   std::optional<std::pair<int, std::string>> best;
-  std::string dir = path;
-  for (;;) {
-    const std::string file = absl::StrCat(root, dir == "/" ? "" : dir, "/cpu.max");
+  for (const std::string& file : CgroupFilesUpward(root, path, "cpu.max")) {
     std::ifstream in(file);
-    if (in) {
-      std::stringstream text;
-      text << in.rdbuf();
-      absl::StatusOr<std::optional<int>> cpus = ParseCpuMax(text.str());
-      if (!cpus.ok()) {
-        absl::StrAppend(notes, "; ignored ", file, ": ", cpus.status().message());
-      } else if (cpus->has_value() && (!best || **cpus < best->first)) {
-        best = std::make_pair(
-            **cpus, absl::StrCat("cgroup CPU quota ", absl::StripAsciiWhitespace(text.str()), " (", file, ")"));
-      }
+    if (!in) continue;
+    std::stringstream text;
+    text << in.rdbuf();
+    absl::StatusOr<std::optional<int>> cpus = ParseCpuMax(text.str());
+    if (!cpus.ok()) {
+      absl::StrAppend(notes, "; ignored ", file, ": ", cpus.status().message());
+    } else if (cpus->has_value() && (!best || **cpus < best->first)) {
+      best = std::make_pair(**cpus,
+                            absl::StrCat("cgroup CPU quota ", absl::StripAsciiWhitespace(text.str()), " (", file, ")"));
     }
-    if (dir == "/") return best;
-    const size_t slash = dir.rfind('/');
-    dir = slash == 0 ? "/" : dir.substr(0, slash);
   }
+  return best;
 }
 
 }  // namespace
@@ -70,6 +65,19 @@ std::string OwnCgroupPath() {
     }
   }
   return "/";
+}
+
+std::vector<std::string> CgroupFilesUpward(const std::string& cgroup_root, const std::string& cgroup_path,
+                                           std::string_view file) {
+  std::vector<std::string> files;
+  std::string dir = cgroup_path.empty() ? "/" : cgroup_path;
+  for (;;) {
+    files.push_back(
+        absl::StrCat(cgroup_root, dir == "/" ? std::string() : dir, "/", absl::string_view(file.data(), file.size())));
+    if (dir == "/") return files;
+    const size_t slash = dir.rfind('/');
+    dir = slash == 0 || slash == std::string::npos ? "/" : dir.substr(0, slash);
+  }
 }
 
 absl::StatusOr<std::optional<int>> ParseCpuMax(std::string_view contents) {

@@ -15,6 +15,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/statusor.h"
 
@@ -39,6 +40,12 @@ struct ComputeThreads {
 // The process's cgroup v2 path, "/..." from the "0::PATH" line of
 // /proc/self/cgroup; "/" without one (or inside a cgroup namespace).
 std::string OwnCgroupPath();
+
+// The files named `file` of the cgroup `cgroup_path` and each of its
+// ancestors under `cgroup_root`, the cgroup's own first ("ROOT/a/b/FILE",
+// "ROOT/a/FILE", "ROOT/FILE"): a limit set on any of them applies.
+std::vector<std::string> CgroupFilesUpward(const std::string& cgroup_root, const std::string& cgroup_path,
+                                           std::string_view file);
 
 // The threads the affinity mask and the quotas under `cgroup_root` allow:
 // those of `cgroup_path` and each of its ancestors. A cpu.max that cannot

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -67,14 +68,14 @@ absl::Status MemoryBudget::Change(size_t from, size_t to, bool check, std::strin
   return absl::OkStatus();
 }
 
-absl::StatusOr<size_t> ParseMemoryBudget(std::string_view text) {
+absl::StatusOr<size_t> ParseMemoryBudget(std::string_view text, const std::string& cgroup_root) {
   if (!text.empty() && text.back() == '%') {
     double pct = 0;
     if (!absl::SimpleAtod(std::string(text.substr(0, text.size() - 1)), &pct) || !(pct >= 0) || pct > 100) {
       return absl::InvalidArgumentError(
           absl::StrCat("memory budget '", std::string(text), "': a percentage must be in [0, 100]"));
     }
-    const size_t ram = AvailableRamBytes();
+    const size_t ram = AvailableRamBytes(cgroup_root);
     if (ram == 0 && pct > 0) {
       return absl::InvalidArgumentError(
           absl::StrCat("memory budget '", std::string(text), "': the RAM size is unknown here; give a byte size"));
@@ -84,12 +85,14 @@ absl::StatusOr<size_t> ParseMemoryBudget(std::string_view text) {
   return checkpoint::ParseByteSize(text);
 }
 
-size_t AvailableRamBytes() {
+size_t AvailableRamBytes(const std::string& cgroup_root, const std::string& cgroup_path) {
   const long pages = sysconf(_SC_PHYS_PAGES);
   const long page = sysconf(_SC_PAGE_SIZE);
   size_t ram = pages > 0 && page > 0 ? static_cast<size_t>(pages) * static_cast<size_t>(page) : 0;
   // cgroup v2, then v1 ("max" or a huge number when unlimited).
-  for (const char* path : {"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"}) {
+  std::vector<std::string> files = CgroupFilesUpward(cgroup_root, cgroup_path, "memory.max");
+  files.push_back(absl::StrCat(cgroup_root, "/memory/memory.limit_in_bytes"));
+  for (const std::string& path : files) {
     std::ifstream in(path);
     std::string v;
     uint64_t limit = 0;

@@ -23,6 +23,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "service/host/compute_threads.h"
 
 namespace cairn::service {
 
@@ -83,12 +84,17 @@ class MemoryBudget final {
 
 // The value of --memory-budget: a byte size as checkpoint::ParseByteSize
 // takes ("8GiB", "512MiB", "0" for unlimited) or a percentage of the RAM
-// ("50%"; see AvailableRamBytes). INVALID_ARGUMENT otherwise.
-absl::StatusOr<size_t> ParseMemoryBudget(std::string_view text);
+// ("50%"; see AvailableRamBytes, under `cgroup_root`). INVALID_ARGUMENT
+// otherwise.
+absl::StatusOr<size_t> ParseMemoryBudget(std::string_view text, const std::string& cgroup_root = kDefaultCgroupRoot);
 
-// Physical RAM, or the cgroup's memory limit when that is lower (a
-// container); 0 when unknown.
-size_t AvailableRamBytes();
+// Physical RAM, or the lowest memory limit when that is lower (a
+// container): cgroup v2's memory.max of the process's cgroup and each of
+// its ancestors under `cgroup_root` (the limit is often set on a parent,
+// e.g. a Kubernetes pod above its containers), then cgroup v1's
+// ROOT/memory/memory.limit_in_bytes. 0 when unknown.
+size_t AvailableRamBytes(const std::string& cgroup_root = kDefaultCgroupRoot,
+                         const std::string& cgroup_path = OwnCgroupPath());
 
 }  // namespace cairn::service
 

@@ -211,7 +211,7 @@ absl::Status FinishOptions(const ServerFlags& f, cairn::service::ServerOptions& 
     char host[256] = {};
     if (gethostname(host, sizeof(host) - 1) == 0) opt.replica_name = host;
   }
-  auto budget = service::ParseMemoryBudget(f.memory_budget);
+  auto budget = service::ParseMemoryBudget(f.memory_budget, opt.cgroup_root);
   if (!budget.ok()) return Prefixed("--memory-budget", budget.status());
   opt.memory_budget_bytes = *budget;
   return absl::OkStatus();

@@ -1,9 +1,12 @@
 #include "service/host/memory_budget.h"
 
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <utility>
 
 #include "gtest/gtest.h"
+#include "tests/testing/temp_dir.h"
 
 namespace cairn::service {
 namespace {
@@ -66,6 +69,41 @@ TEST(MemoryBudgetTest, ParsesSizesAndPercentages) {
   for (const char* bad : {"", "%", "101%", "-1%", "x%", "lots", "-5"}) {
     EXPECT_EQ(ParseMemoryBudget(bad).status().code(), absl::StatusCode::kInvalidArgument) << bad;
   }
+}
+
+// The RAM limit of a container is the lowest memory.max on the path from
+// the process's cgroup to the root (Kubernetes sets it on the pod, above
+// the container's own cgroup); an unlimited "max" is no limit.
+TEST(MemoryBudgetTest, TheLowestCgroupMemoryLimitOnThePathToTheRootBinds) {
+  cairn::testing::TempDir temp("cairn-memcg");
+  ASSERT_FALSE(temp.path().empty());
+  const std::string root = temp.path();
+  const std::string own = "/kubepods/pod1/cairn";
+  const auto write = [&](const std::string& dir, const std::string& file, const std::string& text) {
+    std::filesystem::create_directories(root + dir);
+    std::ofstream(root + dir + "/" + file) << text;
+  };
+  const size_t physical = AvailableRamBytes(root, own);  // no files: sysconf
+  ASSERT_GT(physical, size_t{3} << 20);
+  write(own, "memory.max", "max\n");
+  write("/kubepods/pod1", "memory.max", std::to_string(physical / 2) + "\n");
+  write("/kubepods", "memory.max", std::to_string(physical - 1) + "\n");
+  EXPECT_EQ(AvailableRamBytes(root, own), physical / 2);
+  write(own, "memory.max", std::to_string(physical / 3) + "\n");
+  EXPECT_EQ(AvailableRamBytes(root, own), physical / 3);
+  // cgroup v1's single limit file.
+  write("/memory", "memory.limit_in_bytes", std::to_string(1 << 20) + "\n");
+  EXPECT_EQ(AvailableRamBytes(root, own), size_t{1} << 20);
+  // A limit above the RAM does not raise it; garbage is ignored.
+  std::filesystem::remove_all(root + "/memory");
+  write(own, "memory.max", "lots\n");
+  write("/kubepods/pod1", "memory.max", std::to_string(physical) + "0\n");
+  write("/kubepods", "memory.max", "max\n");
+  EXPECT_EQ(AvailableRamBytes(root, own), physical);
+  // --memory-budget=N% takes the server's own cgroup under --cgroup-root: a
+  // limit at the root binds every cgroup.
+  write("", "memory.max", std::to_string(physical / 2) + "\n");
+  EXPECT_EQ(*ParseMemoryBudget("50%", root), physical / 4);
 }
 
 }  // namespace
