@@ -145,7 +145,7 @@ absl::Status Busy(const std::string& id) {
 absl::StatusOr<SessionLease> SessionManager::Acquire(const std::string& id, const std::string& tenant,
                                                      absl::Time wait_until) {
   absl::MutexLock lock(&mu_);
-  bool noticed_no_stop = false, waited = false;
+  bool noticed_no_stop = false;
   for (;;) {
     auto it = sessions_.find(id);
     if (it == sessions_.end()) {
@@ -161,10 +161,10 @@ absl::StatusOr<SessionLease> SessionManager::Acquire(const std::string& id, cons
       return SessionLease(this, e.session);
     }
     const absl::Time now = absl::Now();
-    // A wait that ran to the request's own deadline ends as that deadline
-    // (the client sees DEADLINE_EXCEEDED anyway); ABORTED says "retry" to a
-    // request that met a running one.
-    if (now >= wait_until && waited) {
+    // A request whose own deadline passed (before or while it waited) ends
+    // as that deadline: its client sees DEADLINE_EXCEEDED anyway. ABORTED
+    // says "retry" to one that met a running request, or did not wait.
+    if (now >= wait_until && wait_until != absl::InfinitePast()) {
       return absl::DeadlineExceededError(absl::StrCat("session '", id, "' was still busy at the deadline"));
     }
     if (now >= wait_until || (!e.stopping && noticed_no_stop)) return Busy(id);
@@ -180,7 +180,6 @@ absl::StatusOr<SessionLease> SessionManager::Acquire(const std::string& id, cons
       return f == sessions_.end() || f->second.session.get() != held || !f->second.busy ||
              f->second.stopping != stopping;
     };
-    waited = true;
     if (!mu_.AwaitWithDeadline(absl::Condition(&changed), until)) {
       if (stopping) {
         return absl::DeadlineExceededError(
