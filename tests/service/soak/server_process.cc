@@ -4,7 +4,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
-#include <spawn.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -87,17 +87,25 @@ absl::Status ServerProcess::Start() {
 
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) return absl::InternalError("pipe failed");
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, fds[1], STDOUT_FILENO);
-  posix_spawn_file_actions_adddup2(&actions, fds[1], STDERR_FILENO);
-  const int err = ::posix_spawn(&pid_, binary_.c_str(), &actions, nullptr, argp.data(), envp.data());
-  posix_spawn_file_actions_destroy(&actions);
+  // fork, not posix_spawn: the child asks to die with the soak
+  // (PR_SET_PDEATHSIG), so a soak killed by a timeout leaves no server.
+  // Between fork and exec only async-signal-safe calls.
+  const pid_t parent = ::getpid();
+  pid_ = ::fork();
+  if (pid_ == 0) {
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(127);
+    ::dup2(fds[1], STDOUT_FILENO);
+    ::dup2(fds[1], STDERR_FILENO);
+    ::execve(binary_.c_str(), argp.data(), envp.data());
+    ::_exit(127);
+  }
+  const int err = errno;
   ::close(fds[1]);
-  if (err != 0) {
+  if (pid_ < 0) {
     ::close(fds[0]);
     pid_ = -1;
-    return absl::UnavailableError(absl::StrCat("spawn ", binary_, ": ", std::strerror(err)));
+    return absl::UnavailableError(absl::StrCat("fork: ", std::strerror(err)));
   }
   reader_ = std::thread([this, fd = fds[0]] { ReadStderr(fd); });
 

@@ -15,6 +15,8 @@ using std::chrono::milliseconds;
 // Calls that must not be cut short get this long; reaching it means a
 // request was stuck.
 constexpr milliseconds kCallDeadline{30000};
+// How long past its deadline a call may take to end on the client.
+constexpr milliseconds kGrace{2000};
 // The deadline of the requests meant to miss it.
 constexpr milliseconds kShortDeadline{30};
 
@@ -115,6 +117,7 @@ Worker::Reply Worker::Generate(v1::Inference::Stub& stub, const v1::GenerateRequ
                                int cancel_after, bool count) {
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() + deadline);
+  const auto start = std::chrono::steady_clock::now();
   Reply r;
   auto reader = stub.Generate(&ctx, req);
   v1::GenerateResponse ev;
@@ -125,19 +128,30 @@ Worker::Reply Worker::Generate(v1::Inference::Stub& stub, const v1::GenerateRequ
   }
   r.status = reader->Finish();
   if (count) tally_.Call("Generate", r.status.error_code());
+  CheckDuration(start, deadline, "Generate");
   return r;
 }
 
 grpc::Status Worker::Session(const v1::SessionRequest& req, v1::SessionResponse* resp, const char* op) {
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() + kCallDeadline);
+  const auto start = std::chrono::steady_clock::now();
   grpc::Status st = server_->SessionControl(&ctx, req, resp);
+  CheckDuration(start, kCallDeadline, op);
   tally_.Call("SessionControl", st.error_code());
   if (st.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) {
     tally_.Violation(
         absl::StrCat("worker ", index_, ": SessionControl ", op, " stuck for ", kCallDeadline.count(), " ms"));
   }
   return st;
+}
+
+void Worker::CheckDuration(std::chrono::steady_clock::time_point start, milliseconds deadline, const char* what) {
+  const auto took = std::chrono::duration_cast<milliseconds>(std::chrono::steady_clock::now() - start);
+  if (took > deadline + kGrace) {
+    tally_.Violation(absl::StrCat("worker ", index_, ": ", what, " took ", took.count(), " ms, its deadline was ",
+                                  deadline.count(), " ms"));
+  }
 }
 
 bool Worker::Expected(const grpc::Status& st, const std::string& what,
@@ -164,7 +178,7 @@ void Worker::CreateSession() {
   v1::SessionResponse resp;
   if (!Expected(Session(req, &resp, "create"), "create", {grpc::StatusCode::OK})) return;
   sessions_.push_back(View{resp.session().session_id(), {}});
-  CheckSession(sessions_.back());
+  CheckSession(sessions_.back(), "create");
   // The first turn starts with the prefix every session shares.
   View& s = sessions_.back();
   v1::GenerateRequest turn = Request(Concat(options_.shared_prefix, RandomTokens(2, 8)), Uniform(1, 8));
@@ -176,7 +190,7 @@ void Worker::CreateSession() {
                                                               turn.parts(0).tokens().ids().end())),
                        r.ids);
   }
-  CheckSession(s);
+  CheckSession(s, "first turn");
 }
 
 void Worker::DeleteSession(size_t index) {
@@ -216,7 +230,7 @@ void Worker::Turn(View& s, bool append) {
     s.history = Concat(whole, r.ids);
     if (std::uniform_real_distribution<double>(0, 1)(rng_) < options_.fresh_check_rate) CheckFresh(whole, r.ids);
   }
-  CheckSession(s);
+  CheckSession(s, what);
 }
 
 void Worker::CutShort(View& s, bool cancel) {
@@ -233,7 +247,9 @@ void Worker::CutShort(View& s, bool cancel) {
     Expected(r.status, cancel ? "cancelled stream" : "30 ms deadline",
              {cancel ? grpc::StatusCode::CANCELLED : grpc::StatusCode::DEADLINE_EXCEEDED});
   }
-  CheckSession(s);
+  CheckSession(s, absl::StrCat(cancel ? "a stream cancelled after 2 tokens" : "a 30 ms deadline", " ended ",
+                               CodeName(r.status.error_code()), " after ", r.ids.size(), " tokens")
+                      .c_str());
 }
 
 void Worker::Fork(const View& s) {
@@ -244,7 +260,7 @@ void Worker::Fork(const View& s) {
   if (!Expected(Session(req, &resp, "fork"), "fork", {grpc::StatusCode::OK})) return;
   View copy{resp.session().session_id(), s.history};
   sessions_.push_back(std::move(copy));
-  CheckSession(sessions_.back());
+  CheckSession(sessions_.back(), "fork");
 }
 
 void Worker::Rewind(View& s, int32_t tokens) {
@@ -255,7 +271,7 @@ void Worker::Rewind(View& s, int32_t tokens) {
   if (Expected(Session(req, &resp, "rewind"), "rewind", {grpc::StatusCode::OK})) {
     s.history.resize(static_cast<size_t>(tokens));
   }
-  CheckSession(s);
+  CheckSession(s, "rewind");
 }
 
 void Worker::Sessionless() {
@@ -273,7 +289,7 @@ void Worker::Sessionless() {
   }
 }
 
-bool Worker::CheckSession(const View& s, grpc::Status* lookup) {
+bool Worker::CheckSession(const View& s, const char* after, grpc::Status* lookup) {
   tally_.sessions_checked.fetch_add(1);
   v1::SessionRequest req;
   req.mutable_get()->set_session_id(s.id);
@@ -291,8 +307,8 @@ bool Worker::CheckSession(const View& s, grpc::Status* lookup) {
   if (!Expected(st, absl::StrCat("GetSession ", s.id), {grpc::StatusCode::OK})) return false;
   const std::vector<int32_t> held(resp.session().token_ids().begin(), resp.session().token_ids().end());
   if (held == s.history) return true;
-  tally_.Violation(absl::StrCat("worker ", index_, ": session ", s.id, " holds ", Brief(held), ", its client saw ",
-                                Brief(s.history), resp.session().busy() ? " (busy)" : ""));
+  tally_.Violation(absl::StrCat("worker ", index_, ": after ", after, ", session ", s.id, " holds ", Brief(held),
+                                ", its client saw ", Brief(s.history), resp.session().busy() ? " (busy)" : ""));
   return false;
 }
 
@@ -311,7 +327,7 @@ void Worker::CheckFresh(const std::vector<int32_t>& prompt, const std::vector<in
 void Worker::VerifyAfterRestart(const std::set<std::string>& may_be_lost) {
   for (size_t i = 0; i < sessions_.size();) {
     grpc::Status lookup;
-    if (!CheckSession(sessions_[i], &lookup) && lookup.error_code() == grpc::StatusCode::NOT_FOUND) {
+    if (!CheckSession(sessions_[i], "a restart", &lookup) && lookup.error_code() == grpc::StatusCode::NOT_FOUND) {
       if (may_be_lost.count(sessions_[i].id) == 0) {
         tally_.Violation(absl::StrCat("worker ", index_, ": session ", sessions_[i].id,
                                       " is gone after a restart though every write of it succeeded"));

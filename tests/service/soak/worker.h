@@ -48,9 +48,11 @@ class Tally {
 
 struct WorkerOptions {
   std::string model;
-  int max_history = 300;   // longer views are rewound first
-  int max_sessions = 4;    // per worker
-  int reply_tokens = 400;  // asked of streams that are cut short
+  int max_history = 300;  // longer views are rewound first
+  int max_sessions = 4;   // per worker
+  // Asked of streams that are cut short: far more than a tiny model makes
+  // before a cancel after 2 tokens or a 30 ms deadline takes effect.
+  int reply_tokens = 1500;
   double fresh_check_rate = 0.25;
   std::vector<int32_t> shared_prefix;  // starts every new session (the prefix cache's system prompt)
 };
@@ -96,9 +98,11 @@ class Worker {
   v1::GenerateRequest Request(const std::vector<int32_t>& prompt, int max_tokens) const;
   // The session's committed history must equal the view; NOT_FOUND is
   // reported as such (true: it matched).
-  bool CheckSession(const View& s, grpc::Status* lookup = nullptr);
+  bool CheckSession(const View& s, const char* after, grpc::Status* lookup = nullptr);
   // A greedy reply must equal the reference server's for the same prompt.
   void CheckFresh(const std::vector<int32_t>& prompt, const std::vector<int32_t>& reply);
+  // A call that ended long after its deadline was stuck.
+  void CheckDuration(std::chrono::steady_clock::time_point start, std::chrono::milliseconds deadline, const char* what);
   // A status a call of this kind may end with; reports a violation if not.
   bool Expected(const grpc::Status& st, const std::string& what, std::initializer_list<grpc::StatusCode> allowed);
   std::vector<int32_t> RandomTokens(int min, int max);
