@@ -7,10 +7,13 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "checkpoint/injected_faults.h"
 
 namespace cairn::checkpoint {
 namespace {
@@ -139,7 +142,20 @@ class PosixEnv final : public Env {
 }  // namespace
 
 Env* Env::Default() {
-  static PosixEnv* env = new PosixEnv();  // never destroyed: used until exit
+  // Never destroyed: used until exit.
+  static Env* env = []() -> Env* {
+    auto* posix = new PosixEnv();
+    const char* faults = std::getenv(kDiskFaultsVariable);  // testing only: see injected_faults.h
+    if (faults == nullptr || *faults == '\0') return posix;
+    absl::StatusOr<std::unique_ptr<Env>> injecting = InjectedFaultsEnv(faults, posix);
+    if (!injecting.ok()) {
+      // A test that asked for faults must not run without them.
+      std::fprintf(stderr, "cairn: %s\n", injecting.status().ToString().c_str());
+      std::abort();
+    }
+    std::fprintf(stderr, "cairn: TESTING ONLY: injecting disk faults (%s=%s)\n", kDiskFaultsVariable, faults);
+    return injecting->release();
+  }();
   return env;
 }
 

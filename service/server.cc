@@ -126,7 +126,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Create(const ServerOptions& opti
   replica.name = options.replica_name;
   replica.snapshot_key = options.snapshot_key;
   if (!options.session_dir.empty()) {
-    auto dir = SessionDirectory::Create(options.session_dir, options.sessions.idle_timeout);
+    auto dir = SessionDirectory::Create(options.session_dir, options.sessions.idle_timeout, options.session_dir_env);
     if (!dir.ok()) return dir.status();
     s->session_dir_ = std::move(*dir);
     replica.session_dir = s->session_dir_.get();

@@ -14,6 +14,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "checkpoint/env.h"
 #include "grpcpp/server.h"
 #include "service/api/inference_service.h"
 #include "service/host/compute_threads.h"
@@ -61,6 +62,9 @@ struct ServerOptions {
   // directory that replicas share for their sessions ("": none).
   std::string replica_name;
   std::string session_dir;
+  // The session directory's file system (null: checkpoint::Env::Default());
+  // tests pass one that fails chosen operations. Must outlive the server.
+  checkpoint::Env* session_dir_env = nullptr;
   // The snapshot key's bytes (ReadSnapshotKey; "": none), see ReplicaOptions.
   std::string snapshot_key;
   // Shutdown: in-flight calls get this long to finish before they are

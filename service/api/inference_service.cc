@@ -290,7 +290,13 @@ void InferenceService::Persist(Session& s) {
   absl::Status st = snap.status();
   if (st.ok()) st = replica_.session_dir->Save(s.id, PersistedSession{s.tenant, s.seq->tenant(), std::move(*snap)});
   if (!st.ok()) {
-    std::fprintf(stderr, "cairn: persisting session '%s': %s\n", s.id.c_str(), st.ToString().c_str());
+    // The older file must not outlive it: a replica taking the session over
+    // (or this one after a crash) would serve a history the client has
+    // moved past. Without a file it answers NOT_FOUND, and the client
+    // re-sends its conversation (create_session).
+    replica_.session_dir->Remove(s.id);
+    std::fprintf(stderr, "cairn: persisting session '%s': %s (its older file removed)\n", s.id.c_str(),
+                 st.ToString().c_str());
   }
 }
 

@@ -93,7 +93,8 @@ const char kUsage[] = R"(cairn-server: a gRPC inference service (cairn.v1.Infere
                             with its id after each request that changes it, and a
                             session this replica does not hold is read from there, so
                             it continues here when its replica went away (files older
-                            than --session-idle-seconds are deleted)
+                            than --session-idle-seconds are deleted; so is a session's file
+                            when its latest state could not be written)
   --snapshot-key=FILE       a secret (>= 16 bytes) the replicas share: session exports
                             and session-directory files are signed with it, and only
                             state signed with it may serve other sessions through the

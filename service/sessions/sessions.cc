@@ -161,6 +161,12 @@ absl::StatusOr<SessionLease> SessionManager::Acquire(const std::string& id, cons
       return SessionLease(this, e.session);
     }
     const absl::Time now = absl::Now();
+    // A request whose own deadline passed (before or while it waited) ends
+    // as that deadline: its client sees DEADLINE_EXCEEDED anyway. ABORTED
+    // says "retry" to one that met a running request, or did not wait.
+    if (now >= wait_until && wait_until != absl::InfinitePast()) {
+      return absl::DeadlineExceededError(absl::StrCat("session '", id, "' was still busy at the deadline"));
+    }
     if (now >= wait_until || (!e.stopping && noticed_no_stop)) return Busy(id);
     // A stopped request ends within a scheduler step: wait for it. One not
     // (yet) stopped may be about to: a client's cancel reaches its call a

@@ -15,6 +15,7 @@
 #include "gtest/gtest.h"
 #include "service/server.h"
 #include "tests/service/e2e/service_fixture.h"
+#include "tests/testing/fault_env.h"
 
 namespace cairn::service {
 namespace {
@@ -32,13 +33,14 @@ struct Reply {
 class Replica {
  public:
   explicit Replica(const std::string& name, const std::string& session_dir = "", std::vector<std::string> tokens = {},
-                   const std::string& snapshot_key = "") {
+                   const std::string& snapshot_key = "", checkpoint::Env* session_dir_env = nullptr) {
     ServerOptions opt = e2e::TestServerOptions();
     opt.models_options.threads = 1;
     opt.replica_name = name;
     opt.session_dir = session_dir;
     opt.auth_tokens = std::move(tokens);
     opt.snapshot_key = snapshot_key;
+    opt.session_dir_env = session_dir_env;
     auto s = Server::Create(opt);
     EXPECT_TRUE(s.ok()) << s.status();
     if (!s.ok()) return;
@@ -179,6 +181,28 @@ TEST(ReplicaTest, CreateSessionContinuesAConversationFromTheWholeOfIt) {
   grpc::StatusCode code;
   r.History("lost-2", &code);
   EXPECT_EQ(code, grpc::StatusCode::NOT_FOUND);
+}
+
+// Found by the soak (a server killed after a turn on a full disk came back
+// with the turn before it): a turn whose session file could not be written
+// left the older file, which another replica then served as the session.
+// Now the older file goes: NOT_FOUND, and the client re-sends what it has.
+TEST(ReplicaTest, ASessionWhoseLatestStateCouldNotBeWrittenIsNeverServedStale) {
+  TempDir dir;
+  testing::FaultEnv env;
+  Replica a("a", dir.path(), {}, "", &env), b("b", dir.path());
+  ASSERT_TRUE(a.ok() && b.ok());
+  ASSERT_EQ(a.Create("full-disk-1"), grpc::StatusCode::OK);
+  Reply t1 = a.Generate(Turn("full-disk-1", Ids(10, 300), true));
+  ASSERT_TRUE(t1.status.ok()) << t1.status.error_message();
+  env.Fail(testing::FaultEnv::Op::kWrite, "/full-disk-1.session", ENOSPC);
+  Reply t2 = a.Generate(Turn("full-disk-1", Ids(4, 400), true));
+  ASSERT_TRUE(t2.status.ok()) << t2.status.error_message();
+  EXPECT_EQ(env.failures(), 1);
+  EXPECT_EQ(a.History("full-disk-1"), Concat(Concat(Concat(Ids(10, 300), t1.ids), Ids(4, 400)), t2.ids));
+  grpc::StatusCode code = grpc::StatusCode::OK;
+  const std::vector<int32_t> on_b = b.History("full-disk-1", &code);
+  EXPECT_EQ(code, grpc::StatusCode::NOT_FOUND) << "served " << on_b.size() << " tokens";
 }
 
 TEST(ReplicaTest, ReplicasSharingASessionDirectoryContinueEachOthersSessions) {

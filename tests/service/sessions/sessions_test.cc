@@ -162,6 +162,23 @@ TEST_F(SessionsTest, AStoppedRequestsSessionIsWaitedForAndARunningOnesIsRefused)
   EXPECT_TRUE(absl::IsAborted(m.Acquire(id, "", absl::InfiniteFuture()).status()));
 }
 
+// Found by the soak: a request with a deadline shorter than kStopNotice that
+// met a running request waited to its deadline (or came after it), then got
+// ABORTED although its client saw DEADLINE_EXCEEDED (the request counters
+// disagreed).
+TEST_F(SessionsTest, AWaitCutShortByTheRequestsDeadlineIsDeadlineExceeded) {
+  SessionManager& m = Manager();
+  auto lease = m.Create(model_, "", "");
+  ASSERT_TRUE(lease.ok());
+  const absl::Time start = absl::Now();
+  const auto waited = m.Acquire((*lease)->id, "", start + absl::Milliseconds(30));
+  EXPECT_TRUE(absl::IsDeadlineExceeded(waited.status())) << waited.status();
+  EXPECT_GE(absl::Now() - start, absl::Milliseconds(30));
+  const auto late = m.Acquire((*lease)->id, "", start);
+  EXPECT_TRUE(absl::IsDeadlineExceeded(late.status())) << late.status();
+  EXPECT_TRUE(absl::IsAborted(m.Acquire((*lease)->id, "").status()));  // no wait asked: described as busy
+}
+
 TEST_F(SessionsTest, AForkCopiesHistoryAndStateAndThenBranches) {
   SessionManager& m = Manager();
   auto source = m.Create(model_, "alice", "alice");
