@@ -426,10 +426,61 @@ TEST(LoadTest, ErrorsNameTheProblem) {
   synthetic::SyntheticModel bad_kv = good;
   bad_kv.metadata().SetUint32("llama.attention.head_count_kv", 3);
   EXPECT_EQ(Build(bad_kv).status().code(), absl::StatusCode::kInvalidArgument);
-
   s = Build(Tiny("mamba2", false, false, false)).status();
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(s.message().find("mamba2"), std::string::npos) << s;
+}
+
+// Head counts as per-layer arrays. llama takes one count (the reference
+// sizes every llama layer by layer 0's); deci honours each layer's.
+TEST(LoadTest, PerLayerHeadCounts) {
+  static_assert(kLayers == 2 && kHeads == 4 && kKvHeads == 2);
+  const synthetic::SyntheticModel good = Tiny("llama", false, false, false);
+  synthetic::SyntheticModel same = good;
+  same.metadata().SetInt32Array("llama.attention.head_count_kv", {2, 2});
+  same.metadata().SetInt32Array("llama.attention.head_count", {4, 4});
+  EXPECT_TRUE(Build(same).ok()) << Build(same).status();
+
+  synthetic::SyntheticModel kv = good;
+  kv.metadata().SetInt32Array("llama.attention.head_count_kv", {2, 1});
+  absl::Status s = Build(kv).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("llama.attention.head_count_kv of layer 1 is 1"), std::string::npos) << s;
+
+  synthetic::SyntheticModel heads = good;
+  heads.metadata().SetInt32Array("llama.attention.head_count", {4, 2});
+  s = Build(heads).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("llama.attention.head_count of layer 1 is 2"), std::string::npos) << s;
+
+  synthetic::SyntheticModel short_array = good;
+  short_array.metadata().SetInt32Array("llama.attention.head_count_kv", {2});
+  EXPECT_EQ(Build(short_array).status().code(), absl::StatusCode::kInvalidArgument);
+
+  // Absent, head_count_kv is head_count (as the reference reads it): this
+  // file's K rows of 2 heads are then of the wrong shape, and named.
+  synthetic::SyntheticModel no_kv = good;
+  ASSERT_TRUE(no_kv.metadata().Erase("llama.attention.head_count_kv"));
+  s = Build(no_kv).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("attn_k.weight"), std::string::npos) << s;
+
+  // deci: the llama tensors with its own keys load; a layer without K/V
+  // heads (the reference's "linear attention") is not supported.
+  const synthetic::SyntheticModel deci = Tiny("deci", false, false, false);
+  auto b = Build(deci);
+  ASSERT_TRUE(b.ok()) << b.status();
+  EXPECT_EQ((*b)->info().family, "transformer");
+  synthetic::SyntheticModel linear = deci;
+  linear.metadata().SetInt32Array("deci.attention.head_count_kv", {2, 0});
+  s = Build(linear).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnimplemented) << s;
+  EXPECT_NE(s.message().find("deci layer 1"), std::string::npos) << s;
+  synthetic::SyntheticModel indivisible = deci;
+  indivisible.metadata().SetInt32Array("deci.attention.head_count_kv", {2, 3});
+  s = Build(indivisible).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("deci.attention.head_count_kv of layer 1 is 3"), std::string::npos) << s;
 }
 
 // ------------------------------------------------ registry and snapshots
