@@ -107,13 +107,11 @@ def finish(w):
     w.close()
 
 
-def deci_kv(path, rng):
-    """deci: the llama wiring whose layers declare their own head counts and
-    FFN widths: query heads 4, 4, 8, 4 and K/V heads 2, 1, 4, 2 of head dim
-    8, SwiGLU widths 48, 32, 48, 16; NORMAL RoPE; tied output."""
-    n_embd, hd, vocab = 32, 8, 512
-    heads, kv_heads, n_ff = [4, 4, 8, 4], [2, 1, 4, 2], [48, 32, 48, 16]
-    w = gguf.GGUFWriter(path, "deci")
+def decoder_writer(path, arch, n_embd, heads, kv_heads, n_ff):
+    """A writer of `arch` with the decoder keys these models share: the
+    per-layer head counts (arrays) and FFN width(s), context 4096, RMS eps
+    1e-5."""
+    w = gguf.GGUFWriter(path, arch)
     w.add_block_count(len(heads))
     w.add_context_length(4096)
     w.add_embedding_length(n_embd)
@@ -121,6 +119,16 @@ def deci_kv(path, rng):
     w.add_head_count(heads)
     w.add_head_count_kv(kv_heads)
     w.add_layer_norm_rms_eps(1e-5)
+    return w
+
+
+def deci_kv(path, rng):
+    """deci: the llama wiring whose layers declare their own head counts and
+    FFN widths: query heads 4, 4, 8, 4 and K/V heads 2, 1, 4, 2 of head dim
+    8, SwiGLU widths 48, 32, 48, 16; NORMAL RoPE; tied output."""
+    n_embd, hd, vocab = 32, 8, 512
+    heads, kv_heads, n_ff = [4, 4, 8, 4], [2, 1, 4, 2], [48, 32, 48, 16]
+    w = decoder_writer(path, "deci", n_embd, heads, kv_heads, n_ff)
     w.add_rope_freq_base(10000.0)
     copy_tokenizer(w, os.path.join(SHARED, "golden", "models", "llama.gguf"))
     t, norm = tensor_adders(w, rng)
@@ -149,14 +157,7 @@ def granitehybrid_kv(path, rng):
     n_embd, hd, vocab, n_ff = 32, 8, 512, 32
     d_inner, d_state, n_ssm_head, n_group, d_conv = 64, 8, 4, 1, 4
     heads, kv_heads = [4, 4, 4, 8, 4], [0, 1, 0, 4, 2]
-    w = gguf.GGUFWriter(path, "granitehybrid")
-    w.add_block_count(len(heads))
-    w.add_context_length(4096)
-    w.add_embedding_length(n_embd)
-    w.add_feed_forward_length(n_ff)
-    w.add_head_count(heads)
-    w.add_head_count_kv(kv_heads)
-    w.add_layer_norm_rms_eps(1e-5)
+    w = decoder_writer(path, "granitehybrid", n_embd, heads, kv_heads, n_ff)
     w.add_ssm_conv_kernel(d_conv)
     w.add_ssm_inner_size(d_inner)
     w.add_ssm_state_size(d_state)

@@ -431,38 +431,40 @@ TEST(LoadTest, ErrorsNameTheProblem) {
   EXPECT_NE(s.message().find("mamba2"), std::string::npos) << s;
 }
 
+// `model` with the int32 array `key` set to `values` fails to load with
+// `code`, its message containing `needle`.
+void ExpectArrayRefused(const synthetic::SyntheticModel& model, const std::string& key,
+                        const std::vector<int32_t>& values, absl::StatusCode code, const std::string& needle) {
+  synthetic::SyntheticModel m = model;
+  m.metadata().SetInt32Array(key, values);
+  const absl::Status s = Build(m).status();
+  EXPECT_EQ(s.code(), code) << key;
+  EXPECT_NE(s.message().find(needle), std::string::npos) << s;
+}
+
 // Head counts as per-layer arrays. llama takes one count (the reference
 // sizes every llama layer by layer 0's); deci honours each layer's.
 TEST(LoadTest, PerLayerHeadCounts) {
   static_assert(kLayers == 2 && kHeads == 4 && kKvHeads == 2);
+  constexpr absl::StatusCode kInvalid = absl::StatusCode::kInvalidArgument;
   const synthetic::SyntheticModel good = Tiny("llama", false, false, false);
   synthetic::SyntheticModel same = good;
   same.metadata().SetInt32Array("llama.attention.head_count_kv", {2, 2});
   same.metadata().SetInt32Array("llama.attention.head_count", {4, 4});
   EXPECT_TRUE(Build(same).ok()) << Build(same).status();
 
-  synthetic::SyntheticModel kv = good;
-  kv.metadata().SetInt32Array("llama.attention.head_count_kv", {2, 1});
-  absl::Status s = Build(kv).status();
-  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_NE(s.message().find("llama.attention.head_count_kv of layer 1 is 1"), std::string::npos) << s;
-
-  synthetic::SyntheticModel heads = good;
-  heads.metadata().SetInt32Array("llama.attention.head_count", {4, 2});
-  s = Build(heads).status();
-  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_NE(s.message().find("llama.attention.head_count of layer 1 is 2"), std::string::npos) << s;
-
-  synthetic::SyntheticModel short_array = good;
-  short_array.metadata().SetInt32Array("llama.attention.head_count_kv", {2});
-  EXPECT_EQ(Build(short_array).status().code(), absl::StatusCode::kInvalidArgument);
+  ExpectArrayRefused(good, "llama.attention.head_count_kv", {2, 1}, kInvalid,
+                     "llama.attention.head_count_kv of layer 1 is 1");
+  ExpectArrayRefused(good, "llama.attention.head_count", {4, 2}, kInvalid,
+                     "llama.attention.head_count of layer 1 is 2");
+  ExpectArrayRefused(good, "llama.attention.head_count_kv", {2}, kInvalid, "llama.attention.head_count_kv");
 
   // Absent, head_count_kv is head_count (as the reference reads it): this
   // file's K rows of 2 heads are then of the wrong shape, and named.
   synthetic::SyntheticModel no_kv = good;
   ASSERT_TRUE(no_kv.metadata().Erase("llama.attention.head_count_kv"));
-  s = Build(no_kv).status();
-  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  const absl::Status s = Build(no_kv).status();
+  EXPECT_EQ(s.code(), kInvalid);
   EXPECT_NE(s.message().find("attn_k.weight"), std::string::npos) << s;
 
   // deci: the llama tensors with its own keys load; a layer without K/V
@@ -471,16 +473,9 @@ TEST(LoadTest, PerLayerHeadCounts) {
   auto b = Build(deci);
   ASSERT_TRUE(b.ok()) << b.status();
   EXPECT_EQ((*b)->info().family, "transformer");
-  synthetic::SyntheticModel linear = deci;
-  linear.metadata().SetInt32Array("deci.attention.head_count_kv", {2, 0});
-  s = Build(linear).status();
-  EXPECT_EQ(s.code(), absl::StatusCode::kUnimplemented) << s;
-  EXPECT_NE(s.message().find("deci layer 1"), std::string::npos) << s;
-  synthetic::SyntheticModel indivisible = deci;
-  indivisible.metadata().SetInt32Array("deci.attention.head_count_kv", {2, 3});
-  s = Build(indivisible).status();
-  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_NE(s.message().find("deci.attention.head_count_kv of layer 1 is 3"), std::string::npos) << s;
+  ExpectArrayRefused(deci, "deci.attention.head_count_kv", {2, 0}, absl::StatusCode::kUnimplemented, "deci layer 1");
+  ExpectArrayRefused(deci, "deci.attention.head_count_kv", {2, 3}, kInvalid,
+                     "deci.attention.head_count_kv of layer 1 is 3");
 }
 
 // ------------------------------------------------ registry and snapshots
