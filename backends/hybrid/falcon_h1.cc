@@ -21,8 +21,7 @@ absl::StatusOr<std::unique_ptr<ArchModel>> LoadFalconH1(const ModelLoader& ld) {
   // Every layer has attention and a recurrent mixer.
   std::vector<int32_t> all_layers(hp.n_layer);
   for (int32_t il = 0; il < hp.n_layer; ++il) all_layers[il] = il;
-  int32_t n_head_kv = 0;
-  CAIRN_LOAD_ASSIGN(n_head_kv, HybridKvHeads(ld, hp, all_layers, hp.n_layer));
+  CAIRN_RETURN_IF_ERROR(CheckHybridHeads(ld, hp, all_layers, hp.n_layer, HeadCountRule{}));
   m->eps = hp.eps;
   CAIRN_LOAD_ASSIGN(m->rope.params, ReadRope(ld, RopeType::kNeox, hp.head_dim_k));
   m->rope.params.freq_factors.clear();
@@ -45,14 +44,14 @@ absl::StatusOr<std::unique_ptr<ArchModel>> LoadFalconH1(const ModelLoader& ld) {
     CAIRN_RETURN_IF_ERROR(LoadSwiGluOrMoe(ld, il, hp, nullptr, L));
     CAIRN_LOAD_ASSIGN(L.mamba, LoadMambaMixer(ld, m->mamba, il));
     AttentionBlock& a = L.attn;
-    a = DecoderAttention(hp, n_head_kv, kq_scale);
+    a = DecoderAttention(hp, il, kq_scale);
     a.rope = &m->rope;
     AttentionTensors tensors;
     tensors.out_bias = Presence::kAbsent;
     CAIRN_RETURN_IF_ERROR(LoadAttention(ld, il, hp.n_embd, tensors, a));
   }
 
-  m->FinishLoad(ld, HybridDims(hp, n_head_kv, m->mamba.conv_state_floats(), m->mamba.ssm_state_floats()));
+  m->FinishLoad(ld, HybridDims(hp, m->mamba.conv_state_floats(), m->mamba.ssm_state_floats()));
   return std::unique_ptr<ArchModel>(std::move(m));
 }
 

@@ -15,8 +15,7 @@ namespace cairn {
 absl::StatusOr<std::unique_ptr<ArchModel>> LoadGraniteHybrid(const ModelLoader& ld) {
   auto m = std::make_unique<LayerStack>();
   DecoderHParams hp;
-  int32_t n_head_kv = 0;
-  CAIRN_LOAD_ASSIGN(n_head_kv, ReadKvMarkedHybrid(ld, hp));
+  CAIRN_RETURN_IF_ERROR(ReadKvMarkedHybrid(ld, HeadCountRule{.per_layer_heads = true, .per_layer_kv_heads = true}, hp));
   double attn_scale = 0, embedding_scale = 0, residual_scale = 0, logit_scale = 0;
   bool rope = false;
   CAIRN_LOAD_ASSIGN(attn_scale, ld.FloatOr("attention.scale", 0.0));
@@ -50,13 +49,13 @@ absl::StatusOr<std::unique_ptr<ArchModel>> LoadGraniteHybrid(const ModelLoader& 
       continue;
     }
     AttentionBlock& a = L.attn;
-    a = DecoderAttention(hp, n_head_kv, attn_scale);
+    a = DecoderAttention(hp, il, attn_scale);
     a.rope = rope ? &m->rope : nullptr;
     CAIRN_RETURN_IF_ERROR(
         LoadAttention(ld, il, hp.n_embd, {Presence::kAbsent, Presence::kAbsent, Presence::kAbsent}, a));
   }
 
-  m->FinishLoad(ld, HybridDims(hp, n_head_kv, m->mamba.conv_state_floats(), m->mamba.ssm_state_floats()));
+  m->FinishLoad(ld, HybridDims(hp, m->mamba.conv_state_floats(), m->mamba.ssm_state_floats()));
   return std::unique_ptr<ArchModel>(std::move(m));
 }
 

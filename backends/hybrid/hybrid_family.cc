@@ -25,11 +25,10 @@ constexpr ArchEntry kArchs[] = {
 // snapshots inside runs.
 absl::StatusOr<FamilyMemory> CompositePlan(const ModelFile& model, const ArchShape& s, const BackendOptions& options) {
   HybridGeometry g;
-  g.layout = MemoryLayout(model, "cairn-hybrid-f32-v2",
-                          {s.n_full_slots, s.n_recurrent_slots, s.k_dim, s.v_dim, s.conv_floats, s.state_floats});
-  g.attention.n_layers = s.n_full_slots;
-  g.attention.k_dim = s.k_dim;
-  g.attention.v_dim = s.v_dim;
+  g.layout =
+      MemoryLayout(model, "cairn-hybrid-f32-v3",
+                   {s.n_full_slots, s.n_recurrent_slots, KvRowFloats(s.kv_widths), s.conv_floats, s.state_floats});
+  g.attention.layers = s.kv_widths;
   g.attention.capacity = options.max_context > 0 ? options.max_context : s.n_ctx_train;
   g.attention.layout = FingerprintMix(g.layout, "attention");
   g.recurrent_layers = s.n_recurrent_slots;

@@ -4,13 +4,13 @@
 
 namespace cairn {
 
-absl::StatusOr<int32_t> ReadKvMarkedHybrid(const ModelLoader& ld, DecoderHParams& hp) {
+absl::Status ReadKvMarkedHybrid(const ModelLoader& ld, HeadCountRule rule, DecoderHParams& hp) {
   CAIRN_LOAD_ASSIGN(hp, ReadDecoderHParams(ld, 4096));
   std::vector<int32_t> attention;
   for (int32_t il = 0; il < hp.n_layer; ++il) {
     if (hp.n_head_kv[il] != 0) attention.push_back(il);
   }
-  return HybridKvHeads(ld, hp, attention, hp.n_layer - static_cast<int32_t>(attention.size()));
+  return CheckHybridHeads(ld, hp, attention, hp.n_layer - static_cast<int32_t>(attention.size()), rule);
 }
 
 absl::Status LoadLayerNorms(const ModelLoader& ld, int32_t layer, int64_t n_embd, const char* ffn_norm,
@@ -38,20 +38,17 @@ absl::Status LoadSwiGluOrMoe(const ModelLoader& ld, int32_t layer, const Decoder
   return absl::OkStatus();
 }
 
-absl::StatusOr<int32_t> HybridKvHeads(const ModelLoader& ld, const DecoderHParams& hp,
-                                      const std::vector<int32_t>& attention_layers, int32_t n_recurrent) {
+absl::Status CheckHybridHeads(const ModelLoader& ld, const DecoderHParams& hp,
+                              const std::vector<int32_t>& attention_layers, int32_t n_recurrent, HeadCountRule rule) {
   if (n_recurrent == 0) return ld.Error("no recurrent layer: serve this file with the transformer family");
   if (hp.head_dim_k != hp.head_dim_v) return ld.Error("attention key_length and value_length must be one size");
-  if (attention_layers.empty()) return 1;  // no K/V row is ever stored
-  return UniformKvHeads(ld, hp, attention_layers);
+  if (attention_layers.empty()) return absl::OkStatus();
+  return CheckHeadCounts(ld, hp, rule, attention_layers);
 }
 
-LayerStack::MemoryDims HybridDims(const DecoderHParams& hp, int32_t n_head_kv, int64_t conv_floats,
-                                  int64_t state_floats) {
+LayerStack::MemoryDims HybridDims(const DecoderHParams& hp, int64_t conv_floats, int64_t state_floats) {
   LayerStack::MemoryDims dims;
   dims.n_ctx_train = hp.n_ctx_train;
-  dims.k_dim = static_cast<int64_t>(n_head_kv) * hp.head_dim_k;
-  dims.v_dim = static_cast<int64_t>(n_head_kv) * hp.head_dim_v;
   dims.conv_floats = conv_floats;
   dims.state_floats = state_floats;
   return dims;

@@ -15,21 +15,21 @@
 
 namespace cairn {
 
-// The memory dimensions of a hybrid's stack: attention slots of n_head_kv
-// heads (hp's head sizes), recurrent slots of conv_floats + state_floats.
-LayerStack::MemoryDims HybridDims(const DecoderHParams& hp, int32_t n_head_kv, int64_t conv_floats,
-                                  int64_t state_floats);
+// The memory dimensions of a hybrid's stack besides its attention slots
+// (whose K/V widths FinishLoad takes from the blocks): recurrent slots of
+// conv_floats + state_floats.
+LayerStack::MemoryDims HybridDims(const DecoderHParams& hp, int64_t conv_floats, int64_t state_floats);
 
-// The attention layers' K/V head count for FinishLoad: one count for all of
-// `attention_layers` (UniformKvHeads), or 1 when there are none (no K/V row
-// is ever stored). INVALID_ARGUMENT when the file has no recurrent layer
-// (n_recurrent 0: a transformer) or keys and values of different head sizes.
-absl::StatusOr<int32_t> HybridKvHeads(const ModelLoader& loader, const DecoderHParams& hp,
-                                      const std::vector<int32_t>& attention_layers, int32_t n_recurrent);
+// Checks the attention layers' head counts (CheckHeadCounts under `rule`;
+// nothing when there are none). INVALID_ARGUMENT when the file has no
+// recurrent layer (n_recurrent 0: a transformer) or keys and values of
+// different head sizes.
+absl::Status CheckHybridHeads(const ModelLoader& loader, const DecoderHParams& hp,
+                              const std::vector<int32_t>& attention_layers, int32_t n_recurrent, HeadCountRule rule);
 // For the hybrids that mark their recurrent layers with head_count_kv 0
-// (granitehybrid, jamba, lfm2): reads `hp` and returns HybridKvHeads of the
-// layers with head_count_kv > 0.
-absl::StatusOr<int32_t> ReadKvMarkedHybrid(const ModelLoader& loader, DecoderHParams& hp);
+// (granitehybrid, jamba, lfm2): reads `hp` and checks the layers with
+// head_count_kv > 0 (CheckHybridHeads).
+absl::Status ReadKvMarkedHybrid(const ModelLoader& loader, HeadCountRule rule, DecoderHParams& hp);
 // A layer's blk.<layer>.attn_norm.weight (its mixer's pre-norm) and its FFN
 // pre-norm blk.<layer>.<ffn_norm> ([n_embd] each) into `layer`.
 absl::Status LoadLayerNorms(const ModelLoader& loader, int32_t layer, int64_t n_embd, const char* ffn_norm,

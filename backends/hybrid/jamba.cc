@@ -15,8 +15,7 @@ namespace cairn {
 absl::StatusOr<std::unique_ptr<ArchModel>> LoadJamba(const ModelLoader& ld) {
   auto m = std::make_unique<LayerStack>();
   DecoderHParams hp;
-  int32_t n_head_kv = 0;
-  CAIRN_LOAD_ASSIGN(n_head_kv, ReadKvMarkedHybrid(ld, hp));
+  CAIRN_RETURN_IF_ERROR(ReadKvMarkedHybrid(ld, HeadCountRule{.per_layer_kv_heads = true}, hp));
 
   m->eps = hp.eps;
   CAIRN_LOAD_ASSIGN(m->mamba, ReadMambaGeometry(ld, MambaVersion::kMamba1));
@@ -43,12 +42,12 @@ absl::StatusOr<std::unique_ptr<ArchModel>> LoadJamba(const ModelLoader& ld) {
       CAIRN_LOAD_ASSIGN(L.mamba, LoadMambaMixer(ld, m->mamba, il));
       continue;
     }
-    L.attn = DecoderAttention(hp, n_head_kv, 0.0);
+    L.attn = DecoderAttention(hp, il, 0.0);
     CAIRN_RETURN_IF_ERROR(
         LoadAttention(ld, il, hp.n_embd, {Presence::kOptional, Presence::kAbsent, Presence::kAbsent}, L.attn));
   }
 
-  m->FinishLoad(ld, HybridDims(hp, n_head_kv, m->mamba.conv_state_floats(), m->mamba.ssm_state_floats()));
+  m->FinishLoad(ld, HybridDims(hp, m->mamba.conv_state_floats(), m->mamba.ssm_state_floats()));
   return std::unique_ptr<ArchModel>(std::move(m));
 }
 

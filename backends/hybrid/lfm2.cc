@@ -21,8 +21,7 @@ absl::StatusOr<std::unique_ptr<ArchModel>> LoadLfm2(const ModelLoader& ld) {
         absl::StrCat("model '", ld.file().path(), "': sliding-window attention (attention.sliding_window) in lfm2"));
   }
   DecoderHParams hp;
-  int32_t n_head_kv = 0;
-  CAIRN_LOAD_ASSIGN(n_head_kv, ReadKvMarkedHybrid(ld, hp));
+  CAIRN_RETURN_IF_ERROR(ReadKvMarkedHybrid(ld, HeadCountRule{.per_layer_kv_heads = true}, hp));
 
   m->eps = hp.eps;
   CAIRN_LOAD_ASSIGN(m->rope.params, ReadRope(ld, RopeType::kNeox, hp.head_dim_k));
@@ -39,14 +38,14 @@ absl::StatusOr<std::unique_ptr<ArchModel>> LoadLfm2(const ModelLoader& ld) {
       CAIRN_LOAD_ASSIGN(L.short_conv, LoadShortConv(ld, m->short_conv, il));
       continue;
     }
-    L.attn = DecoderAttention(hp, n_head_kv, 0.0);
+    L.attn = DecoderAttention(hp, il, 0.0);
     L.attn.rope = &m->rope;
     CAIRN_RETURN_IF_ERROR(
         LoadAttention(ld, il, hp.n_embd, {Presence::kOptional, Presence::kAbsent, Presence::kRequired}, L.attn));
   }
 
   // A short convolution carries conv inputs only: no recurrent state.
-  m->FinishLoad(ld, HybridDims(hp, n_head_kv, m->short_conv.conv_state_floats(), 0));
+  m->FinishLoad(ld, HybridDims(hp, m->short_conv.conv_state_floats(), 0));
   return std::unique_ptr<ArchModel>(std::move(m));
 }
 

@@ -64,8 +64,8 @@ absl::StatusOr<std::unique_ptr<ArchModel>> LoadNemotronH(const ModelLoader& ld) 
       ++n_mamba;
     }
   }
-  int32_t n_head_kv = 0;
-  CAIRN_LOAD_ASSIGN(n_head_kv, HybridKvHeads(ld, hp, attention_layers, n_mamba));
+  CAIRN_RETURN_IF_ERROR(CheckHybridHeads(ld, hp, attention_layers, n_mamba,
+                                         HeadCountRule{.per_layer_heads = true, .per_layer_kv_heads = true}));
 
   MoeSpec moe;
   int64_t n_expert = 0;
@@ -105,12 +105,12 @@ absl::StatusOr<std::unique_ptr<ArchModel>> LoadNemotronH(const ModelLoader& ld) 
       CAIRN_LOAD_ASSIGN(L.mamba, LoadMambaMixer(ld, m->mamba, il));
       continue;
     }
-    L.attn = DecoderAttention(hp, n_head_kv, 0.0);
+    L.attn = DecoderAttention(hp, il, 0.0);
     CAIRN_RETURN_IF_ERROR(
         LoadAttention(ld, il, hp.n_embd, {Presence::kOptional, Presence::kOptional, Presence::kAbsent}, L.attn));
   }
 
-  m->FinishLoad(ld, HybridDims(hp, n_head_kv, m->mamba.conv_state_floats(), m->mamba.ssm_state_floats()));
+  m->FinishLoad(ld, HybridDims(hp, m->mamba.conv_state_floats(), m->mamba.ssm_state_floats()));
   return std::unique_ptr<ArchModel>(std::move(m));
 }
 

@@ -56,9 +56,8 @@ absl::StatusOr<std::unique_ptr<ArchModel>> LoadQwen35Style(const ModelLoader& ld
   for (int32_t il = 0; il < hp.n_layer; ++il) {
     if (!recurrent[il]) attention_layers.push_back(il);
   }
-  int32_t n_head_kv = 0;
-  CAIRN_LOAD_ASSIGN(
-      n_head_kv, HybridKvHeads(ld, hp, attention_layers, hp.n_layer - static_cast<int32_t>(attention_layers.size())));
+  CAIRN_RETURN_IF_ERROR(CheckHybridHeads(ld, hp, attention_layers,
+                                         hp.n_layer - static_cast<int32_t>(attention_layers.size()), HeadCountRule{}));
   const int32_t hd = hp.head_dim_k;
 
   // Partial NEOX RoPE, by sections of M-RoPE positions for qwen35.
@@ -81,7 +80,7 @@ absl::StatusOr<std::unique_ptr<ArchModel>> LoadQwen35Style(const ModelLoader& ld
       continue;
     }
     AttentionBlock& a = L.attn;
-    a = DecoderAttention(hp, n_head_kv, 0.0);  // the reference reads no attention.scale here
+    a = DecoderAttention(hp, il, 0.0);  // the reference reads no attention.scale here
     a.gated = true;
     a.rope = &m->rope;
     CAIRN_RETURN_IF_ERROR(
@@ -89,7 +88,7 @@ absl::StatusOr<std::unique_ptr<ArchModel>> LoadQwen35Style(const ModelLoader& ld
   }
 
   m->accepts_embeddings = variant.imrope;
-  m->FinishLoad(ld, HybridDims(hp, n_head_kv, m->delta_net.conv_state_floats(), m->delta_net.state_floats()));
+  m->FinishLoad(ld, HybridDims(hp, m->delta_net.conv_state_floats(), m->delta_net.state_floats()));
   return std::unique_ptr<ArchModel>(std::move(m));
 }
 

@@ -32,14 +32,23 @@ absl::StatusOr<DecoderHParams> ReadDecoderHParams(const ModelLoader& ld, int64_t
   CAIRN_LOAD_ASSIGN(blocks, ld.IntIn("block_count", 1, 4096));
   CAIRN_LOAD_ASSIGN(nextn, ld.IntInOr("nextn_predict_layers", 0, blocks - 1, 0));
   hp.n_layer = static_cast<int32_t>(blocks - nextn);
-  CAIRN_LOAD_ASSIGN(v, ld.IntIn("attention.head_count", 1, 4096));
-  hp.n_head = static_cast<int32_t>(v);
+  CAIRN_LOAD_ASSIGN(hp.n_heads, ld.PerLayer("attention.head_count", hp.n_layer));
+  for (int32_t il = 0; il < hp.n_layer; ++il) {
+    if (hp.n_heads[il] < 0 || hp.n_heads[il] > 4096 || (il == 0 && hp.n_heads[il] == 0)) {
+      return ld.Error(
+          absl::StrCat(ld.Key("attention.head_count"), " of layer ", il, " is out of range (", hp.n_heads[il], ")"));
+    }
+  }
+  hp.n_head = static_cast<int32_t>(hp.n_heads[0]);
   CAIRN_LOAD_ASSIGN(v, ld.IntInOr("context_length", 1, int64_t{1} << 30, default_context));
   hp.n_ctx_train = static_cast<int32_t>(v);
   double eps = 0;
   CAIRN_LOAD_ASSIGN(eps, ld.Float("attention.layer_norm_rms_epsilon"));
   hp.eps = static_cast<float>(eps);
-  CAIRN_LOAD_ASSIGN(hp.n_head_kv, ld.PerLayer("attention.head_count_kv", hp.n_layer));
+  hp.n_head_kv = hp.n_heads;  // absent: one K/V head per query head, as the reference reads it
+  if (ld.HasKey("attention.head_count_kv")) {
+    CAIRN_LOAD_ASSIGN(hp.n_head_kv, ld.PerLayer("attention.head_count_kv", hp.n_layer));
+  }
   hp.n_ff.assign(hp.n_layer, 0);  // absent in some MoE files
   if (ld.HasKey("feed_forward_length")) CAIRN_LOAD_ASSIGN(hp.n_ff, ld.PerLayer("feed_forward_length", hp.n_layer));
   for (int64_t f : hp.n_ff) {
@@ -52,22 +61,30 @@ absl::StatusOr<DecoderHParams> ReadDecoderHParams(const ModelLoader& ld, int64_t
   return hp;
 }
 
-absl::StatusOr<int32_t> UniformKvHeads(const ModelLoader& ld, const DecoderHParams& hp,
-                                       const std::vector<int32_t>& layers) {
-  int64_t heads = 0;
-  for (int32_t i = 0; i < (layers.empty() ? hp.n_layer : static_cast<int32_t>(layers.size())); ++i) {
+absl::Status CheckHeadCounts(const ModelLoader& ld, const DecoderHParams& hp, HeadCountRule rule,
+                             const std::vector<int32_t>& layers) {
+  const std::string heads_key = ld.Key("attention.head_count"), kv_key = ld.Key("attention.head_count_kv");
+  const int32_t n = layers.empty() ? hp.n_layer : static_cast<int32_t>(layers.size());
+  const int32_t first = layers.empty() ? 0 : layers[0];
+  for (int32_t i = 0; i < n; ++i) {
     const int32_t il = layers.empty() ? i : layers[i];
-    const int64_t h = hp.n_head_kv[il];
-    if (h <= 0 || hp.n_head % h != 0) {
-      return ld.Error(absl::StrCat("layer ", il, ": head_count_kv ", h, " does not divide head_count ", hp.n_head));
+    const int64_t heads = hp.n_heads[il], kv = hp.n_head_kv[il];
+    if (heads <= 0) return ld.Error(absl::StrCat(heads_key, " of attention layer ", il, " is ", heads));
+    if (kv <= 0 || kv > heads || heads % kv != 0) {
+      return ld.Error(
+          absl::StrCat(kv_key, " of layer ", il, " is ", kv, ", which does not divide its ", heads_key, " ", heads));
     }
-    if (heads != 0 && h != heads) {
-      return absl::UnimplementedError(absl::StrCat(
-          "model '", ld.file().path(), "': attention layers with different head_count_kv are not supported"));
+    // The reference sizes every layer by layer 0's counts in these architectures.
+    if (!rule.per_layer_heads && heads != hp.n_heads[first]) {
+      return ld.Error(absl::StrCat(heads_key, " of layer ", il, " is ", heads, ", of layer ", first, " ",
+                                   hp.n_heads[first], ": the ", ld.arch(), " architecture takes one count"));
     }
-    heads = h;
+    if (!rule.per_layer_kv_heads && kv != hp.n_head_kv[first]) {
+      return ld.Error(absl::StrCat(kv_key, " of layer ", il, " is ", kv, ", of layer ", first, " ", hp.n_head_kv[first],
+                                   ": the ", ld.arch(), " architecture takes one count"));
+    }
   }
-  return static_cast<int32_t>(heads);
+  return absl::OkStatus();
 }
 
 absl::StatusOr<const TensorInfo*> LoadTokenEmbedding(const ModelLoader& ld, int64_t n_embd) {

@@ -44,12 +44,12 @@ struct ArchShape {
   bool accepts_embeddings = false;  // Forward takes embedding chunks (M-RoPE)
   size_t weight_bytes = 0;          // weights read per forward token
   // Attention memory: slots with a full K/V cache, slots with a sliding-
-  // window ring (after the full ones), and one K/V row width for all.
+  // window ring (after the full ones), and each slot's K/V row widths
+  // (n_full_slots + n_window_slots entries, in slot order).
   int32_t n_full_slots = 0;
   int32_t n_window_slots = 0;
   int32_t window = 0;  // of the window slots
-  int64_t k_dim = 0;   // floats per K row
-  int64_t v_dim = 0;
+  std::vector<KvWidth> kv_widths;
   // Recurrent memory: slots of conv_floats + state_floats floats each.
   int32_t n_recurrent_slots = 0;
   int64_t conv_floats = 0;
@@ -102,22 +102,36 @@ absl::StatusOr<std::unique_ptr<ArchModel>> LoadArch(std::span<const ArchEntry> a
 struct DecoderHParams {
   int64_t n_embd = 0;              // embedding_length
   int32_t n_layer = 0;             // block_count minus nextn_predict_layers (MTP blocks are not run)
-  int32_t n_head = 0;              // attention.head_count
+  int32_t n_head = 0;              // attention.head_count of layer 0 (the reference's default for head sizes)
+  std::vector<int64_t> n_heads;    // attention.head_count per layer
   int32_t n_ctx_train = 0;         // context_length, or the architecture's default
   float eps = 0.0f;                // attention.layer_norm_rms_epsilon
-  std::vector<int64_t> n_head_kv;  // attention.head_count_kv per layer (0 marks a recurrent layer in some hybrids)
+  std::vector<int64_t> n_head_kv;  // attention.head_count_kv per layer (default head_count; 0 marks a
+                                   // recurrent layer in some hybrids)
   std::vector<int64_t> n_ff;       // feed_forward_length per layer (0s when absent)
   int32_t head_dim_k = 0;          // attention.key_length, default n_embd / n_head
   int32_t head_dim_v = 0;          // attention.value_length, default head_dim_k
 };
 absl::StatusOr<DecoderHParams> ReadDecoderHParams(const ModelLoader& loader, int64_t default_context);
 
-// When every layer in `layers` (or every layer, when empty) has the same
-// positive K/V head count dividing n_head: that count. Otherwise
-// INVALID_ARGUMENT (UNIMPLEMENTED for valid but different counts: the
-// memories hold one K/V width).
-absl::StatusOr<int32_t> UniformKvHeads(const ModelLoader& loader, const DecoderHParams& hp,
-                                       const std::vector<int32_t>& layers = {});
+// Which head counts an architecture takes per layer. A file may give
+// attention.head_count and head_count_kv as per-layer arrays; the reference
+// honours each layer's value only in some architectures (granitehybrid,
+// nemotron_h and deci both counts, jamba and lfm2 the K/V heads) and reads
+// layer 0's everywhere else.
+struct HeadCountRule {
+  bool per_layer_heads = false;
+  bool per_layer_kv_heads = false;
+};
+
+// Checks the head counts of the attention layers `layers` (every layer when
+// empty): each has a positive head_count and a positive head_count_kv that
+// divides it, and where `rule` takes one count, every such layer declares
+// the same. INVALID_ARGUMENT naming the key and the layer otherwise. After
+// it, hp.n_heads[il] and hp.n_head_kv[il] are the counts of attention layer
+// il whatever the rule.
+absl::Status CheckHeadCounts(const ModelLoader& loader, const DecoderHParams& hp, HeadCountRule rule,
+                             const std::vector<int32_t>& layers = {});
 
 // token_embd.weight: rows of n_embd values, its row count the vocabulary.
 absl::StatusOr<const TensorInfo*> LoadTokenEmbedding(const ModelLoader& loader, int64_t n_embd);

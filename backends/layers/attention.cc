@@ -149,10 +149,10 @@ void AttendRing(AttentionParams ap, int32_t window, ForwardPass& pass, size_t s,
 
 }  // namespace
 
-AttentionBlock DecoderAttention(const DecoderHParams& hp, int32_t n_head_kv, double scale) {
+AttentionBlock DecoderAttention(const DecoderHParams& hp, int32_t layer, double scale) {
   AttentionBlock a;
-  a.n_head = hp.n_head;
-  a.n_head_kv = n_head_kv;
+  a.n_head = static_cast<int32_t>(hp.n_heads[layer]);
+  a.n_head_kv = static_cast<int32_t>(hp.n_head_kv[layer]);
   a.head_dim_k = hp.head_dim_k;
   a.head_dim_v = hp.head_dim_v;
   a.scale = scale != 0.0 ? static_cast<float>(scale) : 1.0f / std::sqrt(static_cast<float>(hp.head_dim_k));

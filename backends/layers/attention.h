@@ -56,11 +56,12 @@ struct AttentionBlock {
   size_t matrix_bytes() const { return wq.bytes() + wk.bytes() + wv.bytes() + wo.bytes(); }
 };
 
-// The sizes of a decoder's attention layers: heads and head dims from `hp`,
-// `n_head_kv` K/V heads, q.k scaled by `scale` when it is not 0 (the file's
-// attention.scale) else by 1/sqrt(head_dim_k), q/k norms with hp.eps.
+// The sizes of a decoder's attention layer `layer`: its heads and K/V heads
+// (hp.n_heads, hp.n_head_kv, checked by CheckHeadCounts) and hp's head dims,
+// q.k scaled by `scale` when it is not 0 (the file's attention.scale) else
+// by 1/sqrt(head_dim_k), q/k norms with hp.eps.
 struct DecoderHParams;
-AttentionBlock DecoderAttention(const DecoderHParams& hp, int32_t n_head_kv, double scale);
+AttentionBlock DecoderAttention(const DecoderHParams& hp, int32_t layer, double scale);
 
 // Which of blk.<layer>.attn_* an architecture has besides the projections.
 enum class Presence { kAbsent, kOptional, kRequired };

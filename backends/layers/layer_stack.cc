@@ -67,8 +67,6 @@ void MixerForward(const LayerStack& stack, const Layer& L, ForwardPass& pass, co
 void LayerStack::FinishLoad(const ModelLoader& loader, const MemoryDims& dims) {
   SetVocabulary(loader, *tok_embd, dims.n_ctx_train);
   shape_.accepts_embeddings = accepts_embeddings;
-  shape_.k_dim = dims.k_dim;
-  shape_.v_dim = dims.v_dim;
   shape_.window = dims.window;
   shape_.conv_floats = dims.conv_floats;
   shape_.state_floats = dims.state_floats;
@@ -84,6 +82,10 @@ void LayerStack::FinishLoad(const ModelLoader& loader, const MemoryDims& dims) {
     L.recurrent_slot = HasRecurrent(L) ? n_recurrent++ : -1;
     bytes += L.moe.n_expert > 0 ? L.moe.bytes_per_row() : L.ffn.matrix_bytes();
     bytes += MixerBytes(L);
+  }
+  shape_.kv_widths.assign(static_cast<size_t>(n_full + n_windowed), KvWidth{});
+  for (const Layer& L : layers) {
+    if (L.attn_slot >= 0) shape_.kv_widths[L.attn_slot] = KvWidth{L.attn.k_dim(), L.attn.v_dim()};
   }
   shape_.weight_bytes = bytes;
   shape_.n_full_slots = n_full;

@@ -83,14 +83,14 @@ class LayerStack final : public ArchModel {
   // What the shape takes besides the layers.
   struct MemoryDims {
     int32_t n_ctx_train = 0;
-    int64_t k_dim = 0, v_dim = 0;  // floats per K and V row of the attention slots
-    int32_t window = 0;            // of the windowed attention layers (attn.window > 0)
-    int64_t conv_floats = 0;       // per recurrent slot
+    int32_t window = 0;       // of the windowed attention layers (attn.window > 0)
+    int64_t conv_floats = 0;  // per recurrent slot
     int64_t state_floats = 0;
   };
   // Numbers the slots (full attention first, then windowed attention, each in
   // layer order; recurrent slots in layer order) and sets the shape:
-  // vocabulary, weight bytes read per token, slot counts, `dims`.
+  // vocabulary, weight bytes read per token, slot counts and each attention
+  // slot's K/V widths (its block's), `dims`.
   void FinishLoad(const ModelLoader& loader, const MemoryDims& dims);
 
   void Forward(ForwardPass& pass) const override;

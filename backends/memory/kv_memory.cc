@@ -11,20 +11,25 @@ namespace cairn {
 namespace {
 
 // kFull snapshot encoding: this header, then per layer the K rows [0, pos)
-// followed by the V rows [0, pos), F32 little-endian.
+// followed by the V rows [0, pos), each of the layer's widths, F32
+// little-endian. row_floats is the K and V floats of one position over all
+// layers (the layout fingerprint tells the layers' widths apart).
 struct FullHeader {
   uint32_t magic;
   uint32_t n_layers;
-  uint64_t k_dim;
-  uint64_t v_dim;
+  uint64_t row_floats;
   int64_t pos;
 };
-constexpr uint32_t kFullMagic = 0x3156'4B43;  // "CKV1"
+constexpr uint32_t kFullMagic = 0x3256'4B43;  // "CKV2"
 
 }  // namespace
 
 KvMemory::KvMemory(const KvGeometry& geometry, const void* owner)
-    : LayerMemory(owner), geometry_(geometry), k_(geometry.n_layers), v_(geometry.n_layers) {}
+    : LayerMemory(owner),
+      geometry_(geometry),
+      row_floats_(KvRowFloats(geometry.layers)),
+      k_(geometry.layers.size()),
+      v_(geometry.layers.size()) {}
 
 absl::Status KvMemory::Reserve(Pos end, int64_t end_rows) {
   (void)end;
@@ -32,7 +37,8 @@ absl::Status KvMemory::Reserve(Pos end, int64_t end_rows) {
 }
 
 KvRows KvMemory::kv(int32_t slot) {
-  return KvRows{k_[slot].data(), v_[slot].data(), geometry_.k_dim, geometry_.v_dim, 0};
+  const KvWidth& w = geometry_.layers[slot];
+  return KvRows{k_[slot].data(), v_[slot].data(), w.k, w.v, 0};
 }
 
 void KvMemory::Commit(Pos span, int64_t rows, bool chunk) {
@@ -67,9 +73,9 @@ absl::Status KvMemory::Reserve(Pos n) {
   // Geometric growth keeps appends amortized O(1) per position.
   const Pos target = std::min<Pos>(geometry_.capacity, std::max<Pos>(n, std::max<Pos>(64, reserved_ * 2)));
   try {
-    for (int32_t l = 0; l < geometry_.n_layers; ++l) {
-      k_[l].resize(static_cast<size_t>(target) * geometry_.k_dim);
-      v_[l].resize(static_cast<size_t>(target) * geometry_.v_dim);
+    for (int32_t l = 0; l < geometry_.n_layers(); ++l) {
+      k_[l].resize(static_cast<size_t>(target) * geometry_.layers[l].k);
+      v_[l].resize(static_cast<size_t>(target) * geometry_.layers[l].v);
     }
   } catch (const std::bad_alloc&) {
     // Layers that grew keep their (unchanged) content; only capacity differs.
@@ -81,8 +87,7 @@ absl::Status KvMemory::Reserve(Pos n) {
 
 size_t KvMemory::Bytes(SnapshotScope scope) const {
   if (scope == SnapshotScope::kCheckpoint) return 0;
-  return sizeof(FullHeader) +
-         static_cast<size_t>(next_pos_) * geometry_.n_layers * (geometry_.k_dim + geometry_.v_dim) * sizeof(float);
+  return sizeof(FullHeader) + static_cast<size_t>(next_pos_) * row_floats_ * sizeof(float);
 }
 
 absl::StatusOr<Snapshot> KvMemory::Capture(SnapshotScope scope) const {
@@ -92,14 +97,13 @@ absl::StatusOr<Snapshot> KvMemory::Capture(SnapshotScope scope) const {
   s.layout = geometry_.layout;
   if (scope == SnapshotScope::kCheckpoint) return s;
   s.data.resize(Bytes(scope));
-  FullHeader h{kFullMagic, static_cast<uint32_t>(geometry_.n_layers), static_cast<uint64_t>(geometry_.k_dim),
-               static_cast<uint64_t>(geometry_.v_dim), next_pos_};
+  FullHeader h{kFullMagic, static_cast<uint32_t>(geometry_.n_layers()), static_cast<uint64_t>(row_floats_), next_pos_};
   uint8_t* out = s.data.data();
   std::memcpy(out, &h, sizeof h);
   out += sizeof h;
-  for (int32_t l = 0; l < geometry_.n_layers; ++l) {
-    const size_t kb = static_cast<size_t>(next_pos_) * geometry_.k_dim * sizeof(float);
-    const size_t vb = static_cast<size_t>(next_pos_) * geometry_.v_dim * sizeof(float);
+  for (int32_t l = 0; l < geometry_.n_layers(); ++l) {
+    const size_t kb = static_cast<size_t>(next_pos_) * geometry_.layers[l].k * sizeof(float);
+    const size_t vb = static_cast<size_t>(next_pos_) * geometry_.layers[l].v * sizeof(float);
     if (kb) std::memcpy(out, k_[l].data(), kb);
     out += kb;
     if (vb) std::memcpy(out, v_[l].data(), vb);
@@ -128,18 +132,16 @@ absl::Status KvMemory::Restore(const Snapshot& s) {
   FullHeader h;
   if (s.data.size() < sizeof h) return absl::InvalidArgumentError("full KV snapshot is truncated (no header)");
   std::memcpy(&h, s.data.data(), sizeof h);
-  const size_t expected =
-      sizeof h + static_cast<size_t>(s.pos) * geometry_.n_layers * (geometry_.k_dim + geometry_.v_dim) * sizeof(float);
-  if (h.magic != kFullMagic || h.n_layers != static_cast<uint32_t>(geometry_.n_layers) ||
-      h.k_dim != static_cast<uint64_t>(geometry_.k_dim) || h.v_dim != static_cast<uint64_t>(geometry_.v_dim) ||
-      h.pos != s.pos || s.data.size() != expected) {
+  const size_t expected = sizeof h + static_cast<size_t>(s.pos) * row_floats_ * sizeof(float);
+  if (h.magic != kFullMagic || h.n_layers != static_cast<uint32_t>(geometry_.n_layers()) ||
+      h.row_floats != static_cast<uint64_t>(row_floats_) || h.pos != s.pos || s.data.size() != expected) {
     return absl::InvalidArgumentError("malformed full KV snapshot (header or size does not match)");
   }
   if (absl::Status st = Reserve(s.pos); !st.ok()) return st;
   const uint8_t* in = s.data.data() + sizeof h;
-  for (int32_t l = 0; l < geometry_.n_layers; ++l) {
-    const size_t kb = static_cast<size_t>(s.pos) * geometry_.k_dim * sizeof(float);
-    const size_t vb = static_cast<size_t>(s.pos) * geometry_.v_dim * sizeof(float);
+  for (int32_t l = 0; l < geometry_.n_layers(); ++l) {
+    const size_t kb = static_cast<size_t>(s.pos) * geometry_.layers[l].k * sizeof(float);
+    const size_t vb = static_cast<size_t>(s.pos) * geometry_.layers[l].v * sizeof(float);
     if (kb) std::memcpy(k_[l].data(), in, kb);
     in += kb;
     if (vb) std::memcpy(v_[l].data(), in, vb);

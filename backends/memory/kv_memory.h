@@ -3,7 +3,8 @@
 // recovers everything), a kFull snapshot holds every absorbed row.
 //
 // The transformer family's memory, and the attention part of the sliding-
-// window and hybrid memories. Attention slot l is layer slot l's rows.
+// window and hybrid memories. Attention slot l is layer slot l's rows, of
+// that layer's own widths.
 #ifndef CAIRN_BACKENDS_MEMORY_KV_MEMORY_H_
 #define CAIRN_BACKENDS_MEMORY_KV_MEMORY_H_
 
@@ -18,11 +19,11 @@
 namespace cairn {
 
 struct KvGeometry {
-  int32_t n_layers = 0;
-  int64_t k_dim = 0;    // floats per K row (n_head_kv * head_dim_k)
-  int64_t v_dim = 0;    // floats per V row
-  Pos capacity = 0;     // maximum rows
-  uint64_t layout = 0;  // fingerprint of model + geometry (see Snapshot::layout)
+  std::vector<KvWidth> layers;  // per layer: floats per K row and V row
+  Pos capacity = 0;             // maximum rows
+  uint64_t layout = 0;          // fingerprint of model + geometry (see Snapshot::layout)
+
+  int32_t n_layers() const { return static_cast<int32_t>(layers.size()); }
 };
 
 class KvMemory final : public LayerMemory {
@@ -47,7 +48,8 @@ class KvMemory final : public LayerMemory {
   // Makes room for rows [0, n). RESOURCE_EXHAUSTED beyond the capacity or
   // when allocation fails; never changes the absorbed content.
   absl::Status Reserve(Pos n);
-  // Row storage of a layer: K row of position p at k(layer) + p * k_dim.
+  // Row storage of a layer: K row of position p at k(layer) + p * the
+  // layer's K width.
   // Valid for positions below the last successful Reserve.
   float* k(int32_t layer) { return k_[layer].data(); }
   float* v(int32_t layer) { return v_[layer].data(); }
@@ -58,6 +60,7 @@ class KvMemory final : public LayerMemory {
 
  private:
   KvGeometry geometry_;
+  int64_t row_floats_;  // K and V floats per position over all layers
   Pos next_pos_ = 0;
   Pos reserved_ = 0;
   std::vector<std::vector<float>> k_, v_;

@@ -20,6 +20,8 @@
 #define CAIRN_BACKENDS_MEMORY_LAYER_MEMORY_H_
 
 #include <cstdint>
+#include <span>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "backends/memory.h"
@@ -38,6 +40,26 @@ struct KvRows {
   int64_t v_stride = 0;
   Pos ring = 0;
 };
+
+// The row widths of one attention layer, in floats: n_head_kv * head_dim of
+// its keys and of its values. Layers of one model may differ (files declare
+// attention.head_count_kv per layer).
+struct KvWidth {
+  int64_t k = 0;
+  int64_t v = 0;
+};
+
+// `n_layers` layers of one width.
+inline std::vector<KvWidth> UniformKvWidths(int32_t n_layers, int64_t k, int64_t v) {
+  return std::vector<KvWidth>(static_cast<size_t>(n_layers), KvWidth{k, v});
+}
+
+// The floats one position takes over `layers` (K and V rows).
+inline int64_t KvRowFloats(std::span<const KvWidth> layers) {
+  int64_t n = 0;
+  for (const KvWidth& w : layers) n += w.k + w.v;
+  return n;
+}
 
 // The state of one recurrent layer of one sequence: the last d_conv - 1
 // convolution inputs and the recurrent state proper (an SSM state or a

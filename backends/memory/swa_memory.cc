@@ -13,56 +13,54 @@ namespace {
 
 // Snapshot encoding: this header; then per local layer the K rows of
 // positions [oldest, pos) followed by their V rows; then, for kFull only,
-// per global layer the K rows [0, pos) followed by the V rows. F32, native
-// (little-endian) byte order.
+// per global layer the K rows [0, pos) followed by the V rows; each layer's
+// rows of its own widths. F32, native (little-endian) byte order.
 struct Header {
   uint32_t magic;
   uint32_t scope;
   uint32_t n_local;
   uint32_t n_global;
-  uint64_t k_dim;
-  uint64_t v_dim;
+  uint64_t local_row_floats;  // K and V floats of one position over the local layers
+  uint64_t global_row_floats;
   int64_t window;
   int64_t ring_rows;
   int64_t oldest;
   int64_t pos;
 };
-constexpr uint32_t kMagic = 0x3157'5343;  // "CSW1"
+constexpr uint32_t kMagic = 0x3257'5343;  // "CSW2"
 
 KvGeometry GlobalGeometry(const SwaGeometry& g) {
   KvGeometry kv;
-  kv.n_layers = g.n_global;
-  kv.k_dim = g.k_dim;
-  kv.v_dim = g.v_dim;
+  kv.layers = g.global;
   kv.capacity = g.capacity;
   kv.layout = FingerprintMix(g.layout, "global", 6);  // never compared: snapshots go through SwaMemory
   return kv;
 }
-
-size_t RowBytes(const SwaGeometry& g) { return static_cast<size_t>(g.k_dim + g.v_dim) * sizeof(float); }
 
 }  // namespace
 
 SwaMemory::SwaMemory(const SwaGeometry& geometry, const void* owner)
     : LayerMemory(owner),
       geometry_(geometry),
+      local_row_floats_(KvRowFloats(geometry.local)),
+      global_row_floats_(KvRowFloats(geometry.global)),
       global_(GlobalGeometry(geometry), owner),
-      ring_k_(geometry.n_local),
-      ring_v_(geometry.n_local) {}
+      ring_k_(geometry.local.size()),
+      ring_v_(geometry.local.size()) {}
 
 Pos SwaMemory::LowestTruncate() const {
   // Positions before `oldest_` are gone; a query at p needs p - W + 1 .. p - 1.
-  if (geometry_.n_local == 0 || oldest_ == 0) return 0;
+  if (geometry_.n_local() == 0 || oldest_ == 0) return 0;
   return oldest_ + geometry_.window - 1;
 }
 
 MemoryCapabilities SwaMemory::caps() const {
   MemoryCapabilities c;
-  c.truncatable = geometry_.n_local == 0;
+  c.truncatable = geometry_.n_local() == 0;
   c.rollback_window = std::max<Pos>(0, next_pos_ - LowestTruncate());
   c.rollback_slack =
       c.truncatable ? std::numeric_limits<Pos>::max() : std::max<Pos>(0, geometry_.ring_rows - (geometry_.window - 1));
-  c.has_checkpoint_state = geometry_.n_local > 0;
+  c.has_checkpoint_state = geometry_.n_local() > 0;
   return c;
 }
 
@@ -90,9 +88,9 @@ absl::Status SwaMemory::ReserveRings(Pos end) {
   // (slot == position), so growing keeps every row in its slot.
   const Pos target = std::min<Pos>(geometry_.ring_rows, std::max<Pos>(need, std::max<Pos>(64, ring_alloc_ * 2)));
   try {
-    for (int32_t l = 0; l < geometry_.n_local; ++l) {
-      ring_k_[l].resize(static_cast<size_t>(target) * geometry_.k_dim);
-      ring_v_[l].resize(static_cast<size_t>(target) * geometry_.v_dim);
+    for (int32_t l = 0; l < geometry_.n_local(); ++l) {
+      ring_k_[l].resize(static_cast<size_t>(target) * geometry_.local[l].k);
+      ring_v_[l].resize(static_cast<size_t>(target) * geometry_.local[l].v);
     }
   } catch (const std::bad_alloc&) {
     return absl::ResourceExhaustedError(absl::StrCat("cannot allocate sliding-window rings of ", target, " rows"));
@@ -116,9 +114,10 @@ absl::Status SwaMemory::Reserve(Pos end, int64_t end_rows) {
 }
 
 KvRows SwaMemory::kv(int32_t slot) {
-  if (slot < geometry_.n_global) return global_.kv(slot);
-  const int32_t l = slot - geometry_.n_global;
-  return KvRows{ring_k_[l].data(), ring_v_[l].data(), geometry_.k_dim, geometry_.v_dim, geometry_.ring_rows};
+  if (slot < geometry_.n_global()) return global_.kv(slot);
+  const int32_t l = slot - geometry_.n_global();
+  const KvWidth& w = geometry_.local[l];
+  return KvRows{ring_k_[l].data(), ring_v_[l].data(), w.k, w.v, geometry_.ring_rows};
 }
 
 void SwaMemory::Commit(Pos span, int64_t rows, bool chunk) {
@@ -143,8 +142,8 @@ void SwaMemory::ForEachRingSegment(Pos begin, Pos end, const std::function<void(
 }
 
 size_t SwaMemory::Bytes(SnapshotScope scope) const {
-  size_t n = sizeof(Header) + static_cast<size_t>(geometry_.n_local) * (next_pos_ - oldest_) * RowBytes(geometry_);
-  if (scope == SnapshotScope::kFull) n += static_cast<size_t>(geometry_.n_global) * next_pos_ * RowBytes(geometry_);
+  size_t n = sizeof(Header) + static_cast<size_t>(next_pos_ - oldest_) * local_row_floats_ * sizeof(float);
+  if (scope == SnapshotScope::kFull) n += static_cast<size_t>(next_pos_) * global_row_floats_ * sizeof(float);
   return n;
 }
 
@@ -155,10 +154,10 @@ absl::StatusOr<Snapshot> SwaMemory::Capture(SnapshotScope scope) const {
   s.layout = geometry_.layout;
   const Header h{kMagic,
                  static_cast<uint32_t>(scope),
-                 static_cast<uint32_t>(geometry_.n_local),
-                 static_cast<uint32_t>(geometry_.n_global),
-                 static_cast<uint64_t>(geometry_.k_dim),
-                 static_cast<uint64_t>(geometry_.v_dim),
+                 static_cast<uint32_t>(geometry_.n_local()),
+                 static_cast<uint32_t>(geometry_.n_global()),
+                 static_cast<uint64_t>(local_row_floats_),
+                 static_cast<uint64_t>(global_row_floats_),
                  geometry_.window,
                  geometry_.ring_rows,
                  oldest_,
@@ -171,16 +170,16 @@ absl::StatusOr<Snapshot> SwaMemory::Capture(SnapshotScope scope) const {
     s.data.insert(s.data.end(), b, b + n);
   };
   append(&h, sizeof h);
-  const size_t kb = geometry_.k_dim * sizeof(float), vb = geometry_.v_dim * sizeof(float);
-  for (int32_t l = 0; l < geometry_.n_local; ++l) {
+  for (int32_t l = 0; l < geometry_.n_local(); ++l) {
+    const size_t kb = geometry_.local[l].k * sizeof(float), vb = geometry_.local[l].v * sizeof(float);
     ForEachRingSegment(oldest_, next_pos_, [&](Pos p, Pos n) { append(ring_k(l, p), n * kb); });
     ForEachRingSegment(oldest_, next_pos_, [&](Pos p, Pos n) { append(ring_v(l, p), n * vb); });
   }
   if (scope == SnapshotScope::kFull) {
-    for (int32_t g = 0; g < geometry_.n_global; ++g) {
+    for (int32_t g = 0; g < geometry_.n_global(); ++g) {
       if (next_pos_ == 0) break;
-      append(global_.k(g), static_cast<size_t>(next_pos_) * kb);
-      append(global_.v(g), static_cast<size_t>(next_pos_) * vb);
+      append(global_.k(g), static_cast<size_t>(next_pos_) * geometry_.global[g].k * sizeof(float));
+      append(global_.v(g), static_cast<size_t>(next_pos_) * geometry_.global[g].v * sizeof(float));
     }
   }
   return s;
@@ -195,9 +194,10 @@ absl::Status SwaMemory::Restore(const Snapshot& s) {
   if (s.data.size() < sizeof h) return absl::InvalidArgumentError("sliding-window snapshot is truncated (no header)");
   std::memcpy(&h, s.data.data(), sizeof h);
   if (h.magic != kMagic || h.scope != static_cast<uint32_t>(s.scope) ||
-      h.n_local != static_cast<uint32_t>(geometry_.n_local) ||
-      h.n_global != static_cast<uint32_t>(geometry_.n_global) || h.k_dim != static_cast<uint64_t>(geometry_.k_dim) ||
-      h.v_dim != static_cast<uint64_t>(geometry_.v_dim) || h.window != geometry_.window ||
+      h.n_local != static_cast<uint32_t>(geometry_.n_local()) ||
+      h.n_global != static_cast<uint32_t>(geometry_.n_global()) ||
+      h.local_row_floats != static_cast<uint64_t>(local_row_floats_) ||
+      h.global_row_floats != static_cast<uint64_t>(global_row_floats_) || h.window != geometry_.window ||
       h.ring_rows != geometry_.ring_rows) {
     return absl::InvalidArgumentError("malformed sliding-window snapshot (header does not match this memory)");
   }
@@ -207,13 +207,13 @@ absl::Status SwaMemory::Restore(const Snapshot& s) {
                                                    h.pos, " for snapshot position ", s.pos, ")"));
   }
   const Pos pos = static_cast<Pos>(h.pos), oldest = static_cast<Pos>(h.oldest);
-  size_t expected = sizeof h + static_cast<size_t>(geometry_.n_local) * (pos - oldest) * RowBytes(geometry_);
-  if (s.scope == SnapshotScope::kFull) expected += static_cast<size_t>(geometry_.n_global) * pos * RowBytes(geometry_);
+  size_t expected = sizeof h + static_cast<size_t>(pos - oldest) * local_row_floats_ * sizeof(float);
+  if (s.scope == SnapshotScope::kFull) expected += static_cast<size_t>(pos) * global_row_floats_ * sizeof(float);
   if (s.data.size() != expected) {
     return absl::InvalidArgumentError(
         absl::StrCat("malformed sliding-window snapshot: ", s.data.size(), " bytes, expected ", expected));
   }
-  if (s.scope == SnapshotScope::kCheckpoint && geometry_.n_global > 0 && pos > next_pos_) {
+  if (s.scope == SnapshotScope::kCheckpoint && geometry_.n_global() > 0 && pos > next_pos_) {
     return absl::FailedPreconditionError(
         absl::StrCat("checkpoint at position ", pos, " is beyond the global layers' cached prefix of ", next_pos_));
   }
@@ -222,8 +222,8 @@ absl::Status SwaMemory::Restore(const Snapshot& s) {
   if (absl::Status st = ReserveRings(pos); !st.ok()) return st;
 
   const uint8_t* in = s.data.data() + sizeof h;
-  const size_t kb = geometry_.k_dim * sizeof(float), vb = geometry_.v_dim * sizeof(float);
-  for (int32_t l = 0; l < geometry_.n_local; ++l) {
+  for (int32_t l = 0; l < geometry_.n_local(); ++l) {
+    const size_t kb = geometry_.local[l].k * sizeof(float), vb = geometry_.local[l].v * sizeof(float);
     ForEachRingSegment(oldest, pos, [&](Pos p, Pos n) {
       std::memcpy(ring_k(l, p), in, n * kb);
       in += n * kb;
@@ -234,8 +234,9 @@ absl::Status SwaMemory::Restore(const Snapshot& s) {
     });
   }
   if (s.scope == SnapshotScope::kFull) {
-    for (int32_t g = 0; g < geometry_.n_global; ++g) {
-      const size_t kn = static_cast<size_t>(pos) * kb, vn = static_cast<size_t>(pos) * vb;
+    for (int32_t g = 0; g < geometry_.n_global(); ++g) {
+      const size_t kn = static_cast<size_t>(pos) * geometry_.global[g].k * sizeof(float);
+      const size_t vn = static_cast<size_t>(pos) * geometry_.global[g].v * sizeof(float);
       if (kn) std::memcpy(global_.k(g), in, kn);
       in += kn;
       if (vn) std::memcpy(global_.v(g), in, vn);

@@ -33,14 +33,15 @@
 namespace cairn {
 
 struct SwaGeometry {
-  int32_t n_global = 0;  // layers with a full K/V cache
-  int32_t n_local = 0;   // sliding-window layers (a ring each)
-  int64_t k_dim = 0;     // floats per K row (n_head_kv * head_dim_k), every layer
-  int64_t v_dim = 0;     // floats per V row
-  int32_t window = 0;    // W >= 1
-  Pos ring_rows = 0;     // R >= W - 1: positions a ring holds
-  Pos capacity = 0;      // maximum positions of a sequence
-  uint64_t layout = 0;   // fingerprint of model + geometry (Snapshot::layout)
+  std::vector<KvWidth> global;  // layers with a full K/V cache: their row widths
+  std::vector<KvWidth> local;   // sliding-window layers (a ring each)
+  int32_t window = 0;           // W >= 1
+  Pos ring_rows = 0;            // R >= W - 1: positions a ring holds
+  Pos capacity = 0;             // maximum positions of a sequence
+  uint64_t layout = 0;          // fingerprint of model + geometry (Snapshot::layout)
+
+  int32_t n_global() const { return static_cast<int32_t>(global.size()); }
+  int32_t n_local() const { return static_cast<int32_t>(local.size()); }
 };
 
 class SwaMemory final : public LayerMemory {
@@ -67,15 +68,15 @@ class SwaMemory final : public LayerMemory {
   // RESOURCE_EXHAUSTED beyond the capacity or when allocation fails; never
   // changes what is absorbed.
   absl::Status Reserve(Pos end);
-  // Global layer g's rows: K of position p at global_k(g) + p * k_dim.
+  // Global layer g's rows: K of position p at global_k(g) + p * its K width.
   float* global_k(int32_t g) { return global_.k(g); }
   float* global_v(int32_t g) { return global_.v(g); }
   // Ring row of position p of local layer l (valid for p below the last
   // Reserve; holds p's data only while oldest() <= p < next_pos()).
-  float* ring_k(int32_t l, Pos p) { return ring_k_[l].data() + Slot(p) * geometry_.k_dim; }
-  float* ring_v(int32_t l, Pos p) { return ring_v_[l].data() + Slot(p) * geometry_.v_dim; }
-  const float* ring_k(int32_t l, Pos p) const { return ring_k_[l].data() + Slot(p) * geometry_.k_dim; }
-  const float* ring_v(int32_t l, Pos p) const { return ring_v_[l].data() + Slot(p) * geometry_.v_dim; }
+  float* ring_k(int32_t l, Pos p) { return ring_k_[l].data() + Slot(p) * geometry_.local[l].k; }
+  float* ring_v(int32_t l, Pos p) { return ring_v_[l].data() + Slot(p) * geometry_.local[l].v; }
+  const float* ring_k(int32_t l, Pos p) const { return ring_k_[l].data() + Slot(p) * geometry_.local[l].k; }
+  const float* ring_v(int32_t l, Pos p) const { return ring_v_[l].data() + Slot(p) * geometry_.local[l].v; }
   // Marks [0, end) absorbed after the backend wrote the rows of
   // [next_pos(), end) (global rows, and ring rows of the last R positions).
   void Advance(Pos end);
@@ -90,7 +91,8 @@ class SwaMemory final : public LayerMemory {
   void ForEachRingSegment(Pos begin, Pos end, const std::function<void(Pos, Pos)>& fn) const;
 
   SwaGeometry geometry_;
-  KvMemory global_;  // n_global layers; its next_pos follows next_pos_
+  int64_t local_row_floats_, global_row_floats_;  // K and V floats per position over the layers
+  KvMemory global_;                               // n_global layers; its next_pos follows next_pos_
   Pos next_pos_ = 0;
   Pos oldest_ = 0;
   Pos ring_alloc_ = 0;  // rows allocated per ring (<= ring_rows)

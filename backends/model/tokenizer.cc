@@ -13,6 +13,10 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::Create(const ModelFile& mo
 absl::StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::FromMetadata(const Metadata& metadata) {
   auto model = metadata.GetString("tokenizer.ggml.model");
   if (!model.ok()) return model.status();
+  // llama.cpp's names for a file without a vocabulary (served for token ids).
+  if (*model == "none" || *model == "no_vocab") {
+    return absl::NotFoundError(absl::StrFormat("the model has no tokenizer (tokenizer.ggml.model '%s')", *model));
+  }
   if (*model == "llama") return tokenizer_internal::CreateSpmTokenizer(metadata);
   if (*model == "gpt2") return tokenizer_internal::CreateBpeTokenizer(metadata);
   return absl::UnimplementedError(

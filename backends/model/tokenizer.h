@@ -69,7 +69,8 @@ class Tokenizer {
   virtual ~Tokenizer() = default;
 
   // The tokenizer of a model file (its metadata). Errors: NOT_FOUND when the
-  // file carries no tokenizer.ggml.model / tokens; UNIMPLEMENTED for a
+  // file carries no tokenizer.ggml.model / tokens, or names none ("none" or
+  // "no_vocab", as llama.cpp accepts); UNIMPLEMENTED for a
   // tokenizer model or BPE pre-tokenizer (tokenizer.ggml.pre) cairn does not
   // implement (never a silent fallback); INVALID_ARGUMENT for inconsistent
   // data (wrong types, short scores/types arrays, duplicate tokens, add_bos

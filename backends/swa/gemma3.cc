@@ -33,8 +33,7 @@ absl::StatusOr<std::unique_ptr<ArchModel>> LoadGemmaStyle(const ModelLoader& ld,
   auto m = std::make_unique<LayerStack>();
   DecoderHParams hp;
   CAIRN_LOAD_ASSIGN(hp, ReadDecoderHParams(ld, 8192));
-  int32_t n_head_kv = 0;
-  CAIRN_LOAD_ASSIGN(n_head_kv, UniformKvHeads(ld, hp));
+  CAIRN_RETURN_IF_ERROR(CheckHeadCounts(ld, hp, HeadCountRule{}));
   const int64_t n_embd = hp.n_embd;
   const int32_t n_layer = hp.n_layer;
   m->eps = hp.eps;
@@ -73,17 +72,13 @@ absl::StatusOr<std::unique_ptr<ArchModel>> LoadGemmaStyle(const ModelLoader& ld,
   for (int il = 0; il < n_layer; ++il) {
     LayerStack::Layer& L = m->layers[il];
     AttentionBlock& a = L.attn;
-    a = DecoderAttention(hp, n_head_kv, kq_scale);
+    a = DecoderAttention(hp, il, kq_scale);
     a.softcap = static_cast<float>(attn_softcap);
     a.window = local[il] ? static_cast<int32_t>(window) : 0;
     a.rope = local[il] ? &m->rope_local : &m->rope;
     CAIRN_RETURN_IF_ERROR(LoadGemmaLayer(ld, il, hp, tensors, L));
   }
-  const AttentionBlock& first = m->layers[0].attn;
-  m->FinishLoad(ld, {.n_ctx_train = hp.n_ctx_train,
-                     .k_dim = first.k_dim(),
-                     .v_dim = first.v_dim(),
-                     .window = static_cast<int32_t>(window)});
+  m->FinishLoad(ld, {.n_ctx_train = hp.n_ctx_train, .window = static_cast<int32_t>(window)});
   return std::unique_ptr<ArchModel>(std::move(m));
 }
 

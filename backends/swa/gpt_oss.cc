@@ -11,8 +11,7 @@ absl::StatusOr<std::unique_ptr<ArchModel>> LoadGptOss(const ModelLoader& ld) {
   auto m = std::make_unique<LayerStack>();
   DecoderHParams hp;
   CAIRN_LOAD_ASSIGN(hp, ReadDecoderHParams(ld, 131072));
-  int32_t n_head_kv = 0;
-  CAIRN_LOAD_ASSIGN(n_head_kv, UniformKvHeads(ld, hp));
+  CAIRN_RETURN_IF_ERROR(CheckHeadCounts(ld, hp, HeadCountRule{}));
   const int64_t n_embd = hp.n_embd;
   m->eps = hp.eps;
   int64_t window = 0;
@@ -54,17 +53,13 @@ absl::StatusOr<std::unique_ptr<ArchModel>> LoadGptOss(const ModelLoader& ld) {
     CAIRN_LOAD_ASSIGN(L.mixer_norm, ld.Vector(BlockTensor(il, "attn_norm.weight"), n_embd));
     CAIRN_LOAD_ASSIGN(L.ffn_norm, ld.Vector(BlockTensor(il, "post_attention_norm.weight"), n_embd));
     AttentionBlock& a = L.attn;
-    a = DecoderAttention(hp, n_head_kv, 0.0);
+    a = DecoderAttention(hp, il, 0.0);
     a.window = local[il] ? static_cast<int32_t>(window) : 0;
     a.rope = local[il] ? &m->rope_local : &m->rope;
     CAIRN_RETURN_IF_ERROR(LoadAttention(ld, il, n_embd, tensors, a));
     CAIRN_LOAD_ASSIGN(L.moe, LoadMoe(ld, il, n_embd, moe));
   }
-  const AttentionBlock& first = m->layers[0].attn;
-  m->FinishLoad(ld, {.n_ctx_train = hp.n_ctx_train,
-                     .k_dim = first.k_dim(),
-                     .v_dim = first.v_dim(),
-                     .window = static_cast<int32_t>(window)});
+  m->FinishLoad(ld, {.n_ctx_train = hp.n_ctx_train, .window = static_cast<int32_t>(window)});
   return std::unique_ptr<ArchModel>(std::move(m));
 }
 

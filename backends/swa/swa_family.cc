@@ -26,16 +26,16 @@ absl::StatusOr<FamilyMemory> RingPlan(const ModelFile& model, const ArchShape& s
     return absl::InvalidArgumentError(absl::StrCat("rollback slack must be positive, got ", swa.rollback_slack));
   }
   SwaGeometry g;
-  g.n_global = s.n_full_slots;
-  g.n_local = s.n_window_slots;
-  g.k_dim = s.k_dim;
-  g.v_dim = s.v_dim;
+  g.global.assign(s.kv_widths.begin(), s.kv_widths.begin() + s.n_full_slots);
+  g.local.assign(s.kv_widths.begin() + s.n_full_slots, s.kv_widths.end());
   g.capacity = options.max_context > 0 ? options.max_context : s.n_ctx_train;
   g.window = std::max<int32_t>(s.window, 1);
   // W - 1 rows serve the next query; the slack is what Truncate can give back.
   const int64_t ring = static_cast<int64_t>(g.window) - 1 + swa.rollback_slack;
   g.ring_rows = static_cast<Pos>(std::min<int64_t>(ring, std::max<Pos>(g.capacity, 1)));
-  g.layout = MemoryLayout(model, "cairn-swa-f32-v2", {g.n_global, g.n_local, g.k_dim, g.v_dim, g.window, g.ring_rows});
+  g.layout =
+      MemoryLayout(model, "cairn-swa-f32-v3",
+                   {g.n_global(), g.n_local(), KvRowFloats(g.global), KvRowFloats(g.local), g.window, g.ring_rows});
   return ConstructedMemory<SwaMemory>(g, g.capacity);
 }
 

@@ -1,5 +1,5 @@
-// llama: x += attn(RMSNorm(x)); x += SwiGLU(RMSNorm(x)); GQA with one K/V
-// width for every layer, NORMAL RoPE (optionally with rope_freqs factors and
+// llama: x += attn(RMSNorm(x)); x += SwiGLU(RMSNorm(x)); GQA with one head
+// count for every layer (the variant may take them per layer), NORMAL RoPE (optionally with rope_freqs factors and
 // linear scaling), optional biases, tied or untied output. The family's other
 // architectures are variants of this wiring (llama.h).
 #include "backends/transformer/llama.h"
@@ -12,8 +12,7 @@ absl::StatusOr<std::unique_ptr<ArchModel>> LoadLlamaStyle(const ModelLoader& ld,
   auto m = std::make_unique<LayerStack>();
   DecoderHParams hp;
   CAIRN_LOAD_ASSIGN(hp, ReadDecoderHParams(ld, 2048));
-  int32_t n_head_kv = 0;
-  CAIRN_LOAD_ASSIGN(n_head_kv, UniformKvHeads(ld, hp));
+  CAIRN_RETURN_IF_ERROR(CheckHeadCounts(ld, hp, variant.heads));
   m->eps = hp.eps;
   double attn_scale = 0;
   CAIRN_LOAD_ASSIGN(m->rope.params, ReadRope(ld, variant.rope, hp.head_dim_k));
@@ -28,7 +27,7 @@ absl::StatusOr<std::unique_ptr<ArchModel>> LoadLlamaStyle(const ModelLoader& ld,
   for (int il = 0; il < hp.n_layer; ++il) {
     LayerStack::Layer& L = m->layers[il];
     AttentionBlock& a = L.attn;
-    a = DecoderAttention(hp, n_head_kv, variant.honours_attention_scale ? attn_scale : 0.0);
+    a = DecoderAttention(hp, il, variant.honours_attention_scale ? attn_scale : 0.0);
     a.rope = &m->rope;
     CAIRN_LOAD_ASSIGN(L.mixer_norm, ld.Vector(BlockTensor(il, "attn_norm.weight"), n_embd));
     CAIRN_LOAD_ASSIGN(L.ffn_norm, ld.Vector(BlockTensor(il, "ffn_norm.weight"), n_embd));
@@ -39,8 +38,7 @@ absl::StatusOr<std::unique_ptr<ArchModel>> LoadLlamaStyle(const ModelLoader& ld,
       CAIRN_LOAD_ASSIGN(L.ffn, LoadGluFfn(ld, il, n_embd, hp.n_ff[il], FfnActivation::kSilu));
     }
   }
-  const AttentionBlock& first = m->layers[0].attn;
-  m->FinishLoad(ld, {.n_ctx_train = hp.n_ctx_train, .k_dim = first.k_dim(), .v_dim = first.v_dim()});
+  m->FinishLoad(ld, {.n_ctx_train = hp.n_ctx_train});
   return std::unique_ptr<ArchModel>(std::move(m));
 }
 

@@ -10,20 +10,17 @@ namespace cairn {
 namespace {
 
 constexpr ArchEntry kArchs[] = {
-    {"llama", &LoadLlama},
-    {"qwen2", &LoadQwen2},
-    {"qwen3", &LoadQwen3},
-    {"qwen3moe", &LoadQwen3Moe},
+    {"llama", &LoadLlama},       {"qwen2", &LoadQwen2}, {"qwen3", &LoadQwen3},
+    {"qwen3moe", &LoadQwen3Moe}, {"deci", &LoadDeci},
 };
 
 // A full K/V cache per layer, up to --max-context or the training context.
 absl::StatusOr<FamilyMemory> KvPlan(const ModelFile& model, const ArchShape& s, const BackendOptions& options) {
   KvGeometry g;
-  g.n_layers = s.n_full_slots;
-  g.k_dim = s.k_dim;
-  g.v_dim = s.v_dim;
+  g.layers = s.kv_widths;
   g.capacity = options.max_context > 0 ? options.max_context : s.n_ctx_train;
-  g.layout = MemoryLayout(model, "cairn-kv-f32-v2", {g.n_layers, g.k_dim, g.v_dim});
+  // The model's fingerprint covers its per-layer head counts; the totals size the memory.
+  g.layout = MemoryLayout(model, "cairn-kv-f32-v3", {g.n_layers(), KvRowFloats(g.layers)});
   return ConstructedMemory<KvMemory>(g, g.capacity);
 }
 

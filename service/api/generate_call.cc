@@ -123,8 +123,8 @@ absl::Status InferenceService::GenerateCall::CheckStopParams() const {
     }
   }
   if (stop.stop_strings_size() > 0 && model_->tokenizer == nullptr) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("model '", model_->name, "' has no tokenizer: stop strings cannot match"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("model '", model_->name, "' has no tokenizer: stop strings cannot match; send stop token ids"));
   }
   if (stop.stop_token_ids_size() > limits.max_stop_tokens) {
     return absl::InvalidArgumentError(absl::StrCat("more than ", limits.max_stop_tokens, " stop tokens"));

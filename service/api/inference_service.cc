@@ -334,8 +334,8 @@ grpc::Status InferenceService::RenderPrompt(grpc::ServerContext* ctx, const v1::
   if (!model.ok()) return ToGrpcStatus(model.status());
   const ServedModel& m = **model;
   if (m.tokenizer == nullptr || !m.chat_template.has_value()) {
-    return ToGrpcStatus(absl::FailedPreconditionError(
-        absl::StrCat("model '", m.name, "' has no tokenizer: messages cannot be rendered")));
+    return ToGrpcStatus(absl::InvalidArgumentError(
+        absl::StrCat("model '", m.name, "' has no tokenizer: messages cannot be rendered; send token ids")));
   }
   const bool gen = !req->has_add_generation_prompt() || req->add_generation_prompt();
   auto request = ToChatRequest(limits_, req->messages(), req->tools(), req->template_args(), gen);

@@ -18,7 +18,7 @@ absl::Status AddText(const ServedModel& model, const ServiceLimits& limits, cons
                      History* out) {
   const Tokenizer* tok = model.tokenizer.get();
   if (tok == nullptr) {
-    return absl::FailedPreconditionError(absl::StrCat("model '", model.name, "' has no tokenizer: send token ids"));
+    return absl::InvalidArgumentError(absl::StrCat("model '", model.name, "' has no tokenizer: send token ids"));
   }
   if (text.size() > static_cast<size_t>(limits.max_text_bytes)) {
     return absl::InvalidArgumentError(absl::StrCat("text part longer than ", limits.max_text_bytes, " bytes"));
@@ -94,8 +94,8 @@ absl::Status AddMessages(const ServedModel& model, const ServiceLimits& limits, 
                          bool at_start, History* h, PromptRendering* rendering) {
   const Tokenizer* tok = model.tokenizer.get();
   if (tok == nullptr || !model.chat_template.has_value()) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("model '", model.name, "' has no tokenizer: messages cannot be rendered"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("model '", model.name, "' has no tokenizer: messages cannot be rendered; send token ids"));
   }
   const bool gen = !req.has_add_generation_prompt() || req.add_generation_prompt();
   auto request = ToChatRequest(limits, req.messages(), req.tools(), req.template_args(), gen);

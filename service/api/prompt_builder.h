@@ -47,8 +47,8 @@ struct PromptRendering {
 // limits.max_prompt_parts of either, more than limits.max_text_bytes of text
 // in a part or in the messages, an empty part, a token id out of the
 // model's vocabulary, or an embedding chunk the model does not take
-// (history_proto.h); FAILED_PRECONDITION for text or messages on a model
-// without a tokenizer (or chat template); ToChatRequest's errors; the
+// (history_proto.h), text or messages on a model without a tokenizer (or
+// chat template); ToChatRequest's errors; the
 // template's rendering errors (INVALID_ARGUMENT with its message when it
 // refuses the conversation). `rendering`, when given, receives what the
 // messages rendered to. Thread-safe (reads the model only).

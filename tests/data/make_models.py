@@ -89,9 +89,120 @@ def qwen3moe(path, rng):
     w.close()
 
 
+def tensor_adders(w, rng):
+    """t(name, *ggml_shape, scale): a random matrix; norm(name, n): a norm
+    weight around 1."""
+    def t(name, *shape, scale=0.1):
+        w.add_tensor(name, (rng.standard_normal(tuple(reversed(shape))) * scale).astype(np.float32))
+
+    def norm(name, n):
+        w.add_tensor(name, (1.0 + 0.1 * rng.standard_normal(n)).astype(np.float32))
+    return t, norm
+
+
+def finish(w):
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
+def decoder_writer(path, arch, n_embd, heads, kv_heads, n_ff):
+    """A writer of `arch` with the decoder keys these models share: the
+    per-layer head counts (arrays) and FFN width(s), context 4096, RMS eps
+    1e-5."""
+    w = gguf.GGUFWriter(path, arch)
+    w.add_block_count(len(heads))
+    w.add_context_length(4096)
+    w.add_embedding_length(n_embd)
+    w.add_feed_forward_length(n_ff)
+    w.add_head_count(heads)
+    w.add_head_count_kv(kv_heads)
+    w.add_layer_norm_rms_eps(1e-5)
+    return w
+
+
+def deci_kv(path, rng):
+    """deci: the llama wiring whose layers declare their own head counts and
+    FFN widths: query heads 4, 4, 8, 4 and K/V heads 2, 1, 4, 2 of head dim
+    8, SwiGLU widths 48, 32, 48, 16; NORMAL RoPE; tied output."""
+    n_embd, hd, vocab = 32, 8, 512
+    heads, kv_heads, n_ff = [4, 4, 8, 4], [2, 1, 4, 2], [48, 32, 48, 16]
+    w = decoder_writer(path, "deci", n_embd, heads, kv_heads, n_ff)
+    w.add_rope_freq_base(10000.0)
+    copy_tokenizer(w, os.path.join(SHARED, "golden", "models", "llama.gguf"))
+    t, norm = tensor_adders(w, rng)
+    t("token_embd.weight", n_embd, vocab, scale=0.5)
+    norm("output_norm.weight", n_embd)
+    for il in range(len(heads)):
+        p = "blk.%d." % il
+        norm(p + "attn_norm.weight", n_embd)
+        t(p + "attn_q.weight", n_embd, heads[il] * hd)
+        t(p + "attn_k.weight", n_embd, kv_heads[il] * hd)
+        t(p + "attn_v.weight", n_embd, kv_heads[il] * hd)
+        t(p + "attn_output.weight", heads[il] * hd, n_embd)
+        norm(p + "ffn_norm.weight", n_embd)
+        t(p + "ffn_gate.weight", n_embd, n_ff[il])
+        t(p + "ffn_up.weight", n_embd, n_ff[il])
+        t(p + "ffn_down.weight", n_ff[il], n_embd)
+    finish(w)
+
+
+def granitehybrid_kv(path, rng):
+    """granitehybrid: Mamba-2 layers (head_count_kv 0) and attention layers
+    of different head counts: layers M, A, M, A, A with query heads 4, 8, 4
+    and K/V heads 1, 4, 2 of head dim 8 in the attention layers; no RoPE;
+    SwiGLU FFNs of width 32; Granite's embedding, residual, attention and
+    logit scales; tied output."""
+    n_embd, hd, vocab, n_ff = 32, 8, 512, 32
+    d_inner, d_state, n_ssm_head, n_group, d_conv = 64, 8, 4, 1, 4
+    heads, kv_heads = [4, 4, 4, 8, 4], [0, 1, 0, 4, 2]
+    w = decoder_writer(path, "granitehybrid", n_embd, heads, kv_heads, n_ff)
+    w.add_ssm_conv_kernel(d_conv)
+    w.add_ssm_inner_size(d_inner)
+    w.add_ssm_state_size(d_state)
+    w.add_ssm_time_step_rank(n_ssm_head)
+    w.add_ssm_group_count(n_group)
+    w.add_bool("granitehybrid.rope.scaling.finetuned", False)
+    w.add_rope_dimension_count(hd)
+    w.add_embedding_scale(12.0)
+    w.add_residual_scale(0.22)
+    w.add_attention_scale(0.125)
+    w.add_logit_scale(8.0)
+    copy_tokenizer(w, os.path.join(SHARED, "golden", "models", "llama.gguf"))
+    t, norm = tensor_adders(w, rng)
+    t("token_embd.weight", n_embd, vocab, scale=0.5)
+    norm("output_norm.weight", n_embd)
+    conv_channels = d_inner + 2 * n_group * d_state
+    for il in range(len(heads)):
+        p = "blk.%d." % il
+        norm(p + "attn_norm.weight", n_embd)
+        if kv_heads[il] == 0:
+            t(p + "ssm_in.weight", n_embd, 2 * d_inner + 2 * n_group * d_state + n_ssm_head)
+            t(p + "ssm_conv1d.weight", d_conv, conv_channels, scale=0.5)
+            t(p + "ssm_conv1d.bias", conv_channels)
+            t(p + "ssm_dt.bias", n_ssm_head)
+            w.add_tensor(p + "ssm_a", -rng.uniform(0.5, 4.0, (n_ssm_head, 1)).astype(np.float32))
+            t(p + "ssm_d", 1, n_ssm_head, scale=1.0)
+            norm(p + "ssm_norm.weight", d_inner)
+            t(p + "ssm_out.weight", d_inner, n_embd)
+        else:
+            t(p + "attn_q.weight", n_embd, heads[il] * hd)
+            t(p + "attn_k.weight", n_embd, kv_heads[il] * hd)
+            t(p + "attn_v.weight", n_embd, kv_heads[il] * hd)
+            t(p + "attn_output.weight", heads[il] * hd, n_embd)
+        norm(p + "ffn_norm.weight", n_embd)
+        t(p + "ffn_gate.weight", n_embd, n_ff)
+        t(p + "ffn_up.weight", n_embd, n_ff)
+        t(p + "ffn_down.weight", n_ff, n_embd)
+    finish(w)
+
+
 def main():
     out = sys.argv[1] if len(sys.argv) > 1 else HERE
     qwen3moe(os.path.join(out, "qwen3moe.gguf"), np.random.default_rng(20261125))
+    deci_kv(os.path.join(out, "deci-kv.gguf"), np.random.default_rng(20261128))
+    granitehybrid_kv(os.path.join(out, "granitehybrid-kv.gguf"), np.random.default_rng(20261129))
 
 
 if __name__ == "__main__":

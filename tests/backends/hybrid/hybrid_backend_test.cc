@@ -547,6 +547,34 @@ TEST(HybridBackendTest, RejectsFilesItCannotServe) {
     w.SetInt32Array("granitehybrid.attention.head_count_kv", {2, 2, 2, 2});
   }));
   EXPECT_EQ(b.status().code(), absl::StatusCode::kInvalidArgument) << b.status();
+  // K/V heads that do not divide the layer's heads, named by key and layer.
+  b = CreateFrom(testing::RewriteGguf(**orig, {"granitehybrid.attention.head_count_kv"}, [](GgufWriter& w) {
+    w.SetInt32Array("granitehybrid.attention.head_count_kv", {0, 2, 0, 3});
+  }));
+  EXPECT_EQ(b.status().code(), absl::StatusCode::kInvalidArgument) << b.status();
+  EXPECT_NE(b.status().message().find("granitehybrid.attention.head_count_kv of layer 3 is 3"), std::string::npos)
+      << b.status();
+}
+
+// qwen35 takes one K/V head count (the reference sizes its attention layers
+// by layer 0's): attention layers 1 and 3 declaring 2 and 1 are refused by
+// key and layer. (granitehybrid honours each layer's: tests/data's
+// granitehybrid-kv.gguf in the conformance suite.)
+TEST(HybridBackendTest, Qwen35TakesOneKvHeadCount) {
+  CAIRN_REQUIRE_SHARED("golden/models/qwen35.gguf");
+  auto orig = ModelFile::Open(testing::SharedPath("golden/models/qwen35.gguf"));
+  ASSERT_TRUE(orig.ok());
+  auto same = CreateFrom(testing::RewriteGguf(**orig, {"qwen35.attention.head_count_kv"}, [](GgufWriter& w) {
+    w.SetInt32Array("qwen35.attention.head_count_kv", {2, 2, 2, 2});
+  }));
+  EXPECT_TRUE(same.ok()) << same.status();
+  auto b = CreateFrom(testing::RewriteGguf(**orig, {"qwen35.attention.head_count_kv"}, [](GgufWriter& w) {
+    w.SetInt32Array("qwen35.attention.head_count_kv", {2, 2, 2, 1});
+  }));
+  EXPECT_EQ(b.status().code(), absl::StatusCode::kInvalidArgument) << b.status();
+  EXPECT_NE(b.status().message().find("qwen35.attention.head_count_kv of layer 3 is 1, of layer 1 2"),
+            std::string::npos)
+      << b.status();
 }
 
 }  // namespace

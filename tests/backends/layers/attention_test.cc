@@ -115,9 +115,7 @@ class Reference {
 
 KvGeometry Geometry() {
   KvGeometry g;
-  g.n_layers = 1;
-  g.k_dim = kKvHeads * kHeadDim;
-  g.v_dim = kKvHeads * kHeadDim;
+  g.layers = UniformKvWidths(1, kKvHeads * kHeadDim, kKvHeads * kHeadDim);
   g.capacity = 64;
   return g;
 }
@@ -181,10 +179,7 @@ TEST(AttentionTest, SlidingWindowOverARing) {
   AttentionBlock b = Block(w, false);
   b.window = 3;
   SwaGeometry g;
-  g.n_global = 0;
-  g.n_local = 1;
-  g.k_dim = kKvHeads * kHeadDim;
-  g.v_dim = kKvHeads * kHeadDim;
+  g.local = UniformKvWidths(1, kKvHeads * kHeadDim, kKvHeads * kHeadDim);
   g.capacity = 64;
   g.window = 3;
   g.ring_rows = 5;

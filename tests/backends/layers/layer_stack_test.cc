@@ -57,10 +57,13 @@ TEST(LayerStackTest, FinishLoadNumbersFullThenWindowedSlotsAndRecurrentOnes) {
     LayerStack::Layer L;
     L.mixer = mixer;
     L.attn.window = window;
+    // Layer il has il + 1 K/V heads of 4 key and 2 value floats.
+    L.attn.n_head_kv = static_cast<int32_t>(s.layers.size()) + 1;
+    L.attn.head_dim_k = 4;
+    L.attn.head_dim_v = 2;
     s.layers.push_back(std::move(L));
   }
-  s.FinishLoad(file.loader(),
-               {.n_ctx_train = 77, .k_dim = 8, .v_dim = 6, .window = 4, .conv_floats = 3, .state_floats = 5});
+  s.FinishLoad(file.loader(), {.n_ctx_train = 77, .window = 4, .conv_floats = 3, .state_floats = 5});
   // Full slots: layers 2 and 6; then the rings: layers 0 and 5.
   const std::vector<int32_t> attn = {2, -1, 0, -1, -1, 3, 1, -1}, recurrent = {-1, 0, -1, -1, 1, -1, 2, 3};
   for (size_t il = 0; il < layers.size(); ++il) {
@@ -76,7 +79,13 @@ TEST(LayerStackTest, FinishLoadNumbersFullThenWindowedSlotsAndRecurrentOnes) {
   EXPECT_EQ(shape.n_window_slots, 2);
   EXPECT_EQ(shape.window, 4);
   EXPECT_EQ(shape.n_recurrent_slots, 4);
-  EXPECT_EQ(shape.k_dim, 8);
+  // Each slot of its layer's widths: slots 0..3 are layers 2, 6, 0, 5.
+  const std::vector<int64_t> k = {12, 28, 4, 24};
+  ASSERT_EQ(shape.kv_widths.size(), 4u);
+  for (size_t slot = 0; slot < 4; ++slot) {
+    EXPECT_EQ(shape.kv_widths[slot].k, k[slot]) << slot;
+    EXPECT_EQ(shape.kv_widths[slot].v, k[slot] / 2) << slot;
+  }
   EXPECT_EQ(shape.conv_floats, 3);
   EXPECT_EQ(shape.state_floats, 5);
 }
@@ -121,7 +130,7 @@ TEST(LayerStackTest, ForwardFollowsTheStacksFormula) {
   s.head.softcap = 3.0f;
   s.FinishLoad(file.loader(), {.n_ctx_train = 64});
 
-  KvMemory memory(KvGeometry{.capacity = 64}, nullptr);
+  KvMemory memory(KvGeometry{.layers = {}, .capacity = 64}, nullptr);
   testing::Pass pass({&memory}, {4}, kEmbd);
   pass.SizeLogits(kVocab);
   s.Forward(*pass);  // the tokens of a testing::Pass are 0
@@ -175,12 +184,12 @@ TEST(LayerStackTest, TheLastLayerOnTheWantedRowsGivesTheirLogits) {
     }
     s->head.norm = std::vector<float>(kEmbd, 1.0f);
     s->head.output = w.Matrix(kEmbd, kVocab);
-    s->FinishLoad(file.loader(), {.n_ctx_train = 64, .k_dim = 8, .v_dim = 8});
+    s->FinishLoad(file.loader(), {.n_ctx_train = 64});
     stacks.push_back(std::move(s));
   }
   std::vector<std::vector<float>> logits;
   for (const auto& s : stacks) {
-    KvGeometry g{.n_layers = 2, .k_dim = 8, .v_dim = 8, .capacity = 64};
+    KvGeometry g{.layers = UniformKvWidths(2, 8, 8), .capacity = 64};
     KvMemory a(g, nullptr), b(g, nullptr);
     testing::Pass pass({&a, &b}, {5, 3}, kEmbd, 2, /*last_rows_only=*/true);
     pass.SizeLogits(kVocab);

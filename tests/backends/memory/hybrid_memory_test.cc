@@ -14,9 +14,7 @@ namespace {
 
 HybridGeometry Geometry() {
   HybridGeometry g;
-  g.attention.n_layers = 2;
-  g.attention.k_dim = 4;
-  g.attention.v_dim = 4;
+  g.attention.layers = {{4, 4}, {8, 8}};  // attention layers of different K/V head counts
   g.attention.capacity = 64;
   g.attention.layout = 0x1111;
   g.recurrent_layers = 3;
@@ -32,9 +30,10 @@ void Absorb(HybridMemory& m, Pos span, int64_t n_rows, bool chunk, float seed) {
   ASSERT_TRUE(m.attention().Reserve(static_cast<Pos>(m.stored_rows() + n_rows)).ok());
   for (int64_t r = m.stored_rows(); r < m.stored_rows() + n_rows; ++r) {
     for (int32_t l = 0; l < 2; ++l) {
-      for (int d = 0; d < 4; ++d) {
-        m.attention().k(l)[r * 4 + d] = seed + static_cast<float>(r * 10 + l + d);
-        m.attention().v(l)[r * 4 + d] = -seed - static_cast<float>(r * 10 + l + d);
+      const int64_t w = m.geometry().attention.layers[l].k;  // K and V of one width here
+      for (int64_t d = 0; d < w; ++d) {
+        m.attention().k(l)[r * w + d] = seed + static_cast<float>(r * 10 + l + d);
+        m.attention().v(l)[r * w + d] = -seed - static_cast<float>(r * 10 + l + d);
       }
     }
   }
@@ -59,8 +58,9 @@ std::vector<float> State(HybridMemory& m) {
 std::vector<float> Rows(HybridMemory& m) {
   std::vector<float> out;
   for (int32_t l = 0; l < 2; ++l) {
-    out.insert(out.end(), m.attention().k(l), m.attention().k(l) + m.stored_rows() * 4);
-    out.insert(out.end(), m.attention().v(l), m.attention().v(l) + m.stored_rows() * 4);
+    const int64_t w = m.geometry().attention.layers[l].k;
+    out.insert(out.end(), m.attention().k(l), m.attention().k(l) + m.stored_rows() * w);
+    out.insert(out.end(), m.attention().v(l), m.attention().v(l) + m.stored_rows() * w);
   }
   return out;
 }

@@ -14,9 +14,7 @@ namespace {
 
 KvGeometry Geo(Pos capacity = 100, uint64_t layout = 42) {
   KvGeometry g;
-  g.n_layers = 3;
-  g.k_dim = 8;
-  g.v_dim = 4;
+  g.layers = UniformKvWidths(3, 8, 4);
   g.capacity = capacity;
   g.layout = layout;
   return g;
@@ -125,6 +123,34 @@ TEST(KvMemoryTest, FingerprintDependsOnContent) {
   const uint64_t h0 = FingerprintMix(0xcbf29ce484222325ULL, int64_t{1});
   EXPECT_NE(h0, FingerprintMix(0xcbf29ce484222325ULL, int64_t{2}));
   EXPECT_EQ(h0, FingerprintMix(0xcbf29ce484222325ULL, int64_t{1}));
+}
+
+TEST(KvMemoryTest, LayersOfDifferentWidthsKeepTheirOwnRows) {
+  // Attention layers of 2, 1 and 4 K/V heads of 4 floats (keys) and 2 (values).
+  KvGeometry g;
+  g.layers = {{8, 4}, {4, 2}, {16, 8}};
+  g.capacity = 32;
+  KvMemory a(g, nullptr);
+  ASSERT_TRUE(a.Reserve(5).ok());
+  for (int32_t l = 0; l < 3; ++l) {
+    const KvRows rows = a.kv(l);
+    EXPECT_EQ(rows.k_stride, g.layers[l].k);
+    EXPECT_EQ(rows.v_stride, g.layers[l].v);
+    for (int64_t i = 0; i < 5 * g.layers[l].k; ++i) rows.k[i] = static_cast<float>(l * 1000 + i);
+    for (int64_t i = 0; i < 5 * g.layers[l].v; ++i) rows.v[i] = -static_cast<float>(l * 1000 + i);
+  }
+  a.SetNextPos(5);
+  // A position takes (8 + 4) + (4 + 2) + (16 + 8) floats, not 3 x the widest.
+  auto full = a.Capture(SnapshotScope::kFull);
+  ASSERT_TRUE(full.ok());
+  EXPECT_EQ(full->bytes(), a.Bytes(SnapshotScope::kFull));
+  EXPECT_LT(a.Bytes(SnapshotScope::kFull), 100 + 5 * 42 * sizeof(float));
+  KvMemory b(g, nullptr);
+  ASSERT_TRUE(b.Restore(*full).ok());
+  for (int32_t l = 0; l < 3; ++l) {
+    EXPECT_EQ(std::memcmp(a.k(l), b.k(l), 5 * g.layers[l].k * sizeof(float)), 0) << l;
+    EXPECT_EQ(std::memcmp(a.v(l), b.v(l), 5 * g.layers[l].v * sizeof(float)), 0) << l;
+  }
 }
 
 }  // namespace

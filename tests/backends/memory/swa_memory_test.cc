@@ -18,10 +18,9 @@ constexpr Pos kRing = kWindow - 1 + kSlack;  // 10
 
 SwaGeometry Geometry() {
   SwaGeometry g;
-  g.n_global = 2;
-  g.n_local = 3;
-  g.k_dim = 4;
-  g.v_dim = 3;
+  // Layers of different widths (files declare K/V heads per layer).
+  g.global = {{4, 3}, {6, 5}};
+  g.local = {{4, 3}, {5, 2}, {8, 1}};
   g.window = kWindow;
   g.ring_rows = kRing;
   g.capacity = 1000;
@@ -39,14 +38,15 @@ void Feed(SwaMemory& m, Pos end, int32_t salt = 0) {
   const SwaGeometry& g = m.geometry();
   const Pos p0 = m.next_pos();
   for (Pos p = p0; p < end; ++p) {
-    for (int32_t l = 0; l < g.n_global; ++l) {
-      for (int64_t d = 0; d < g.k_dim; ++d) m.global_k(l)[p * g.k_dim + d] = Value(l, p, d, false, salt);
-      for (int64_t d = 0; d < g.v_dim; ++d) m.global_v(l)[p * g.v_dim + d] = Value(l, p, d, true, salt);
+    for (int32_t l = 0; l < g.n_global(); ++l) {
+      const KvWidth w = g.global[l];
+      for (int64_t d = 0; d < w.k; ++d) m.global_k(l)[p * w.k + d] = Value(l, p, d, false, salt);
+      for (int64_t d = 0; d < w.v; ++d) m.global_v(l)[p * w.v + d] = Value(l, p, d, true, salt);
     }
     if (p < end - g.ring_rows) continue;  // would be overwritten within this step
-    for (int32_t l = 0; l < g.n_local; ++l) {
-      for (int64_t d = 0; d < g.k_dim; ++d) m.ring_k(l, p)[d] = Value(10 + l, p, d, false, salt);
-      for (int64_t d = 0; d < g.v_dim; ++d) m.ring_v(l, p)[d] = Value(10 + l, p, d, true, salt);
+    for (int32_t l = 0; l < g.n_local(); ++l) {
+      for (int64_t d = 0; d < g.local[l].k; ++d) m.ring_k(l, p)[d] = Value(10 + l, p, d, false, salt);
+      for (int64_t d = 0; d < g.local[l].v; ++d) m.ring_v(l, p)[d] = Value(10 + l, p, d, true, salt);
     }
   }
   m.Advance(end);
@@ -57,13 +57,14 @@ void ExpectHolds(const SwaMemory& m, int32_t salt = 0) {
   const SwaGeometry& g = m.geometry();
   auto& mm = const_cast<SwaMemory&>(m);
   for (Pos p = 0; p < m.next_pos(); ++p) {
-    for (int32_t l = 0; l < g.n_global; ++l) {
-      ASSERT_EQ(mm.global_k(l)[p * g.k_dim + 1], Value(l, p, 1, false, salt)) << "global " << l << " pos " << p;
-      ASSERT_EQ(mm.global_v(l)[p * g.v_dim + 2], Value(l, p, 2, true, salt)) << "global " << l << " pos " << p;
+    for (int32_t l = 0; l < g.n_global(); ++l) {
+      const KvWidth w = g.global[l];
+      ASSERT_EQ(mm.global_k(l)[p * w.k + 1], Value(l, p, 1, false, salt)) << "global " << l << " pos " << p;
+      ASSERT_EQ(mm.global_v(l)[p * w.v + 2], Value(l, p, 2, true, salt)) << "global " << l << " pos " << p;
     }
   }
   for (Pos p = m.oldest(); p < m.next_pos(); ++p) {
-    for (int32_t l = 0; l < g.n_local; ++l) {
+    for (int32_t l = 0; l < g.n_local(); ++l) {
       ASSERT_EQ(m.ring_k(l, p)[3], Value(10 + l, p, 3, false, salt)) << "ring " << l << " pos " << p;
       ASSERT_EQ(m.ring_v(l, p)[0], Value(10 + l, p, 0, true, salt)) << "ring " << l << " pos " << p;
     }
@@ -141,16 +142,18 @@ TEST(SwaMemoryTest, TruncateRejectsPositionsOutsideTheSequence) {
 TEST(SwaMemoryTest, CheckpointHoldsOnlyTheRingsAndDoesNotGrowWithTheContext) {
   SwaMemory m(Geometry(), nullptr);
   const SwaGeometry g = Geometry();
-  const size_t row = static_cast<size_t>(g.k_dim + g.v_dim) * sizeof(float);
+  // Bytes per position over the local and the global layers, each of its widths.
+  const size_t local_row = static_cast<size_t>(KvRowFloats(g.local)) * sizeof(float);
+  const size_t global_row = static_cast<size_t>(KvRowFloats(g.global)) * sizeof(float);
   Feed(m, 6);
-  const size_t header = m.Bytes(SnapshotScope::kCheckpoint) - g.n_local * 6 * row;
+  const size_t header = m.Bytes(SnapshotScope::kCheckpoint) - 6 * local_row;
   Feed(m, 30);
   const size_t at30 = m.Bytes(SnapshotScope::kCheckpoint);
   Feed(m, 900);
   const size_t at900 = m.Bytes(SnapshotScope::kCheckpoint);
   EXPECT_EQ(at30, at900);
-  EXPECT_EQ(at900, header + static_cast<size_t>(g.n_local) * kRing * row);  // rings only
-  EXPECT_EQ(m.Bytes(SnapshotScope::kFull), at900 + static_cast<size_t>(g.n_global) * 900 * row);
+  EXPECT_EQ(at900, header + static_cast<size_t>(kRing) * local_row);  // rings only
+  EXPECT_EQ(m.Bytes(SnapshotScope::kFull), at900 + 900 * global_row);
   auto cp = m.Capture(SnapshotScope::kCheckpoint);
   ASSERT_TRUE(cp.ok());
   EXPECT_EQ(cp->bytes(), at900);
@@ -250,7 +253,7 @@ TEST(SwaMemoryTest, ReserveBeyondCapacityIsResourceExhausted) {
 
 TEST(SwaMemoryTest, WithoutLocalLayersItIsAPlainTruncatableCache) {
   SwaGeometry g = Geometry();
-  g.n_local = 0;
+  g.local.clear();
   SwaMemory m(g, nullptr);
   Feed(m, 50);
   EXPECT_TRUE(m.caps().truncatable);

@@ -426,10 +426,56 @@ TEST(LoadTest, ErrorsNameTheProblem) {
   synthetic::SyntheticModel bad_kv = good;
   bad_kv.metadata().SetUint32("llama.attention.head_count_kv", 3);
   EXPECT_EQ(Build(bad_kv).status().code(), absl::StatusCode::kInvalidArgument);
-
   s = Build(Tiny("mamba2", false, false, false)).status();
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(s.message().find("mamba2"), std::string::npos) << s;
+}
+
+// `model` with the int32 array `key` set to `values` fails to load with
+// `code`, its message containing `needle`.
+void ExpectArrayRefused(const synthetic::SyntheticModel& model, const std::string& key,
+                        const std::vector<int32_t>& values, absl::StatusCode code, const std::string& needle) {
+  synthetic::SyntheticModel m = model;
+  m.metadata().SetInt32Array(key, values);
+  const absl::Status s = Build(m).status();
+  EXPECT_EQ(s.code(), code) << key;
+  EXPECT_NE(s.message().find(needle), std::string::npos) << s;
+}
+
+// Head counts as per-layer arrays. llama takes one count (the reference
+// sizes every llama layer by layer 0's); deci honours each layer's.
+TEST(LoadTest, PerLayerHeadCounts) {
+  static_assert(kLayers == 2 && kHeads == 4 && kKvHeads == 2);
+  constexpr absl::StatusCode kInvalid = absl::StatusCode::kInvalidArgument;
+  const synthetic::SyntheticModel good = Tiny("llama", false, false, false);
+  synthetic::SyntheticModel same = good;
+  same.metadata().SetInt32Array("llama.attention.head_count_kv", {2, 2});
+  same.metadata().SetInt32Array("llama.attention.head_count", {4, 4});
+  EXPECT_TRUE(Build(same).ok()) << Build(same).status();
+
+  ExpectArrayRefused(good, "llama.attention.head_count_kv", {2, 1}, kInvalid,
+                     "llama.attention.head_count_kv of layer 1 is 1");
+  ExpectArrayRefused(good, "llama.attention.head_count", {4, 2}, kInvalid,
+                     "llama.attention.head_count of layer 1 is 2");
+  ExpectArrayRefused(good, "llama.attention.head_count_kv", {2}, kInvalid, "llama.attention.head_count_kv");
+
+  // Absent, head_count_kv is head_count (as the reference reads it): this
+  // file's K rows of 2 heads are then of the wrong shape, and named.
+  synthetic::SyntheticModel no_kv = good;
+  ASSERT_TRUE(no_kv.metadata().Erase("llama.attention.head_count_kv"));
+  const absl::Status s = Build(no_kv).status();
+  EXPECT_EQ(s.code(), kInvalid);
+  EXPECT_NE(s.message().find("attn_k.weight"), std::string::npos) << s;
+
+  // deci: the llama tensors with its own keys load; a layer without K/V
+  // heads (the reference's "linear attention") is not supported.
+  const synthetic::SyntheticModel deci = Tiny("deci", false, false, false);
+  auto b = Build(deci);
+  ASSERT_TRUE(b.ok()) << b.status();
+  EXPECT_EQ((*b)->info().family, "transformer");
+  ExpectArrayRefused(deci, "deci.attention.head_count_kv", {2, 0}, absl::StatusCode::kUnimplemented, "deci layer 1");
+  ExpectArrayRefused(deci, "deci.attention.head_count_kv", {2, 3}, kInvalid,
+                     "deci.attention.head_count_kv of layer 1 is 3");
 }
 
 // ------------------------------------------------ registry and snapshots

@@ -102,6 +102,16 @@ TEST(TokenizerLoadTest, Errors) {
     ASSERT_FALSE(tok.ok());
     EXPECT_EQ(tok.status().code(), absl::StatusCode::kNotFound);
   }
+  // "none" and "no_vocab" name no tokenizer (llama.cpp serves such files for
+  // token ids): NOT_FOUND as for a file without the keys, not UNIMPLEMENTED.
+  for (const char* none : {"none", "no_vocab"}) {
+    Metadata m;
+    m.Set("tokenizer.ggml.model", Str(none));
+    auto tok = Tokenizer::FromMetadata(m);
+    ASSERT_FALSE(tok.ok());
+    EXPECT_EQ(tok.status().code(), absl::StatusCode::kNotFound) << none;
+    EXPECT_NE(tok.status().message().find(none), std::string::npos) << tok.status();
+  }
   {
     Metadata m = TinyBpe("gpt-2");
     m.Set("tokenizer.ggml.tokens", Strings({"a", "b", "a"}));
