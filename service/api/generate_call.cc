@@ -432,7 +432,7 @@ void InferenceService::GenerateCall::End(const absl::Status& status, const v1::G
   }
   // The session's reservation settles while its lease is still held; the
   // fresh sequence's goes after the scheduler freed it.
-  if (settle_memory_) lease_->memory.Set(lease_->seq->memory()->Bytes(SnapshotScope::kFull));
+  if (settle_memory_) lease_->memory.Set(model_->HeldBytes(*lease_->seq, lease_->history.size()));
   lease_.Reset();
   temp_memory_.Reset();
   if (counted_) service_.active_generate_.fetch_sub(1);
