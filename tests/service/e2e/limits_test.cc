@@ -49,6 +49,29 @@ TEST(ServiceLimitsTest, SessionCountAndIdleTimeAreBounded) {
   EXPECT_TRUE(c.Session(create, &resp).ok());
 }
 
+// --max-tokens-default applies when a request sets no max_tokens, and
+// --max-tokens-limit caps a larger one: the reply ends at the cap with
+// FINISH_REASON_LENGTH, and the budget reserves only what the cap allows.
+TEST(ServiceLimitsTest, MaxTokensHasAServerDefaultAndLimit) {
+  ServerOptions opt = TestServerOptions();
+  opt.models = {*ParseModelSpec("rec=demo-recurrent")};
+  opt.limits.default_max_tokens = 7;
+  opt.limits.max_tokens_limit = 40;
+  auto server = Server::Create(opt);
+  ASSERT_TRUE(server.ok()) << server.status();
+  Client c((*server)->port());
+  GenerateRequest unset = Req("rec", Ids(4), 0);
+  unset.mutable_stop()->clear_max_tokens();
+  Result r = c.Generate(unset);
+  ASSERT_TRUE(r.status.ok()) << r.status.error_message();
+  EXPECT_EQ(r.ids.size(), 7u);
+  r = c.Generate(Req("rec", Ids(4), 1 << 20));
+  ASSERT_TRUE(r.status.ok()) << r.status.error_message();
+  EXPECT_EQ(r.ids.size(), 40u);
+  EXPECT_EQ(r.finished.reason(), v1::FINISH_REASON_LENGTH);
+  EXPECT_EQ(c.Generate(Req("rec", Ids(4), 12)).ids.size(), 12u);  // below the limit: as asked
+}
+
 TEST(ServiceLimitsTest, ModelSpecsAndLoadErrors) {
   auto s = ParseModelSpec("chat=/models/x.gguf:transformer");
   ASSERT_TRUE(s.ok());
