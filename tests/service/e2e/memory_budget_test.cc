@@ -43,6 +43,26 @@ class ServiceMemoryBudgetTest : public ::testing::Test {
     client_ = std::make_unique<Client>(server_->port());
   }
   const ServedModel& Model(const std::string& name) { return **server_->models().Find(name); }
+  // A new session on `first.model()` after `first`, appended to it.
+  std::string SessionAfter(GenerateRequest first) {
+    const std::string sid = client_->Create(first.model());
+    first.set_session_id(sid);
+    first.set_append(true);
+    const Result r = client_->Generate(first);
+    EXPECT_TRUE(r.status.ok()) << r.status.error_message();
+    return sid;
+  }
+  // `req` appended to session `sid`, which the budget refuses before
+  // anything runs: its status message.
+  std::string RefusedOnSession(GenerateRequest req, const std::string& sid) {
+    req.set_session_id(sid);
+    req.set_append(true);
+    Result refused = client_->Generate(req);
+    EXPECT_EQ(refused.status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << refused.status.error_message();
+    EXPECT_FALSE(refused.has_prompt);
+    EXPECT_TRUE(refused.ids.empty());
+    return refused.status.error_message();
+  }
   // Waits until no request holds a reservation beyond the sessions' (the
   // server finishes a call's bookkeeping after the client saw its end).
   size_t SettledInUse(size_t want) {
@@ -66,11 +86,7 @@ TEST_F(ServiceMemoryBudgetTest, RefusedGenerateLeavesTheSessionExactlyAsItWas) {
   EXPECT_NE(server_->metrics().Render().find("cairn_memory_budget_bytes " + std::to_string(budget_)),
             std::string::npos);
 
-  const std::string sid = client_->Create("tf");
-  GenerateRequest first = Req("tf", Ids(100), 10);
-  first.set_session_id(sid);
-  first.set_append(true);
-  ASSERT_TRUE(client_->Generate(first).status.ok());
+  const std::string sid = SessionAfter(Req("tf", Ids(100), 10));
   const v1::SessionInfo before = client_->GetIdle(sid);
   ASSERT_EQ(before.tokens(), 110);
   // A fork made before the refused request: the reference for "unchanged".
@@ -86,14 +102,7 @@ TEST_F(ServiceMemoryBudgetTest, RefusedGenerateLeavesTheSessionExactlyAsItWas) {
   EXPECT_EQ(in_use, 2 * held);
 
   // 110 + 300 prompt positions + 200 new tokens: beyond 600 positions.
-  GenerateRequest big = Req("tf", Ids(300, 350), 200);
-  big.set_session_id(sid);
-  big.set_append(true);
-  Result refused = client_->Generate(big);
-  ASSERT_EQ(refused.status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << refused.status.error_message();
-  EXPECT_FALSE(refused.has_prompt);
-  EXPECT_TRUE(refused.ids.empty());
-  const std::string& msg = refused.status.error_message();
+  const std::string msg = RefusedOnSession(Req("tf", Ids(300, 350), 200), sid);
   EXPECT_NE(msg.find("a prompt of 410 positions plus up to 200 new tokens on model 'tf'"), std::string::npos) << msg;
   EXPECT_NE(msg.find(absl::StrCat("needs ", tf.SequenceBytes(610), " bytes")), std::string::npos) << msg;
   EXPECT_NE(msg.find(absl::StrCat(in_use, " bytes are in use")), std::string::npos) << msg;
@@ -237,25 +246,13 @@ TEST_F(ServiceMemoryBudgetTest, TokensBeyondTheBudgetAreRefusedOnARecurrentModel
   });
   const ServedModel& rec = Model("rec");
   ASSERT_EQ(rec.sequence_bytes_per_position, 0u);
-  const std::string sid = client_->Create("rec");
-  GenerateRequest first = Req("rec", Ids(8), 20);
-  first.set_session_id(sid);
-  first.set_append(true);
-  ASSERT_TRUE(client_->Generate(first).status.ok());
+  const std::string sid = SessionAfter(Req("rec", Ids(8), 20));
   const v1::SessionInfo before = client_->GetIdle(sid);
   const size_t in_use = SettledInUse(rec.SequenceBytes(0) + 28 * ServedModel::kBookkeepingBytesPerSymbol);
 
   // The prompt fits; 5000 more tokens do not.
-  GenerateRequest endless = Req("rec", Ids(8, 500), 5000);
-  endless.set_session_id(sid);
-  endless.set_append(true);
-  Result refused = client_->Generate(endless);
-  ASSERT_EQ(refused.status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << refused.status.error_message();
-  EXPECT_FALSE(refused.has_prompt);
-  EXPECT_TRUE(refused.ids.empty());
-  EXPECT_NE(refused.status.error_message().find("a prompt of 36 positions plus up to 5000 new tokens"),
-            std::string::npos)
-      << refused.status.error_message();
+  const std::string msg = RefusedOnSession(Req("rec", Ids(8, 500), 5000), sid);
+  EXPECT_NE(msg.find("a prompt of 36 positions plus up to 5000 new tokens"), std::string::npos) << msg;
   EXPECT_EQ(server_->memory_budget().in_use(), in_use);
   EXPECT_EQ(server_->metrics().scheduler.generated_tokens->Value(), 20);
   const v1::SessionInfo after = client_->GetIdle(sid);
@@ -263,8 +260,10 @@ TEST_F(ServiceMemoryBudgetTest, TokensBeyondTheBudgetAreRefusedOnARecurrentModel
             std::vector<int32_t>(before.token_ids().begin(), before.token_ids().end()));
   // Sessionless too; within the room, the same request runs.
   EXPECT_EQ(client_->Generate(Req("rec", Ids(8), 5000)).status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
-  endless.mutable_stop()->set_max_tokens(500);
-  EXPECT_TRUE(client_->Generate(endless).status.ok());
+  GenerateRequest within = Req("rec", Ids(8, 500), 500);
+  within.set_session_id(sid);
+  within.set_append(true);
+  EXPECT_TRUE(client_->Generate(within).status.ok());
 }
 
 // The charge per token (ServedModel::kBookkeepingBytesPerSymbol) covers what
