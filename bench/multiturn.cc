@@ -32,6 +32,11 @@
 //               tail span, whose points would otherwise reach back to the
 //               system prompt's end); after 3 turns each request drops the
 //               oldest user+reply turn right after the unmarked system prompt
+//   cancel      over gRPC only: the client cancels every reply after k
+//               tokens (2..40, seeded) and continues with exactly what it
+//               saw: a conversation on a session and one sessionless,
+//               alternating (a cancelled turn leaves the session as it was;
+//               the whole conversation is sent either way)
 //   agent       over gRPC only: a tool-using agent sent as chat messages,
 //               rendered by Qwen3.5's template from ../shared (its reasoning
 //               of earlier turns dropped after each new user turn); --turns
@@ -39,7 +44,8 @@
 // "minimum" is, per server, the part of each prompt that no earlier request
 // on that server computed (prompts and generated tokens; over gRPC the last
 // token of a reply is sampled but never run through the model, so the next
-// prompt must compute it); ratio = recomputed / minimum over a scenario.
+// prompt must compute it; likewise the last token a cancelling client
+// read); ratio = recomputed / minimum over a scenario.
 // Greedy replies of tiny models are often one token repeated: such a reply
 // re-sent without its first third (dropthink) is a prefix of the computed
 // one, so the minimum counts it as computed although only a state inside the
@@ -201,9 +207,13 @@ class Driver {
   virtual ~Driver() = default;
   // A session on both sides; returns its handle.
   virtual int NewSession() = 0;
-  // One request on session `s` with prompt system + msgs; returns the reply
-  // each side got.
+  // One request on session `s` (over gRPC, kSessionless: none) with prompt
+  // system + msgs; returns the reply each side got.
   virtual Msg Turn(int s, const Conv& c, const Msgs& msgs) = 0;
+  static constexpr int kSessionless = -1;
+  // Over gRPC, > 0: the client cancels each reply once it has read this
+  // many tokens, and the reply is what it read.
+  int cancel_after = 0;
 
   Totals totals[2];
 
@@ -312,7 +322,7 @@ class GrpcDriver final : public Driver {
       const int64_t minimum = Minimum(m, p);
       v1::GenerateRequest req;
       req.set_model(model_);
-      req.set_session_id(sessions_[s][m]);
+      if (s != kSessionless) req.set_session_id(sessions_[s][m]);
       auto add = [&req, &c](const std::vector<TokenId>& tokens) {
         v1::TokenIds* ids = req.add_parts()->mutable_tokens();
         for (TokenId t : tokens) ids->add_ids(t);
@@ -336,7 +346,8 @@ class GrpcDriver final : public Driver {
       v1::Finished fin;
       bool has_info = false, has_fin = false;
       std::vector<TokenId> ids;
-      while (reader->Read(&ev)) {
+      const int want = cancel_after > 0 ? cancel_after : kReply;
+      while (static_cast<int>(ids.size()) < want && reader->Read(&ev)) {
         if (ev.has_prompt()) {
           info = ev.prompt();
           has_info = true;
@@ -348,9 +359,17 @@ class GrpcDriver final : public Driver {
           has_fin = true;
         }
       }
+      if (cancel_after > 0) {
+        ctx.TryCancel();
+        while (reader->Read(&ev)) {
+        }
+        has_fin = true;  // cancelled (or, when it was faster than the cancel, finished)
+      }
       grpc::Status st = reader->Finish();
-      if (!st.ok()) Die("Generate on model " + model_, st);
-      if (!has_info || !has_fin || static_cast<int>(ids.size()) != kReply || info.prompt_positions() != p.positions()) {
+      if (!st.ok() && !(cancel_after > 0 && st.error_code() == grpc::StatusCode::CANCELLED)) {
+        Die("Generate on model " + model_, st);
+      }
+      if (!has_info || !has_fin || static_cast<int>(ids.size()) != want || info.prompt_positions() != p.positions()) {
         std::fprintf(stderr,
                      "Generate on model %s: unexpected stream (prompt info %d, finished %d, %zu tokens, "
                      "prompt positions %d vs %d sent)\n",
@@ -360,10 +379,12 @@ class GrpcDriver final : public Driver {
       totals[m].prompt += info.prompt_positions();
       totals[m].recomputed += info.recomputed_tokens();
       totals[m].minimum += minimum;
-      totals[m].ttft += fin.timings().time_to_first_token_seconds();
+      totals[m].ttft += cancel_after > 0 ? first : fin.timings().time_to_first_token_seconds();
       totals[m].client_ttft += first;
       ++totals[m].replies;
-      if (std::equal(ids.begin() + kReply / 3, ids.end(), ids.begin())) ++totals[m].periodic_replies;
+      if (static_cast<int>(ids.size()) == kReply && std::equal(ids.begin() + kReply / 3, ids.end(), ids.begin())) {
+        ++totals[m].periodic_replies;
+      }
       ++totals[m].requests;
       // Computed: the prompt, then every generated token but the last (it
       // was sampled, streamed and put in the session's history, but never
@@ -470,6 +491,17 @@ void RunScenario(const std::string& name, Driver& d, Conv& c, int turns) {
       mb.push_back(c.User());
       mb.push_back(d.Turn(b, c, mb));
     }
+  } else if (name == "cancel") {
+    const int s = d.NewSession();
+    Msgs conv[2];  // on the session, sessionless
+    for (int t = 0; t < turns; ++t) {
+      for (int k = 0; k < 2; ++k) {
+        conv[k].push_back(c.User());
+        d.cancel_after = 2 + static_cast<int>((*c.rng)() % 39);
+        conv[k].push_back(d.Turn(k == 0 ? s : Driver::kSessionless, c, conv[k]));
+      }
+    }
+    d.cancel_after = 0;
   } else if (name == "manyusers") {
     std::vector<int> s;
     std::vector<Msgs> m(8);
@@ -581,7 +613,7 @@ int Main(int argc, char** argv) {
   uint32_t seed = 1;
   float temperature = 0.0f;
   std::vector<std::string> scenarios = {"append",     "regenerate", "edit", "dropthink", "branch",
-                                        "interleave", "manyusers",  "trim", "agent"};
+                                        "interleave", "manyusers",  "trim", "cancel",    "agent"};
   std::vector<std::pair<std::string, std::string>> files;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
@@ -722,6 +754,7 @@ int Main(int argc, char** argv) {
         std::fflush(stdout);
         continue;
       }
+      if (sc == "cancel" && in_process) continue;  // cancels need a server
       auto [on, off] = in_process ? MeasureInProcess(*m.backend, options, sc, turns, seed)
                                   : MeasureGrpc(m, options, threads, temperature, sc, turns, seed);
       if (on.requests == 0) {

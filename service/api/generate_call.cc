@@ -98,8 +98,9 @@ absl::Status InferenceService::GenerateCall::Prepare() {
   sampling_ = SamplingFromRequest(req_);
   if (absl::Status st = sampling_.Validate(); !st.ok()) return st;
   const v1::StopParams& stop = req_.stop();
-  max_tokens_ = stop.has_max_tokens() ? stop.max_tokens() : 256;
+  max_tokens_ = stop.has_max_tokens() ? stop.max_tokens() : service_.limits_.default_max_tokens;
   if (max_tokens_ < 0) return absl::InvalidArgumentError("stop.max_tokens must be >= 0");
+  max_tokens_ = std::min(max_tokens_, service_.limits_.max_tokens_limit);
   if (absl::Status st = CheckStopParams(); !st.ok()) return st;
   if (req_.append() && req_.session_id().empty()) {
     return absl::InvalidArgumentError("append needs a session_id");
@@ -432,7 +433,7 @@ void InferenceService::GenerateCall::End(const absl::Status& status, const v1::G
   }
   // The session's reservation settles while its lease is still held; the
   // fresh sequence's goes after the scheduler freed it.
-  if (settle_memory_) lease_->memory.Set(lease_->seq->memory()->Bytes(SnapshotScope::kFull));
+  if (settle_memory_) lease_->memory.Set(model_->HeldBytes(*lease_->seq, lease_->history.size()));
   lease_.Reset();
   temp_memory_.Reset();
   if (counted_) service_.active_generate_.fetch_sub(1);

@@ -14,6 +14,16 @@ struct ServiceLimits {
   int32_t max_stop_string_bytes = 256;
   int32_t max_stop_tokens = 64;
   int32_t max_text_bytes = 4 << 20;  // a text part, or all the messages' contents
+  // Tokens a Generate produces when stop.max_tokens is unset
+  // (--max-tokens-default), and the most one may produce
+  // (--max-tokens-limit): a larger max_tokens is capped to it, and the reply
+  // then ends with FINISH_REASON_LENGTH. The limit is the server's own bound
+  // on the tokens a stream generates ahead of a client that stopped
+  // reading: a server stream has no read acknowledgement, and gRPC completes
+  // writes as long as the client's HTTP/2 window takes them, which default
+  // clients grow to megabytes (see inference.proto, Inference.Generate).
+  int32_t default_max_tokens = 256;
+  int32_t max_tokens_limit = 16384;
 };
 
 }  // namespace cairn::service

@@ -4,7 +4,10 @@
 // (--checkpoint-ram); weights are not counted.
 //
 // A sequence's bytes are what SequenceMemory::Bytes(kFull) reports (the
-// state a full snapshot holds). Before a request may make a sequence grow,
+// state a full snapshot holds) plus what the service keeps per token of it
+// (its history and bookkeeping: ServedModel::kBookkeepingBytesPerSymbol),
+// which a recurrent model's fixed-size state would otherwise leave
+// uncounted. Before a request may make a sequence grow,
 // the service reserves what it can reach (the prompt plus max_tokens, from
 // the model's per-position bytes measured at load), so a request that would
 // not fit is refused with RESOURCE_EXHAUSTED before anything changes; once

@@ -53,10 +53,16 @@ ServedModel::~ServedModel() {
 size_t ServedModel::SequenceBytes(int64_t rows) const {
   if (rows <= 0) return sequence_base_bytes;
   const size_t n = static_cast<size_t>(rows);
-  if (sequence_bytes_per_position > 0 && n > (SIZE_MAX - sequence_base_bytes) / sequence_bytes_per_position) {
-    return SIZE_MAX;
-  }
-  return sequence_base_bytes + n * sequence_bytes_per_position;
+  const size_t per = sequence_bytes_per_position + kBookkeepingBytesPerSymbol;
+  if (n > (SIZE_MAX - sequence_base_bytes) / per) return SIZE_MAX;
+  return sequence_base_bytes + n * per;
+}
+
+size_t ServedModel::HeldBytes(checkpoint::Sequence& seq, size_t history_symbols) const {
+  const size_t symbols = std::max(history_symbols, seq.history().size());
+  const size_t memory = seq.memory()->Bytes(SnapshotScope::kFull);
+  if (symbols > (SIZE_MAX - memory) / kBookkeepingBytesPerSymbol) return SIZE_MAX;
+  return memory + symbols * kBookkeepingBytesPerSymbol;
 }
 
 namespace {

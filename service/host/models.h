@@ -66,12 +66,34 @@ struct ServedModel {
   size_t sequence_base_bytes = 0;
   size_t sequence_bytes_per_position = 0;
 
+  // What the service keeps per symbol (token) of a live sequence besides
+  // its memory, which a recurrent model's fixed-size state does not grow
+  // with: the session's history (24 bytes an item), the engine's symbol
+  // path (12) and prefix-index path (8), and while a request runs its
+  // copies (the job's prompt, the engine's prompt, the sampler's history,
+  // the streamed ids), each in a vector that may hold twice its size.
+  // Measured by tests/service/e2e/memory_budget_test.cc
+  // (BookkeepingPerTokenIsWithinTheCharge: mallinfo2 over 8,300 tokens,
+  // just past a doubling of the vectors, their worst case): about 70 bytes
+  // a token held by an idle session and 100-106 at a running request's
+  // peak; the charge leaves half as much again for what that request does
+  // not exercise (logprobs, stop strings, parsed output). Not counted: a
+  // multimodal chunk's embedding rows (kept in the history, charged per
+  // row like a token).
+  static constexpr size_t kBookkeepingBytesPerSymbol = 160;
+
   const ModelInfo& info() const { return backend->info(); }
   // Most positions a sequence may hold.
   Pos context_length() const;
   // The bound above for a sequence of `rows` positions (a multimodal chunk
-  // counts as its rows, at least its positions); saturates.
+  // counts as its rows, at least its positions), plus the bookkeeping of as
+  // many symbols; saturates. What a request reserves before it runs.
   size_t SequenceBytes(int64_t rows) const;
+  // What a live sequence holds now: its memory's bytes plus the bookkeeping
+  // of its symbols or of `history_symbols` (the session's history, which a
+  // turn that did not end OK leaves shorter than the sequence), whichever
+  // is more. The caller has `seq` to itself (a session's lease).
+  size_t HeldBytes(checkpoint::Sequence& seq, size_t history_symbols) const;
 };
 
 // Models built in memory instead of read from a file. cairn's synthetic demo

@@ -67,6 +67,11 @@ const char kUsage[] = R"(cairn-server: a gRPC inference service (cairn.v1.Infere
                             without a completed write (default 30)
   --max-queue=N             requests waiting per model (default 256)
   --max-concurrent=N        concurrent Generate calls (default 256)
+  --max-tokens-default=N    tokens a Generate produces when it sets no max_tokens
+                            (default 256)
+  --max-tokens-limit=N      the most tokens one Generate produces: a larger max_tokens
+                            is capped (default 16384). Also the bound on tokens
+                            generated ahead of a client that stopped reading.
   --max-sessions=N          live sessions (default 1024)
   --memory-budget=SIZE|N%   bytes of live sequence memory (KV caches, recurrent state)
                             of all sessions and running requests together, e.g. 8GiB
@@ -138,6 +143,8 @@ void DeclareFlags(cairn::service::FlagParser& flags, ServerFlags& f, cairn::serv
   flags.Add("max-batch", &opt.scheduler.max_batch, 0);
   flags.Add("max-queue", &opt.scheduler.max_queue, 0);
   flags.Add("max-concurrent", &opt.limits.max_concurrent_generate, 0);
+  flags.Add("max-tokens-default", &opt.limits.default_max_tokens, 0);
+  flags.Add("max-tokens-limit", &opt.limits.max_tokens_limit, 1);
   flags.Add("memory-budget", &f.memory_budget);
   flags.Add("max-sessions", &opt.sessions.max_sessions, 0);
   flags.Add("session-idle-seconds", &f.session_idle, 0);

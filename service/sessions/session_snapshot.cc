@@ -40,7 +40,7 @@ absl::StatusOr<v1::SessionSnapshot> CaptureUnsealed(Session& s, CaptureMode mode
       }
     }
     auto r = model.engine->Prefill(*s.seq, p);
-    if (budget != nullptr) s.memory.Set(s.seq->memory()->Bytes(SnapshotScope::kFull));
+    if (budget != nullptr) s.memory.Set(model.HeldBytes(*s.seq, s.history.size()));
     if (!r.ok()) return r.status();
   }
   auto state = s.seq->memory()->Capture(SnapshotScope::kFull);
@@ -126,8 +126,8 @@ absl::StatusOr<SessionLease> RestoreSession(const v1::SessionSnapshot& snap, con
       s.seq->memory()->Truncate(0).IgnoreError();
     }
   }
-  if (budget != nullptr) s.memory.Set(s.seq->memory()->Bytes(SnapshotScope::kFull));
   s.history = std::move(h);
+  if (budget != nullptr) s.memory.Set(model.HeldBytes(*s.seq, s.history.size()));
   return lease;
 }
 

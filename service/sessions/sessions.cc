@@ -120,7 +120,7 @@ absl::StatusOr<SessionLease> SessionManager::Fork(Session& source) {
   if (budget_ != nullptr) {
     // The copy holds what the source's memory holds now.
     auto r =
-        budget_->Reserve(source.seq->memory()->Bytes(SnapshotScope::kFull),
+        budget_->Reserve(source.model->HeldBytes(*source.seq, source.history.size()),
                          absl::StrCat("a fork of session '", source.id, "' (", source.seq->next_pos(), " positions)"));
     if (!r.ok()) return r.status();
     s->memory = std::move(*r);

@@ -4,6 +4,8 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -15,6 +17,17 @@
 
 namespace cairn::service::e2e {
 namespace {
+
+// A server for the one model `spec` names, with the options `configure`
+// sets; null (and a failure) when it does not start.
+std::unique_ptr<Server> ServeOne(const std::string& spec, const std::function<void(ServerOptions&)>& configure) {
+  ServerOptions opt = TestServerOptions();
+  opt.models = {*ParseModelSpec(spec)};
+  configure(opt);
+  auto server = Server::Create(opt);
+  EXPECT_TRUE(server.ok()) << server.status();
+  return server.ok() ? std::move(*server) : nullptr;
+}
 
 // A server with small limits, for the bounds.
 TEST(ServiceLimitsTest, SessionCountAndIdleTimeAreBounded) {
@@ -47,6 +60,28 @@ TEST(ServiceLimitsTest, SessionCountAndIdleTimeAreBounded) {
   while (listed()) std::this_thread::sleep_for(std::chrono::milliseconds(100));
   EXPECT_EQ(c.Get(a).status().code(), absl::StatusCode::kNotFound);
   EXPECT_TRUE(c.Session(create, &resp).ok());
+}
+
+// --max-tokens-default applies when a request sets no max_tokens, and
+// --max-tokens-limit caps a larger one: the reply ends at the cap with
+// FINISH_REASON_LENGTH, and the budget reserves only what the cap allows.
+TEST(ServiceLimitsTest, MaxTokensHasAServerDefaultAndLimit) {
+  std::unique_ptr<Server> server = ServeOne("rec=demo-recurrent", [](ServerOptions& opt) {
+    opt.limits.default_max_tokens = 7;
+    opt.limits.max_tokens_limit = 40;
+  });
+  ASSERT_NE(server, nullptr);
+  Client c(server->port());
+  GenerateRequest unset = Req("rec", Ids(4), 0);
+  unset.mutable_stop()->clear_max_tokens();
+  Result r = c.Generate(unset);
+  ASSERT_TRUE(r.status.ok()) << r.status.error_message();
+  EXPECT_EQ(r.ids.size(), 7u);
+  r = c.Generate(Req("rec", Ids(4), 1 << 20));
+  ASSERT_TRUE(r.status.ok()) << r.status.error_message();
+  EXPECT_EQ(r.ids.size(), 40u);
+  EXPECT_EQ(r.finished.reason(), v1::FINISH_REASON_LENGTH);
+  EXPECT_EQ(c.Generate(Req("rec", Ids(4), 12)).ids.size(), 12u);  // below the limit: as asked
 }
 
 TEST(ServiceLimitsTest, ModelSpecsAndLoadErrors) {
@@ -136,14 +171,13 @@ TEST(ServiceRestartTest, CheckpointsOnDiskServeAfterARestart) {
 }
 
 TEST(ServiceLimitsTest, FullQueueIsResourceExhausted) {
-  ServerOptions opt = TestServerOptions();
-  opt.models = {*ParseModelSpec("tiny=demo-transformer")};
-  opt.scheduler.max_batch = 1;
-  opt.scheduler.max_queue = 1;
-  auto server = Server::Create(opt);
-  ASSERT_TRUE(server.ok());
-  Scheduler& sched = *(*(*server)->models().Find("tiny"))->scheduler;
-  const int port = (*server)->port();
+  std::unique_ptr<Server> server = ServeOne("tiny=demo-transformer", [](ServerOptions& opt) {
+    opt.scheduler.max_batch = 1;
+    opt.scheduler.max_queue = 1;
+  });
+  ASSERT_NE(server, nullptr);
+  Scheduler& sched = *(*server->models().Find("tiny"))->scheduler;
+  const int port = server->port();
   Client c(port);
   grpc::StatusCode third = grpc::StatusCode::OK;
   Result second;

@@ -1,6 +1,11 @@
 // End-to-end tests (service_fixture.h): the live-memory budget (--memory-budget): a refused
 // request changes nothing, and every kind of sequence shares one budget across models.
+#include <malloc.h>
+
+#include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <functional>
 #include <memory>
 #include <string>
@@ -38,6 +43,26 @@ class ServiceMemoryBudgetTest : public ::testing::Test {
     client_ = std::make_unique<Client>(server_->port());
   }
   const ServedModel& Model(const std::string& name) { return **server_->models().Find(name); }
+  // A new session on `first.model()` after `first`, appended to it.
+  std::string SessionAfter(GenerateRequest first) {
+    const std::string sid = client_->Create(first.model());
+    first.set_session_id(sid);
+    first.set_append(true);
+    const Result r = client_->Generate(first);
+    EXPECT_TRUE(r.status.ok()) << r.status.error_message();
+    return sid;
+  }
+  // `req` appended to session `sid`, which the budget refuses before
+  // anything runs: its status message.
+  std::string RefusedOnSession(GenerateRequest req, const std::string& sid) {
+    req.set_session_id(sid);
+    req.set_append(true);
+    Result refused = client_->Generate(req);
+    EXPECT_EQ(refused.status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << refused.status.error_message();
+    EXPECT_FALSE(refused.has_prompt);
+    EXPECT_TRUE(refused.ids.empty());
+    return refused.status.error_message();
+  }
   // Waits until no request holds a reservation beyond the sessions' (the
   // server finishes a call's bookkeeping after the client saw its end).
   size_t SettledInUse(size_t want) {
@@ -61,11 +86,7 @@ TEST_F(ServiceMemoryBudgetTest, RefusedGenerateLeavesTheSessionExactlyAsItWas) {
   EXPECT_NE(server_->metrics().Render().find("cairn_memory_budget_bytes " + std::to_string(budget_)),
             std::string::npos);
 
-  const std::string sid = client_->Create("tf");
-  GenerateRequest first = Req("tf", Ids(100), 10);
-  first.set_session_id(sid);
-  first.set_append(true);
-  ASSERT_TRUE(client_->Generate(first).status.ok());
+  const std::string sid = SessionAfter(Req("tf", Ids(100), 10));
   const v1::SessionInfo before = client_->GetIdle(sid);
   ASSERT_EQ(before.tokens(), 110);
   // A fork made before the refused request: the reference for "unchanged".
@@ -74,18 +95,14 @@ TEST_F(ServiceMemoryBudgetTest, RefusedGenerateLeavesTheSessionExactlyAsItWas) {
   v1::SessionResponse forked;
   ASSERT_TRUE(client_->Session(fork, &forked).ok());
   const std::string fid = forked.session().session_id();
-  const size_t in_use = SettledInUse(2 * tf.SequenceBytes(109));
-  EXPECT_EQ(in_use, 2 * tf.SequenceBytes(109));  // both hold 109 positions (the last token is pending)
+  // Both hold 109 positions (the last token is pending) and the
+  // bookkeeping of the 110 tokens of their history.
+  const size_t held = tf.SequenceBytes(109) + ServedModel::kBookkeepingBytesPerSymbol;
+  const size_t in_use = SettledInUse(2 * held);
+  EXPECT_EQ(in_use, 2 * held);
 
   // 110 + 300 prompt positions + 200 new tokens: beyond 600 positions.
-  GenerateRequest big = Req("tf", Ids(300, 350), 200);
-  big.set_session_id(sid);
-  big.set_append(true);
-  Result refused = client_->Generate(big);
-  ASSERT_EQ(refused.status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << refused.status.error_message();
-  EXPECT_FALSE(refused.has_prompt);
-  EXPECT_TRUE(refused.ids.empty());
-  const std::string& msg = refused.status.error_message();
+  const std::string msg = RefusedOnSession(Req("tf", Ids(300, 350), 200), sid);
   EXPECT_NE(msg.find("a prompt of 410 positions plus up to 200 new tokens on model 'tf'"), std::string::npos) << msg;
   EXPECT_NE(msg.find(absl::StrCat("needs ", tf.SequenceBytes(610), " bytes")), std::string::npos) << msg;
   EXPECT_NE(msg.find(absl::StrCat(in_use, " bytes are in use")), std::string::npos) << msg;
@@ -210,9 +227,96 @@ TEST_F(ServiceMemoryBudgetTest, CreateForkImportAndSessionlessShareOneBudgetAcro
   Result rn = client_->Generate(next);
   ASSERT_TRUE(rn.status.ok()) << rn.status.error_message();
   EXPECT_EQ(rn.ids, client_->Generate(Req("rec", Concat(hist, Ids(3, 440)), 5)).ids);
-  // And a session can be created again.
+  // And a session can be created again. Session a holds the bookkeeping of
+  // its 31 tokens (20 + 3, then 3 + 5) besides its state.
   EXPECT_TRUE(client_->Session(create, &resp).ok());
-  EXPECT_EQ(SettledInUse(2 * rec.SequenceBytes(0)), 2 * rec.SequenceBytes(0));
+  const size_t want = 2 * rec.SequenceBytes(0) + 31 * ServedModel::kBookkeepingBytesPerSymbol;
+  EXPECT_EQ(SettledInUse(want), want);
+}
+
+// A recurrent model's state does not grow with its positions, but the
+// tokens a sequence holds do (its history and bookkeeping): a request whose
+// new tokens would take the budget past its limit is refused before it runs,
+// and changes nothing. (Before these bytes were counted, such a request ran
+// to its end: the reservation was the state's size whatever max_tokens.)
+TEST_F(ServiceMemoryBudgetTest, TokensBeyondTheBudgetAreRefusedOnARecurrentModel) {
+  constexpr size_t kRoomForTokens = 1000;
+  Start({"rec=demo-recurrent"}, [](const ModelRegistry& r) {
+    return (*r.Find("rec"))->SequenceBytes(0) + kRoomForTokens * ServedModel::kBookkeepingBytesPerSymbol;
+  });
+  const ServedModel& rec = Model("rec");
+  ASSERT_EQ(rec.sequence_bytes_per_position, 0u);
+  const std::string sid = SessionAfter(Req("rec", Ids(8), 20));
+  const v1::SessionInfo before = client_->GetIdle(sid);
+  const size_t in_use = SettledInUse(rec.SequenceBytes(0) + 28 * ServedModel::kBookkeepingBytesPerSymbol);
+
+  // The prompt fits; 5000 more tokens do not.
+  const std::string msg = RefusedOnSession(Req("rec", Ids(8, 500), 5000), sid);
+  EXPECT_NE(msg.find("a prompt of 36 positions plus up to 5000 new tokens"), std::string::npos) << msg;
+  EXPECT_EQ(server_->memory_budget().in_use(), in_use);
+  EXPECT_EQ(server_->metrics().scheduler.generated_tokens->Value(), 20);
+  const v1::SessionInfo after = client_->GetIdle(sid);
+  EXPECT_EQ(std::vector<int32_t>(after.token_ids().begin(), after.token_ids().end()),
+            std::vector<int32_t>(before.token_ids().begin(), before.token_ids().end()));
+  // Sessionless too; within the room, the same request runs.
+  EXPECT_EQ(client_->Generate(Req("rec", Ids(8), 5000)).status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  GenerateRequest within = Req("rec", Ids(8, 500), 500);
+  within.set_session_id(sid);
+  within.set_append(true);
+  EXPECT_TRUE(client_->Generate(within).status.ok());
+}
+
+// The charge per token (ServedModel::kBookkeepingBytesPerSymbol) covers what
+// the process really allocates per token on a recurrent model with
+// checkpoints off, measured with mallinfo2 while one request generates
+// kTokens on a session (its peak) and once the session is idle again:
+// 8,300 tokens, just past a doubling of the vectors that hold them (their
+// worst case: twice the bytes they use).
+TEST_F(ServiceMemoryBudgetTest, BookkeepingPerTokenIsWithinTheCharge) {
+  constexpr int kTokens = 8300;
+  ServerOptions opt = TestServerOptions();
+  opt.models_options.threads = 2;
+  opt.models_options.checkpoint.enabled = false;
+  opt.models.push_back(*ParseModelSpec("rec=demo-recurrent"));
+  auto s = Server::Create(opt);
+  ASSERT_TRUE(s.ok()) << s.status();
+  server_ = std::move(*s);
+  client_ = std::make_unique<Client>(server_->port());
+  const std::string sid = client_->Create("rec");
+  GenerateRequest req = Req("rec", Ids(8), 200);
+  req.set_session_id(sid);
+  req.set_append(true);
+  ASSERT_TRUE(client_->Generate(req).status.ok());  // warms gRPC's and the scheduler's allocations
+  client_->GetIdle(sid);
+  auto heap = [] { return static_cast<int64_t>(mallinfo2().uordblks); };
+  const int64_t before = heap();
+  std::atomic<bool> done{false};
+  std::atomic<int64_t> peak{before};
+  std::thread sampler([&] {
+    while (!done.load()) {
+      peak.store(std::max(peak.load(), heap()));
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+  });
+  req = Req("rec", Ids(2, 400), kTokens);
+  req.set_session_id(sid);
+  req.set_append(true);
+  grpc::ClientContext ctx;
+  auto reader = client_->stub().Generate(&ctx, req);
+  v1::GenerateResponse ev;
+  int tokens = 0;
+  while (reader->Read(&ev)) tokens += ev.has_token() ? 1 : 0;  // counted, not kept
+  EXPECT_TRUE(reader->Finish().ok());
+  client_->GetIdle(sid);
+  done.store(true);
+  sampler.join();
+  ASSERT_EQ(tokens, kTokens);
+  const double at_peak = static_cast<double>(peak.load() - before) / kTokens;
+  const double idle = static_cast<double>(heap() - before) / kTokens;
+  std::printf("bytes per token: %.1f at the request's peak, %.1f held by the idle session (charged %zu)\n", at_peak,
+              idle, ServedModel::kBookkeepingBytesPerSymbol);
+  EXPECT_LE(at_peak, ServedModel::kBookkeepingBytesPerSymbol);
+  EXPECT_LE(idle, at_peak);
 }
 
 }  // namespace

@@ -70,7 +70,7 @@ class ShutdownTest(unittest.TestCase):
 
     def test_in_flight_request_finishes_within_the_grace(self):
         proc, port, stub = self.start("--shutdown-grace=120")
-        n = 20000
+        n = 16000  # within --max-tokens-limit (16384)
         started, result, t = self.stream_in_background(stub, self.req(n))
         self.assertTrue(started.wait(60))
         proc.send_signal(signal.SIGTERM)

@@ -217,13 +217,15 @@ TEST_F(SessionsTest, NewSequencesReserveFromTheMemoryBudget) {
 }
 
 TEST_F(SessionsTest, AForkReservesWhatItsSourceHolds) {
-  // What a 3-token sequence holds, measured on a session without a budget.
+  // What a 3-token sequence holds (its memory and the bookkeeping of its
+  // tokens), measured on a session without a budget.
   size_t held = 0;
   {
     auto probe = Manager().Create(model_, "", "");
     ASSERT_TRUE(probe.ok());
     Run(**probe, 3);
-    held = (*probe)->seq->memory()->Bytes(SnapshotScope::kFull);
+    held = model_->HeldBytes(*(*probe)->seq, (*probe)->history.size());
+    EXPECT_EQ(held, (*probe)->seq->memory()->Bytes(SnapshotScope::kFull) + 3 * ServedModel::kBookkeepingBytesPerSymbol);
   }
   sessions_.reset();
   for (const bool fits : {false, true}) {
@@ -232,7 +234,7 @@ TEST_F(SessionsTest, AForkReservesWhatItsSourceHolds) {
     auto source = m.Create(model_, "", "");
     ASSERT_TRUE(source.ok()) << source.status();
     Run(**source, 3);
-    (*source)->memory.Set((*source)->seq->memory()->Bytes(SnapshotScope::kFull));
+    (*source)->memory.Set(model_->HeldBytes(*(*source)->seq, (*source)->history.size()));
     auto fork = m.Fork(**source);
     EXPECT_EQ(fork.ok(), fits) << fork.status();
     EXPECT_EQ(budget.in_use(), fits ? 2 * held : held);
