@@ -2,7 +2,8 @@
 // sent as plain tokens) compute it once: the later ones wait for the first to
 // compute it and restore its checkpoint (shared_prefix.h). Run through the
 // real scheduler and checkpoint engine on the golden models of every family;
-// a latch in front of the backend only lines the requests up.
+// a turnstile in front of the backend (GatedBackend) only lines the requests
+// up.
 #include "service/scheduling/shared_prefix.h"
 
 #include <memory>
@@ -17,43 +18,13 @@
 #include "gtest/gtest.h"
 #include "service/scheduling/scheduler.h"
 #include "tests/checkpoint/engine_testing.h"
+#include "tests/service/scheduling/gated_backend.h"
 
 namespace cairn::service {
 namespace {
 
-constexpr absl::Duration kPatience = absl::Seconds(120);  // a loaded machine is slow, not stuck
-
-// The real backend behind a latch: while closed, a Forward call enters
-// (counted) and waits; it computes nothing itself.
-class LatchedBackend final : public Backend {
- public:
-  explicit LatchedBackend(std::unique_ptr<Backend> real) : real_(std::move(real)) {}
-  const ModelInfo& info() const override { return real_->info(); }
-  absl::StatusOr<std::unique_ptr<SequenceMemory>> NewSequence() override { return real_->NewSequence(); }
-  absl::StatusOr<std::vector<RunLogits>> Forward(std::span<const SequenceRun> batch) override {
-    {
-      absl::MutexLock lock(&mu_);
-      ++calls_;
-      mu_.Await(absl::Condition(&open_));
-    }
-    return real_->Forward(batch);
-  }
-  void Set(bool open) {
-    absl::MutexLock lock(&mu_);
-    open_ = open;
-  }
-  bool AwaitCalls(int n) {
-    absl::MutexLock lock(&mu_);
-    auto reached = [this, n]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return calls_ >= n; };
-    return mu_.AwaitWithTimeout(absl::Condition(&reached), kPatience);
-  }
-
- private:
-  std::unique_ptr<Backend> real_;
-  absl::Mutex mu_;
-  bool open_ ABSL_GUARDED_BY(mu_) = true;
-  int calls_ ABSL_GUARDED_BY(mu_) = 0;
-};
+using testing::GatedBackend;
+using testing::kPatience;
 
 // A greedy request and the logprobs of its tokens, collected at each wake-up.
 struct Request {
@@ -93,7 +64,7 @@ class SharedPrefixTest : public ::testing::TestWithParam<Family> {
     CAIRN_REQUIRE_SHARED(GetParam().model);
     auto backend = checkpoint::testing::LoadBackend(GetParam().model);
     ASSERT_TRUE(backend.ok()) << backend.status();
-    backend_ = std::make_unique<LatchedBackend>(std::move(*backend));
+    backend_ = std::make_unique<GatedBackend>(std::move(*backend));
     std::mt19937 rng(7);
     const int vocab = backend_->info().n_vocab;
     auto token = [&] { return 3 + static_cast<TokenId>(rng() % (vocab - 3)); };
@@ -133,11 +104,11 @@ class SharedPrefixTest : public ::testing::TestWithParam<Family> {
   std::vector<std::unique_ptr<Request>> RunTogether(Scheduler& s) {
     std::vector<std::unique_ptr<Request>> reqs;
     for (const auto& p : prompts_) reqs.push_back(std::make_unique<Request>(p, kReply));
-    backend_->Set(false);
+    backend_->Hold();
     EXPECT_TRUE(s.Submit(reqs[0]->job).ok());
-    EXPECT_TRUE(backend_->AwaitCalls(1));
+    backend_->AwaitEntered(1);
     for (size_t i = 1; i < reqs.size(); ++i) EXPECT_TRUE(s.Submit(reqs[i]->job).ok());
-    backend_->Set(true);
+    backend_->Release();
     for (auto& r : reqs) EXPECT_TRUE(r->AwaitDone());
     return reqs;
   }
@@ -162,7 +133,7 @@ class SharedPrefixTest : public ::testing::TestWithParam<Family> {
 
   static constexpr int kShared = 96;
   static constexpr int kReply = 6;
-  std::unique_ptr<LatchedBackend> backend_;
+  std::unique_ptr<GatedBackend> backend_;
   std::shared_ptr<checkpoint::CheckpointStore> store_;
   std::unique_ptr<checkpoint::CheckpointEngine> engine_;
   std::vector<TokenId> shared_;
