@@ -46,6 +46,9 @@ class Capturer final {
            EngineCounters& counters, bool enabled)
       : store_(store), index_(index), policy_(policy), live_(live), counters_(counters), enabled_(enabled) {}
 
+  // Whether checkpoints are taken at all (a store was given).
+  bool enabled() const { return enabled_ && store_ != nullptr; }
+
   // A prompt of `prompt_size` symbols starts on the sequence, which now
   // holds its first history().size() symbols: restored at `restored_depth`
   // symbols from a snapshot, or (nullopt) cut back from its own memory. Sets

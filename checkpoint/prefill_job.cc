@@ -50,6 +50,23 @@ void PrefillJob::CaptureDue() {
   }
 }
 
+bool PrefillJob::AddSharedPoint(size_t symbols) {
+  if (!capturer_.enabled() || !error_.ok() || symbols <= i_ || symbols > prompt_.size()) return false;
+  auto at = std::lower_bound(points_.begin() + static_cast<std::ptrdiff_t>(next_point_), points_.end(), symbols,
+                             [](const CapturePoint& p, size_t n) { return p.symbols < n; });
+  if (at != points_.end() && at->symbols == symbols) {
+    at->full = true;  // a checkpoint-scope snapshot serves only a sequence holding the prefix
+    return true;
+  }
+  CapturePoint point;
+  point.symbols = symbols;
+  // Where two prompts part: the reason the policy gives such points too.
+  point.reason = CaptureReason::kDivergence;
+  point.full = true;
+  points_.insert(at, point);
+  return true;
+}
+
 void PrefillJob::PlanSnapshotRows(size_t end) {
   SequenceState& s = *state_;
   s.mu.AssertHeld();  // lock_

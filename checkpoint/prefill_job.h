@@ -63,6 +63,18 @@ class PrefillJob {
   // when OK), the sequence then holding the prompt prefix absorbed so far.
   absl::StatusOr<PrefillResult> Finish(absl::Status error = absl::OkStatus());
 
+  // The prompt being processed, and how many of its symbols are absorbed
+  // (restored or computed) so far.
+  const Prompt& prompt() const { return prompt_; }
+  size_t absorbed() const { return i_; }
+  // Asks for a full checkpoint (restorable onto any sequence) after the
+  // first `symbols` prompt symbols: a prefix another request shares and
+  // waits for, so that it restores it instead of computing it again.
+  // Captured like the planned points (the store may still decline it).
+  // False, changing nothing, when checkpointing is off, or `symbols` is
+  // already absorbed or beyond the prompt.
+  bool AddSharedPoint(size_t symbols);
+
  private:
   friend class CheckpointEngine;
   // Locks the sequence (waits for engine calls on it).

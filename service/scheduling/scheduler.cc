@@ -145,7 +145,7 @@ size_t Scheduler::CountIdle(Clock::time_point now) const {
 }
 
 bool Scheduler::HasWork() const {
-  if (stopping_ || !queue_.empty() || !prefilling_.empty()) return true;
+  if (stopping_ || !queue_.empty() || !prefilling_.empty() || !shared_prefix_waits_.empty()) return true;
   for (const auto& r : decoding_) {
     if (r->job->stop_reason() != StopReason::kNone ||
         !WaitsForWrites(*r->job, r->generated, options_.max_unacknowledged_tokens)) {
@@ -187,6 +187,9 @@ void Scheduler::StartPrompt(std::shared_ptr<GenerateJob> job) {
     EndUnstarted(*job, StopStatus(*job));
     return;
   }
+  checkpoint::Prompt prompt;
+  absl::Status st = job->prompt.ToPrompt(model_.backend->info().n_embd, &prompt);
+  if (st.ok() && HoldForSharedPrefix(job, prompt)) return;
   auto p = std::make_unique<Prefilling>();
   p->r = std::make_unique<Running>(job, model_.tokenizer);
   Running& r = *p->r;
@@ -200,8 +203,6 @@ void Scheduler::StartPrompt(std::shared_ptr<GenerateJob> job) {
     r.fresh = std::move(*fresh);
     r.seq = r.fresh.get();
   }
-  checkpoint::Prompt prompt;
-  absl::Status st = job->prompt.ToPrompt(model_.backend->info().n_embd, &prompt);
   if (st.ok()) {
     // Chooses and applies the reuse (cut, restore, shared prefix) now; the
     // rest of the prompt is computed in this loop's batched steps.
@@ -217,6 +218,25 @@ void Scheduler::StartPrompt(std::shared_ptr<GenerateJob> job) {
     return;
   }
   prefilling_.push_back(std::move(p));
+}
+
+bool Scheduler::HoldForSharedPrefix(const std::shared_ptr<GenerateJob>& job, const checkpoint::Prompt& prompt) {
+  // What the request can reuse without waiting: its session's sequence, or
+  // a state of the index on its path restorable onto any sequence (its own
+  // earlier turn, parked).
+  const std::string& tenant = job->seq != nullptr ? job->seq->tenant() : job->tenant;
+  size_t reusable = job->seq != nullptr ? checkpoint::CommonPrefix(job->seq->history().keys(), prompt.keys()) : 0;
+  for (const checkpoint::IndexHit& hit : model_.engine->index().Lookup(tenant, prompt.keys(), 0).on_path) {
+    if (hit.entry.kind != checkpoint::EntryKind::kCheckpoint) reusable = std::max(reusable, hit.depth);
+  }
+  return shared_prefix_waits_.MaybeHold(job, prompt, tenant, reusable, PrefixLeaders());
+}
+
+std::vector<PrefixLeader> Scheduler::PrefixLeaders() const {
+  std::vector<PrefixLeader> leaders;
+  leaders.reserve(prefilling_.size());
+  for (const auto& p : prefilling_) leaders.push_back(PrefixLeader{p->job.get(), p->r->seq->tenant()});
+  return leaders;
 }
 
 void Scheduler::PromptDone(std::unique_ptr<Prefilling> p, absl::StatusOr<checkpoint::PrefillResult> res) {
@@ -254,6 +274,9 @@ void Scheduler::Loop() {
       Stopping(*job, Clock::now());
       EndUnstarted(*job, StopStatus(*job));
     }
+    // Held requests whose shared prefix is computed (or whose leader is
+    // gone) start before newly admitted ones: they arrived first.
+    for (auto& job : shared_prefix_waits_.TakeReady(PrefixLeaders())) StartPrompt(std::move(job));
     for (auto& job : admitted) StartPrompt(std::move(job));
     // Stopped requests leave before the step (so within one step of the stop).
     const Clock::time_point now = Clock::now();
@@ -296,7 +319,8 @@ bool Scheduler::WaitAndAdmit(std::vector<std::shared_ptr<GenerateJob>>* admitted
   // while its handler catches up keeps its place.)
   const size_t idle = CountIdle(now);
   while (!queue_.empty() &&
-         decoding_.size() - idle + prefilling_.size() + admitted->size() < static_cast<size_t>(options_.max_batch)) {
+         decoding_.size() - idle + prefilling_.size() + shared_prefix_waits_.size() + admitted->size() <
+             static_cast<size_t>(options_.max_batch)) {
     admitted->push_back(std::move(queue_.front()));
     queue_.pop_front();
   }
@@ -454,6 +478,7 @@ void Scheduler::EndInFlight() {
   prefilling_.clear();
   for (auto& r : decoding_) Retire(*r, shutdown);
   decoding_.clear();
+  for (auto& job : shared_prefix_waits_.TakeAll()) EndUnstarted(*job, shutdown);
 }
 
 bool Scheduler::Step(Running& r, std::span<const float> logits) {

@@ -9,7 +9,10 @@
 // Prompt reuse (cuts, restores, shared prefixes) is the checkpoint engine's:
 // CheckpointEngine::StartPrefill applies it when a request is admitted and
 // its PrefillJob hands out the remaining runs (and captures checkpoints as
-// they are absorbed).
+// they are absorbed). A request whose prompt shares a prefix with a prompt
+// still being computed, which nothing cached covers, waits (holding a batch
+// place) until that prefix is computed and checkpointed once, then starts
+// from it (shared_prefix.h, SchedulerOptions::min_shared_prefix).
 //
 // A request's engine calls are all made here, on the scheduler's thread, in
 // order: NewSequence (a request without a session), StartPrefill, the
@@ -52,6 +55,7 @@
 #include "checkpoint/engine.h"
 #include "service/scheduling/generate_job.h"
 #include "service/scheduling/scheduler_metrics.h"
+#include "service/scheduling/shared_prefix.h"
 
 namespace cairn::service {
 
@@ -68,6 +72,10 @@ struct SchedulerOptions {
   int32_t max_unacknowledged_tokens = 32;
   std::chrono::milliseconds stalled_stream{30000};
   const SchedulerMetrics* metrics = nullptr;  // borrowed; null: none
+  // A request sharing at least this many prompt positions with a prompt
+  // being processed, beyond what is computed, waits for that prefix to be
+  // computed once (shared_prefix.h). 0: never waits.
+  int32_t min_shared_prefix = 32;
   // Tests only: a reply forced through the real path. When set and it
   // returns an id for a request's `n`th generated token (from 0), that id
   // replaces the sampler's draw (the forward pass runs as always). Called on
@@ -137,6 +145,11 @@ class Scheduler final {
   // engine applies the best reuse; the rest of the prompt joins the next
   // steps.
   void StartPrompt(std::shared_ptr<GenerateJob> job);
+  // Holds `job` back while another prompt computes a prefix they share
+  // (shared_prefix.h); true when held. The prompts being processed, as
+  // SharedPrefixWaits sees them.
+  bool HoldForSharedPrefix(const std::shared_ptr<GenerateJob>& job, const checkpoint::Prompt& prompt);
+  std::vector<PrefixLeader> PrefixLeaders() const;
   // A prompt ended (result or error): stream PromptInfo and the first token.
   void PromptDone(std::unique_ptr<Prefilling> p, absl::StatusOr<checkpoint::PrefillResult> res);
   // Samples from `logits` and streams the token; true when the job is over
@@ -186,6 +199,7 @@ class Scheduler final {
   };
   std::vector<std::unique_ptr<Prefilling>> prefilling_;
   std::vector<std::unique_ptr<Running>> decoding_;
+  SharedPrefixWaits shared_prefix_waits_{options_.min_shared_prefix};
   // One step's Forward: decode rows first (each under a hold on its
   // sequence), then prompt runs; out[i] is runs[i]'s result.
   struct StepBatch {

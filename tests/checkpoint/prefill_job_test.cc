@@ -3,6 +3,7 @@
 // the sequence it leaves behind.
 #include "checkpoint/prefill_job.h"
 
+#include <algorithm>
 #include <span>
 #include <vector>
 
@@ -144,6 +145,50 @@ TEST_P(PrefillJobTest, DroppedJobLeavesTheAbsorbedPrefix) {
   ASSERT_GT(absorbed, 0u);
   EXPECT_EQ(seq->history().size(), absorbed);
   EXPECT_EQ(Run(*seq, p).stats.recomputed, static_cast<Pos>(100 - absorbed));
+}
+
+// A point asked for while the job runs (another request shares the prefix
+// up to it): the runs stop there and a full checkpoint is kept, which a
+// fresh sequence restores; points already absorbed or past the prompt are
+// refused.
+TEST_P(PrefillJobTest, SharedPointKeepsAFullCheckpointAFreshSequenceRestores) {
+  options_.tail_every = 0;
+  options_.spaced_first = 0;
+  Rebuild();
+  const std::vector<TokenId> tokens = RandomTokens(rng_, 100, vocab_);
+  Prompt p;
+  Add(p, tokens);
+  auto a = NewSeq();
+  auto job = engine_->StartPrefill(*a, p);
+  ASSERT_TRUE(job.ok()) << job.status();
+  std::vector<size_t> stops;
+  auto step = [&](int32_t budget) {
+    SequenceRun run = (*job)->NextRun(budget);
+    auto out = backend_->Forward(std::span<const SequenceRun>(&run, 1));
+    ASSERT_TRUE(out.ok()) << out.status();
+    ASSERT_TRUE((*job)->Absorbed((*out)[0]).ok());
+    stops.push_back((*job)->absorbed());
+  };
+  step(32);
+  ASSERT_EQ((*job)->absorbed(), 32u);
+  EXPECT_FALSE((*job)->AddSharedPoint(32));
+  EXPECT_FALSE((*job)->AddSharedPoint(101));
+  EXPECT_TRUE((*job)->AddSharedPoint(77));
+  while (!(*job)->done()) step(64);
+  EXPECT_NE(std::find(stops.begin(), stops.end(), 77u), stops.end());
+  auto ra = (*job)->Finish();
+  ASSERT_TRUE(ra.ok()) << ra.status();
+  job->reset();
+  Prompt q;
+  Add(q, std::vector<TokenId>(tokens.begin(), tokens.begin() + 77));
+  Add(q, RandomTokens(rng_, 10, vocab_));
+  const IndexMatch match = engine_->index().Lookup("", q.keys(), 0);
+  EXPECT_TRUE(std::any_of(match.on_path.begin(), match.on_path.end(),
+                          [](const IndexHit& h) { return h.depth == 77 && h.entry.kind == EntryKind::kFull; }));
+  auto b = NewSeq();
+  const PrefillResult rb = Run(*b, q);  // checked against a fresh computation
+  EXPECT_EQ(rb.stats.reused, 77);
+  EXPECT_EQ(rb.stats.recomputed, 10);
 }
 
 INSTANTIATE_TEST_SUITE_P(Families, PrefillJobTest, ::testing::ValuesIn(kRows), RowName);

@@ -18,56 +18,14 @@
 #include "checkpoint/store.h"
 #include "gtest/gtest.h"
 #include "service/programs/demo_models.h"
+#include "tests/service/scheduling/gated_backend.h"
 
 namespace cairn::service {
 namespace {
 
 using std::chrono::milliseconds;
-constexpr absl::Duration kPatience = absl::Seconds(60);  // a loaded machine is slow, not stuck
-
-// Forwards to the real backend; counts calls and the most runs one call
-// held, and while held (Hold) lets a call enter but not proceed.
-class GatedBackend final : public Backend {
- public:
-  explicit GatedBackend(std::unique_ptr<Backend> real) : real_(std::move(real)) {}
-  const ModelInfo& info() const override { return real_->info(); }
-  absl::StatusOr<std::unique_ptr<SequenceMemory>> NewSequence() override { return real_->NewSequence(); }
-  absl::StatusOr<std::vector<RunLogits>> Forward(std::span<const SequenceRun> batch) override {
-    {
-      absl::MutexLock lock(&mu_);
-      ++entered_;
-      most_runs_ = std::max(most_runs_, batch.size());
-      auto open = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !held_; };
-      mu_.Await(absl::Condition(&open));
-    }
-    return real_->Forward(batch);
-  }
-  void Hold() {
-    absl::MutexLock lock(&mu_);
-    held_ = true;
-  }
-  void Release() {
-    absl::MutexLock lock(&mu_);
-    held_ = false;
-  }
-  // Waits until `n` calls have entered.
-  void AwaitEntered(int n) {
-    absl::MutexLock lock(&mu_);
-    auto entered = [this, n]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return entered_ >= n; };
-    EXPECT_TRUE(mu_.AwaitWithTimeout(absl::Condition(&entered), kPatience));
-  }
-  size_t most_runs() const {
-    absl::MutexLock lock(&mu_);
-    return most_runs_;
-  }
-
- private:
-  std::unique_ptr<Backend> real_;
-  mutable absl::Mutex mu_;
-  bool held_ ABSL_GUARDED_BY(mu_) = false;
-  int entered_ ABSL_GUARDED_BY(mu_) = 0;
-  size_t most_runs_ ABSL_GUARDED_BY(mu_) = 0;
-};
+using testing::GatedBackend;
+using testing::kPatience;
 
 // A job and what its wake-ups delivered, taken as a caller takes them: at
 // each wake-up, every event queued (and, when `acknowledge`, each token as
