@@ -11,7 +11,7 @@ PACKAGES=(
   libgtest-dev libgmock-dev googletest libbenchmark-dev
   clang libclang-rt-14-dev clang-format
   prometheus-cpp-dev libssl-dev openssl
-  nlohmann-json3-dev
+  nlohmann-json3-dev libcpp-httplib-dev
   python3 python3-grpcio python3-protobuf
   nginx
 )
