@@ -78,7 +78,8 @@ absl::Status RefuseUnsupported(const Json& body) {
 }
 
 // temperature, top_p, seed, presence_penalty, max_tokens, stop, and the
-// extensions vLLM and llama.cpp accept (top_k, min_p, repetition_penalty).
+// extensions vLLM and llama.cpp accept (top_k, min_p, repetition_penalty,
+// ignore_eos).
 absl::Status ParseSampling(const Json& body, bool chat, v1::GenerateRequest* out) {
   v1::SamplingParams* sp = out->mutable_sampling();
   auto temperature = Number(body, "temperature", 0, 2);
@@ -114,6 +115,10 @@ absl::Status ParseSampling(const Json& body, bool chat, v1::GenerateRequest* out
   } else if (!chat) {
     out->mutable_stop()->set_max_tokens(16);
   }
+  // vLLM's extension: generate through end-of-generation tokens.
+  auto ignore_eos = Bool(body, "ignore_eos");
+  if (!ignore_eos.ok()) return ignore_eos.status();
+  if (*ignore_eos) out->mutable_stop()->set_ignore_eos(true);
   if (const Json* stop = Field(body, "stop"); stop != nullptr) {
     if (stop->is_string()) {
       out->mutable_stop()->add_stop_strings(stop->get<std::string>());

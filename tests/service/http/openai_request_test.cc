@@ -21,7 +21,7 @@ TEST(OpenAiRequestTest, ChatTranslatesMessagesSamplingStopsAndTools) {
     "tools": [{"type": "function", "function": {"name": "f", "parameters": {}}}], "tool_choice": "auto",
     "temperature": 0.5, "top_p": 0.9, "seed": 7, "max_completion_tokens": 12, "stop": ["x", "y"],
     "stream": true, "stream_options": {"include_usage": true}, "logprobs": true, "top_logprobs": 3,
-    "user": "someone", "n": 1, "response_format": {"type": "text"}})");
+    "user": "someone", "n": 1, "response_format": {"type": "text"}, "ignore_eos": true})");
   ASSERT_TRUE(r.ok()) << r.status();
   const v1::GenerateRequest& g = r->generate;
   EXPECT_EQ(g.model(), "m");
@@ -39,6 +39,7 @@ TEST(OpenAiRequestTest, ChatTranslatesMessagesSamplingStopsAndTools) {
   EXPECT_EQ(g.sampling().seed(), 7u);
   EXPECT_EQ(g.stop().max_tokens(), 12);
   EXPECT_EQ(g.stop().stop_strings_size(), 2);
+  EXPECT_TRUE(g.stop().ignore_eos());
   EXPECT_TRUE(g.logprobs());
   EXPECT_EQ(g.top_logprobs(), 3);
   EXPECT_TRUE(r->stream);
