@@ -5,10 +5,10 @@ openai_sdk_test.mjs streams a chat, makes a tool round trip, a completion
 from token ids, lists the models, fails to authenticate with a wrong key and
 aborts a stream; this checks what it printed against the same server's gRPC
 API (greedy replies equal, usage and cached tokens) and that the aborted
-stream was cancelled on the server.
+stream was cancelled on the server. Then it runs README's SDK example.
 
     openai_sdk_test.py --server cairn-server --proto-dir protos --protoc protoc
-                       --plugin grpc_python_plugin --shared ../shared
+                       --plugin grpc_python_plugin --shared ../shared --readme README.md
 
 The tool round trip runs on the demo chat model with Qwen3.5's template from
 ../shared/chat_templates. Exits 77 (skipped) without node, the installed SDK
@@ -91,8 +91,31 @@ def check(out, reference, lines):
     return failures
 
 
+def readme_example(readme):
+    """README's openai SDK example (the block after <!-- readme-openai-example -->)."""
+    text = open(readme, encoding="utf-8").read()
+    m = re.search(r"<!-- readme-openai-example -->\n```js\n(.*?)```", text, re.S)
+    if not m:
+        raise SystemExit("README has no openai SDK example block")
+    return m.group(1)
+
+
+def run_readme_example(node, readme, env):
+    """Runs README's example as it is written (beside node_modules, so that
+    it finds the SDK); returns its output, or None when it failed."""
+    script = os.path.join(HERE, ".readme_example_%d.mjs" % os.getpid())
+    with open(script, "w", encoding="utf-8") as f:
+        f.write(readme_example(readme))
+    try:
+        run = subprocess.run([node, script], env=env, capture_output=True, text=True, timeout=120)
+    finally:
+        os.remove(script)
+    print("README example:", run.stdout, run.stderr)
+    return run.stdout if run.returncode == 0 else None
+
+
 def main():
-    args, _ = server_process.parse_stub_arguments("shared")
+    args, _ = server_process.parse_stub_arguments("shared", "readme")
     template = os.path.join(args.shared, "chat_templates/templates/Qwen3.5-4B.jinja")
     if not os.path.exists(template):
         print("shared data not present (%s)" % template)
@@ -134,6 +157,9 @@ def main():
                 print("the SDK script failed")
                 return 1
             failures = check(json.loads(run.stdout.strip().splitlines()[-1]), reference, lines)
+            example = run_readme_example(node, args.readme, env)
+            if example is None or not re.search(r'usage: \{"completion_tokens":\d+', example):
+                failures.append("README's example failed or printed no usage")
         finally:
             proc.terminate()
             rc = proc.wait(timeout=30)
