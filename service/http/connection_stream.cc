@@ -36,7 +36,10 @@ bool ConnectionStream::Wait(short events, bool reading) const {
   auto timeout = io_timeout_;
   if (reading && read_deadline_ != Clock::time_point::max()) {
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(read_deadline_ - Clock::now());
-    if (left <= std::chrono::milliseconds(0)) return false;
+    if (left <= std::chrono::milliseconds(0)) {
+      deadline_passed_ = true;
+      return false;
+    }
     timeout = std::min(timeout, left);
   }
   pollfd p{fd_, events, 0};
@@ -44,7 +47,12 @@ bool ConnectionStream::Wait(short events, bool reading) const {
   do {
     r = ::poll(&p, 1, static_cast<int>(timeout.count()));
   } while (r < 0 && errno == EINTR);
-  if (r <= 0) return false;
+  if (r <= 0) {
+    // Out of time (poll may wake a little before the deadline): closed
+    // after this request rather than kept alive.
+    if (reading && r == 0) deadline_passed_ = true;
+    return false;
+  }
   // A write to a peer that hung up fails; reads see the end themselves.
   if (!reading && (p.revents & (POLLERR | POLLHUP | POLLRDHUP)) != 0) return false;
   return (p.revents & (events | POLLHUP | POLLERR)) != 0;

@@ -28,6 +28,10 @@ class ConnectionStream final : public httplib::Stream {
   void Unbounded() { read_deadline_ = Clock::time_point::max(); }
   // The peer closed or reset the connection.
   bool PeerClosed() const;
+  // A read failed for want of time (the deadline or the I/O timeout): the
+  // connection is closed rather than kept alive for a client that trickles
+  // its bytes.
+  bool deadline_passed() const { return deadline_passed_; }
   // The connection's thread's stream while it serves a request (null
   // elsewhere): route handlers mark the request arrived and watch the peer.
   static ConnectionStream* Current();
@@ -50,6 +54,7 @@ class ConnectionStream final : public httplib::Stream {
   const int fd_;
   const std::chrono::milliseconds io_timeout_;
   Clock::time_point read_deadline_ = Clock::time_point::max();
+  mutable bool deadline_passed_ = false;
 };
 
 }  // namespace cairn::service::http

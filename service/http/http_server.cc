@@ -36,6 +36,10 @@ class GuardedServer final : public httplib::Server {
   GuardedServer(const HttpOptions& options, const std::atomic<bool>* stopping)
       : options_(options), stopping_(stopping) {}
 
+  // httplib listens with a backlog of 5: connections beyond the pool would
+  // be dropped at once under a burst. A second listen() only raises it.
+  bool RaiseBacklog() { return ::listen(svr_sock_, SOMAXCONN) == 0; }
+
  private:
   bool process_and_close_socket(int sock) override {
     ConnectionStream stream(sock, options_.io_timeout);
@@ -46,7 +50,7 @@ class GuardedServer final : public httplib::Server {
       stream.ReadBy(Clock::now() + options_.request_timeout);
       bool closed = false;
       ok = process_request(stream, n + 1 == options_.keep_alive_requests || stopping_->load(), closed, nullptr);
-      if (closed) break;
+      if (closed || stream.deadline_passed()) break;
     }
     ConnectionStream::SetCurrent(nullptr);
     ::shutdown(sock, SHUT_RDWR);
@@ -288,6 +292,8 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Create(HttpOptions optio
   const HttpOptions& o = s->routes_->options();
   auto server = std::make_unique<GuardedServer>(o, &s->routes_->stopping());
   server->set_payload_max_length(o.max_body_bytes);
+  server->set_keep_alive_max_count(o.keep_alive_requests);
+  server->set_keep_alive_timeout(std::chrono::duration_cast<std::chrono::seconds>(o.keep_alive).count());
   server->set_read_timeout(std::chrono::duration_cast<std::chrono::microseconds>(o.io_timeout));
   server->set_write_timeout(std::chrono::duration_cast<std::chrono::microseconds>(o.io_timeout));
   server->new_task_queue = [threads = o.threads, queued = o.queued_connections] {
@@ -300,6 +306,7 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Create(HttpOptions optio
     return absl::UnavailableError(
         absl::StrCat("--http-listen ", o.listen, ": cannot listen (address in use or invalid)"));
   }
+  server->RaiseBacklog();
   s->server_ = std::move(server);
   s->thread_ = std::thread([server = s->server_.get()] { server->listen_after_bind(); });
   return s;
