@@ -12,7 +12,6 @@ cleanly on SIGTERM.
 import http.client
 import json
 import os
-import re
 import signal
 import socket
 import sys
@@ -101,12 +100,7 @@ def main():
         import cairn.v1.inference_pb2_grpc as pbg
         lines = []
         proc, port, _ = server_process.start(args.server, "--threads=1", "--http-listen=127.0.0.1:0", lines=lines)
-        deadline = time.time() + 10
-        http_port = None
-        while http_port is None and time.time() < deadline:
-            found = [re.search(r"HTTP API on port (\d+)", l) for l in lines]
-            http_port = next((int(m.group(1)) for m in found if m), None)
-            time.sleep(0.01)
+        http_port = server_process.wait_for_http_port(lines)
         load = GrpcLoad(port, grpc, pb, pbg)
         load.start()
 

@@ -32,14 +32,11 @@ class HttpTest : public ::testing::Test {
     opt.models_options.threads = 2;
     opt.http.listen = "127.0.0.1:0";
     opt.http.max_body_bytes = 1 << 20;
-    auto s = Server::Create(opt);
-    ASSERT_TRUE(s.ok()) << s.status();
-    server_ = s->release();
+    absl::StatusOr<std::unique_ptr<Server>> created = Server::Create(opt);
+    ASSERT_TRUE(created.ok()) << created.status();
+    server_ = *std::move(created);
   }
-  static void TearDownTestSuite() {
-    delete server_;
-    server_ = nullptr;
-  }
+  static void TearDownTestSuite() { server_.reset(); }
   void SetUp() override { grpc_ = std::make_unique<Client>(server_->port()); }
 
   static HttpReply Send(const std::string& method, const std::string& path, const std::string& body = "",
@@ -117,11 +114,11 @@ class HttpTest : public ::testing::Test {
     return r;
   }
 
-  static Server* server_;
+  static std::unique_ptr<Server> server_;
   std::unique_ptr<Client> grpc_;
 };
 
-Server* HttpTest::server_ = nullptr;
+std::unique_ptr<Server> HttpTest::server_;
 
 TEST_F(HttpTest, HealthAndModels) {
   EXPECT_EQ(Send("GET", "/health").status, 200);

@@ -91,21 +91,12 @@ def check(out, reference, lines):
     return failures
 
 
-def readme_example(readme):
-    """README's openai SDK example (the block after <!-- readme-openai-example -->)."""
-    text = open(readme, encoding="utf-8").read()
-    m = re.search(r"<!-- readme-openai-example -->\n```js\n(.*?)```", text, re.S)
-    if not m:
-        raise SystemExit("README has no openai SDK example block")
-    return m.group(1)
-
-
 def run_readme_example(node, readme, env):
     """Runs README's example as it is written (beside node_modules, so that
     it finds the SDK); returns its output, or None when it failed."""
     script = os.path.join(HERE, ".readme_example_%d.mjs" % os.getpid())
     with open(script, "w", encoding="utf-8") as f:
-        f.write(readme_example(readme))
+        f.write(server_process.readme_block(readme, "readme-openai-example", "js"))
     try:
         run = subprocess.run([node, script], env=env, capture_output=True, text=True, timeout=120)
     finally:
@@ -141,12 +132,7 @@ def main():
                                              "--model=qwen=demo-chat", "--chat-template=qwen=" + template,
                                              "--auth-token-file=" + tokens, "--log-level=info", lines=lines)
         try:
-            deadline = time.time() + 10
-            http_port = None
-            while http_port is None and time.time() < deadline:
-                found = [re.search(r"HTTP API on port (\d+)", l) for l in lines]
-                http_port = next((int(m.group(1)) for m in found if m), None)
-                time.sleep(0.01)
+            http_port = server_process.wait_for_http_port(lines)
             reference = grpc_reference(port, pb, pbg, grpc)
             env = dict(os.environ, CAIRN_HTTP="http://127.0.0.1:%d/v1" % http_port, CAIRN_TOKEN=TOKEN,
                        CAIRN_CONVERSATION=json.dumps(CONVERSATION), CAIRN_PROMPT_IDS=json.dumps(PROMPT_IDS))
