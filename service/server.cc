@@ -245,6 +245,9 @@ Server::~Server() {
   if (server_ != nullptr) server_->Wait();
   server_.reset();
   http_.reset();
+  // A completion whose client left ends on its own, within a scheduler
+  // step of its cancel: the service goes after it.
+  if (service_ != nullptr) service_->WaitForCalls(absl::InfiniteFuture());
   service_.reset();
   // A clean shutdown keeps what a restart can reuse: the sessions' states
   // and every RAM checkpoint go to the disk tier, when there is one.
