@@ -32,7 +32,7 @@ RUN apt-get update -qq \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
       build-essential cmake ninja-build pkg-config \
       libgrpc++-dev libgrpc-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libabsl-dev \
-      libopenblas-dev libgtest-dev libgmock-dev libbenchmark-dev prometheus-cpp-dev libssl-dev nlohmann-json3-dev \
+      libopenblas-dev libgtest-dev libgmock-dev libbenchmark-dev prometheus-cpp-dev libssl-dev nlohmann-json3-dev libcpp-httplib-dev \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY CMakeLists.txt ./

@@ -81,6 +81,12 @@ absl::StatusOr<BackendRegistry> BackendFamilies(const std::vector<std::string>& 
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Server>> Server::Create(const ServerOptions& options) {
+  // cpp-httplib's TLS server would bypass the connection bounds of the HTTP
+  // door (http_server.h): refused rather than served unbounded.
+  if (!options.http.listen.empty() && !options.tls_cert.empty()) {
+    return absl::InvalidArgumentError(
+        "--http-listen serves plain HTTP only: with --tls-cert, terminate TLS for it in a proxy in front");
+  }
   std::unique_ptr<Server> s(new Server());
   s->options_ = options;
   if (options.models_options.threads > 0) {
@@ -157,6 +163,11 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Create(const ServerOptions& opti
   if (s->server_ == nullptr || s->port_ == 0) {
     return absl::UnavailableError(absl::StrCat("--listen ", options.listen, ": cannot listen (see gRPC's log above)"));
   }
+  if (!options.http.listen.empty()) {
+    auto http = http::HttpServer::Create(options.http, s->service_.get(), s->models_.get(), s->auth_.get());
+    if (!http.ok()) return http.status();
+    s->http_ = std::move(*http);
+  }
   if (auto* health = s->server_->GetHealthCheckService()) {
     health->SetServingStatus(true);
     health->SetServingStatus("cairn.v1.Inference", true);
@@ -223,6 +234,8 @@ void Server::Shutdown() {
     service_->StopAccepting();
     service_->WaitForCalls(absl::FromChrono(deadline));
   }
+  // HTTP completions still running are cancelled as gRPC's are.
+  if (http_ != nullptr) http_->Stop();
   server_->Shutdown(deadline);
 }
 
@@ -231,6 +244,10 @@ Server::~Server() {
   if (housekeeper_.joinable()) housekeeper_.join();
   if (server_ != nullptr) server_->Wait();
   server_.reset();
+  http_.reset();
+  // A completion whose client left ends on its own, within a scheduler
+  // step of its cancel: the service goes after it.
+  if (service_ != nullptr) service_->WaitForCalls(absl::InfiniteFuture());
   service_.reset();
   // A clean shutdown keeps what a restart can reuse: the sessions' states
   // and every RAM checkpoint go to the disk tier, when there is one.

@@ -21,6 +21,7 @@
 #include "service/host/memory_budget.h"
 #include "service/host/metrics.h"
 #include "service/host/models.h"
+#include "service/http/http_server.h"
 #include "service/scheduling/scheduler.h"
 #include "service/sessions/sessions.h"
 
@@ -38,6 +39,9 @@ struct ServerOptions {
   SessionOptions sessions;
   ServiceLimits limits;
   std::string metrics_listen;  // empty: no HTTP endpoint (metrics_http.h)
+  // The OpenAI-compatible HTTP API (service/http/); listen "": off. Plain
+  // HTTP only: with TLS options set, Create refuses it (INVALID_ARGUMENT).
+  http::HttpOptions http;
   // TLS: PEM files of the server's certificate chain and key (both or
   // neither); with a client CA, clients must present a certificate it signed
   // (mutual TLS). The files are re-read when they change (checked every
@@ -83,6 +87,8 @@ class Server final {
   ~Server();
 
   int port() const { return port_; }
+  // The HTTP API's bound port (0 when off).
+  int http_port() const { return http_ != nullptr ? http_->port() : 0; }
   Metrics& metrics() { return *metrics_; }
   ModelRegistry& models() { return *models_; }
   SessionManager& sessions() { return *sessions_; }
@@ -111,6 +117,7 @@ class Server final {
   std::unique_ptr<Authenticator> auth_;
   std::unique_ptr<InferenceService> service_;
   std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<http::HttpServer> http_;  // may be null; stopped before the service goes
   int port_ = 0;
 
   absl::Mutex mu_;

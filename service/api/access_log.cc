@@ -25,7 +25,7 @@ std::string Outcome(const absl::Status& status, double seconds) {
 void RecordGenerate(Metrics* metrics, const v1::GenerateRequest& req, const GenerateTrace& trace,
                     const absl::Status& status, double seconds) {
   if (metrics != nullptr) {
-    metrics->CountRequest("Generate", trace.model, status.code());
+    metrics->CountRequest(trace.method, trace.model, status.code(), /*generation=*/true);
     metrics->request_duration->Observe(seconds);
     if (trace.timings.has_value()) {
       metrics->queue_wait->Observe(trace.timings->queue_seconds());
@@ -35,7 +35,7 @@ void RecordGenerate(Metrics* metrics, const v1::GenerateRequest& req, const Gene
   if (!LogEnabled(LogLevel::kInfo)) return;
   // The model as named by a served model, else as the client sent it.
   const std::string& model = trace.model.empty() ? req.model() : trace.model;
-  std::string line = absl::StrCat("access method=Generate model=", LogValue(model),
+  std::string line = absl::StrCat("access method=", trace.method, " model=", LogValue(model),
                                   " session=", req.session_id().empty() ? "-" : LogValue(req.session_id()));
   if (trace.prefilled) {
     absl::StrAppend(&line, " prompt=", trace.stats.prompt_symbols, " reused=", trace.stats.reused,

@@ -9,7 +9,6 @@
 #include "absl/strings/str_cat.h"
 #include "service/api/generate_response.h"
 #include "service/api/prompt_builder.h"
-#include "service/api/status.h"
 #include "service/scheduling/scheduler.h"
 #include "service/sessions/history_proto.h"
 
@@ -48,19 +47,18 @@ SamplingConfig SamplingFromRequest(const v1::GenerateRequest& req) {
 
 }  // namespace
 
-InferenceService::GenerateCall::GenerateCall(InferenceService& service, grpc::CallbackServerContext* ctx,
+InferenceService::GenerateCall::GenerateCall(InferenceService& service, std::shared_ptr<GenerateSink> sink,
                                              const v1::GenerateRequest& req)
-    : service_(service), ctx_(ctx), req_(req) {}
+    : service_(service), sink_(std::move(sink)), req_(req) {}
 
-grpc::ServerWriteReactor<v1::GenerateResponse>* InferenceService::GenerateCall::Begin(InferenceService& service,
-                                                                                      grpc::CallbackServerContext* ctx,
-                                                                                      const v1::GenerateRequest& req) {
-  std::shared_ptr<GenerateCall> call(new GenerateCall(service, ctx, req));
-  call->self_ = call;
-  service.CallStarted();
-  service.AddReplicaMetadata(ctx);
-  service.workers_.Run([call] { call->Start(); });
-  return call.get();
+std::shared_ptr<InferenceService::GenerateCall> InferenceService::GenerateCall::Create(
+    InferenceService& service, std::shared_ptr<GenerateSink> sink, const v1::GenerateRequest& req) {
+  return std::shared_ptr<GenerateCall>(new GenerateCall(service, std::move(sink), req));
+}
+
+void InferenceService::GenerateCall::Launch() {
+  service_.CallStarted();
+  service_.workers_.Run([call = shared_from_this()] { call->Start(); });
 }
 
 // ---------------------------------------------------------------------------
@@ -83,7 +81,7 @@ absl::Status InferenceService::GenerateCall::Admit() {
     return absl::ResourceExhaustedError(
         absl::StrCat("more than ", service_.limits_.max_concurrent_generate, " concurrent Generate calls"));
   }
-  absl::StatusOr<Caller> caller = service_.auth_->Authenticate(*ctx_);
+  absl::StatusOr<Caller> caller = sink_->Authenticate(*service_.auth_);
   if (!caller.ok()) return caller.status();
   caller_ = *std::move(caller);
   return absl::OkStatus();
@@ -209,14 +207,15 @@ absl::Status InferenceService::GenerateCall::Submit() {
   job->stream_text = !req_.has_stream_text() || req_.stream_text();
   job->session_id = req_.session_id();
   job->received = received_;
-  job->deadline = StopTime(ctx_->deadline());
-  // The wake-up holds no reference: a call gRPC is done with may go while
-  // the scheduler still has the job.
+  job->deadline = StopTime(sink_->Deadline());
+  // The wake-up holds no reference: a call its transport is done with may
+  // go while the scheduler still has the job.
   job->on_progress = [weak = weak_from_this()] {
     if (std::shared_ptr<GenerateCall> call = weak.lock()) call->Wake();
   };
-  grpc::CallbackServerContext* ctx = ctx_;
-  job->abort_stream = [ctx] { ctx->TryCancel(); };
+  job->abort_stream = [weak = std::weak_ptr<GenerateSink>(sink_)] {
+    if (std::shared_ptr<GenerateSink> sink = weak.lock()) sink->Abort();
+  };
   {
     absl::MutexLock lock(&mu_);
     job_ = job;
@@ -260,7 +259,7 @@ void InferenceService::GenerateCall::Pump() {
     next = TakeNext();
   }
   if (next == Next::kWrite) {
-    StartWrite(&message_);
+    sink_->Write(&message_);
   } else if (next == Next::kConclude) {
     service_.workers_.Run([call = shared_from_this()] { call->Conclude(); });
   }
@@ -318,7 +317,7 @@ v1::GenerateResponse InferenceService::GenerateCall::ToMessage(const GenerateEve
   return message;
 }
 
-void InferenceService::GenerateCall::OnWriteDone(bool ok) {
+void InferenceService::GenerateCall::WriteDone(bool ok) {
   std::shared_ptr<GenerateJob> job;
   bool acknowledge = false;
   {
@@ -340,7 +339,7 @@ void InferenceService::GenerateCall::OnWriteDone(bool ok) {
   Pump();
 }
 
-void InferenceService::GenerateCall::OnCancel() {
+void InferenceService::GenerateCall::Cancel() {
   {
     absl::MutexLock lock(&mu_);
     cancelled_ = true;
@@ -357,11 +356,9 @@ void InferenceService::GenerateCall::StopForClient(StopReason reason) {
     if (job != nullptr && stoppable_session_ != nullptr) service_.sessions_->MarkStopping(*stoppable_session_);
   }
   if (job == nullptr) return;  // Submit stops it
-  // gRPC also cancels a call whose deadline passed: that is the deadline.
+  // A transport also cancels a call whose deadline passed: that is the deadline.
   job->RequestStop(Clock::now() >= job->deadline ? StopReason::kDeadline : reason);
 }
-
-void InferenceService::GenerateCall::OnDone() { std::shared_ptr<GenerateCall> last = std::move(self_); }
 
 // ---------------------------------------------------------------------------
 // Step 5: the end, on a worker thread.
@@ -437,15 +434,12 @@ void InferenceService::GenerateCall::End(const absl::Status& status, const v1::G
   lease_.Reset();
   temp_memory_.Reset();
   if (counted_) service_.active_generate_.fetch_sub(1);
+  trace_.method = std::string(sink_->Method());
   RecordGenerate(service_.metrics_, req_, trace_, status,
                  std::chrono::duration<double>(Clock::now() - received_).count());
   service_.CallEnded();
-  if (final != nullptr) {
-    message_ = *final;
-    StartWriteAndFinish(&message_, grpc::WriteOptions(), grpc::Status::OK);
-  } else {
-    Finish(ToGrpcStatus(status));
-  }
+  if (final != nullptr) message_ = *final;
+  sink_->Finish(status, final != nullptr ? &message_ : nullptr);
 }
 
 }  // namespace cairn::service

@@ -1,9 +1,13 @@
-// One Generate call, from its request to its status. The path of a request,
-// in order (threads in brackets):
+// One Generate call, from its request to its status, whatever carries it:
+// the call talks to its transport through a GenerateSink (generate_sink.h):
+// gRPC's callback-API reactor (generate_reactor.h) or the HTTP door's
+// response writer (service/http/). The path of a request, in order (threads
+// in brackets):
 //
-//  1. [gRPC] InferenceService::Generate (inference_service.cc) creates the
-//     call, a callback-API reactor, and hands Start to the service's
-//     WorkerPool (worker_pool.h): gRPC's few threads never wait.
+//  1. [transport] InferenceService::Generate (gRPC) or StartGenerate
+//     (inference_service.cc) creates the call and hands Start to the
+//     service's WorkerPool (worker_pool.h): the transport's threads never
+//     wait.
 //  2. [worker] Start: the caller authenticated, the model and parameters
 //     checked, the prompt built (prompt_builder.h: text tokenized, messages
 //     rendered), the session checked out (sessions/sessions.h, or read from
@@ -16,15 +20,17 @@
 //     park of a fresh sequence. Each event it queues on the job wakes the
 //     call (GenerateJob::on_progress -> Wake), which hands Pump to a worker
 //     unless a write is in flight (its completion pumps).
-//  4. [worker, or gRPC after a write] Pump: the next event becomes its
-//     message (generate_response.h) and is written, one write in flight.
-//     OnWriteDone acknowledges each token written (the scheduler pauses a
-//     request whose writes fall behind); OnCancel stops the job.
+//  4. [worker, or the transport after a write] Pump: the next event becomes
+//     its message (generate_response.h) and is written (GenerateSink::Write),
+//     one write in flight. WriteDone acknowledges each token written (the
+//     scheduler pauses a request whose writes fall behind); Cancel stops
+//     the job.
 //  5. [worker] Conclude, once the job is done and its messages written: the
 //     session's history (the prompt and the tokens written), the session
 //     directory, the memory budget settled and the session released, the
-//     access log and metrics, then the final message and the status.
-//  6. [gRPC] OnDone: gRPC's reference goes; the call is freed when the
+//     access log and metrics, then the final message and the status
+//     (GenerateSink::Finish).
+//  6. [transport] done: its reference goes; the call is freed when the
 //     last wake-up in flight returns.
 //
 // Every engine call of a generation is the scheduler's; this file only
@@ -42,26 +48,27 @@
 #include "absl/synchronization/mutex.h"
 #include "cairn/v1/inference.grpc.pb.h"
 #include "service/api/access_log.h"
+#include "service/api/generate_sink.h"
 #include "service/api/inference_service.h"
 #include "service/api/reply_parser.h"
 #include "service/scheduling/generate_job.h"
 
 namespace cairn::service {
 
-class InferenceService::GenerateCall final : public grpc::ServerWriteReactor<v1::GenerateResponse>,
-                                             public std::enable_shared_from_this<GenerateCall> {
+class InferenceService::GenerateCall final : public GenerateStream, public std::enable_shared_from_this<GenerateCall> {
  public:
-  // The reactor for a new call (step 1); gRPC holds it until OnDone.
-  static grpc::ServerWriteReactor<v1::GenerateResponse>* Begin(InferenceService& service,
-                                                               grpc::CallbackServerContext* ctx,
-                                                               const v1::GenerateRequest& req);
+  // A new call (step 1); the transport holds the result until it is done.
+  // `req` stays valid until sink->Finish.
+  static std::shared_ptr<GenerateCall> Create(InferenceService& service, std::shared_ptr<GenerateSink> sink,
+                                              const v1::GenerateRequest& req);
+  // Hands Start to a worker: from now on the sink may be called.
+  void Launch();
 
-  void OnWriteDone(bool ok) override;
-  void OnCancel() override;
-  void OnDone() override;
+  void WriteDone(bool ok) override;
+  void Cancel() override;
 
  private:
-  GenerateCall(InferenceService& service, grpc::CallbackServerContext* ctx, const v1::GenerateRequest& req);
+  GenerateCall(InferenceService& service, std::shared_ptr<GenerateSink> sink, const v1::GenerateRequest& req);
 
   // Step 2 and what it runs, in order; an error ends the call at once.
   void Start();
@@ -88,10 +95,9 @@ class InferenceService::GenerateCall final : public grpc::ServerWriteReactor<v1:
   void End(const absl::Status& status, const v1::GenerateResponse* final) ABSL_LOCKS_EXCLUDED(mu_);
 
   InferenceService& service_;
-  grpc::CallbackServerContext* const ctx_;
+  const std::shared_ptr<GenerateSink> sink_;
   const v1::GenerateRequest& req_;
   const Clock::time_point received_ = Clock::now();
-  std::shared_ptr<GenerateCall> self_;  // gRPC's reference: from Begin to OnDone
 
   // Start's, read-only once the job is submitted.
   GenerateTrace trace_;
@@ -111,7 +117,7 @@ class InferenceService::GenerateCall final : public grpc::ServerWriteReactor<v1:
   // (SessionManager::MarkStopping), so that the client's next request on it
   // waits for this one's end instead of being refused.
   const Session* stoppable_session_ ABSL_GUARDED_BY(mu_) = nullptr;
-  bool cancelled_ ABSL_GUARDED_BY(mu_) = false;  // OnCancel came
+  bool cancelled_ ABSL_GUARDED_BY(mu_) = false;  // Cancel came
   bool write_in_flight_ ABSL_GUARDED_BY(mu_) = false;
   bool writing_token_ ABSL_GUARDED_BY(mu_) = false;
   bool pump_pending_ ABSL_GUARDED_BY(mu_) = false;  // a worker will Pump
@@ -126,7 +132,7 @@ class InferenceService::GenerateCall final : public grpc::ServerWriteReactor<v1:
   std::vector<TokenId> continue_tokens_;  // Start's: end-of-generation tokens that do not end the turn
   std::deque<v1::GenerateResponse> pending_ ABSL_GUARDED_BY(mu_);
   // The message being written: set under mu_ by TakeNext, then untouched
-  // until its OnWriteDone.
+  // until its WriteDone.
   v1::GenerateResponse message_;
 };
 

@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "service/api/access_log.h"
 #include "service/api/generate_call.h"
+#include "service/api/generate_reactor.h"
 #include "service/api/prompt_builder.h"
 #include "service/api/status.h"
 #include "service/sessions/session_snapshot.h"
@@ -39,7 +40,20 @@ bool InferenceService::WaitForCalls(absl::Time deadline) const {
 
 grpc::ServerWriteReactor<v1::GenerateResponse>* InferenceService::Generate(grpc::CallbackServerContext* ctx,
                                                                            const v1::GenerateRequest* req) {
-  return GenerateCall::Begin(*this, ctx, *req);
+  std::shared_ptr<GenerateReactor> reactor = GenerateReactor::Create(ctx);
+  AddReplicaMetadata(ctx);
+  // The reactor knows its call before gRPC or the call may use it.
+  std::shared_ptr<GenerateCall> call = GenerateCall::Create(*this, reactor, *req);
+  reactor->Attach(call);
+  call->Launch();
+  return reactor.get();
+}
+
+std::shared_ptr<GenerateStream> InferenceService::StartGenerate(std::shared_ptr<GenerateSink> sink,
+                                                                const v1::GenerateRequest& req) {
+  std::shared_ptr<GenerateCall> call = GenerateCall::Create(*this, std::move(sink), req);
+  call->Launch();
+  return call;
 }
 
 // ---------------------------------------------------------------------------

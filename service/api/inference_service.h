@@ -3,10 +3,12 @@
 // and the session access both share (the live sessions and the session
 // directory).
 //
-// Threading: Generate uses gRPC's callback API: a call is a reactor
-// (generate_call.h, which describes a request's path) woken by the
-// scheduler's events, by completed writes and by cancellation; its blocking
-// steps run on the service's WorkerPool, so no thread waits for a stream.
+// Threading: Generate uses gRPC's callback API: a call (generate_call.h,
+// which describes a request's path; its gRPC reactor is generate_reactor.h)
+// is woken by the scheduler's events, by completed writes and by
+// cancellation; its blocking steps run on the service's WorkerPool, so no
+// thread waits for a stream. StartGenerate runs the same call for another
+// transport.
 // --max-concurrent bounds the Generate calls at once (RESOURCE_EXHAUSTED
 // beyond). SessionControl, ListModels and RenderPrompt are short,
 // synchronous calls on gRPC's thread pool.
@@ -26,6 +28,7 @@
 #include "cairn/v1/inference.grpc.pb.h"
 #include "service/api/access_log.h"
 #include "service/api/auth.h"
+#include "service/api/generate_sink.h"
 #include "service/api/limits.h"
 #include "service/api/worker_pool.h"
 #include "service/host/memory_budget.h"
@@ -67,6 +70,11 @@ class InferenceService final : public v1::Inference::WithCallbackMethod_Generate
 
   grpc::ServerWriteReactor<v1::GenerateResponse>* Generate(grpc::CallbackServerContext* ctx,
                                                            const v1::GenerateRequest* req) override;
+  // The same Generate for another transport (the HTTP door): `sink`
+  // carries it (generate_sink.h); `req` stays valid until sink->Finish. The
+  // sink may be written to before this returns; the transport reports
+  // WriteDone and Cancel to the result, which it holds until it is done.
+  std::shared_ptr<GenerateStream> StartGenerate(std::shared_ptr<GenerateSink> sink, const v1::GenerateRequest& req);
   grpc::Status SessionControl(grpc::ServerContext* ctx, const v1::SessionRequest* req,
                               v1::SessionResponse* resp) override;
   grpc::Status ListModels(grpc::ServerContext* ctx, const v1::ListModelsRequest* req,
@@ -80,6 +88,7 @@ class InferenceService final : public v1::Inference::WithCallbackMethod_Generate
   // before it stops gRPC (whose own shutdown may cancel a call that arrives
   // at that moment: CANCELLED is not retried by clients).
   void StopAccepting() { stopping_.store(true); }
+  bool accepting() const { return !stopping_.load(); }
   // Waits until no Generate or SessionControl call is running, or until
   // `deadline`; true when none is.
   bool WaitForCalls(absl::Time deadline) const ABSL_LOCKS_EXCLUDED(calls_mu_);

@@ -78,9 +78,10 @@ absl::StatusOr<std::unique_ptr<Metrics>> Metrics::Create(const std::string& list
 
 Metrics::~Metrics() = default;
 
-void Metrics::CountRequest(const std::string& method, const std::string& model, absl::StatusCode code) {
+void Metrics::CountRequest(const std::string& method, const std::string& model, absl::StatusCode code,
+                           bool generation) {
   requests_by_code_->Add({{"method", method}, {"model", model}, {"code", absl::StatusCodeToString(code)}}).Increment();
-  if (method != "Generate") return;
+  if (!generation) return;
   (code == absl::StatusCode::kOk ? requests_ok : requests_failed)->Increment();
 }
 

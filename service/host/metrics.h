@@ -34,9 +34,10 @@ class Metrics final {
 
   // One finished RPC: cairn_requests_total{method, model, code} (`model`
   // only a served model's name, "" otherwise, so clients cannot grow the
-  // label set), and for Generate cairn_requests_ok_total or
-  // cairn_requests_failed_total.
-  void CountRequest(const std::string& method, const std::string& model, absl::StatusCode code);
+  // label set), and for a generation (Generate, or an HTTP route that runs
+  // one) cairn_requests_ok_total or cairn_requests_failed_total.
+  void CountRequest(const std::string& method, const std::string& model, absl::StatusCode code,
+                    bool generation = false);
   // Sets a counter that mirrors a running total kept elsewhere (the
   // engines' checkpoint counts) to `total`; it never goes down.
   static void AdvanceTo(prometheus::Counter* counter, double total);

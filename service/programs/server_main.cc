@@ -80,6 +80,9 @@ const char kUsage[] = R"(cairn-server: a gRPC inference service (cairn.v1.Infere
                             RESOURCE_EXHAUSTED and changes nothing.
   --session-idle-seconds=N  delete sessions idle this long (default 3600)
   --metrics-listen=HOST:PORT  Prometheus /metrics over HTTP (GET/HEAD /metrics; default: off)
+  --http-listen=HOST:PORT   the OpenAI-compatible HTTP API (/v1/chat/completions,
+                            /v1/completions, /v1/models, /health; plain HTTP, the same
+                            tokens and limits as gRPC; default: off)
   --log-level=LEVEL         error, warning, info (default: also one access-log line per
                             request on stderr) or debug
   --tls-cert=PEM --tls-key=PEM  serve TLS with this certificate chain and key
@@ -149,6 +152,7 @@ void DeclareFlags(cairn::service::FlagParser& flags, ServerFlags& f, cairn::serv
   flags.Add("max-sessions", &opt.sessions.max_sessions, 0);
   flags.Add("session-idle-seconds", &f.session_idle, 0);
   flags.Add("metrics-listen", &opt.metrics_listen);
+  flags.Add("http-listen", &opt.http.listen);
   flags.Add("log-level", &f.log_level);
   flags.Add("tls-cert", &opt.tls_cert);
   flags.Add("tls-key", &opt.tls_key);
@@ -290,6 +294,9 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "cairn-server: sessions persisted in %s\n", opt.session_dir.c_str());
   }
   std::fprintf(stderr, "cairn-server: listening on port %d\n", (*server)->port());
+  if ((*server)->http_port() != 0) {
+    std::fprintf(stderr, "cairn-server: OpenAI-compatible HTTP API on port %d\n", (*server)->http_port());
+  }
   if ((*server)->metrics().port() != 0) {
     std::fprintf(stderr, "cairn-server: metrics on port %d\n", (*server)->metrics().port());
   }

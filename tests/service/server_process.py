@@ -12,6 +12,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 import unittest
 
 
@@ -98,6 +99,30 @@ def start(server_binary, *args, lines=None, wrapper=()):
     proc.stderr_reader = threading.Thread(target=lambda: [lines.append(line) for line in proc.stderr], daemon=True)
     proc.stderr_reader.start()
     return proc, port, metrics
+
+
+def wait_for_http_port(lines, seconds=10):
+    """The HTTP API's port a server started with --http-listen reported in
+    its stderr `lines` (start(..., lines=lines)); None when it did not
+    within `seconds`."""
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        for line in list(lines):
+            m = re.search(r"HTTP API on port (\d+)", line)
+            if m:
+                return int(m.group(1))
+        time.sleep(0.01)
+    return None
+
+
+def readme_block(readme, marker, language):
+    """The code block of `language` right after `<!-- marker -->` in the
+    README at path `readme` (a test runs it as it is written)."""
+    text = open(readme, encoding="utf-8").read()
+    m = re.search(r"<!-- %s -->\n```%s\n(.*?)```" % (re.escape(marker), language), text, re.S)
+    if not m:
+        raise SystemExit("%s has no %s block after <!-- %s -->" % (readme, language, marker))
+    return m.group(1)
 
 
 def run_tests(proc, argv):

@@ -1,0 +1,49 @@
+// gRPC's transport of a Generate call (generate_sink.h): a callback-API
+// server-write reactor that carries the call's messages and status and
+// reports completed writes and cancellation back to it.
+#ifndef CAIRN_SERVICE_API_GENERATE_REACTOR_H_
+#define CAIRN_SERVICE_API_GENERATE_REACTOR_H_
+
+#include <chrono>
+#include <memory>
+#include <string_view>
+
+#include "cairn/v1/inference.grpc.pb.h"
+#include "service/api/generate_sink.h"
+
+namespace cairn::service {
+
+// Created by InferenceService::Generate; gRPC holds it until OnDone, the
+// call holds it (as its sink) until the call is freed. Thread-safe as
+// gRPC's reactors are: its callbacks and the call's Write and Finish never
+// overlap a write in flight.
+class GenerateReactor final : public grpc::ServerWriteReactor<v1::GenerateResponse>, public GenerateSink {
+ public:
+  // A reactor for `ctx`; Attach gives it its call before gRPC may call it.
+  static std::shared_ptr<GenerateReactor> Create(grpc::CallbackServerContext* ctx);
+  void Attach(std::shared_ptr<GenerateStream> call) { call_ = std::move(call); }
+
+  // GenerateSink.
+  std::string_view Method() const override { return "Generate"; }
+  absl::StatusOr<Caller> Authenticate(const Authenticator& auth) const override { return auth.Authenticate(*ctx_); }
+  std::chrono::system_clock::time_point Deadline() const override { return ctx_->deadline(); }
+  void Write(const v1::GenerateResponse* message) override { StartWrite(message); }
+  void Finish(const absl::Status& status, const v1::GenerateResponse* final) override;
+  void Abort() override { ctx_->TryCancel(); }
+
+  // grpc::ServerWriteReactor.
+  void OnWriteDone(bool ok) override { call_->WriteDone(ok); }
+  void OnCancel() override { call_->Cancel(); }
+  void OnDone() override;
+
+ private:
+  explicit GenerateReactor(grpc::CallbackServerContext* ctx) : ctx_(ctx) {}
+
+  grpc::CallbackServerContext* const ctx_;
+  std::shared_ptr<GenerateStream> call_;   // until OnDone
+  std::shared_ptr<GenerateReactor> self_;  // gRPC's reference: from Create to OnDone
+};
+
+}  // namespace cairn::service
+
+#endif  // CAIRN_SERVICE_API_GENERATE_REACTOR_H_

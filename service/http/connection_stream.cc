@@ -1,0 +1,100 @@
+#include "service/http/connection_stream.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <cerrno>
+
+namespace cairn::service::http {
+namespace {
+
+thread_local ConnectionStream* current_stream = nullptr;
+
+void AddressOf(const sockaddr_storage& addr, std::string& ip, int& port) {
+  char buf[INET6_ADDRSTRLEN] = {};
+  if (addr.ss_family == AF_INET) {
+    const auto* in = reinterpret_cast<const sockaddr_in*>(&addr);
+    inet_ntop(AF_INET, &in->sin_addr, buf, sizeof(buf));
+    port = ntohs(in->sin_port);
+  } else if (addr.ss_family == AF_INET6) {
+    const auto* in6 = reinterpret_cast<const sockaddr_in6*>(&addr);
+    inet_ntop(AF_INET6, &in6->sin6_addr, buf, sizeof(buf));
+    port = ntohs(in6->sin6_port);
+  }
+  ip = buf;
+}
+
+}  // namespace
+
+ConnectionStream* ConnectionStream::Current() { return current_stream; }
+void ConnectionStream::SetCurrent(ConnectionStream* stream) { current_stream = stream; }
+
+bool ConnectionStream::Wait(short events, bool reading) const {
+  auto timeout = io_timeout_;
+  if (reading && read_deadline_ != Clock::time_point::max()) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(read_deadline_ - Clock::now());
+    if (left <= std::chrono::milliseconds(0)) {
+      deadline_passed_ = true;
+      return false;
+    }
+    timeout = std::min(timeout, left);
+  }
+  pollfd p{fd_, events, 0};
+  int r;
+  do {
+    r = ::poll(&p, 1, static_cast<int>(timeout.count()));
+  } while (r < 0 && errno == EINTR);
+  if (r <= 0) {
+    // Out of time (poll may wake a little before the deadline): closed
+    // after this request rather than kept alive.
+    if (reading && r == 0) deadline_passed_ = true;
+    return false;
+  }
+  // A write to a peer that hung up fails; reads see the end themselves.
+  if (!reading && (p.revents & (POLLERR | POLLHUP | POLLRDHUP)) != 0) return false;
+  return (p.revents & (events | POLLHUP | POLLERR)) != 0;
+}
+
+bool ConnectionStream::PeerClosed() const {
+  pollfd p{fd_, POLLRDHUP, 0};
+  return ::poll(&p, 1, 0) > 0 && (p.revents & (POLLERR | POLLHUP | POLLRDHUP)) != 0;
+}
+
+bool ConnectionStream::is_readable() const { return Wait(POLLIN, true); }
+
+bool ConnectionStream::is_writable() const { return Wait(POLLOUT | POLLRDHUP, false); }
+
+ssize_t ConnectionStream::read(char* ptr, size_t size) {
+  if (!Wait(POLLIN, true)) return -1;
+  ssize_t n;
+  do {
+    n = ::recv(fd_, ptr, size, 0);
+  } while (n < 0 && errno == EINTR);
+  return n;
+}
+
+ssize_t ConnectionStream::write(const char* ptr, size_t size) {
+  if (!Wait(POLLOUT | POLLRDHUP, false)) return -1;
+  ssize_t n;
+  do {
+    n = ::send(fd_, ptr, size, MSG_NOSIGNAL);
+  } while (n < 0 && errno == EINTR);
+  return n;
+}
+
+void ConnectionStream::get_remote_ip_and_port(std::string& ip, int& port) const {
+  sockaddr_storage addr{};
+  socklen_t len = sizeof(addr);
+  if (::getpeername(fd_, reinterpret_cast<sockaddr*>(&addr), &len) == 0) AddressOf(addr, ip, port);
+}
+
+void ConnectionStream::get_local_ip_and_port(std::string& ip, int& port) const {
+  sockaddr_storage addr{};
+  socklen_t len = sizeof(addr);
+  if (::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len) == 0) AddressOf(addr, ip, port);
+}
+
+}  // namespace cairn::service::http

@@ -1,0 +1,62 @@
+// One HTTP connection's socket as cpp-httplib reads and writes it, with the
+// bounds a port open to anyone needs: a request (its line, headers and
+// body) must arrive within a deadline, however slowly its bytes trickle in
+// (slowloris), every read and write waits at most a timeout, and a peer that
+// closed its end is seen at once (the stream of a client that went away
+// stops). httplib parses the bytes; this only moves them.
+#ifndef CAIRN_SERVICE_HTTP_CONNECTION_STREAM_H_
+#define CAIRN_SERVICE_HTTP_CONNECTION_STREAM_H_
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <string>
+
+#include "httplib.h"
+
+namespace cairn::service::http {
+
+// Used by one connection thread; PeerClosed is safe from it only.
+class ConnectionStream final : public httplib::Stream {
+ public:
+  using Clock = std::chrono::steady_clock;
+  // Borrows `fd` (the caller closes it).
+  ConnectionStream(int fd, std::chrono::milliseconds io_timeout) : fd_(fd), io_timeout_(io_timeout) {}
+
+  // Reads fail once `deadline` passes (until Unbounded).
+  void ReadBy(Clock::time_point deadline) { read_deadline_ = deadline; }
+  void Unbounded() { read_deadline_ = Clock::time_point::max(); }
+  // The peer closed or reset the connection.
+  bool PeerClosed() const;
+  // A read failed for want of time (the deadline or the I/O timeout): the
+  // connection is closed rather than kept alive for a client that trickles
+  // its bytes.
+  bool deadline_passed() const { return deadline_passed_; }
+  // The connection's thread's stream while it serves a request (null
+  // elsewhere): route handlers mark the request arrived and watch the peer.
+  static ConnectionStream* Current();
+  static void SetCurrent(ConnectionStream* stream);
+
+  // httplib::Stream.
+  bool is_readable() const override;
+  bool is_writable() const override;
+  ssize_t read(char* ptr, size_t size) override;
+  using httplib::Stream::write;
+  ssize_t write(const char* ptr, size_t size) override;
+  void get_remote_ip_and_port(std::string& ip, int& port) const override;
+  void get_local_ip_and_port(std::string& ip, int& port) const override;
+  int socket() const override { return fd_; }
+
+ private:
+  // Waits up to the timeout (and the read deadline) for `events`.
+  bool Wait(short events, bool reading) const;
+
+  const int fd_;
+  const std::chrono::milliseconds io_timeout_;
+  Clock::time_point read_deadline_ = Clock::time_point::max();
+  mutable bool deadline_passed_ = false;
+};
+
+}  // namespace cairn::service::http
+
+#endif  // CAIRN_SERVICE_HTTP_CONNECTION_STREAM_H_

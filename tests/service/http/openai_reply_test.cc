@@ -1,0 +1,79 @@
+#include "service/http/openai_reply.h"
+
+#include <string>
+
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+
+namespace cairn::service::http {
+namespace {
+
+using Json = nlohmann::json;
+
+TEST(OpenAiReplyTest, ErrorsHaveOpenAisShapeAndStatus) {
+  EXPECT_EQ(HttpStatusOf(absl::StatusCode::kInvalidArgument), 400);
+  EXPECT_EQ(HttpStatusOf(absl::StatusCode::kUnauthenticated), 401);
+  EXPECT_EQ(HttpStatusOf(absl::StatusCode::kNotFound), 404);
+  EXPECT_EQ(HttpStatusOf(absl::StatusCode::kResourceExhausted), 429);
+  EXPECT_EQ(HttpStatusOf(absl::StatusCode::kUnavailable), 503);
+  EXPECT_EQ(HttpStatusOf(absl::StatusCode::kInternal), 500);
+  const Json e = Json::parse(ErrorJson(absl::NotFoundError("no model 'x'")));
+  EXPECT_EQ(e["error"]["message"], "no model 'x'");
+  EXPECT_EQ(e["error"]["type"], "not_found_error");
+  EXPECT_TRUE(e["error"]["param"].is_null());
+  EXPECT_EQ(e["error"]["code"], "not_found");
+}
+
+// A parsed reply (reasoning, content, a tool call) as one chat completion
+// and as chunks.
+TEST(OpenAiReplyTest, ChatReplyCarriesReasoningContentToolCallsAndUsage) {
+  OpenAiRequest request;
+  request.stream = true;
+  request.include_usage = true;
+  OpenAiReply reply(request, "m", nullptr, 123);
+  v1::GenerateResponse prompt;
+  prompt.mutable_prompt()->set_output_format("qwen3.5");
+  const std::string first = reply.Add(prompt);
+  EXPECT_NE(first.find(R"("role":"assistant")"), std::string::npos) << first;
+  v1::GenerateResponse token;
+  token.mutable_token()->set_text("<think>hm</think>ok");
+  auto* r = token.mutable_token()->add_pieces();
+  r->set_kind(v1::OUTPUT_KIND_REASONING);
+  r->set_text("hm");
+  auto* c = token.mutable_token()->add_pieces();
+  c->set_kind(v1::OUTPUT_KIND_CONTENT);
+  c->set_text("ok");
+  const std::string events = reply.Add(token);
+  ASSERT_EQ(events.rfind("data: ", 0), 0u);
+  const Json chunk = Json::parse(events.substr(6));
+  EXPECT_EQ(chunk["object"], "chat.completion.chunk");
+  EXPECT_EQ(chunk["choices"][0]["delta"]["content"], "ok");
+  EXPECT_EQ(chunk["choices"][0]["delta"]["reasoning_content"], "hm");
+  v1::GenerateResponse call;
+  call.mutable_tool_call()->set_id("call_1");
+  call.mutable_tool_call()->set_name("f");
+  call.mutable_tool_call()->set_arguments(R"({"a":1})");
+  EXPECT_NE(reply.Add(call).find(R"("tool_calls":[{"function":{"arguments":"{\"a\":1}","name":"f"})"),
+            std::string::npos);
+  v1::GenerateResponse finished;
+  finished.mutable_finished()->set_reason(v1::FINISH_REASON_TOOL_CALLS);
+  finished.mutable_finished()->mutable_usage()->set_prompt_tokens(10);
+  finished.mutable_finished()->mutable_usage()->set_reused_tokens(6);
+  finished.mutable_finished()->mutable_usage()->set_completion_tokens(3);
+  EXPECT_NE(reply.Add(finished).find(R"("finish_reason":"tool_calls")"), std::string::npos);
+  const std::string end = reply.StreamEnd();
+  EXPECT_NE(end.find(R"("cached_tokens":6)"), std::string::npos) << end;
+  EXPECT_NE(end.find(R"("total_tokens":13)"), std::string::npos) << end;
+  EXPECT_EQ(end.substr(end.size() - 14), "data: [DONE]\n\n");
+
+  const Json body = Json::parse(reply.Body());
+  EXPECT_EQ(body["object"], "chat.completion");
+  EXPECT_EQ(body["choices"][0]["message"]["content"], "ok");
+  EXPECT_EQ(body["choices"][0]["message"]["reasoning_content"], "hm");
+  EXPECT_EQ(body["choices"][0]["message"]["tool_calls"][0]["id"], "call_1");
+  EXPECT_FALSE(body["choices"][0]["message"]["tool_calls"][0].contains("index"));
+  EXPECT_EQ(body["usage"]["prompt_tokens_details"]["cached_tokens"], 6);
+}
+
+}  // namespace
+}  // namespace cairn::service::http
