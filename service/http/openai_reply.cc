@@ -168,7 +168,10 @@ std::string OpenAiReply::Add(const v1::GenerateResponse& message) {
       break;
     case v1::GenerateResponse::kToken:
       AddToken(message.token(), &delta);
-      if (delta.empty() && logprobs_.size() == logprobs_before) return "";
+      token_ids_.push_back(message.token().id());
+      // A token whose text is held back (an unfinished character) still
+      // streams its id when ids are asked for.
+      if (delta.empty() && logprobs_.size() == logprobs_before && !request_.return_token_ids) return "";
       break;
     case v1::GenerateResponse::kToolCall: {
       const v1::ToolCall& call = message.tool_call();
@@ -191,6 +194,11 @@ std::string OpenAiReply::Add(const v1::GenerateResponse& message) {
   }
   if (!request_.stream) return "";
   Json chunk = Chunk(std::move(delta), finish);
+  if (request_.return_token_ids) {
+    chunk["choices"][0]["token_ids"] =
+        std::vector<int32_t>(token_ids_.begin() + static_cast<std::ptrdiff_t>(token_ids_sent_), token_ids_.end());
+    token_ids_sent_ = token_ids_.size();
+  }
   if (logprobs_.size() > logprobs_before) {
     Json step = Json::array({logprobs_.back()});
     chunk["choices"][0]["logprobs"] = chat() ? Json{{"content", step}} : Json::object();
@@ -253,6 +261,7 @@ std::string OpenAiReply::Body() const {
   } else {
     choice["text"] = content_;
   }
+  if (request_.return_token_ids) choice["token_ids"] = token_ids_;
   const Json body = {{"id", id_},
                      {"object", chat() ? "chat.completion" : "text_completion"},
                      {"created", created_},

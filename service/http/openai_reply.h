@@ -63,6 +63,8 @@ class OpenAiReply final {
   std::string content_, reasoning_;
   nlohmann::json tool_calls_ = nlohmann::json::array();
   nlohmann::json logprobs_ = nlohmann::json::array();  // chat entries, or completions' per-token records
+  std::vector<int32_t> token_ids_;                     // every generated token (return_token_ids)
+  size_t token_ids_sent_ = 0;                          // of them, those a streamed chunk carried
   std::string finish_reason_;
   v1::Usage usage_;
 };

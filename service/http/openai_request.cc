@@ -305,6 +305,9 @@ absl::StatusOr<OpenAiRequest> ParseOpenAiRequest(OpenAiEndpoint endpoint, std::s
   auto stream = Bool(json, "stream");
   if (!stream.ok()) return stream.status();
   out.stream = *stream;
+  auto token_ids = Bool(json, "return_token_ids");
+  if (!token_ids.ok()) return token_ids.status();
+  out.return_token_ids = *token_ids;
   if (const Json* options = Field(json, "stream_options"); options != nullptr) {
     if (!options->is_object()) return Invalid("stream_options", "must be an object");
     auto usage = Bool(*options, "include_usage");

@@ -25,6 +25,10 @@ struct OpenAiRequest {
   bool stream = false;         // server-sent events
   bool include_usage = false;  // stream_options.include_usage: a last chunk with the usage
   bool logprobs = false;       // report log-probabilities in the reply
+  // vLLM's extension `return_token_ids`: each choice also carries the ids
+  // of its generated tokens (`token_ids`), so a client that resends the
+  // conversation as token ids sends exactly what the model produced.
+  bool return_token_ids = false;
 };
 
 // `body`: the request's JSON. `session`: the X-Cairn-Session header's value

@@ -1,6 +1,8 @@
 #include "service/http/openai_reply.h"
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
@@ -73,6 +75,39 @@ TEST(OpenAiReplyTest, ChatReplyCarriesReasoningContentToolCallsAndUsage) {
   EXPECT_EQ(body["choices"][0]["message"]["tool_calls"][0]["id"], "call_1");
   EXPECT_FALSE(body["choices"][0]["message"]["tool_calls"][0].contains("index"));
   EXPECT_EQ(body["usage"]["prompt_tokens_details"]["cached_tokens"], 6);
+}
+
+// return_token_ids (vLLM's extension): every generated id, in order, once,
+// also for a token whose text is held back (an unfinished character).
+TEST(OpenAiReplyTest, TokenIdsComeWithEveryTokenWhenAskedFor) {
+  OpenAiRequest request;
+  request.endpoint = OpenAiEndpoint::kCompletions;
+  request.stream = true;
+  request.return_token_ids = true;
+  OpenAiReply reply(request, "m", nullptr, 1);
+  EXPECT_EQ(reply.Add(v1::GenerateResponse()), "");
+  std::vector<int32_t> streamed;
+  for (const auto& [id, text] : std::vector<std::pair<int32_t, std::string>>{{7, "a"}, {300, ""}, {301, "\xc3\xa9"}}) {
+    v1::GenerateResponse token;
+    token.mutable_token()->set_id(id);
+    token.mutable_token()->set_text(text);
+    const std::string event = reply.Add(token);
+    ASSERT_EQ(event.rfind("data: ", 0), 0u) << "token " << id;
+    const Json chunk = Json::parse(event.substr(6));
+    for (int32_t got : chunk["choices"][0]["token_ids"]) streamed.push_back(got);
+  }
+  v1::GenerateResponse finished;
+  finished.mutable_finished()->set_reason(v1::FINISH_REASON_LENGTH);
+  const Json last = Json::parse(reply.Add(finished).substr(6));
+  EXPECT_TRUE(last["choices"][0]["token_ids"].empty());
+  EXPECT_EQ(streamed, (std::vector<int32_t>{7, 300, 301}));
+  EXPECT_EQ(Json::parse(reply.Body())["choices"][0]["token_ids"], Json({7, 300, 301}));
+
+  OpenAiRequest plain;
+  plain.endpoint = OpenAiEndpoint::kCompletions;
+  OpenAiReply without(plain, "m", nullptr, 1);
+  without.Add(finished);
+  EXPECT_FALSE(Json::parse(without.Body())["choices"][0].contains("token_ids"));
 }
 
 }  // namespace

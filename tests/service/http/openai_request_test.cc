@@ -21,7 +21,8 @@ TEST(OpenAiRequestTest, ChatTranslatesMessagesSamplingStopsAndTools) {
     "tools": [{"type": "function", "function": {"name": "f", "parameters": {}}}], "tool_choice": "auto",
     "temperature": 0.5, "top_p": 0.9, "seed": 7, "max_completion_tokens": 12, "stop": ["x", "y"],
     "stream": true, "stream_options": {"include_usage": true}, "logprobs": true, "top_logprobs": 3,
-    "user": "someone", "n": 1, "response_format": {"type": "text"}, "ignore_eos": true})");
+    "user": "someone", "n": 1, "response_format": {"type": "text"}, "ignore_eos": true,
+    "return_token_ids": true})");
   ASSERT_TRUE(r.ok()) << r.status();
   const v1::GenerateRequest& g = r->generate;
   EXPECT_EQ(g.model(), "m");
@@ -44,6 +45,7 @@ TEST(OpenAiRequestTest, ChatTranslatesMessagesSamplingStopsAndTools) {
   EXPECT_EQ(g.top_logprobs(), 3);
   EXPECT_TRUE(r->stream);
   EXPECT_TRUE(r->include_usage);
+  EXPECT_TRUE(r->return_token_ids);
   EXPECT_TRUE(g.session_id().empty());
 }
 
