@@ -18,6 +18,12 @@ previous reply's last token, which a server samples but never feeds), and
 the wall time. cairn's processed figure is the sum of PromptInfo's
 recomputed_tokens; llama-server's the sum of timings.prompt_n.
 
+With --cairn-http, cairn is driven through its OpenAI HTTP door instead
+(/v1/completions with token-id prompts and return_token_ids, streamed with
+the usage): processed is prompt_tokens - cached_tokens, and the sum must
+equal the server's cairn_recomputed_positions_total (the run fails
+otherwise).
+
 Then, unless --no-check, every user's conversation is replayed alone on a
 fresh cairn-server: the replies under load must equal the single-user
 replies token for token (the run fails otherwise).
@@ -192,12 +198,20 @@ class Cairn:
         from cairn.v1 import inference_pb2 as pb
         from cairn.v1 import inference_pb2_grpc as pbg
         self.pb = pb
+        self.usage_lock = threading.Lock()
+        self.cached_tokens = 0
         self.lines = []
-        self.proc, port, _ = server_process.start(args.cairn_server, "--model=bench=" + args.model,
-                                                  "--threads=%d" % args.threads, "--log-level=warning",
-                                                  *args.cairn_arg, lines=self.lines)
+        extra = ["--http-listen=127.0.0.1:0", "--metrics-listen=127.0.0.1:0"] if args.cairn_http else []
+        self.proc, port, self.metrics_port = server_process.start(args.cairn_server, "--model=bench=" + args.model,
+                                                                  "--threads=%d" % args.threads,
+                                                                  "--log-level=warning", *extra, *args.cairn_arg,
+                                                                  lines=self.lines)
         self.channel = grpc.insecure_channel("127.0.0.1:%d" % port)
         self.stub = pbg.InferenceStub(self.channel)
+        self.http_port = server_process.wait_for_http_port(self.lines) if args.cairn_http else None
+        if args.cairn_http and self.http_port is None:
+            raise RuntimeError("cairn-server reported no HTTP port:\n" + "".join(self.lines))
+        self.send = self.send_http if args.cairn_http else self.send_grpc
 
     def n_vocab(self):
         for m in self.stub.ListModels(self.pb.ListModelsRequest(), timeout=60).models:
@@ -205,7 +219,7 @@ class Cairn:
                 return m.n_vocab
         raise RuntimeError("cairn-server does not serve 'bench'")
 
-    def send(self, user, prompt):
+    def send_grpc(self, user, prompt):
         pb = self.pb
         req = pb.GenerateRequest(model="bench", parts=[pb.PromptPart(tokens=pb.TokenIds(ids=prompt))],
                                  sampling=pb.SamplingParams(temperature=0.0),
@@ -223,6 +237,55 @@ class Cairn:
                     ttft = time.monotonic() - start
                 reply.append(ev.token.id)
         return ttft, reply, processed
+
+    def send_http(self, user, prompt):
+        """Through the OpenAI door: /v1/completions with token ids, streamed,
+        with the ids of the reply (return_token_ids) and the usage; the
+        prompt tokens processed are prompt_tokens - cached_tokens."""
+        body = json.dumps({"model": "bench", "prompt": prompt, "max_tokens": REPLY_TOKENS, "temperature": 0,
+                           "ignore_eos": True, "stream": True, "stream_options": {"include_usage": True},
+                           "return_token_ids": True})
+        c = http.client.HTTPConnection("127.0.0.1", self.http_port, timeout=3600)
+        start = time.monotonic()
+        c.request("POST", "/v1/completions", body, {"Content-Type": "application/json"})
+        resp = c.getresponse()
+        if resp.status != 200:
+            raise RuntimeError("cairn HTTP %d %s" % (resp.status, resp.read()[:300]))
+        ttft = None
+        reply = []
+        usage = None
+        for raw in resp:
+            line = raw.decode().strip()
+            if line == "data: [DONE]":
+                break
+            if not line.startswith("data: "):
+                continue
+            chunk = json.loads(line[6:])
+            if "error" in chunk:
+                raise RuntimeError("cairn HTTP: %s" % chunk["error"].get("message"))
+            for choice in chunk.get("choices", []):
+                if choice.get("token_ids"):
+                    if ttft is None:
+                        ttft = time.monotonic() - start
+                    reply += choice["token_ids"]
+            if chunk.get("usage"):
+                usage = chunk["usage"]
+        c.close()
+        if usage is None:
+            raise RuntimeError("cairn HTTP: no usage chunk")
+        with self.usage_lock:
+            self.cached_tokens += usage["prompt_tokens_details"]["cached_tokens"]
+        return ttft, reply, usage["prompt_tokens"] - usage["prompt_tokens_details"]["cached_tokens"]
+
+    def server_recomputed(self):
+        """cairn_recomputed_positions_total from /metrics (all models)."""
+        c = http.client.HTTPConnection("127.0.0.1", self.metrics_port, timeout=30)
+        c.request("GET", "/metrics")
+        total = 0.0
+        for line in c.getresponse().read().decode().splitlines():
+            if line.startswith("cairn_recomputed_positions_total"):
+                total += float(line.rsplit(" ", 1)[1])
+        return int(total)
 
     def stop(self):
         self.channel.close()
@@ -329,6 +392,9 @@ def main():
     p.add_argument("--reply-tokens", type=int, default=32)
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--no-check", action="store_true", help="skip the single-user replay of cairn")
+    p.add_argument("--cairn-http", action="store_true",
+                   help="drive cairn through its OpenAI HTTP door (/v1/completions with token ids) instead of gRPC, "
+                   "and check the usage's cached_tokens against the server's own reuse counter")
     p.add_argument("--cairn-arg", action="append", default=[], help="an extra cairn-server flag (repeatable)")
     p.add_argument("--llama-arg", action="append", default=[], help="an extra llama-server flag (repeatable)")
     p.add_argument("--proto-dir", default=os.path.join(HERE, "..", "protos"))
@@ -358,10 +424,17 @@ def main():
                                 os.path.basename(args.model)), flush=True)
             loaded = Result()
             seconds = run_users(workload, cairn.send, range(args.users), loaded)
+            failed = list(loaded.errors)
+            if args.cairn_http:
+                counted = cairn.server_recomputed()
+                print("cairn HTTP usage: prompt tokens processed (prompt_tokens - cached_tokens) %d, cached_tokens "
+                      "%d; server's cairn_recomputed_positions_total %d" %
+                      (loaded.processed, cairn.cached_tokens, counted), flush=True)
+                if counted != loaded.processed:
+                    failed.append("cached_tokens disagree with the server's reuse figures")
         finally:
             cairn.stop()
-        report("cairn", loaded, seconds, minimum)
-        failed = list(loaded.errors)
+        report("cairn-http" if args.cairn_http else "cairn", loaded, seconds, minimum)
 
         if args.llama_server:
             llama = LlamaServer(args, workload)
