@@ -18,6 +18,7 @@
 #include "absl/synchronization/mutex.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "tests/service/e2e/forced_reply.h"
 #include "tests/service/e2e/service_fixture.h"
 #include "tests/testing/shared_data.h"
 
@@ -37,18 +38,6 @@ std::string ReadFile(const std::string& path) {
   std::stringstream s;
   s << in.rdbuf();
   return s.str();
-}
-
-// The reply the server is made to generate: token ids for each generated
-// position, then the model samples again.
-struct ForcedReply {
-  absl::Mutex mu;
-  std::vector<TokenId> ids ABSL_GUARDED_BY(mu);
-};
-
-ForcedReply& Forced() {
-  static ForcedReply* reply = new ForcedReply();
-  return *reply;
 }
 
 // A case of cases.json as the messages, tools and template arguments of a
@@ -96,12 +85,7 @@ class ChatToolsTest : public ::testing::Test {
                                               {kGptOss, testing::SharedPath(kGptOssTemplate)},
                                               {kRefusing, *dir_ + "/refuse.jinja"}};
     opt.models_options.chat_template_clock = [] { return absl::CivilSecond(2026, 1, 15, 12, 0, 0); };
-    opt.scheduler.forced_token = [](const GenerateJob&, int32_t n) -> std::optional<TokenId> {
-      ForcedReply& f = Forced();
-      absl::MutexLock lock(&f.mu);
-      if (n < static_cast<int32_t>(f.ids.size())) return f.ids[static_cast<size_t>(n)];
-      return std::nullopt;
-    };
+    opt.scheduler.forced_token = ForcedReply::Next;
     auto s = Server::Create(opt);
     ASSERT_TRUE(s.ok()) << s.status();
     server_ = s->release();
@@ -148,17 +132,7 @@ class ChatToolsTest : public ::testing::Test {
   // Makes the server's next replies start with `text` (tokenized as text:
   // markers are plain pieces of the demo vocabulary), then <|im_end|>.
   void ForceReply(const std::string& model, const std::string& text) {
-    auto m = server_->models().Find(model);
-    ASSERT_TRUE(m.ok());
-    const Tokenizer& tok = *(*m)->tokenizer;
-    TokenizeOptions opt;
-    opt.add_special = false;
-    opt.parse_special = false;
-    std::vector<TokenId> ids = tok.Tokenize(text, opt);
-    ids.push_back(*tok.FindToken("<|im_end|>"));
-    ForcedReply& f = Forced();
-    absl::MutexLock lock(&f.mu);
-    f.ids = std::move(ids);
+    ASSERT_TRUE(ForcedReply::Set(*server_, model, text).ok());
   }
 
   // Generate over the case's conversation; collects the parsed stream.

@@ -11,11 +11,10 @@
 #include <string>
 #include <vector>
 
-#include "absl/base/thread_annotations.h"
-#include "absl/synchronization/mutex.h"
 #include "gtest/gtest.h"
 #include "httplib.h"
 #include "nlohmann/json.hpp"
+#include "tests/service/e2e/forced_reply.h"
 #include "tests/service/e2e/service_fixture.h"
 #include "tests/testing/shared_data.h"
 
@@ -27,17 +26,6 @@ using Json = nlohmann::json;
 constexpr const char* kQwen = "qwen35-chat";
 constexpr const char* kQwenTemplate = "chat_templates/templates/Qwen3.5-4B.jinja";
 
-// The reply the server is made to generate, then the model samples again.
-struct ForcedReply {
-  absl::Mutex mu;
-  std::vector<TokenId> ids ABSL_GUARDED_BY(mu);
-};
-
-ForcedReply& Forced() {
-  static ForcedReply* reply = new ForcedReply();
-  return *reply;
-}
-
 class HttpToolsTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
@@ -47,12 +35,7 @@ class HttpToolsTest : public ::testing::Test {
     opt.http.listen = "127.0.0.1:0";
     opt.models.push_back({kQwen, kChat, "", true});
     opt.models_options.chat_template_files = {{kQwen, testing::SharedPath(kQwenTemplate)}};
-    opt.scheduler.forced_token = [](const GenerateJob&, int32_t n) -> std::optional<TokenId> {
-      ForcedReply& f = Forced();
-      absl::MutexLock lock(&f.mu);
-      if (n < static_cast<int32_t>(f.ids.size())) return f.ids[static_cast<size_t>(n)];
-      return std::nullopt;
-    };
+    opt.scheduler.forced_token = ForcedReply::Next;
     auto s = Server::Create(opt);
     ASSERT_TRUE(s.ok()) << s.status();
     server_ = s->release();
@@ -68,19 +51,7 @@ class HttpToolsTest : public ::testing::Test {
 
   // The server's next replies start with `text` (plain pieces of the demo
   // vocabulary), then <|im_end|>.
-  static void ForceReply(const std::string& text) {
-    auto m = server_->models().Find(kQwen);
-    ASSERT_TRUE(m.ok());
-    const Tokenizer& tok = *(*m)->tokenizer;
-    TokenizeOptions opt;
-    opt.add_special = false;
-    opt.parse_special = false;
-    std::vector<TokenId> ids = tok.Tokenize(text, opt);
-    ids.push_back(*tok.FindToken("<|im_end|>"));
-    ForcedReply& f = Forced();
-    absl::MutexLock lock(&f.mu);
-    f.ids = std::move(ids);
-  }
+  static void ForceReply(const std::string& text) { ASSERT_TRUE(ForcedReply::Set(*server_, kQwen, text).ok()); }
 
   static httplib::Result Post(const Json& body) {
     httplib::Client cli("127.0.0.1", server_->http_port());
