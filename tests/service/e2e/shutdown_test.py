@@ -90,7 +90,10 @@ class ShutdownTest(unittest.TestCase):
         self.assertEqual(proc.wait(timeout=120), 0)
 
     def test_requests_beyond_the_grace_are_cancelled(self):
-        proc, _, stub = self.start("--shutdown-grace=1")
+        # A stream far longer than the grace: --max-tokens-limit raised so
+        # that the default cap (16384, a second or two here) cannot end it
+        # OK before the grace does.
+        proc, _, stub = self.start("--shutdown-grace=1", "--max-tokens-limit=%d" % (1 << 20))
         started, result, t = self.stream_in_background(stub, self.req(1 << 20))
         self.assertTrue(started.wait(60))
         proc.send_signal(signal.SIGTERM)
