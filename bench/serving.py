@@ -144,6 +144,31 @@ class Workload:
             len(self.tools[0]) * self.reply_tokens
 
 
+def post_events(port, path, body, who):
+    """POSTs `body` (a dict, as JSON) to 127.0.0.1:port`path` and yields
+    each server-sent event's data as a dict, until `data: [DONE]` or the
+    end of the response; a non-200 status or an error event raises,
+    naming `who`."""
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=3600)
+    try:
+        c.request("POST", path, json.dumps(body), {"Content-Type": "application/json"})
+        resp = c.getresponse()
+        if resp.status != 200:
+            raise RuntimeError("%s: HTTP %d %s" % (who, resp.status, resp.read()[:300]))
+        for raw in resp:
+            line = raw.decode().strip()
+            if line == "data: [DONE]":
+                return
+            if not line.startswith("data: "):
+                continue
+            chunk = json.loads(line[6:])
+            if "error" in chunk:
+                raise RuntimeError("%s: %s" % (who, chunk["error"].get("message")))
+            yield chunk
+    finally:
+        c.close()
+
+
 class Result:
     def __init__(self):
         self.lock = threading.Lock()
@@ -242,27 +267,13 @@ class Cairn:
         """Through the OpenAI door: /v1/completions with token ids, streamed,
         with the ids of the reply (return_token_ids) and the usage; the
         prompt tokens processed are prompt_tokens - cached_tokens."""
-        body = json.dumps({"model": "bench", "prompt": prompt, "max_tokens": REPLY_TOKENS, "temperature": 0,
-                           "ignore_eos": True, "stream": True, "stream_options": {"include_usage": True},
-                           "return_token_ids": True})
-        c = http.client.HTTPConnection("127.0.0.1", self.http_port, timeout=3600)
+        body = {"model": "bench", "prompt": prompt, "max_tokens": REPLY_TOKENS, "temperature": 0, "ignore_eos": True,
+                "stream": True, "stream_options": {"include_usage": True}, "return_token_ids": True}
         start = time.monotonic()
-        c.request("POST", "/v1/completions", body, {"Content-Type": "application/json"})
-        resp = c.getresponse()
-        if resp.status != 200:
-            raise RuntimeError("cairn HTTP %d %s" % (resp.status, resp.read()[:300]))
         ttft = None
         reply = []
         usage = None
-        for raw in resp:
-            line = raw.decode().strip()
-            if line == "data: [DONE]":
-                break
-            if not line.startswith("data: "):
-                continue
-            chunk = json.loads(line[6:])
-            if "error" in chunk:
-                raise RuntimeError("cairn HTTP: %s" % chunk["error"].get("message"))
+        for chunk in post_events(self.http_port, "/v1/completions", body, "cairn HTTP"):
             for choice in chunk.get("choices", []):
                 if choice.get("token_ids"):
                     if ttft is None:
@@ -270,7 +281,6 @@ class Cairn:
                     reply += choice["token_ids"]
             if chunk.get("usage"):
                 usage = chunk["usage"]
-        c.close()
         if usage is None:
             raise RuntimeError("cairn HTTP: no usage chunk")
         with self.usage_lock:
@@ -330,33 +340,19 @@ class LlamaServer:
         raise RuntimeError("llama-server did not become healthy in 300 s")
 
     def send(self, user, prompt):
-        body = json.dumps({"prompt": prompt, "n_predict": REPLY_TOKENS, "temperature": 0, "top_k": 1,
-                           "ignore_eos": True, "cache_prompt": True, "stream": True, "return_tokens": True,
-                           "id_slot": user})
-        c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=3600)
+        body = {"prompt": prompt, "n_predict": REPLY_TOKENS, "temperature": 0, "top_k": 1, "ignore_eos": True,
+                "cache_prompt": True, "stream": True, "return_tokens": True, "id_slot": user}
         start = time.monotonic()
-        c.request("POST", "/completion", body, {"Content-Type": "application/json"})
-        resp = c.getresponse()
-        if resp.status != 200:
-            raise RuntimeError("llama-server: HTTP %d %s" % (resp.status, resp.read()[:300]))
         ttft = None
         reply = []
         processed = 0
-        for raw in resp:
-            line = raw.decode().strip()
-            if not line.startswith("data: "):
-                continue
-            chunk = json.loads(line[6:])
-            if "error" in chunk:
-                raise RuntimeError("llama-server: %s" % chunk["error"].get("message"))
+        for chunk in post_events(self.port, "/completion", body, "llama-server"):
             if chunk.get("tokens"):
                 if ttft is None:
                     ttft = time.monotonic() - start
                 reply += chunk["tokens"]
             if chunk.get("stop"):
                 processed = chunk.get("timings", {}).get("prompt_n", 0)
-                break
-        c.close()
         return ttft, reply, processed
 
     def stop(self):
