@@ -124,18 +124,6 @@ absl::StatusOr<std::vector<bool>> ReadSlidingWindowLayers(const ModelLoader& ld,
   return local;
 }
 
-std::vector<int32_t> NumberWindowedSlots(const std::vector<bool>& local, ArchShape& shape) {
-  shape.n_full_slots = 0;
-  shape.n_window_slots = 0;
-  for (bool l : local) (l ? shape.n_window_slots : shape.n_full_slots) += 1;
-  std::vector<int32_t> slots(local.size());
-  int32_t next_full = 0, next_window = 0;
-  for (size_t il = 0; il < local.size(); ++il) {
-    slots[il] = local[il] ? shape.n_full_slots + next_window++ : next_full++;
-  }
-  return slots;
-}
-
 absl::StatusOr<RopeParams> ReadRope(const ModelLoader& ld, RopeType type, int32_t head_dim) {
   RopeParams rope;
   rope.type = type;

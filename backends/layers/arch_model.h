@@ -148,12 +148,6 @@ absl::StatusOr<OutputHead> LoadOutputHead(const ModelLoader& loader, const Tenso
 absl::StatusOr<std::vector<bool>> ReadSlidingWindowLayers(const ModelLoader& loader, int32_t n_layer, int64_t window,
                                                           int64_t default_period);
 
-// The attention slots of a model whose layers attend over a full cache or,
-// where local[il], over a sliding-window ring: the full layers' slots first,
-// then the rings (SwaMemory's order). Returns each layer's slot and sets
-// shape.n_full_slots and shape.n_window_slots.
-std::vector<int32_t> NumberWindowedSlots(const std::vector<bool>& local, ArchShape& shape);
-
 // Rotary encoding from "<arch>.rope.*": dimension_count (default head_dim;
 // even and at most head_dim), freq_base (default 10000), scaling.type
 // linear, none or yarn (scaling.factor or scale_linear; YaRN with
