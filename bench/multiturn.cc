@@ -63,7 +63,7 @@
 //
 //   multiturn [--in-process] [--synthetic] [--only-synthetic] [--model NAME=PATH]...
 //             [--turns 6] [--seed 1] [--threads 1] [--temperature 0]
-//             [--scenarios append,branch,...|none] [checkpoint flags]
+//             [--scenarios append,branch,...|none] [--max-ratio R] [checkpoint flags]
 #include <unistd.h>
 
 #include <algorithm>
@@ -88,6 +88,7 @@
 #include "backends/register_builtin.h"
 #include "bench/bench_util.h"
 #include "bench/multiturn_agent.h"
+#include "bench/multiturn_drivers.h"
 #include "bench/multiturn_overhead.h"
 #include "cairn/v1/inference.grpc.pb.h"
 #include "checkpoint/engine.h"
@@ -102,20 +103,21 @@ namespace cairn {
 namespace {
 
 using bench::Clock;
+using bench::Conv;
 using bench::Die;
+using bench::Driver;
+using bench::kReply;
+using bench::Msg;
+using bench::Msgs;
+using bench::Same;
 using bench::Since;
+using bench::Totals;
 using checkpoint::CheckpointEngine;
 using checkpoint::CheckpointOptions;
 using checkpoint::CheckpointStore;
 using checkpoint::Prompt;
 using checkpoint::Sequence;
 using checkpoint::SymbolKey;
-
-[[noreturn]] void Die(const std::string& what, const grpc::Status& s) {
-  std::fprintf(stderr, "%s: gRPC status %d: %s\n", what.c_str(), static_cast<int>(s.error_code()),
-               s.error_message().c_str());
-  std::exit(1);
-}
 
 // ---- synthetic models (random weights, realistic ratios of shapes) ----
 //
@@ -144,269 +146,6 @@ std::vector<uint8_t> SyntheticMamba2() {
   return SerializeOrDie(synthetic::Mamba2({.n_embd = 768, .n_vocab = 8192, .d_state = 64, .n_head = 24, .n_layer = 12}),
                         "synthetic-mamba2");
 }
-
-// ---- scenarios ----
-
-struct Totals {
-  int64_t prompt = 0, recomputed = 0, minimum = 0;
-  int requests = 0;
-  double ttft = 0;
-  double client_ttft = 0;  // gRPC: send to first token read
-  // gRPC: replies whose last two thirds equal their first two thirds (a
-  // period dividing a third, e.g. one token repeated): dropthink's re-sent
-  // reply is then a prefix of the computed one, which the minimum counts
-  // as computed although only a state inside the reply could serve it.
-  int replies = 0, periodic_replies = 0;
-  size_t peak_bytes = 0;
-};
-
-// One message as each side sees it: [0] checkpointing on, [1] off. User
-// messages are the same on both; a reply is what that side generated.
-struct Msg {
-  std::vector<TokenId> t[2];
-};
-using Msgs = std::vector<Msg>;
-
-Msg Same(std::vector<TokenId> t) { return Msg{{t, t}}; }
-
-constexpr int kReply = 48;
-
-struct Conv {
-  std::vector<TokenId> system;
-  // False: the prompt is one run of tokens (a client sending plain token
-  // prompts), no message boundary marked anywhere.
-  bool marked = true;
-  int vocab = 0;
-  std::mt19937* rng = nullptr;
-  std::vector<TokenId> Tokens(int n) {
-    std::vector<TokenId> t(n);
-    for (auto& x : t) x = 3 + static_cast<TokenId>((*rng)() % (vocab - 3));
-    return t;
-  }
-  Msg User() { return Same(Tokens(40 + (*rng)() % 81)); }
-  // The conversation as side `m` sees it: the system prompt and each message,
-  // each ending a message when `marked`.
-  Prompt Build(const Msgs& msgs, int m) const {
-    Prompt p;
-    p.AddTokens(system);
-    if (marked) p.EndMessage();
-    for (const auto& msg : msgs) {
-      p.AddTokens(msg.t[m]);
-      if (marked) p.EndMessage();
-    }
-    return p;
-  }
-};
-
-// Runs requests on both sides (checkpointing on and off) and keeps the
-// totals. A turn is one request: the conversation so far as the prompt, then
-// a reply of kReply tokens.
-class Driver {
- public:
-  explicit Driver(std::mt19937& rng) : rng_(rng) {}
-  virtual ~Driver() = default;
-  // A session on both sides; returns its handle.
-  virtual int NewSession() = 0;
-  // One request on session `s` (over gRPC, kSessionless: none) with prompt
-  // system + msgs; returns the reply each side got.
-  virtual Msg Turn(int s, const Conv& c, const Msgs& msgs) = 0;
-  static constexpr int kSessionless = -1;
-  // Over gRPC, > 0: the client cancels each reply once it has read this
-  // many tokens, and the reply is what it read.
-  int cancel_after = 0;
-
-  Totals totals[2];
-
- protected:
-  // Positions of p that no earlier request on side m computed.
-  int64_t Minimum(int m, const Prompt& p) const {
-    size_t best = 0;
-    for (const auto& path : computed_[m]) best = std::max(best, checkpoint::CommonPrefix(path, p.keys()));
-    return p.positions() - p.pos_after(best);
-  }
-  void Computed(int m, std::span<const SymbolKey> keys) { computed_[m].emplace_back(keys.begin(), keys.end()); }
-
-  std::mt19937& rng_;
-  int requests_ = 0;
-
- private:
-  std::vector<std::vector<SymbolKey>> computed_[2];
-};
-
-// In process, through two checkpoint engines on one backend. Replies are
-// drawn from the seeded generator (reuse does not depend on their content)
-// and decoded on both sides.
-class EngineDriver final : public Driver {
- public:
-  EngineDriver(CheckpointEngine* on, CheckpointEngine* off, std::mt19937& rng) : Driver(rng), engine_{on, off} {}
-
-  int NewSession() override {
-    std::array<std::unique_ptr<Sequence>, 2> p;
-    for (int m = 0; m < 2; ++m) {
-      auto s = engine_[m]->NewSequence();
-      if (!s.ok()) Die("new sequence", s.status());
-      p[m] = std::move(*s);
-    }
-    seqs_.push_back(std::move(p));
-    return static_cast<int>(seqs_.size()) - 1;
-  }
-
-  Msg Turn(int s, const Conv& c, const Msgs& msgs) override {
-    auto& seq = seqs_[s];
-    for (int k = 0; k < 2; ++k) {
-      const int m = (k + requests_) % 2;  // alternate which side goes first (warm caches)
-      const Prompt p = c.Build(msgs, m);
-      const int64_t minimum = Minimum(m, p);
-      const auto t0 = Clock::now();
-      auto r = engine_[m]->Prefill(*seq[m], p);
-      const double secs = Since(t0);
-      if (!r.ok()) Die("prefill", r.status());
-      totals[m].prompt += p.positions();
-      totals[m].recomputed += r->stats.recomputed;
-      totals[m].minimum += minimum;
-      totals[m].ttft += secs;
-      ++totals[m].requests;
-      Computed(m, p.keys());
-    }
-    ++requests_;
-    std::vector<TokenId> out;
-    for (int i = 0; i < kReply; ++i) out.push_back(3 + static_cast<TokenId>(rng_() % (c.vocab - 3)));
-    for (int m = 0; m < 2; ++m) {
-      for (TokenId t : out) {
-        auto r = engine_[m]->Decode(*seq[m], t);
-        if (!r.ok()) Die("decode", r.status());
-      }
-      engine_[m]->EndGeneration(*seq[m]).IgnoreError();
-      Computed(m, seq[m]->history().keys());
-    }
-    return Same(out);
-  }
-
- private:
-  CheckpointEngine* engine_[2];
-  std::vector<std::array<std::unique_ptr<Sequence>, 2>> seqs_;
-};
-
-// Through the gRPC API of two servers: [0] checkpointing on, [1] off.
-class GrpcDriver final : public Driver {
- public:
-  GrpcDriver(int port_on, int port_off, std::string model, float temperature, uint32_t seed, std::mt19937& rng)
-      : Driver(rng), model_(std::move(model)), temperature_(temperature), seed_(seed) {
-    const int ports[2] = {port_on, port_off};
-    for (int m = 0; m < 2; ++m) {
-      stub_[m] = v1::Inference::NewStub(
-          grpc::CreateChannel("127.0.0.1:" + std::to_string(ports[m]), grpc::InsecureChannelCredentials()));
-    }
-  }
-
-  int NewSession() override {
-    std::array<std::string, 2> ids;
-    for (int m = 0; m < 2; ++m) {
-      v1::SessionRequest req;
-      req.mutable_create()->set_model(model_);
-      v1::SessionResponse resp;
-      grpc::ClientContext ctx;
-      grpc::Status st = stub_[m]->SessionControl(&ctx, req, &resp);
-      if (!st.ok()) Die("SessionControl create", st);
-      ids[m] = resp.session().session_id();
-    }
-    sessions_.push_back(ids);
-    return static_cast<int>(sessions_.size()) - 1;
-  }
-
-  Msg Turn(int s, const Conv& c, const Msgs& msgs) override {
-    Msg reply;
-    for (int k = 0; k < 2; ++k) {
-      const int m = (k + requests_) % 2;  // alternate which server goes first (same load)
-      Prompt p = c.Build(msgs, m);
-      const int64_t minimum = Minimum(m, p);
-      v1::GenerateRequest req;
-      req.set_model(model_);
-      if (s != kSessionless) req.set_session_id(sessions_[s][m]);
-      auto add = [&req, &c](const std::vector<TokenId>& tokens) {
-        v1::TokenIds* ids = req.add_parts()->mutable_tokens();
-        for (TokenId t : tokens) ids->add_ids(t);
-        if (c.marked) req.add_parts()->set_message_boundary(true);
-      };
-      add(c.system);
-      for (const Msg& msg : msgs) add(msg.t[m]);
-      req.mutable_sampling()->set_temperature(temperature_);
-      // The same sampler seed for a request on both servers.
-      req.mutable_sampling()->set_seed(uint64_t{seed_} * 1000003 + static_cast<uint64_t>(requests_));
-      req.mutable_stop()->set_max_tokens(kReply);
-      req.mutable_stop()->set_ignore_eos(true);
-      req.set_stream_text(false);
-
-      grpc::ClientContext ctx;
-      const auto t0 = Clock::now();
-      double first = -1;
-      auto reader = stub_[m]->Generate(&ctx, req);
-      v1::GenerateResponse ev;
-      v1::PromptInfo info;
-      v1::Finished fin;
-      bool has_info = false, has_fin = false;
-      std::vector<TokenId> ids;
-      const int want = cancel_after > 0 ? cancel_after : kReply;
-      while (static_cast<int>(ids.size()) < want && reader->Read(&ev)) {
-        if (ev.has_prompt()) {
-          info = ev.prompt();
-          has_info = true;
-        } else if (ev.has_token()) {
-          if (first < 0) first = Since(t0);
-          ids.push_back(ev.token().id());
-        } else if (ev.has_finished()) {
-          fin = ev.finished();
-          has_fin = true;
-        }
-      }
-      if (cancel_after > 0) {
-        ctx.TryCancel();
-        while (reader->Read(&ev)) {
-        }
-        has_fin = true;  // cancelled (or, when it was faster than the cancel, finished)
-      }
-      grpc::Status st = reader->Finish();
-      if (!st.ok() && !(cancel_after > 0 && st.error_code() == grpc::StatusCode::CANCELLED)) {
-        Die("Generate on model " + model_, st);
-      }
-      if (!has_info || !has_fin || static_cast<int>(ids.size()) != want || info.prompt_positions() != p.positions()) {
-        std::fprintf(stderr,
-                     "Generate on model %s: unexpected stream (prompt info %d, finished %d, %zu tokens, "
-                     "prompt positions %d vs %d sent)\n",
-                     model_.c_str(), has_info, has_fin, ids.size(), info.prompt_positions(), p.positions());
-        std::exit(1);
-      }
-      totals[m].prompt += info.prompt_positions();
-      totals[m].recomputed += info.recomputed_tokens();
-      totals[m].minimum += minimum;
-      totals[m].ttft += cancel_after > 0 ? first : fin.timings().time_to_first_token_seconds();
-      totals[m].client_ttft += first;
-      ++totals[m].replies;
-      if (static_cast<int>(ids.size()) == kReply && std::equal(ids.begin() + kReply / 3, ids.end(), ids.begin())) {
-        ++totals[m].periodic_replies;
-      }
-      ++totals[m].requests;
-      // Computed: the prompt, then every generated token but the last (it
-      // was sampled, streamed and put in the session's history, but never
-      // run through the model).
-      p.AddTokens(std::span<const TokenId>(ids.data(), ids.size() - 1));
-      Computed(m, p.keys());
-      reply.t[m] = std::move(ids);
-    }
-    // The generator advances as the in-process replies' draws do, so that
-    // every later user message is the same as in process.
-    for (int i = 0; i < kReply; ++i) rng_();
-    ++requests_;
-    return reply;
-  }
-
- private:
-  std::string model_;
-  float temperature_;
-  uint32_t seed_;
-  std::unique_ptr<v1::Inference::Stub> stub_[2];
-  std::vector<std::array<std::string, 2>> sessions_;
-};
 
 // A client that sends plain token prompts (no boundaries) and keeps its
 // conversation short: once it holds 3 turns, each request drops the oldest
@@ -547,7 +286,8 @@ std::pair<Totals, Totals> MeasureInProcess(Backend& backend, const CheckpointOpt
   if (!off.ok()) Die("engine", off.status());
   std::mt19937 rng(seed);
   Conv c = NewConv(backend.info().n_vocab, rng);
-  EngineDriver d(on->get(), off->get(), rng);
+  std::unique_ptr<bench::Driver> driver = bench::NewEngineDriver(on->get(), off->get(), rng);
+  bench::Driver& d = *driver;
   RunScenario(scenario, d, c, turns);
   d.totals[0].peak_bytes = shared->stats().peak_ram_bytes;
   return {d.totals[0], d.totals[1]};
@@ -562,7 +302,9 @@ std::pair<Totals, Totals> MeasureGrpc(const ModelUnderTest& model, const Checkpo
   std::unique_ptr<service::Server> off = bench::StartServer(model.spec, disabled, threads);
   std::mt19937 rng(seed);
   Conv c = NewConv(model.backend->info().n_vocab, rng);
-  GrpcDriver d(on->port(), off->port(), model.spec.name, temperature, seed, rng);
+  std::unique_ptr<bench::Driver> driver =
+      bench::NewGrpcDriver(on->port(), off->port(), model.spec.name, temperature, seed, rng);
+  bench::Driver& d = *driver;
   RunScenario(scenario, d, c, turns);
   d.totals[0].peak_bytes = on->models().store() != nullptr ? on->models().store()->stats().peak_ram_bytes : 0;
   return {d.totals[0], d.totals[1]};
@@ -615,6 +357,7 @@ int Main(int argc, char** argv) {
   std::vector<std::string> scenarios = {"append",     "regenerate", "edit", "dropthink", "branch",
                                         "interleave", "manyusers",  "trim", "cancel",    "agent"};
   std::vector<std::pair<std::string, std::string>> files;
+  double max_ratio = 0;  // 0: report only
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     auto value = [&] { return bench::FlagValue(args, &i); };
@@ -632,6 +375,8 @@ int Main(int argc, char** argv) {
       threads = std::atoi(value().c_str());
     else if (a == "--temperature")
       temperature = static_cast<float>(std::atof(value().c_str()));
+    else if (a == "--max-ratio")
+      max_ratio = std::atof(value().c_str());
     else if (a == "--scenarios")
       scenarios = absl::StrSplit(value(), ',');
     else if (a == "--model") {
@@ -645,10 +390,11 @@ int Main(int argc, char** argv) {
     } else if (a == "--help" || a == "-h") {
       std::printf(
           "multiturn [--in-process] [--synthetic] [--only-synthetic] [--model NAME=PATH]... [--turns N]\n"
-          "          [--seed N] [--threads N] [--temperature T] [--scenarios a,b,...|none]\n"
+          "          [--seed N] [--threads N] [--temperature T] [--scenarios a,b,...|none] [--max-ratio R]\n"
           "  by default through gRPC: two cairn servers in this process on 127.0.0.1, checkpoints on/off,\n"
           "  replies sampled at --temperature (default 0: greedy);\n"
-          "  --in-process drives the checkpoint engine directly instead\n%s",
+          "  --in-process drives the checkpoint engine directly instead;\n"
+          "  --max-ratio R exits 1 when a scenario recomputes more than R times its minimum\n%s",
           checkpoint::CheckpointFlagsHelp().c_str());
       return 0;
     } else {
@@ -782,6 +528,11 @@ int Main(int argc, char** argv) {
   }
   std::printf("\nworst ratio recomputed/minimum: %.3f%s%s%s\n", worst_ratio, worst.empty() ? "" : " (", worst.c_str(),
               worst.empty() ? "" : ")");
+  if (max_ratio > 0 && worst_ratio > max_ratio) {
+    std::fprintf(stderr, "multiturn: %s recomputed %.3f x its minimum, above --max-ratio %.3f\n", worst.c_str(),
+                 worst_ratio, max_ratio);
+    return 1;
+  }
   return 0;
 }
 
