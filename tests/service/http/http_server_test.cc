@@ -285,17 +285,11 @@ TEST(HttpAuthTest, BearerTokensAsGrpc) {
   EXPECT_EQ(good->status, 200) << good->body;
 }
 
-TEST(HttpOptionsTest, PlainHttpOnlyAndAddressErrors) {
+TEST(HttpOptionsTest, AddressErrors) {
   ServerOptions opt = TestServerOptions();
   opt.models_options.threads = 1;
   opt.http.listen = "no-port";
   EXPECT_EQ(Server::Create(opt).status().code(), absl::StatusCode::kInvalidArgument);
-  opt.http.listen = "127.0.0.1:0";
-  opt.tls_cert = "cert.pem";
-  opt.tls_key = "key.pem";
-  const absl::Status st = Server::Create(opt).status();
-  EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_NE(st.message().find("--http-listen serves plain HTTP only"), std::string::npos) << st;
 }
 
 }  // namespace
