@@ -135,7 +135,8 @@ TlsContext::~TlsContext() = default;
 
 absl::StatusOr<std::unique_ptr<TlsContext::Loaded>> TlsContext::Read() const {
   auto l = std::make_unique<Loaded>();
-  for (auto [path, bytes] : {std::pair{&files_.cert, &l->cert}, {&files_.key, &l->key}, {&files_.client_ca, &l->client_ca}}) {
+  for (auto [path, bytes] :
+       {std::pair{&files_.cert, &l->cert}, {&files_.key, &l->key}, {&files_.client_ca, &l->client_ca}}) {
     if (path->empty()) continue;
     absl::StatusOr<std::string> read = Slurp(*path);
     if (!read.ok()) return read.status();
@@ -172,7 +173,8 @@ absl::Status TlsContext::Build(Loaded& l) const {
     std::vector<X509Ptr> cas = Certificates(l.client_ca);
     if (cas.empty()) return absl::InvalidArgumentError(absl::StrCat("no PEM certificate in '", files_.client_ca, "'"));
     for (const X509Ptr& ca : cas) {
-      if (X509_STORE_add_cert(SSL_CTX_get_cert_store(ctx), ca.get()) != 1 || SSL_CTX_add_client_CA(ctx, ca.get()) != 1) {
+      if (X509_STORE_add_cert(SSL_CTX_get_cert_store(ctx), ca.get()) != 1 ||
+          SSL_CTX_add_client_CA(ctx, ca.get()) != 1) {
         return OpenSslError(files_.client_ca);
       }
     }

@@ -25,7 +25,7 @@ namespace cairn::service::http {
 
 // PEM files; `cert` and `key` empty: plain HTTP.
 struct TlsFiles {
-  std::string cert;       // the chain, the server's certificate first
+  std::string cert;  // the chain, the server's certificate first
   std::string key;
   std::string client_ca;  // "": no client certificates asked
   std::chrono::seconds refresh{5};
@@ -66,7 +66,7 @@ class TlsContext final {
   absl::Mutex mu_;
   std::shared_ptr<const Loaded> current_ ABSL_GUARDED_BY(mu_);
   Clock::time_point next_check_ ABSL_GUARDED_BY(mu_);
-  bool checking_ ABSL_GUARDED_BY(mu_) = false;  // one connection re-reads, the others go on
+  bool checking_ ABSL_GUARDED_BY(mu_) = false;     // one connection re-reads, the others go on
   std::string last_failure_ ABSL_GUARDED_BY(mu_);  // files' bytes last refused (logged)
 };
 

@@ -225,7 +225,8 @@ TEST_F(HttpsTest, PlainHttpRandomBytesAndATricklingHandshakeAreClosed) {
   // within the I/O timeout: the request deadline (1 s) closes it.
   std::string hello = {0x16, 0x03, 0x01, 0x02, 0x00, 0x01, 0x00, 0x01, static_cast<char>(0xfc), 0x03, 0x03};
   hello.resize(400, 'x');
-  const Clock::duration trickled = ClosedAfter(port, hello, 1, std::chrono::milliseconds(100), std::chrono::seconds(10));
+  const Clock::duration trickled =
+      ClosedAfter(port, hello, 1, std::chrono::milliseconds(100), std::chrono::seconds(10));
   EXPECT_GE(trickled, std::chrono::milliseconds(900));
   EXPECT_LT(trickled, std::chrono::seconds(4));
   // The server serves on, TLS and gRPC.
