@@ -93,7 +93,26 @@ class GuardedServer final : public httplib::Server {
 
 void Reply(httplib::Response& res, const absl::Status& status) {
   res.status = HttpStatusOf(status.code());
+  // Worth retrying soon: a session busy with another request (ABORTED), a
+  // full server, draining. The openai SDKs honour Retry-After.
+  if (IsRetryable(status.code())) res.set_header("Retry-After", "1");
   res.set_content(ErrorJson(status), "application/json");
+}
+
+// The request's deadline: X-Cairn-Timeout-Ms (1 ms to a day), else the
+// server's default (none when 0).
+absl::StatusOr<std::chrono::system_clock::time_point> DeadlineOf(const httplib::Request& req,
+                                                                 std::chrono::milliseconds default_timeout) {
+  std::chrono::milliseconds timeout = default_timeout;
+  if (req.has_header("X-Cairn-Timeout-Ms")) {
+    int64_t ms = 0;
+    if (!absl::SimpleAtoi(req.get_header_value("X-Cairn-Timeout-Ms"), &ms) || ms < 1 || ms > 86400000) {
+      return absl::InvalidArgumentError("X-Cairn-Timeout-Ms: expected milliseconds from 1 to 86400000");
+    }
+    timeout = std::chrono::milliseconds(ms);
+  }
+  if (timeout.count() == 0) return std::chrono::system_clock::time_point::max();
+  return std::chrono::system_clock::now() + timeout;
 }
 
 // "HOST:PORT" or "[V6]:PORT" split.
@@ -223,9 +242,11 @@ void HttpServer::Routes::Complete(OpenAiEndpoint endpoint, const char* method, c
   absl::StatusOr<OpenAiRequest> parsed =
       ParseOpenAiRequest(endpoint, req.body, req.get_header_value("X-Cairn-Session"));
   if (!parsed.ok()) return Reply(res, parsed.status());
+  absl::StatusOr<std::chrono::system_clock::time_point> deadline = DeadlineOf(req, options_.default_timeout);
+  if (!deadline.ok()) return Reply(res, deadline.status());
   auto c = std::make_shared<Completion>();
   c->request = *std::move(parsed);
-  c->sink = std::make_shared<HttpSink>(method, authorization, c->request.generate);
+  c->sink = std::make_shared<HttpSink>(method, authorization, c->request.generate, *deadline);
   const std::string& model = c->request.generate.model();
   absl::StatusOr<ServedModel*> served = models_->Find(model);
   c->reply.emplace(c->request, model, served.ok() ? (*served)->tokenizer.get() : nullptr,

@@ -48,6 +48,11 @@ struct HttpOptions {
   std::chrono::milliseconds io_timeout{10000};  // each read and write
   std::chrono::milliseconds keep_alive{5000};
   size_t keep_alive_requests = 100;
+  // A completion's deadline when its request sets none (the header
+  // X-Cairn-Timeout-Ms: N sets N ms): it bounds the wait for a session
+  // still finishing a cancelled request and the generation itself, as a
+  // gRPC deadline does. 0: none, like a gRPC call without a deadline.
+  std::chrono::milliseconds default_timeout{0};
   // HTTPS with these files (cert and key empty: plain HTTP); mutual TLS
   // with a client CA. The TLS handshake counts against request_timeout.
   TlsFiles tls;

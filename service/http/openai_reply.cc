@@ -98,6 +98,11 @@ int HttpStatusOf(absl::StatusCode code) {
   }
 }
 
+bool IsRetryable(absl::StatusCode code) {
+  return code == absl::StatusCode::kAborted || code == absl::StatusCode::kResourceExhausted ||
+         code == absl::StatusCode::kUnavailable;
+}
+
 std::string ErrorJson(const absl::Status& status) {
   const Json error = {{"error",
                        {{"message", std::string(status.message())},

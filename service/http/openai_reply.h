@@ -21,6 +21,9 @@ namespace cairn::service::http {
 // 409 (a busy session, a taken id), 429 (RESOURCE_EXHAUSTED), 499 (the
 // client cancelled), 501, 503 (draining, unavailable), 504, else 500.
 int HttpStatusOf(absl::StatusCode code);
+// Worth retrying after a moment (answered with Retry-After): a session busy
+// with another request (ABORTED, as gRPC), a full server, draining.
+bool IsRetryable(absl::StatusCode code);
 // {"error": {"message", "type", "param": null, "code"}} for `status`.
 std::string ErrorJson(const absl::Status& status);
 

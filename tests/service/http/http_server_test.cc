@@ -261,6 +261,53 @@ TEST_F(HttpTest, SessionHeaderAndDisconnectCancels) {
   EXPECT_NE(metrics.find(R"(code="OK",method="/v1/chat/completions")"), std::string::npos);
 }
 
+// A stream cancelled on a session, and the next request on it sent at once:
+// it waits for the cancelled one to end (bounded by its deadline) and
+// succeeds, as on gRPC. A request truly concurrent with a running one gets
+// 409 with Retry-After; a malformed X-Cairn-Timeout-Ms gets 400, a deadline
+// that passes mid-generation 504.
+TEST_F(HttpTest, NextRequestWaitsForACancelledOneAndConcurrentOnesGetARetryableConflict) {
+  const httplib::Headers session = {{"X-Cairn-Session", "http-busy-1"}, {"X-Cairn-Timeout-Ms", "30000"}};
+  Json body = Chat("a long reply please", 100000);
+  body["stream"] = true;
+  for (int round = 0; round < 3; ++round) {
+    EXPECT_EQ(Stream("/v1/chat/completions", body, session, 2).size(), 2u);
+    const HttpReply next = Send("POST", "/v1/chat/completions", Chat("the next turn", 2).dump(), session);
+    EXPECT_EQ(next.status, 200) << "round " << round << ": " << next.body;
+  }
+
+  // While a stream runs (its client reading), another request on its session.
+  const httplib::Headers other = {{"X-Cairn-Session", "http-busy-2"}};
+  httplib::Client streaming("127.0.0.1", server_->http_port());
+  streaming.set_read_timeout(60, 0);
+  httplib::Request req;
+  req.method = "POST";
+  req.path = "/v1/chat/completions";
+  req.headers = other;
+  req.set_header("Content-Type", "application/json");
+  req.body = body.dump();
+  int busy_status = 0;
+  std::string busy_body, retry_after;
+  req.content_receiver = [&](const char*, size_t, uint64_t, uint64_t) {
+    httplib::Client cli("127.0.0.1", server_->http_port());
+    if (httplib::Result r = cli.Post("/v1/chat/completions", other, Chat("concurrent", 2).dump(), "application/json")) {
+      busy_status = r->status;
+      busy_body = r->body;
+      retry_after = r->get_header_value("Retry-After");
+    }
+    return false;
+  };
+  streaming.send(req);
+  EXPECT_EQ(busy_status, 409) << busy_body;
+  EXPECT_EQ(retry_after, "1");
+  EXPECT_EQ(Json::parse(busy_body, nullptr, false)["error"]["code"], "aborted");
+
+  EXPECT_EQ(Send("POST", "/v1/chat/completions", Chat("x", 2).dump(), {{"X-Cairn-Timeout-Ms", "soon"}}).status, 400);
+  const Json endless = {{"model", kTf}, {"prompt", Ids(4)}, {"max_tokens", 16000}, {"ignore_eos", true}};
+  const HttpReply late = Send("POST", "/v1/completions", endless.dump(), {{"X-Cairn-Timeout-Ms", "300"}});
+  EXPECT_EQ(late.status, 504) << late.body;
+}
+
 TEST(HttpAuthTest, BearerTokensAsGrpc) {
   ServerOptions opt = TestServerOptions();
   opt.models_options.threads = 1;

@@ -42,9 +42,9 @@ TEST_F(TlsContextTest, RefusesIncompleteUnreadableAndMismatchedFiles) {
     absl::StatusCode code;
   } cases[] = {
       {Files("server.pem", "missing.key"), absl::StatusCode::kNotFound},
-      {Files("server.pem", "server2.key"), absl::StatusCode::kInvalidArgument},  // another key
-      {Files("server.key", "server.key"), absl::StatusCode::kInvalidArgument},   // no certificate
-      {Files("server.pem", "server.pem"), absl::StatusCode::kInvalidArgument},   // no key
+      {Files("server.pem", "server2.key"), absl::StatusCode::kInvalidArgument},               // another key
+      {Files("server.key", "server.key"), absl::StatusCode::kInvalidArgument},                // no certificate
+      {Files("server.pem", "server.pem"), absl::StatusCode::kInvalidArgument},                // no key
       {Files("server.pem", "server.key", "server.key"), absl::StatusCode::kInvalidArgument},  // CA without a cert
       {{"", "k", "", std::chrono::seconds(1)}, absl::StatusCode::kInvalidArgument},
   };
