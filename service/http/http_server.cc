@@ -91,11 +91,15 @@ class GuardedServer final : public httplib::Server {
   TlsContext* const tls_;  // null: plain HTTP
 };
 
-void Reply(httplib::Response& res, const absl::Status& status) {
-  res.status = HttpStatusOf(status.code());
-  // Worth retrying soon: a session busy with another request (ABORTED), a
-  // full server, draining. The openai SDKs honour Retry-After.
-  if (IsRetryable(status.code())) res.set_header("Retry-After", "1");
+// `http_status` 0: the status's own (httplib's refusals bring theirs, none
+// worth a retry).
+void Reply(httplib::Response& res, const absl::Status& status, int http_status = 0) {
+  res.status = http_status != 0 ? http_status : HttpStatusOf(status);
+  // The openai SDKs retry by status (409, 429, 5xx) unless told otherwise,
+  // and honour Retry-After.
+  const bool retry = http_status == 0 && IsRetryable(status);
+  res.set_header("x-should-retry", retry ? "true" : "false");
+  if (retry) res.set_header("Retry-After", "1");
   res.set_content(ErrorJson(status), "application/json");
 }
 
@@ -162,9 +166,7 @@ class HttpServer::Routes {
       absl::Status st = res.status == 404   ? absl::NotFoundError(absl::StrCat("no route ", req.method, " ", req.path))
                         : res.status == 413 ? absl::ResourceExhaustedError("request body too large")
                                             : absl::InvalidArgumentError("malformed HTTP request");
-      const int status = res.status;
-      Reply(res, st);
-      res.status = status;
+      Reply(res, st, res.status);
     });
     server.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr) {
       Reply(res, absl::InternalError("internal error"));

@@ -299,13 +299,42 @@ TEST_F(HttpTest, NextRequestWaitsForACancelledOneAndConcurrentOnesGetARetryableC
   };
   streaming.send(req);
   EXPECT_EQ(busy_status, 409) << busy_body;
-  EXPECT_EQ(retry_after, "1");
+  EXPECT_EQ(retry_after, "1");  // and x-should-retry: true (openai_reply_test.cc)
   EXPECT_EQ(Json::parse(busy_body, nullptr, false)["error"]["code"], "aborted");
 
   EXPECT_EQ(Send("POST", "/v1/chat/completions", Chat("x", 2).dump(), {{"X-Cairn-Timeout-Ms", "soon"}}).status, 400);
   const Json endless = {{"model", kTf}, {"prompt", Ids(4)}, {"max_tokens", 16000}, {"ignore_eos", true}};
   const HttpReply late = Send("POST", "/v1/completions", endless.dump(), {{"X-Cairn-Timeout-Ms", "300"}});
   EXPECT_EQ(late.status, 504) << late.body;
+}
+
+// Statuses as the openai SDKs read them: a prompt beyond the model's
+// context is 400 context_length_exceeded (gRPC keeps RESOURCE_EXHAUSTED),
+// not a 429 they would retry; what is not worth retrying says so.
+TEST_F(HttpTest, ContextLengthIs400AndRetryHintsFollowTheStatus) {
+  GenerateRequest too_long = Req(kTf, Ids(20000), 2);
+  EXPECT_EQ(grpc_->Generate(too_long).status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  httplib::Client cli("127.0.0.1", server_->http_port());
+  const Json body = {{"model", kTf}, {"prompt", Ids(20000)}, {"max_tokens", 2}};
+  httplib::Result r = cli.Post("/v1/completions", body.dump(), "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 400) << r->body;
+  const Json e = Json::parse(r->body, nullptr, false);
+  EXPECT_EQ(e["error"]["code"], "context_length_exceeded") << r->body;
+  EXPECT_EQ(e["error"]["type"], "invalid_request_error");
+  EXPECT_EQ(r->get_header_value("x-should-retry"), "false");
+  EXPECT_FALSE(r->has_header("Retry-After"));
+  // Streamed: the same error as the response (it fails before the stream).
+  Json streamed = body;
+  streamed["stream"] = true;
+  r = cli.Post("/v1/completions", streamed.dump(), "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 400) << r->body;
+  // A body beyond the limit (413) is not worth a retry either.
+  r = cli.Post("/v1/chat/completions", std::string(2 << 20, ' '), "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 413);
+  EXPECT_EQ(r->get_header_value("x-should-retry"), "false");
 }
 
 TEST(HttpAuthTest, BearerTokensAsGrpc) {
