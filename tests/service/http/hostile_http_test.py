@@ -16,7 +16,6 @@ import os
 import signal
 import socket
 import ssl
-import subprocess
 import sys
 import tempfile
 import threading
@@ -95,10 +94,7 @@ def slowloris(port, n, seconds, start=b"POST /v1/completions HTTP/1.1\r\nHost: x
 
 def tls_round(args, tmp, expect):
     """The HTTP port over TLS, with a certificate made by openssl here."""
-    cert, key = os.path.join(tmp, "server.pem"), os.path.join(tmp, "server.key")
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert,
-                    "-days", "1", "-subj", "/CN=localhost", "-addext", "subjectAltName=IP:127.0.0.1"],
-                   check=True, capture_output=True)
+    cert, key = server_process.self_signed_certificate(tmp)
     lines = []
     proc, _, _ = server_process.start(args.server, "--threads=1", "--http-listen=127.0.0.1:0",
                                       "--tls-cert=" + cert, "--tls-key=" + key, lines=lines)
