@@ -12,6 +12,8 @@
 #include <iterator>
 #include <string>
 
+#include "tests/testing/temp_dir.h"
+
 namespace cairn::testing {
 
 // False when openssl failed (the test asserts on it).
@@ -42,6 +44,20 @@ inline void InstallTestFile(const std::string& path, const std::string& contents
   std::ofstream(path + ".new", std::ios::binary) << contents;
   std::filesystem::rename(path + ".new", path);
 }
+
+// A fresh directory with the certificates above, for a test suite
+// (openssl takes seconds): made() is false when openssl failed.
+class TestCertificateDir {
+ public:
+  explicit TestCertificateDir(const std::string& prefix)
+      : dir_(prefix), made_(!dir_.path().empty() && MakeTestCertificates(dir_.path())) {}
+  bool made() const { return made_; }
+  const std::string& path() const { return dir_.path(); }
+
+ private:
+  TempDir dir_;
+  bool made_;
+};
 
 }  // namespace cairn::testing
 

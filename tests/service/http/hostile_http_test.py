@@ -92,6 +92,23 @@ def slowloris(port, n, seconds, start=b"POST /v1/completions HTTP/1.1\r\nHost: x
     return len(closed)
 
 
+def concurrently(n, call):
+    """`call` on n threads at once: what each returned, or its error."""
+    results = []
+
+    def one():
+        try:
+            results.append(call())
+        except (OSError, ssl.SSLError) as e:
+            results.append(str(e))
+    threads = [threading.Thread(target=one) for _ in range(n)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    return results
+
+
 def tls_round(args, tmp, expect):
     """The HTTP port over TLS, with a certificate made by openssl here."""
     cert, key = server_process.self_signed_certificate(tmp)
@@ -128,18 +145,7 @@ def tls_round(args, tmp, expect):
     expect(post_tls(body) == 200, "a TLS request during the slow handshakes")
     t.join()
     expect(result.get("closed") == 20, "trickling handshakes closed by the server: %s of 20" % result.get("closed"))
-    statuses = []
-
-    def one():
-        try:
-            statuses.append(post_tls(body))
-        except (OSError, ssl.SSLError) as e:
-            statuses.append(str(e))
-    threads = [threading.Thread(target=one) for _ in range(100)]
-    for th in threads:
-        th.start()
-    for th in threads:
-        th.join()
+    statuses = concurrently(100, lambda: post_tls(body))
     expect(statuses.count(200) == 100, "100 concurrent over TLS: %s" % sorted(set(map(str, statuses))))
     print("over TLS: %d of 100 concurrent completions, %s of 20 trickling handshakes closed"
           % (statuses.count(200), result.get("closed")))
@@ -195,19 +201,8 @@ def main():
         t.join()
         expect(result.get("closed") == 20, "slowloris connections closed by the server: %s of 20" % result.get("closed"))
         # 200 concurrent connections, each a small completion.
-        statuses = []
         body = json.dumps({"model": "demo-transformer", "prompt": [300, 301, 302], "max_tokens": 2}).encode()
-
-        def one():
-            try:
-                statuses.append(post(http_port, "/v1/completions", body, timeout=120)[0])
-            except OSError as e:
-                statuses.append(str(e))
-        threads = [threading.Thread(target=one) for _ in range(200)]
-        for th in threads:
-            th.start()
-        for th in threads:
-            th.join()
+        statuses = concurrently(200, lambda: post(http_port, "/v1/completions", body, timeout=120)[0])
         expect(statuses.count(200) == 200, "200 concurrent: %s" % sorted(set(map(str, statuses))))
         load.stop.set()
         load.join(timeout=60)

@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <random>
 #include <string>
@@ -22,7 +23,6 @@
 #include "httplib.h"
 #include "nlohmann/json.hpp"
 #include "tests/service/e2e/service_fixture.h"
-#include "tests/testing/temp_dir.h"
 #include "tests/testing/test_certificates.h"
 
 namespace cairn::service::e2e {
@@ -34,15 +34,9 @@ class HttpsTest : public ::testing::Test {
  protected:
   // One set of certificates for the suite (openssl takes seconds); the
   // rotation test rotates copies of them.
-  static void SetUpTestSuite() {
-    certs_ = new cairn::testing::TempDir("cairn-https");
-    made_ = cairn::testing::MakeTestCertificates(certs_->path());
-  }
-  static void TearDownTestSuite() {
-    delete certs_;
-    certs_ = nullptr;
-  }
-  void SetUp() override { ASSERT_TRUE(made_) << "openssl failed"; }
+  static void SetUpTestSuite() { certs_ = new cairn::testing::TestCertificateDir("cairn-https"); }
+  static void TearDownTestSuite() { delete certs_; }
+  void SetUp() override { ASSERT_TRUE(certs_->made()) << "openssl failed"; }
 
   std::unique_ptr<Server> Start(const std::string& cert, const std::string& key, const std::string& client_ca = "",
                                 std::chrono::milliseconds request_timeout = std::chrono::milliseconds(10000)) {
@@ -79,10 +73,18 @@ class HttpsTest : public ::testing::Test {
     cairn::testing::InstallTestFile(dir_ + "/" + live, cairn::testing::ReadTestFile(dir_ + "/" + from));
   }
 
-  static inline cairn::testing::TempDir* certs_ = nullptr;
-  static inline bool made_ = false;
+  static inline cairn::testing::TestCertificateDir* certs_ = nullptr;
   const std::string dir_ = certs_->path();
 };
+
+// `done` comes true within `seconds` (asked every 200 ms).
+bool WithinSeconds(int seconds, const std::function<bool()>& done) {
+  for (const Clock::time_point until = Clock::now() + std::chrono::seconds(seconds); Clock::now() < until;) {
+    if (done()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  return done();
+}
 
 // A raw TCP connection to the port (-1 when it cannot connect).
 int Connect(int port) {
@@ -186,12 +188,7 @@ TEST_F(HttpsTest, RotatedFilesServeTheNextConnectionAndAMismatchKeepsTheOld) {
   Install("live.key", "server2.key");
   Install("live.pem", "server2.pem");
   Install("live-ca.pem", "ca2.pem");
-  bool rotated = false;
-  for (int attempt = 0; attempt < 100 && !rotated; ++attempt) {
-    rotated = Get(port, "server2", "client2") == 200;
-    if (!rotated) std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  }
-  ASSERT_TRUE(rotated);
+  ASSERT_TRUE(WithinSeconds(20, [&] { return Get(port, "server2", "client2") == 200; }));
   EXPECT_EQ(Get(port, "server", "client2"), 0);  // the old certificate is no longer served
   EXPECT_EQ(Get(port, "server2", "client"), 0);  // the old CA's clients are refused
   EXPECT_EQ(open_health(), 200);
@@ -202,12 +199,7 @@ TEST_F(HttpsTest, RotatedFilesServeTheNextConnectionAndAMismatchKeepsTheOld) {
   EXPECT_EQ(Get(port, "server2", "client2"), 200);
   // The matching certificate completes it.
   Install("live.pem", "server.pem");
-  bool back = false;
-  for (int attempt = 0; attempt < 100 && !back; ++attempt) {
-    back = Get(port, "server", "client2") == 200;
-    if (!back) std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  }
-  EXPECT_TRUE(back);
+  EXPECT_TRUE(WithinSeconds(20, [&] { return Get(port, "server", "client2") == 200; }));
 }
 
 TEST_F(HttpsTest, PlainHttpRandomBytesAndATricklingHandshakeAreClosed) {

@@ -9,7 +9,6 @@
 #include <string>
 
 #include "gtest/gtest.h"
-#include "tests/testing/temp_dir.h"
 #include "tests/testing/test_certificates.h"
 
 namespace cairn::service::http {
@@ -17,21 +16,14 @@ namespace {
 
 class TlsContextTest : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() {
-    certs_ = new cairn::testing::TempDir("cairn-tls-context");
-    made_ = cairn::testing::MakeTestCertificates(certs_->path());
-  }
-  static void TearDownTestSuite() {
-    delete certs_;
-    certs_ = nullptr;
-  }
-  void SetUp() override { ASSERT_TRUE(made_) << "openssl failed"; }
+  static void SetUpTestSuite() { certs_ = new cairn::testing::TestCertificateDir("cairn-tls-context"); }
+  static void TearDownTestSuite() { delete certs_; }
+  void SetUp() override { ASSERT_TRUE(certs_->made()) << "openssl failed"; }
   static TlsFiles Files(const std::string& cert, const std::string& key, const std::string& client_ca = "") {
     const std::string d = certs_->path() + "/";
     return {d + cert, d + key, client_ca.empty() ? "" : d + client_ca, std::chrono::seconds(1)};
   }
-  static inline cairn::testing::TempDir* certs_ = nullptr;
-  static inline bool made_ = false;
+  static inline cairn::testing::TestCertificateDir* certs_ = nullptr;
 };
 
 TEST_F(TlsContextTest, RefusesIncompleteUnreadableAndMismatchedFiles) {
