@@ -81,12 +81,6 @@ absl::StatusOr<BackendRegistry> BackendFamilies(const std::vector<std::string>& 
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Server>> Server::Create(const ServerOptions& options) {
-  // cpp-httplib's TLS server would bypass the connection bounds of the HTTP
-  // door (http_server.h): refused rather than served unbounded.
-  if (!options.http.listen.empty() && !options.tls_cert.empty()) {
-    return absl::InvalidArgumentError(
-        "--http-listen serves plain HTTP only: with --tls-cert, terminate TLS for it in a proxy in front");
-  }
   std::unique_ptr<Server> s(new Server());
   s->options_ = options;
   if (options.models_options.threads > 0) {
@@ -164,7 +158,10 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Create(const ServerOptions& opti
     return absl::UnavailableError(absl::StrCat("--listen ", options.listen, ": cannot listen (see gRPC's log above)"));
   }
   if (!options.http.listen.empty()) {
-    auto http = http::HttpServer::Create(options.http, s->service_.get(), s->models_.get(), s->auth_.get());
+    // The HTTP door serves the gRPC port's TLS files, with its rotation.
+    http::HttpOptions http_options = options.http;
+    http_options.tls = {options.tls_cert, options.tls_key, options.tls_client_ca, options.credentials_refresh};
+    auto http = http::HttpServer::Create(http_options, s->service_.get(), s->models_.get(), s->auth_.get());
     if (!http.ok()) return http.status();
     s->http_ = std::move(*http);
   }

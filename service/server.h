@@ -39,8 +39,8 @@ struct ServerOptions {
   SessionOptions sessions;
   ServiceLimits limits;
   std::string metrics_listen;  // empty: no HTTP endpoint (metrics_http.h)
-  // The OpenAI-compatible HTTP API (service/http/); listen "": off. Plain
-  // HTTP only: with TLS options set, Create refuses it (INVALID_ARGUMENT).
+  // The OpenAI-compatible HTTP API (service/http/); listen "": off. It
+  // serves HTTPS with the TLS options below (its `tls` is set from them).
   http::HttpOptions http;
   // TLS: PEM files of the server's certificate chain and key (both or
   // neither); with a client CA, clients must present a certificate it signed

@@ -7,6 +7,8 @@
 #
 #   CAIRN_PORT           gRPC port on 0.0.0.0 (default 50051)
 #   CAIRN_METRICS_PORT   Prometheus /metrics port (default 9090; empty: off)
+#   CAIRN_HTTP_PORT      the OpenAI-compatible HTTP API's port (default empty:
+#                        off); HTTPS with the CAIRN_TLS_* files when set
 #   CAIRN_TLS_CERT, CAIRN_TLS_KEY  serve TLS (PEM files); then CAIRN_TLS_CA,
 #                        the CA that signed the certificate, is required: the
 #                        health check verifies the server with it
@@ -32,12 +34,13 @@ plugin_dir=/usr/local/lib/cairn
 families() { ls "$plugin_dir" | sed -n 's/^libcairn_\(.*\)_plugin\.so$/\1/p' | tr '\n' ' '; }
 port=${CAIRN_PORT:-50051}
 metrics_port=${CAIRN_METRICS_PORT-9090}
+http_port=${CAIRN_HTTP_PORT:-}
 backends=${CAIRN_BACKENDS:-all}
 
 for arg in "$@"; do
   case $arg in
-    --listen=* | --metrics-listen=* | --tls-cert=* | --tls-key=* | --tls-client-ca=*)
-      die "$arg: the image sets this from CAIRN_PORT, CAIRN_METRICS_PORT and CAIRN_TLS_* (so that its health check follows); set those instead" ;;
+    --listen=* | --metrics-listen=* | --http-listen=* | --tls-cert=* | --tls-key=* | --tls-client-ca=*)
+      die "$arg: the image sets this from CAIRN_PORT, CAIRN_METRICS_PORT, CAIRN_HTTP_PORT and CAIRN_TLS_* (so that its health check follows); set those instead" ;;
     --backend-plugin=*)
       die "$arg: the image loads plugins from CAIRN_BACKENDS (families: $(families))" ;;
     --shutdown-grace=*)
@@ -54,6 +57,10 @@ fi
 if [ -n "$metrics_port" ]; then
   case $metrics_port in *[!0-9]*) die "CAIRN_METRICS_PORT='$metrics_port' is not a port number" ;; esac
   flags="$flags --metrics-listen=0.0.0.0:$metrics_port"
+fi
+if [ -n "$http_port" ]; then
+  case $http_port in *[!0-9]*) die "CAIRN_HTTP_PORT='$http_port' is not a port number" ;; esac
+  flags="$flags --http-listen=0.0.0.0:$http_port"
 fi
 if [ -n "${CAIRN_TLS_CERT:-}${CAIRN_TLS_KEY:-}" ]; then
   [ -n "${CAIRN_TLS_CERT:-}" ] && [ -n "${CAIRN_TLS_KEY:-}" ] && [ -n "${CAIRN_TLS_CA:-}" ] ||

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "service/api/generate_response.h"
 #include "service/api/prompt_builder.h"
+#include "service/api/status.h"
 #include "service/scheduling/scheduler.h"
 #include "service/sessions/history_proto.h"
 
@@ -164,7 +165,7 @@ absl::Status InferenceService::GenerateCall::CheckOut() {
   if (prompt_.empty()) return absl::InvalidArgumentError("empty prompt");
   const Pos positions = prompt_.PositionsOf(prompt_.size());
   if (positions >= model_->context_length()) {
-    return absl::ResourceExhaustedError(
+    return ContextLengthExceeded(
         absl::StrCat("prompt of ", positions, " positions does not fit the context of ", model_->context_length()));
   }
   return ReserveSequence(positions);

@@ -2,7 +2,24 @@
 
 #include <string>
 
+#include "absl/strings/cord.h"
+
 namespace cairn::service {
+namespace {
+
+constexpr char kContextLengthExceeded[] = "cairn/context_length_exceeded";
+
+}  // namespace
+
+absl::Status ContextLengthExceeded(const std::string& message) {
+  absl::Status status = absl::ResourceExhaustedError(message);
+  status.SetPayload(kContextLengthExceeded, absl::Cord());
+  return status;
+}
+
+bool IsContextLengthExceeded(const absl::Status& status) {
+  return status.code() == absl::StatusCode::kResourceExhausted && status.GetPayload(kContextLengthExceeded).has_value();
+}
 
 grpc::Status ToGrpcStatus(const absl::Status& status) {
   if (status.ok()) return grpc::Status::OK;

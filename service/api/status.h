@@ -6,6 +6,8 @@
 #ifndef CAIRN_SERVICE_API_STATUS_H_
 #define CAIRN_SERVICE_API_STATUS_H_
 
+#include <string>
+
 #include "absl/status/status.h"
 #include "grpcpp/support/status.h"
 
@@ -15,6 +17,12 @@ namespace cairn::service {
 // (both follow google.rpc.Code), so the mapping is value-preserving; an
 // unknown value becomes UNKNOWN.
 grpc::Status ToGrpcStatus(const absl::Status& status);
+
+// A prompt longer than the model's context: RESOURCE_EXHAUSTED for gRPC
+// clients, marked so that the HTTP door can answer it as OpenAI does (400
+// context_length_exceeded, not a 429 a client would retry).
+absl::Status ContextLengthExceeded(const std::string& message);
+bool IsContextLengthExceeded(const absl::Status& status);
 
 }  // namespace cairn::service
 

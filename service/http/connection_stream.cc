@@ -1,12 +1,16 @@
 #include "service/http/connection_stream.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
 #include <poll.h>
 #include <sys/socket.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <climits>
 
 namespace cairn::service::http {
 namespace {
@@ -58,16 +62,56 @@ bool ConnectionStream::Wait(short events, bool reading) const {
   return (p.revents & (events | POLLHUP | POLLERR)) != 0;
 }
 
+ConnectionStream::~ConnectionStream() {
+  if (ssl_ != nullptr && !tls_failed_ && SSL_is_init_finished(ssl_.get())) {
+    SSL_shutdown(ssl_.get());
+    ERR_clear_error();
+  }
+}
+
+bool ConnectionStream::StartTls(SslSession session) {
+  const int flags = ::fcntl(fd_, F_GETFL);
+  if (flags < 0 || ::fcntl(fd_, F_SETFL, flags | O_NONBLOCK) < 0) return false;
+  ssl_ = std::move(session);
+  return Tls([](SSL* ssl) { return SSL_accept(ssl); }, true) > 0;
+}
+
+bool ConnectionStream::HasBuffered() const { return ssl_ != nullptr && SSL_pending(ssl_.get()) > 0; }
+
+int ConnectionStream::Tls(absl::FunctionRef<int(SSL*)> call, bool reading) {
+  for (;;) {
+    ERR_clear_error();
+    const int n = call(ssl_.get());
+    if (n > 0) return n;
+    switch (SSL_get_error(ssl_.get(), n)) {
+      case SSL_ERROR_WANT_READ:
+        if (!Wait(POLLIN, reading)) return -1;
+        break;
+      case SSL_ERROR_WANT_WRITE:
+        if (!Wait(POLLOUT, reading)) return -1;
+        break;
+      case SSL_ERROR_ZERO_RETURN:
+        return 0;
+      default:
+        tls_failed_ = true;
+        ERR_clear_error();
+        return -1;
+    }
+  }
+}
+
 bool ConnectionStream::PeerClosed() const {
   pollfd p{fd_, POLLRDHUP, 0};
   return ::poll(&p, 1, 0) > 0 && (p.revents & (POLLERR | POLLHUP | POLLRDHUP)) != 0;
 }
 
-bool ConnectionStream::is_readable() const { return Wait(POLLIN, true); }
+bool ConnectionStream::is_readable() const { return HasBuffered() || Wait(POLLIN, true); }
 
 bool ConnectionStream::is_writable() const { return Wait(POLLOUT | POLLRDHUP, false); }
 
 ssize_t ConnectionStream::read(char* ptr, size_t size) {
+  const int chunk = static_cast<int>(std::min<size_t>(size, INT_MAX));
+  if (ssl_ != nullptr) return Tls([&](SSL* ssl) { return SSL_read(ssl, ptr, chunk); }, true);
   if (!Wait(POLLIN, true)) return -1;
   ssize_t n;
   do {
@@ -78,6 +122,10 @@ ssize_t ConnectionStream::read(char* ptr, size_t size) {
 
 ssize_t ConnectionStream::write(const char* ptr, size_t size) {
   if (!Wait(POLLOUT | POLLRDHUP, false)) return -1;
+  if (ssl_ != nullptr) {
+    const int chunk = static_cast<int>(std::min<size_t>(size, INT_MAX));
+    return Tls([&](SSL* ssl) { return SSL_write(ssl, ptr, chunk); }, false);
+  }
   ssize_t n;
   do {
     n = ::send(fd_, ptr, size, MSG_NOSIGNAL);

@@ -3,7 +3,10 @@
 // body) must arrive within a deadline, however slowly its bytes trickle in
 // (slowloris), every read and write waits at most a timeout, and a peer that
 // closed its end is seen at once (the stream of a client that went away
-// stops). httplib parses the bytes; this only moves them.
+// stops). httplib parses the bytes; this only moves them, in the clear or
+// through a TLS session (tls_context.h) under the same bounds: the
+// handshake counts against the request's deadline, each wait of OpenSSL's
+// for the socket (either way, whatever the call) against the timeout.
 #ifndef CAIRN_SERVICE_HTTP_CONNECTION_STREAM_H_
 #define CAIRN_SERVICE_HTTP_CONNECTION_STREAM_H_
 
@@ -12,7 +15,9 @@
 #include <chrono>
 #include <string>
 
+#include "absl/functional/function_ref.h"
 #include "httplib.h"
+#include "service/http/tls_context.h"
 
 namespace cairn::service::http {
 
@@ -22,6 +27,15 @@ class ConnectionStream final : public httplib::Stream {
   using Clock = std::chrono::steady_clock;
   // Borrows `fd` (the caller closes it).
   ConnectionStream(int fd, std::chrono::milliseconds io_timeout) : fd_(fd), io_timeout_(io_timeout) {}
+  // Ends a TLS session with its close_notify (best effort, not waited for).
+  ~ConnectionStream() override;
+
+  // Serves TLS over the connection from now on: makes the socket
+  // non-blocking and handshakes, within the read deadline. False when the
+  // handshake failed or ran out of time (the connection is to be closed).
+  bool StartTls(SslSession session);
+  // Bytes of a request already received and decrypted (none in the clear).
+  bool HasBuffered() const;
 
   // Reads fail once `deadline` passes (until Unbounded).
   void ReadBy(Clock::time_point deadline) { read_deadline_ = deadline; }
@@ -50,11 +64,17 @@ class ConnectionStream final : public httplib::Stream {
  private:
   // Waits up to the timeout (and the read deadline) for `events`.
   bool Wait(short events, bool reading) const;
+  // One OpenSSL call until it moves bytes (> 0): waits for what it asks
+  // for, within the bounds of a read or a write. 0 at the peer's end, -1
+  // on failure or timeout.
+  int Tls(absl::FunctionRef<int(SSL*)> call, bool reading);
 
   const int fd_;
   const std::chrono::milliseconds io_timeout_;
   Clock::time_point read_deadline_ = Clock::time_point::max();
   mutable bool deadline_passed_ = false;
+  SslSession ssl_;           // null in the clear
+  bool tls_failed_ = false;  // no close_notify after a fatal error
 };
 
 }  // namespace cairn::service::http

@@ -30,11 +30,12 @@ constexpr absl::Duration kPoll = absl::Milliseconds(100);
 
 // httplib's server with cairn's connection handling: each connection's
 // bytes go through a ConnectionStream, whose deadline bounds the time a
-// request may take to arrive (httplib bounds only each read).
+// request may take to arrive (httplib bounds only each read), and which
+// carries TLS when there is a context.
 class GuardedServer final : public httplib::Server {
  public:
-  GuardedServer(const HttpOptions& options, const std::atomic<bool>* stopping)
-      : options_(options), stopping_(stopping) {}
+  GuardedServer(const HttpOptions& options, const std::atomic<bool>* stopping, TlsContext* tls)
+      : options_(options), stopping_(stopping), tls_(tls) {}
 
   // httplib listens with a backlog of 5: connections beyond the pool would
   // be dropped at once under a burst. A second listen() only raises it.
@@ -42,28 +43,42 @@ class GuardedServer final : public httplib::Server {
 
  private:
   bool process_and_close_socket(int sock) override {
-    ConnectionStream stream(sock, options_.io_timeout);
-    ConnectionStream::SetCurrent(&stream);
-    bool ok = true;
-    for (size_t n = 0; n < options_.keep_alive_requests && ok; ++n) {
-      if (n > 0 && !AwaitNextRequest(sock)) break;
-      stream.ReadBy(Clock::now() + options_.request_timeout);
-      bool closed = false;
-      ok = process_request(stream, n + 1 == options_.keep_alive_requests || stopping_->load(), closed, nullptr);
-      if (closed || stream.deadline_passed()) break;
-    }
-    ConnectionStream::SetCurrent(nullptr);
+    bool ok = Serve(sock);
     ::shutdown(sock, SHUT_RDWR);
     ::close(sock);
     return ok;
   }
 
+  bool Serve(int sock) {
+    ConnectionStream stream(sock, options_.io_timeout);
+    // The TLS handshake and the first request share one deadline.
+    stream.ReadBy(Clock::now() + options_.request_timeout);
+    if (tls_ != nullptr) {
+      absl::StatusOr<SslSession> session = tls_->NewSession(sock);
+      if (!session.ok() || !stream.StartTls(*std::move(session))) return false;
+    }
+    ConnectionStream::SetCurrent(&stream);
+    bool ok = true;
+    for (size_t n = 0; n < options_.keep_alive_requests && ok; ++n) {
+      if (n > 0) {
+        if (!AwaitNextRequest(stream)) break;
+        stream.ReadBy(Clock::now() + options_.request_timeout);
+      }
+      bool closed = false;
+      ok = process_request(stream, n + 1 == options_.keep_alive_requests || stopping_->load(), closed, nullptr);
+      if (closed || stream.deadline_passed()) break;
+    }
+    ConnectionStream::SetCurrent(nullptr);
+    return ok;
+  }
+
   // An idle keep-alive connection: its next request's first byte, within
   // keep_alive, unless the server stops.
-  bool AwaitNextRequest(int sock) const {
+  bool AwaitNextRequest(const ConnectionStream& stream) const {
+    if (stream.HasBuffered()) return true;
     const Clock::time_point until = Clock::now() + options_.keep_alive;
     while (!stopping_->load() && Clock::now() < until) {
-      pollfd p{sock, POLLIN, 0};
+      pollfd p{stream.socket(), POLLIN, 0};
       const int r = ::poll(&p, 1, static_cast<int>(absl::ToInt64Milliseconds(kPoll)));
       if (r > 0) return (p.revents & POLLIN) != 0;
       if (r < 0 && errno != EINTR) return false;
@@ -73,11 +88,35 @@ class GuardedServer final : public httplib::Server {
 
   const HttpOptions options_;
   const std::atomic<bool>* const stopping_;
+  TlsContext* const tls_;  // null: plain HTTP
 };
 
-void Reply(httplib::Response& res, const absl::Status& status) {
-  res.status = HttpStatusOf(status.code());
+// `http_status` 0: the status's own (httplib's refusals bring theirs, none
+// worth a retry).
+void Reply(httplib::Response& res, const absl::Status& status, int http_status = 0) {
+  res.status = http_status != 0 ? http_status : HttpStatusOf(status);
+  // The openai SDKs retry by status (409, 429, 5xx) unless told otherwise,
+  // and honour Retry-After.
+  const bool retry = http_status == 0 && IsRetryable(status);
+  res.set_header("x-should-retry", retry ? "true" : "false");
+  if (retry) res.set_header("Retry-After", "1");
   res.set_content(ErrorJson(status), "application/json");
+}
+
+// The request's deadline: X-Cairn-Timeout-Ms (1 ms to a day), else the
+// server's default (none when 0).
+absl::StatusOr<std::chrono::system_clock::time_point> DeadlineOf(const httplib::Request& req,
+                                                                 std::chrono::milliseconds default_timeout) {
+  std::chrono::milliseconds timeout = default_timeout;
+  if (req.has_header("X-Cairn-Timeout-Ms")) {
+    int64_t ms = 0;
+    if (!absl::SimpleAtoi(req.get_header_value("X-Cairn-Timeout-Ms"), &ms) || ms < 1 || ms > 86400000) {
+      return absl::InvalidArgumentError("X-Cairn-Timeout-Ms: expected milliseconds from 1 to 86400000");
+    }
+    timeout = std::chrono::milliseconds(ms);
+  }
+  if (timeout.count() == 0) return std::chrono::system_clock::time_point::max();
+  return std::chrono::system_clock::now() + timeout;
 }
 
 // "HOST:PORT" or "[V6]:PORT" split.
@@ -127,9 +166,7 @@ class HttpServer::Routes {
       absl::Status st = res.status == 404   ? absl::NotFoundError(absl::StrCat("no route ", req.method, " ", req.path))
                         : res.status == 413 ? absl::ResourceExhaustedError("request body too large")
                                             : absl::InvalidArgumentError("malformed HTTP request");
-      const int status = res.status;
-      Reply(res, st);
-      res.status = status;
+      Reply(res, st, res.status);
     });
     server.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr) {
       Reply(res, absl::InternalError("internal error"));
@@ -207,9 +244,11 @@ void HttpServer::Routes::Complete(OpenAiEndpoint endpoint, const char* method, c
   absl::StatusOr<OpenAiRequest> parsed =
       ParseOpenAiRequest(endpoint, req.body, req.get_header_value("X-Cairn-Session"));
   if (!parsed.ok()) return Reply(res, parsed.status());
+  absl::StatusOr<std::chrono::system_clock::time_point> deadline = DeadlineOf(req, options_.default_timeout);
+  if (!deadline.ok()) return Reply(res, deadline.status());
   auto c = std::make_shared<Completion>();
   c->request = *std::move(parsed);
-  c->sink = std::make_shared<HttpSink>(method, authorization, c->request.generate);
+  c->sink = std::make_shared<HttpSink>(method, authorization, c->request.generate, *deadline);
   const std::string& model = c->request.generate.model();
   absl::StatusOr<ServedModel*> served = models_->Find(model);
   c->reply.emplace(c->request, model, served.ok() ? (*served)->tokenizer.get() : nullptr,
@@ -288,9 +327,14 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Create(HttpOptions optio
   auto address = SplitAddress(options.listen);
   if (!address.ok()) return address.status();
   std::unique_ptr<HttpServer> s(new HttpServer());
+  if (!options.tls.cert.empty() || !options.tls.key.empty()) {
+    absl::StatusOr<std::unique_ptr<TlsContext>> tls = TlsContext::Create(options.tls);
+    if (!tls.ok()) return tls.status();
+    s->tls_ = *std::move(tls);
+  }
   s->routes_ = std::make_unique<Routes>(std::move(options), service, models, auth);
   const HttpOptions& o = s->routes_->options();
-  auto server = std::make_unique<GuardedServer>(o, &s->routes_->stopping());
+  auto server = std::make_unique<GuardedServer>(o, &s->routes_->stopping(), s->tls_.get());
   server->set_payload_max_length(o.max_body_bytes);
   server->set_keep_alive_max_count(o.keep_alive_requests);
   server->set_keep_alive_timeout(std::chrono::duration_cast<std::chrono::seconds>(o.keep_alive).count());

@@ -8,10 +8,9 @@
 // and written as OpenAI JSON or server-sent events (openai_reply.h).
 //
 // Same rules as gRPC: the same bearer tokens (Authorization: Bearer), the
-// same limits; errors in OpenAI's shape with the matching HTTP status; a
-// client that disconnects cancels its request (its session keeps what it
-// had). Bounded: request bodies (413 beyond), the time a request may take to
-// arrive, read and write timeouts, and the connections served at once
+// same TLS files, mutual TLS and rotation (tls_context.h), the same limits; errors in OpenAI's shape with the matching
+// HTTP status; a client that disconnects cancels its request (its session keeps what it had). Bounded: request bodies
+// (413 beyond), the time a request may take to arrive, read and write timeouts, and the connections served at once
 // (connection_pool.h).
 #ifndef CAIRN_SERVICE_HTTP_HTTP_SERVER_H_
 #define CAIRN_SERVICE_HTTP_HTTP_SERVER_H_
@@ -26,6 +25,7 @@
 #include "service/api/auth.h"
 #include "service/api/inference_service.h"
 #include "service/host/models.h"
+#include "service/http/tls_context.h"
 
 namespace httplib {
 class Server;
@@ -48,14 +48,22 @@ struct HttpOptions {
   std::chrono::milliseconds io_timeout{10000};  // each read and write
   std::chrono::milliseconds keep_alive{5000};
   size_t keep_alive_requests = 100;
+  // A completion's deadline when its request sets none (the header
+  // X-Cairn-Timeout-Ms: N sets N ms): it bounds the wait for a session
+  // still finishing a cancelled request and the generation itself, as a
+  // gRPC deadline does. 0: none, like a gRPC call without a deadline.
+  std::chrono::milliseconds default_timeout{0};
+  // HTTPS with these files (cert and key empty: plain HTTP); mutual TLS
+  // with a client CA. The TLS handshake counts against request_timeout.
+  TlsFiles tls;
 };
 
 // Borrows the service, models and authenticator (they outlive it).
 // Thread-safe.
 class HttpServer final {
  public:
-  // Binds and starts serving. INVALID_ARGUMENT for a malformed address,
-  // UNAVAILABLE when it cannot be bound.
+  // Binds and starts serving. INVALID_ARGUMENT for a malformed address or
+  // TLS files (TlsContext::Create), UNAVAILABLE when it cannot be bound.
   static absl::StatusOr<std::unique_ptr<HttpServer>> Create(HttpOptions options, InferenceService* service,
                                                             ModelRegistry* models, const Authenticator* auth);
   // Stops (see Stop) and frees everything.
@@ -72,6 +80,7 @@ class HttpServer final {
   HttpServer() = default;
 
   std::unique_ptr<Routes> routes_;
+  std::unique_ptr<TlsContext> tls_;  // null: plain HTTP
   std::unique_ptr<httplib::Server> server_;
   std::thread thread_;
   int port_ = 0;

@@ -5,10 +5,15 @@
 namespace cairn::service::http {
 
 absl::StatusOr<Caller> HttpSink::Authenticate(const Authenticator& auth) const {
-  // No deadline: a busy session is waited for only as gRPC calls without
-  // one are (Caller::wait_until's default).
-  if (!authorization_.has_value()) return auth.Authenticate(std::nullopt);
-  return auth.Authenticate(std::string_view(*authorization_));
+  absl::StatusOr<Caller> caller = authorization_.has_value() ? auth.Authenticate(std::string_view(*authorization_))
+                                                             : auth.Authenticate(std::nullopt);
+  // A session still finishing a stopped request is waited for until the
+  // deadline, as for a gRPC call (none: until it ends, within a step).
+  if (caller.ok()) {
+    caller->wait_until = deadline_ == std::chrono::system_clock::time_point::max() ? absl::InfiniteFuture()
+                                                                                   : absl::FromChrono(deadline_);
+  }
+  return caller;
 }
 
 void HttpSink::Write(const v1::GenerateResponse* message) {

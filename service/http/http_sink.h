@@ -22,18 +22,21 @@ class HttpSink final : public GenerateSink {
  public:
   // `method`: the route, for the access log and metrics; `authorization`:
   // the request's Authorization header (nullopt: none); `request`: what the
-  // call runs (owned here, so it lives as long as the call).
-  HttpSink(std::string method, std::optional<std::string> authorization, v1::GenerateRequest request)
-      : method_(std::move(method)), authorization_(std::move(authorization)), request_(std::move(request)) {}
+  // call runs (owned here, so it lives as long as the call); `deadline`:
+  // the request's, as a gRPC call's (time_point::max(): none).
+  HttpSink(std::string method, std::optional<std::string> authorization, v1::GenerateRequest request,
+           std::chrono::system_clock::time_point deadline = std::chrono::system_clock::time_point::max())
+      : method_(std::move(method)),
+        authorization_(std::move(authorization)),
+        request_(std::move(request)),
+        deadline_(deadline) {}
 
   const v1::GenerateRequest& request() const { return request_; }
 
-  // GenerateSink. HTTP clients send no deadline: they disconnect.
+  // GenerateSink.
   std::string_view Method() const override { return method_; }
   absl::StatusOr<Caller> Authenticate(const Authenticator& auth) const override;
-  std::chrono::system_clock::time_point Deadline() const override {
-    return std::chrono::system_clock::time_point::max();
-  }
+  std::chrono::system_clock::time_point Deadline() const override { return deadline_; }
   void Write(const v1::GenerateResponse* message) override ABSL_LOCKS_EXCLUDED(mu_);
   void Finish(const absl::Status& status, const v1::GenerateResponse* final) override ABSL_LOCKS_EXCLUDED(mu_);
   void Abort() override ABSL_LOCKS_EXCLUDED(mu_);
@@ -60,6 +63,7 @@ class HttpSink final : public GenerateSink {
   const std::string method_;
   const std::optional<std::string> authorization_;
   const v1::GenerateRequest request_;
+  const std::chrono::system_clock::time_point deadline_;
 
   mutable absl::Mutex mu_;
   std::optional<v1::GenerateResponse> message_ ABSL_GUARDED_BY(mu_);  // written, not yet taken

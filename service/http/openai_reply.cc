@@ -5,6 +5,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "service/api/status.h"
 
 namespace cairn::service::http {
 namespace {
@@ -98,12 +99,24 @@ int HttpStatusOf(absl::StatusCode code) {
   }
 }
 
+int HttpStatusOf(const absl::Status& status) {
+  return IsContextLengthExceeded(status) ? 400 : HttpStatusOf(status.code());
+}
+
+bool IsRetryable(const absl::Status& status) {
+  const absl::StatusCode code = status.code();
+  return code == absl::StatusCode::kAborted || code == absl::StatusCode::kUnavailable ||
+         (code == absl::StatusCode::kResourceExhausted && !IsContextLengthExceeded(status));
+}
+
 std::string ErrorJson(const absl::Status& status) {
-  const Json error = {{"error",
-                       {{"message", std::string(status.message())},
-                        {"type", ErrorType(HttpStatusOf(status.code()))},
-                        {"param", nullptr},
-                        {"code", absl::AsciiStrToLower(absl::StatusCodeToString(status.code()))}}}};
+  const Json error = {
+      {"error",
+       {{"message", std::string(status.message())},
+        {"type", ErrorType(HttpStatusOf(status))},
+        {"param", nullptr},
+        {"code", IsContextLengthExceeded(status) ? std::string("context_length_exceeded")
+                                                 : absl::AsciiStrToLower(absl::StatusCodeToString(status.code()))}}}};
   return Dump(error);
 }
 

@@ -17,11 +17,23 @@
 
 namespace cairn::service::http {
 
-// The HTTP status of a Generate status: 400 invalid input, 401, 403, 404,
-// 409 (a busy session, a taken id), 429 (RESOURCE_EXHAUSTED), 499 (the
+// The HTTP status of a Generate status code: 400 invalid input, 401, 403,
+// 404, 409 (a busy session, a taken id), 429 (RESOURCE_EXHAUSTED), 499 (the
 // client cancelled), 501, 503 (draining, unavailable), 504, else 500.
 int HttpStatusOf(absl::StatusCode code);
-// {"error": {"message", "type", "param": null, "code"}} for `status`.
+// The same, but 400 for a prompt beyond the model's context
+// (IsContextLengthExceeded), as OpenAI answers it.
+int HttpStatusOf(const absl::Status& status);
+// Worth retrying after a moment (answered with Retry-After and
+// x-should-retry: true): a session busy with another request (ABORTED, as
+// gRPC), a full server (RESOURCE_EXHAUSTED but a prompt beyond the
+// context), draining. False for the rest, which the openai SDKs would
+// otherwise retry by their status (409, 5xx) in vain (x-should-retry:
+// false).
+bool IsRetryable(const absl::Status& status);
+// {"error": {"message", "type", "param": null, "code"}} for `status`; the
+// code is the status code's name in lower case, or OpenAI's
+// "context_length_exceeded".
 std::string ErrorJson(const absl::Status& status);
 
 // One reply, fed the call's messages in order. Not thread-safe.

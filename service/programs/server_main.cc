@@ -81,8 +81,8 @@ const char kUsage[] = R"(cairn-server: a gRPC inference service (cairn.v1.Infere
   --session-idle-seconds=N  delete sessions idle this long (default 3600)
   --metrics-listen=HOST:PORT  Prometheus /metrics over HTTP (GET/HEAD /metrics; default: off)
   --http-listen=HOST:PORT   the OpenAI-compatible HTTP API (/v1/chat/completions,
-                            /v1/completions, /v1/models, /health; plain HTTP, the same
-                            tokens and limits as gRPC; default: off)
+                            /v1/completions, /v1/models, /health; HTTPS with --tls-*,
+                            the same tokens and limits as gRPC; default: off)
   --log-level=LEVEL         error, warning, info (default: also one access-log line per
                             request on stderr) or debug
   --tls-cert=PEM --tls-key=PEM  serve TLS with this certificate chain and key

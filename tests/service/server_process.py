@@ -115,6 +115,17 @@ def wait_for_http_port(lines, seconds=10):
     return None
 
 
+def self_signed_certificate(out_dir):
+    """A certificate for 127.0.0.1 and localhost, made by openssl in
+    out_dir: (cert.pem, key.pem) paths. Clients trust the certificate
+    itself."""
+    cert, key = os.path.join(out_dir, "server.pem"), os.path.join(out_dir, "server.key")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert,
+                    "-days", "1", "-subj", "/CN=localhost", "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost"],
+                   check=True, capture_output=True)
+    return cert, key
+
+
 def readme_block(readme, marker, language):
     """The code block of `language` right after `<!-- marker -->` in the
     README at path `readme` (a test runs it as it is written)."""

@@ -128,3 +128,16 @@ tier's writes at exit, the drain's budget and 5 s for the process to exit.
 all
 {{- end -}}
 {{- end -}}
+
+{{/*
+Readiness from the HTTP API's GET /health (200 serving, 503 draining), over
+HTTPS with tls.enabled (the kubelet does not verify the certificate).
+*/}}
+{{- define "cairn.httpReadiness" -}}
+readinessProbe:
+  httpGet:
+    path: /health
+    port: http
+    scheme: {{ if .Values.tls.enabled }}HTTPS{{ else }}HTTP{{ end }}
+  periodSeconds: {{ int .Values.probes.periodSeconds }}
+{{- end }}

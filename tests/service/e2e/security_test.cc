@@ -1,11 +1,7 @@
 // End-to-end tests (service_fixture.h): bearer tokens (sessions and the prefix cache per tenant)
 // and TLS, mutual TLS.
 #include <chrono>
-#include <cstdlib>
-#include <filesystem>
-#include <fstream>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -15,6 +11,8 @@
 #include "gtest/gtest.h"
 #include "service/host/models.h"
 #include "tests/service/e2e/service_fixture.h"
+#include "tests/testing/temp_dir.h"
+#include "tests/testing/test_certificates.h"
 
 namespace cairn::service::e2e {
 namespace {
@@ -73,41 +71,11 @@ TEST(ServiceAuthTest, TokensAuthenticateAndPartitionSessionsAndCache) {
   }
 }
 
-// Certificates made at test time with the openssl command.
+// Certificates made at test time (test_certificates.h).
 class ServiceTlsTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/cairn-tls-XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
-    const std::string d = dir_;
-    const std::string cmd =
-        "cd " + d +
-        " && "
-        "openssl req -x509 -newkey rsa:2048 -nodes -keyout server.key -out server.pem -days 1 "
-        "-subj /CN=localhost -addext subjectAltName=DNS:localhost >/dev/null 2>&1 && "
-        "openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.pem -days 1 -subj /CN=cairn-test-ca "
-        ">/dev/null 2>&1 && "
-        "openssl req -newkey rsa:2048 -nodes -keyout client.key -out client.csr -subj /CN=client >/dev/null 2>&1 && "
-        "openssl x509 -req -in client.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out client.pem -days 1 "
-        ">/dev/null 2>&1 && "
-        // A second generation of each, for rotation.
-        "openssl req -x509 -newkey rsa:2048 -nodes -keyout server2.key -out server2.pem -days 1 "
-        "-subj /CN=localhost -addext subjectAltName=DNS:localhost >/dev/null 2>&1 && "
-        "openssl req -x509 -newkey rsa:2048 -nodes -keyout ca2.key -out ca2.pem -days 1 -subj /CN=cairn-test-ca2 "
-        ">/dev/null 2>&1 && "
-        "openssl req -newkey rsa:2048 -nodes -keyout client2.key -out client2.csr -subj /CN=client2 >/dev/null 2>&1 && "
-        "openssl x509 -req -in client2.csr -CA ca2.pem -CAkey ca2.key -CAcreateserial -out client2.pem -days 1 "
-        ">/dev/null 2>&1";
-    ASSERT_EQ(std::system(cmd.c_str()), 0) << "openssl failed";
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
-  std::string Read(const std::string& name) {
-    std::ifstream in(dir_ + "/" + name);
-    std::stringstream b;
-    b << in.rdbuf();
-    return b.str();
-  }
+  void SetUp() override { ASSERT_TRUE(cairn::testing::MakeTestCertificates(dir_)) << "openssl failed"; }
+  std::string Read(const std::string& name) { return cairn::testing::ReadTestFile(dir_ + "/" + name); }
   std::shared_ptr<grpc::Channel> Channel(int port, bool with_client_cert) {
     return Channel(port, "server", with_client_cert ? "client" : "");
   }
@@ -125,13 +93,11 @@ class ServiceTlsTest : public ::testing::Test {
     args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
     return grpc::CreateCustomChannel("127.0.0.1:" + std::to_string(port), grpc::SslCredentials(ssl), args);
   }
-  // Puts a new file at `live` (in dir_) with `contents`, by a rename, as a
-  // rotation does.
   void Install(const std::string& live, const std::string& contents) {
-    std::ofstream(dir_ + "/" + live + ".new") << contents;
-    std::filesystem::rename(dir_ + "/" + live + ".new", dir_ + "/" + live);
+    cairn::testing::InstallTestFile(dir_ + "/" + live, contents);
   }
-  std::string dir_;
+  cairn::testing::TempDir temp_{"cairn-tls"};
+  const std::string dir_ = temp_.path();
 };
 
 TEST_F(ServiceTlsTest, ServesTlsAndRefusesPlaintext) {

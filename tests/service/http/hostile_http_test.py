@@ -4,7 +4,8 @@ keeps being served: malformed JSON, a huge body, slowloris connections that
 trickle their headers, random bytes, and 200 concurrent connections. The
 server must answer each with an error or a reply (never crash), close the
 slow connections once a request's time is up, keep serving gRPC, and exit
-cleanly on SIGTERM.
+cleanly on SIGTERM. Then the same port over TLS (--tls-cert): plain HTTP,
+random bytes, handshakes that trickle and 100 concurrent TLS completions.
 
     hostile_http_test.py --server cairn-server --proto-dir protos --protoc protoc
                          --plugin grpc_python_plugin
@@ -14,6 +15,7 @@ import json
 import os
 import signal
 import socket
+import ssl
 import sys
 import tempfile
 import threading
@@ -66,13 +68,13 @@ class GrpcLoad(threading.Thread):
             time.sleep(0.01)
 
 
-def slowloris(port, n, seconds):
-    """n connections trickling one header byte every 0.5 s; returns how many
-    the server closed within `seconds`."""
+def slowloris(port, n, seconds, start=b"POST /v1/completions HTTP/1.1\r\nHost: x\r\n"):
+    """n connections sending `start`, then trickling one byte every 0.5 s;
+    returns how many the server closed within `seconds`."""
     socks = []
     for _ in range(n):
         s = socket.create_connection(("127.0.0.1", port))
-        s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\n")
+        s.sendall(start)
         socks.append(s)
     closed = set()
     end = time.time() + seconds
@@ -88,6 +90,68 @@ def slowloris(port, n, seconds):
     for s in socks:
         s.close()
     return len(closed)
+
+
+def concurrently(n, call):
+    """`call` on n threads at once: what each returned, or its error."""
+    results = []
+
+    def one():
+        try:
+            results.append(call())
+        except (OSError, ssl.SSLError) as e:
+            results.append(str(e))
+    threads = [threading.Thread(target=one) for _ in range(n)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    return results
+
+
+def tls_round(args, tmp, expect):
+    """The HTTP port over TLS, with a certificate made by openssl here."""
+    cert, key = server_process.self_signed_certificate(tmp)
+    lines = []
+    proc, _, _ = server_process.start(args.server, "--threads=1", "--http-listen=127.0.0.1:0",
+                                      "--tls-cert=" + cert, "--tls-key=" + key, lines=lines)
+    http_port = server_process.wait_for_http_port(lines)
+    context = ssl.create_default_context(cafile=cert)
+
+    def post_tls(body):
+        conn = http.client.HTTPSConnection("127.0.0.1", http_port, timeout=120, context=context)
+        try:
+            conn.request("POST", "/v1/completions", body=body, headers={"Content-Type": "application/json"})
+            r = conn.getresponse()
+            return r.status
+        finally:
+            conn.close()
+    # Plain HTTP and random bytes on the TLS port: closed, nothing served.
+    for payload in [b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n"] + [os.urandom(4096) for _ in range(20)]:
+        s = socket.create_connection(("127.0.0.1", http_port), timeout=15)
+        try:
+            s.sendall(payload)
+            reply = s.recv(4096)
+            expect(b"HTTP/1.1 200" not in reply, "plain bytes on the TLS port answered: %r" % reply[:60])
+        except OSError:
+            pass
+        s.close()
+    # Handshakes that trickle (a record header, then a byte every 0.5 s).
+    result = {}
+    t = threading.Thread(target=lambda: result.setdefault("closed", slowloris(http_port, 20, 20, b"\x16\x03\x01\x02\x00")))
+    t.start()
+    time.sleep(1)
+    body = json.dumps({"model": "demo-transformer", "prompt": [300, 301, 302], "max_tokens": 2}).encode()
+    expect(post_tls(body) == 200, "a TLS request during the slow handshakes")
+    t.join()
+    expect(result.get("closed") == 20, "trickling handshakes closed by the server: %s of 20" % result.get("closed"))
+    statuses = concurrently(100, lambda: post_tls(body))
+    expect(statuses.count(200) == 100, "100 concurrent over TLS: %s" % sorted(set(map(str, statuses))))
+    print("over TLS: %d of 100 concurrent completions, %s of 20 trickling handshakes closed"
+          % (statuses.count(200), result.get("closed")))
+    proc.send_signal(signal.SIGTERM)
+    rc = proc.wait(timeout=60)
+    expect(rc == 0, "cairn-server (TLS) exited with %d" % rc)
 
 
 def main():
@@ -137,19 +201,8 @@ def main():
         t.join()
         expect(result.get("closed") == 20, "slowloris connections closed by the server: %s of 20" % result.get("closed"))
         # 200 concurrent connections, each a small completion.
-        statuses = []
         body = json.dumps({"model": "demo-transformer", "prompt": [300, 301, 302], "max_tokens": 2}).encode()
-
-        def one():
-            try:
-                statuses.append(post(http_port, "/v1/completions", body, timeout=120)[0])
-            except OSError as e:
-                statuses.append(str(e))
-        threads = [threading.Thread(target=one) for _ in range(200)]
-        for th in threads:
-            th.start()
-        for th in threads:
-            th.join()
+        statuses = concurrently(200, lambda: post(http_port, "/v1/completions", body, timeout=120)[0])
         expect(statuses.count(200) == 200, "200 concurrent: %s" % sorted(set(map(str, statuses))))
         load.stop.set()
         load.join(timeout=60)
@@ -161,6 +214,7 @@ def main():
         proc.send_signal(signal.SIGTERM)
         rc = proc.wait(timeout=60)
         expect(rc == 0, "cairn-server exited with %d" % rc)
+        tls_round(args, tmp, expect)
     for f in failures:
         print("FAIL:", f)
     print("gRPC calls served during the attack:", load.ok)

@@ -261,6 +261,82 @@ TEST_F(HttpTest, SessionHeaderAndDisconnectCancels) {
   EXPECT_NE(metrics.find(R"(code="OK",method="/v1/chat/completions")"), std::string::npos);
 }
 
+// A stream cancelled on a session, and the next request on it sent at once:
+// it waits for the cancelled one to end (bounded by its deadline) and
+// succeeds, as on gRPC. A request truly concurrent with a running one gets
+// 409 with Retry-After; a malformed X-Cairn-Timeout-Ms gets 400, a deadline
+// that passes mid-generation 504.
+TEST_F(HttpTest, NextRequestWaitsForACancelledOneAndConcurrentOnesGetARetryableConflict) {
+  const httplib::Headers session = {{"X-Cairn-Session", "http-busy-1"}, {"X-Cairn-Timeout-Ms", "30000"}};
+  Json body = Chat("a long reply please", 100000);
+  body["stream"] = true;
+  for (int round = 0; round < 3; ++round) {
+    EXPECT_EQ(Stream("/v1/chat/completions", body, session, 2).size(), 2u);
+    const HttpReply next = Send("POST", "/v1/chat/completions", Chat("the next turn", 2).dump(), session);
+    EXPECT_EQ(next.status, 200) << "round " << round << ": " << next.body;
+  }
+
+  // While a stream runs (its client reading), another request on its session.
+  const httplib::Headers other = {{"X-Cairn-Session", "http-busy-2"}};
+  httplib::Client streaming("127.0.0.1", server_->http_port());
+  streaming.set_read_timeout(60, 0);
+  httplib::Request req;
+  req.method = "POST";
+  req.path = "/v1/chat/completions";
+  req.headers = other;
+  req.set_header("Content-Type", "application/json");
+  req.body = body.dump();
+  int busy_status = 0;
+  std::string busy_body, retry_after;
+  req.content_receiver = [&](const char*, size_t, uint64_t, uint64_t) {
+    httplib::Client cli("127.0.0.1", server_->http_port());
+    if (httplib::Result r = cli.Post("/v1/chat/completions", other, Chat("concurrent", 2).dump(), "application/json")) {
+      busy_status = r->status;
+      busy_body = r->body;
+      retry_after = r->get_header_value("Retry-After");
+    }
+    return false;
+  };
+  streaming.send(req);
+  EXPECT_EQ(busy_status, 409) << busy_body;
+  EXPECT_EQ(retry_after, "1");  // and x-should-retry: true (openai_reply_test.cc)
+  EXPECT_EQ(Json::parse(busy_body, nullptr, false)["error"]["code"], "aborted");
+
+  EXPECT_EQ(Send("POST", "/v1/chat/completions", Chat("x", 2).dump(), {{"X-Cairn-Timeout-Ms", "soon"}}).status, 400);
+  const Json endless = {{"model", kTf}, {"prompt", Ids(4)}, {"max_tokens", 16000}, {"ignore_eos", true}};
+  const HttpReply late = Send("POST", "/v1/completions", endless.dump(), {{"X-Cairn-Timeout-Ms", "300"}});
+  EXPECT_EQ(late.status, 504) << late.body;
+}
+
+// Statuses as the openai SDKs read them: a prompt beyond the model's
+// context is 400 context_length_exceeded (gRPC keeps RESOURCE_EXHAUSTED),
+// not a 429 they would retry; what is not worth retrying says so.
+TEST_F(HttpTest, ContextLengthIs400AndRetryHintsFollowTheStatus) {
+  GenerateRequest too_long = Req(kTf, Ids(20000), 2);
+  EXPECT_EQ(grpc_->Generate(too_long).status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  httplib::Client cli("127.0.0.1", server_->http_port());
+  const Json body = {{"model", kTf}, {"prompt", Ids(20000)}, {"max_tokens", 2}};
+  httplib::Result r = cli.Post("/v1/completions", body.dump(), "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 400) << r->body;
+  const Json e = Json::parse(r->body, nullptr, false);
+  EXPECT_EQ(e["error"]["code"], "context_length_exceeded") << r->body;
+  EXPECT_EQ(e["error"]["type"], "invalid_request_error");
+  EXPECT_EQ(r->get_header_value("x-should-retry"), "false");
+  EXPECT_FALSE(r->has_header("Retry-After"));
+  // Streamed: the same error as the response (it fails before the stream).
+  Json streamed = body;
+  streamed["stream"] = true;
+  r = cli.Post("/v1/completions", streamed.dump(), "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 400) << r->body;
+  // A body beyond the limit (413) is not worth a retry either.
+  r = cli.Post("/v1/chat/completions", std::string(2 << 20, ' '), "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 413);
+  EXPECT_EQ(r->get_header_value("x-should-retry"), "false");
+}
+
 TEST(HttpAuthTest, BearerTokensAsGrpc) {
   ServerOptions opt = TestServerOptions();
   opt.models_options.threads = 1;
@@ -285,17 +361,11 @@ TEST(HttpAuthTest, BearerTokensAsGrpc) {
   EXPECT_EQ(good->status, 200) << good->body;
 }
 
-TEST(HttpOptionsTest, PlainHttpOnlyAndAddressErrors) {
+TEST(HttpOptionsTest, AddressErrors) {
   ServerOptions opt = TestServerOptions();
   opt.models_options.threads = 1;
   opt.http.listen = "no-port";
   EXPECT_EQ(Server::Create(opt).status().code(), absl::StatusCode::kInvalidArgument);
-  opt.http.listen = "127.0.0.1:0";
-  opt.tls_cert = "cert.pem";
-  opt.tls_key = "key.pem";
-  const absl::Status st = Server::Create(opt).status();
-  EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_NE(st.message().find("--http-listen serves plain HTTP only"), std::string::npos) << st;
 }
 
 }  // namespace

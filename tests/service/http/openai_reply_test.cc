@@ -6,6 +6,7 @@
 
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "service/api/status.h"
 
 namespace cairn::service::http {
 namespace {
@@ -24,6 +25,27 @@ TEST(OpenAiReplyTest, ErrorsHaveOpenAisShapeAndStatus) {
   EXPECT_EQ(e["error"]["type"], "not_found_error");
   EXPECT_TRUE(e["error"]["param"].is_null());
   EXPECT_EQ(e["error"]["code"], "not_found");
+}
+
+// What the openai SDKs retry: 409 (busy session), 429 (full), 503
+// (draining) are worth it; a prompt beyond the context is a 400
+// context_length_exceeded, not a 429; the rest are not.
+TEST(OpenAiReplyTest, ContextLengthIsAnInvalidRequestAndRetriesFollowTheStatus) {
+  const absl::Status context = ContextLengthExceeded("prompt of 9 positions does not fit the context of 8");
+  EXPECT_EQ(context.code(), absl::StatusCode::kResourceExhausted);  // gRPC's code is unchanged
+  EXPECT_EQ(HttpStatusOf(context), 400);
+  const Json e = Json::parse(ErrorJson(context));
+  EXPECT_EQ(e["error"]["code"], "context_length_exceeded");
+  EXPECT_EQ(e["error"]["type"], "invalid_request_error");
+  EXPECT_EQ(HttpStatusOf(absl::ResourceExhaustedError("queue full")), 429);
+  EXPECT_FALSE(IsRetryable(context));
+  EXPECT_TRUE(IsRetryable(absl::ResourceExhaustedError("queue full")));
+  EXPECT_TRUE(IsRetryable(absl::AbortedError("session busy")));
+  EXPECT_TRUE(IsRetryable(absl::UnavailableError("draining")));
+  for (const absl::Status& st : {absl::AlreadyExistsError("id taken"), absl::UnimplementedError("x"),
+                                 absl::DeadlineExceededError("late"), absl::InvalidArgumentError("x")}) {
+    EXPECT_FALSE(IsRetryable(st)) << st;
+  }
 }
 
 // A parsed reply (reasoning, content, a tool call) as one chat completion

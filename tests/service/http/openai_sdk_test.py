@@ -5,7 +5,8 @@ openai_sdk_test.mjs streams a chat, makes a tool round trip, a completion
 from token ids, lists the models, fails to authenticate with a wrong key and
 aborts a stream; this checks what it printed against the same server's gRPC
 API (greedy replies equal, usage and cached tokens) and that the aborted
-stream was cancelled on the server. Then it runs README's SDK example.
+stream was cancelled on the server. Then it runs README's SDK example, in
+the clear and over HTTPS (NODE_EXTRA_CA_CERTS).
 
     openai_sdk_test.py --server cairn-server --proto-dir protos --protoc protoc
                        --plugin grpc_python_plugin --shared ../shared --readme README.md
@@ -149,6 +150,22 @@ def main():
         finally:
             proc.terminate()
             rc = proc.wait(timeout=30)
+        # The same example over HTTPS, the SDK trusting the certificate
+        # through NODE_EXTRA_CA_CERTS as README says.
+        cert, key = server_process.self_signed_certificate(tmp)
+        lines = []
+        proc, _, _ = server_process.start(args.server, "--threads=1", "--http-listen=127.0.0.1:0",
+                                          "--model=demo-chat=demo-chat", "--tls-cert=" + cert, "--tls-key=" + key,
+                                          lines=lines)
+        try:
+            env = dict(os.environ, NODE_EXTRA_CA_CERTS=cert,
+                       CAIRN_HTTP="https://127.0.0.1:%d/v1" % server_process.wait_for_http_port(lines))
+            example = run_readme_example(node, args.readme, env)
+            if example is None or not re.search(r'usage: \{"completion_tokens":\d+', example):
+                failures.append("README's example over HTTPS failed or printed no usage")
+        finally:
+            proc.terminate()
+            rc = rc or proc.wait(timeout=30)
     for f in failures:
         print("FAIL:", f)
     if rc != 0:
