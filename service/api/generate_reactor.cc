@@ -20,6 +20,7 @@ void GenerateReactor::Finish(const absl::Status& status, const v1::GenerateRespo
   } else {
     grpc::ServerWriteReactor<v1::GenerateResponse>::Finish(ToGrpcStatus(status));
   }
+  done_.Before();  // the serialization of `final` (see Write)
 }
 
 // The call may outlive this (a wake-up in flight) and holds the reactor as

@@ -55,9 +55,13 @@ class GenerateReactor final : public grpc::ServerWriteReactor<v1::GenerateRespon
   std::string_view Method() const override { return "Generate"; }
   absl::StatusOr<Caller> Authenticate(const Authenticator& auth) const override { return auth.Authenticate(*ctx_); }
   std::chrono::system_clock::time_point Deadline() const override { return ctx_->deadline(); }
+  // StartWrite serializes the message before it returns; OnWriteDone may
+  // already run, hence an edge both before (what built the message) and after
+  // (the serialization) it.
   void Write(const v1::GenerateResponse* message) override {
     written_.Before();
     StartWrite(message);
+    written_.Before();
   }
   void Finish(const absl::Status& status, const v1::GenerateResponse* final) override;
   void Abort() override { ctx_->TryCancel(); }
