@@ -29,7 +29,8 @@ run_one() {  # build directory, sanitizer name
   local build=$1 name=$2 log=$1/sanitizer-logs
   nice -n 10 ninja -C "$build" -j"$jobs" "${tests[@]}" cairn_soak cairn-server
   rm -rf "$log" && mkdir -p "$log"
-  if [ "$name" = tsan ] && ! ldd "$build/service/cairn-server" | grep -q "$tsan_absl/libabsl_synchronization"; then
+  # (ldd's output is taken whole: grep -q closing the pipe early fails it under pipefail)
+  if [ "$name" = tsan ] && [[ "$(ldd "$build/service/cairn-server")" != *"$tsan_absl/libabsl_synchronization"* ]]; then
     echo "tsan: cairn-server does not load the instrumented abseil from $tsan_absl" >&2; exit 1
   fi
   for t in "${tests[@]}"; do
