@@ -20,7 +20,8 @@ namespace cairn::service {
 // One ordering that gRPC guarantees between a reactor's caller and its
 // reactions, told to ThreadSanitizer: gRPC keeps it with atomics in its
 // uninstrumented core, which TSan cannot see (scripts/tsan.supp). No-op in
-// other builds. Each edge is its own object (its address names it).
+// other builds. Each edge is its own member: distinct members have distinct
+// addresses even when empty, and the address names the edge.
 class ReactionEdge final {
  public:
   void Before() {
@@ -33,9 +34,6 @@ class ReactionEdge final {
     __tsan_acquire(this);
 #endif
   }
-
- private:
-  char address_ = 0;  // not empty: distinct edges have distinct addresses
 };
 
 // Created by InferenceService::Generate; gRPC holds it until OnDone, the
