@@ -13,12 +13,16 @@ namespace cairn::service {
 namespace {
 
 TEST(WorkerPoolTest, TasksRunOnOtherThreadsAndNeverWaitForOne) {
-  WorkerPool pool;
   constexpr int kBlocked = 4;
   absl::Notification release;
   absl::Mutex mu;
   int started = 0;
   std::vector<std::thread::id> ids;
+  // Declared after what its tasks use, so its threads are joined before that
+  // goes: a task woken by Notify may still be inside WaitForNotification
+  // (re-taking the notification's mutex) after the test body has ended
+  // (ThreadSanitizer saw the mutex destroyed under it).
+  WorkerPool pool;
   for (int i = 0; i < kBlocked; ++i) {
     pool.Run([&] {
       {
