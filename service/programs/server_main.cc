@@ -58,9 +58,9 @@ const char kUsage[] = R"(cairn-server: a gRPC inference service (cairn.v1.Infere
                             (2-3x faster prompts); F32/F16 models are exact either way
   --max-context=N           cap the context length (default: the model's)
   --max-batch=N             sequences decoding together per model (default 64)
-  --decode-step-tokens=N    prompt tokens per step while other sequences decode, so
-                            their tokens keep coming (default 128; 0: the whole
-                            --prefill-chunk)
+  --decode-step-tokens=N    at most N prompt tokens per step while other sequences
+                            decode: shorter stalls between their tokens, later first
+                            tokens (default 0: the whole --prefill-chunk)
   --shutdown-grace=N        on SIGTERM/SIGINT: stop accepting, give running calls N
                             seconds to finish, then cancel them (default 5)
   --shutdown-persist-seconds=N  then write checkpoints to the disk tier for at most N

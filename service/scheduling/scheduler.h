@@ -73,9 +73,12 @@ struct SchedulerOptions {
   // plus prompt runs up to this budget (at least one prompt run per step).
   int32_t step_tokens = 512;
   // Prompt tokens per step while sequences decode: their next tokens wait
-  // for the whole Forward, so a smaller prompt share keeps them coming;
-  // with nothing decoding, prompts take the whole step_tokens. 0: no cap.
-  int32_t decode_step_tokens = 128;
+  // for the whole Forward, so a smaller prompt share keeps them coming
+  // (shorter stalls between tokens), at the cost of slower prompts (later
+  // first tokens); with nothing decoding, prompts take the whole
+  // step_tokens. 0: no cap (bench/serving.py measured no gain in
+  // completion tokens/s from 128, and a later first token).
+  int32_t decode_step_tokens = 0;
   int32_t max_queue = 256;  // admitted requests waiting; beyond: RESOURCE_EXHAUSTED
   // Backpressure (see above): a stream with this many token deltas not yet
   // written pauses; paused this long without a completed write, it ends.
