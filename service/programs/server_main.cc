@@ -58,6 +58,9 @@ const char kUsage[] = R"(cairn-server: a gRPC inference service (cairn.v1.Infere
                             (2-3x faster prompts); F32/F16 models are exact either way
   --max-context=N           cap the context length (default: the model's)
   --max-batch=N             sequences decoding together per model (default 64)
+  --decode-step-tokens=N    at most N prompt tokens per step while other sequences
+                            decode: shorter stalls between their tokens, later first
+                            tokens (default 0: the whole --prefill-chunk)
   --shutdown-grace=N        on SIGTERM/SIGINT: stop accepting, give running calls N
                             seconds to finish, then cancel them (default 5)
   --shutdown-persist-seconds=N  then write checkpoints to the disk tier for at most N
@@ -144,6 +147,7 @@ void DeclareFlags(cairn::service::FlagParser& flags, ServerFlags& f, cairn::serv
   flags.Add("shutdown-persist-seconds", &f.shutdown_persist, 0);
   flags.Add("stalled-stream-seconds", &f.stalled_stream, 1);
   flags.Add("max-batch", &opt.scheduler.max_batch, 0);
+  flags.Add("decode-step-tokens", &opt.scheduler.decode_step_tokens, 0);
   flags.Add("max-queue", &opt.scheduler.max_queue, 0);
   flags.Add("max-concurrent", &opt.limits.max_concurrent_generate, 0);
   flags.Add("max-tokens-default", &opt.limits.default_max_tokens, 0);

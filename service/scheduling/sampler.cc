@@ -95,11 +95,17 @@ absl::StatusOr<SampledToken> Sampler::Sample(std::span<const float> logits) {
   // text independently of their settings.
   std::vector<float> logprobs;
   if (config_.logprobs || config_.top_logprobs > 0) logprobs = LogProbs(logits);
-  work_.assign(logits.begin(), logits.end());
-  ApplyPenalties();
-  out.id = config_.temperature == 0.0f
-               ? static_cast<TokenId>(std::max_element(work_.begin(), work_.end()) - work_.begin())
-               : Draw();
+  if (config_.temperature == 0.0f && !Penalized()) {
+    // Greedy without penalties (the common serving case): the row's own
+    // argmax, without a copy of the vocabulary per token.
+    out.id = static_cast<TokenId>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+  } else {
+    work_.assign(logits.begin(), logits.end());
+    ApplyPenalties();
+    out.id = config_.temperature == 0.0f
+                 ? static_cast<TokenId>(std::max_element(work_.begin(), work_.end()) - work_.begin())
+                 : Draw();
+  }
   if (!logprobs.empty()) {
     out.logprob = logprobs[out.id];
     if (config_.top_logprobs > 0) out.top = TopLogprobs(logprobs, std::min(config_.top_logprobs, n));
@@ -109,10 +115,12 @@ absl::StatusOr<SampledToken> Sampler::Sample(std::span<const float> logits) {
 }
 
 // Over the window of recent tokens, each distinct token once.
+bool Sampler::Penalized() const {
+  return config_.penalty_last_n != 0 && (config_.repetition_penalty != 1.0f || config_.presence_penalty != 0.0f);
+}
+
 void Sampler::ApplyPenalties() {
-  if (config_.penalty_last_n == 0 || (config_.repetition_penalty == 1.0f && config_.presence_penalty == 0.0f)) {
-    return;
-  }
+  if (!Penalized()) return;
   const TokenId n = static_cast<TokenId>(work_.size());
   size_t from = 0;
   if (config_.penalty_last_n > 0 && history_.size() > static_cast<size_t>(config_.penalty_last_n)) {

@@ -51,7 +51,9 @@ class Sampler final {
   absl::StatusOr<SampledToken> Sample(std::span<const float> logits);
 
  private:
-  // Repetition and presence penalties on work_.
+  // Whether the repetition or presence penalty changes anything; then
+  // ApplyPenalties applies them to work_.
+  bool Penalized() const;
   void ApplyPenalties();
   // A token drawn from work_ at the temperature, within top-k, min-p, top-p.
   TokenId Draw();

@@ -17,6 +17,10 @@ bool WaitsForWrites(const GenerateJob& job, int32_t generated, int32_t limit) {
   return generated - job.acknowledged() >= limit;
 }
 
+// Steps in a row a prompt may be left out (shorter ones served first)
+// before it goes first.
+constexpr int32_t kPromptPatience = 8;
+
 }  // namespace
 
 struct Scheduler::Running {
@@ -386,16 +390,36 @@ Scheduler::StepBatch Scheduler::BuildBatch(Clock::time_point now) {
     b.runs.push_back(run);
   }
   const size_t n_decode = b.runs.size();
-  int64_t budget = std::max<int64_t>(options_.step_tokens - static_cast<int64_t>(n_decode), 1);
-  for (auto& p : prefilling_) {
-    if (budget <= 0) break;
+  int64_t budget = options_.step_tokens - static_cast<int64_t>(n_decode);
+  if (n_decode > 0 && options_.decode_step_tokens > 0) budget = std::min<int64_t>(budget, options_.decode_step_tokens);
+  budget = std::max<int64_t>(budget, 1);
+  for (Prefilling* p : PromptOrder()) {
     if (p->job->done()) continue;
+    if (budget <= 0) {
+      ++p->left_out;
+      continue;
+    }
+    p->left_out = 0;
     SequenceRun run = p->job->NextRun(static_cast<int32_t>(budget));
     budget -= run.chunk != nullptr ? run.chunk->n_rows() : static_cast<int64_t>(run.tokens.size());
     b.runs.push_back(run);
-    b.prompt_runs.push_back(p.get());
+    b.prompt_runs.push_back(p);
   }
   return b;
+}
+
+std::vector<Scheduler::Prefilling*> Scheduler::PromptOrder() const {
+  std::vector<Prefilling*> order;
+  order.reserve(prefilling_.size());
+  for (const auto& p : prefilling_) order.push_back(p.get());
+  auto left = [](const Prefilling* p) { return p->job->prompt().size() - p->job->absorbed(); };
+  auto overdue = [](const Prefilling* p) { return p->left_out >= kPromptPatience; };
+  // Stable: among the overdue, and among equal remainders, arrival order.
+  std::stable_sort(order.begin(), order.end(), [&](const Prefilling* a, const Prefilling* b) {
+    if (overdue(a) || overdue(b)) return overdue(a) && !overdue(b);
+    return left(a) < left(b);
+  });
+  return order;
 }
 
 void Scheduler::RunBatch(StepBatch& b) {

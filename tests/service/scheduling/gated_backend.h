@@ -19,8 +19,17 @@ namespace cairn::service::testing {
 
 inline constexpr absl::Duration kPatience = absl::Seconds(60);  // a loaded machine is slow, not stuck
 
+// One run of a Forward call as a test sees it: its first token (prompts
+// of different bases tell requests apart) and how many tokens it carried.
+struct RunShape {
+  TokenId first = -1;  // -1: a chunk of embeddings
+  size_t tokens = 0;
+  bool operator==(const RunShape&) const = default;
+};
+
 // Forwards to the real backend; counts calls and the most runs one call
-// held, and while held (Hold) lets a call enter but not proceed.
+// held, records each call's runs, and while held (Hold) lets a call enter
+// but not proceed.
 class GatedBackend final : public Backend {
  public:
   explicit GatedBackend(std::unique_ptr<Backend> real) : real_(std::move(real)) {}
@@ -31,6 +40,11 @@ class GatedBackend final : public Backend {
       absl::MutexLock lock(&mu_);
       ++entered_;
       most_runs_ = std::max(most_runs_, batch.size());
+      std::vector<RunShape>& call = calls_.emplace_back();
+      for (const SequenceRun& run : batch) {
+        call.push_back(run.chunk != nullptr ? RunShape{-1, static_cast<size_t>(run.chunk->n_rows())}
+                                            : RunShape{run.tokens.empty() ? -1 : run.tokens[0], run.tokens.size()});
+      }
       auto open = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !held_; };
       mu_.Await(absl::Condition(&open));
     }
@@ -54,6 +68,11 @@ class GatedBackend final : public Backend {
     absl::MutexLock lock(&mu_);
     return most_runs_;
   }
+  // Every call's runs so far, in call order (decode rows first in each).
+  std::vector<std::vector<RunShape>> calls() const {
+    absl::MutexLock lock(&mu_);
+    return calls_;
+  }
 
  private:
   std::unique_ptr<Backend> real_;
@@ -61,6 +80,7 @@ class GatedBackend final : public Backend {
   bool held_ ABSL_GUARDED_BY(mu_) = false;
   int entered_ ABSL_GUARDED_BY(mu_) = 0;
   size_t most_runs_ ABSL_GUARDED_BY(mu_) = 0;
+  std::vector<std::vector<RunShape>> calls_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace cairn::service::testing

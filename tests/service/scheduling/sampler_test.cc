@@ -18,6 +18,22 @@ TEST(SamplerTest, GreedyPicksTheLargestLogit) {
   EXPECT_EQ(t->id, 1);
 }
 
+// Greedy without penalties reads the row itself (no copy): ties still go
+// to the lowest id, the row is left unchanged, and logprobs still come.
+TEST(SamplerTest, PlainGreedyTakesTheFirstOfTiedLogitsAndKeepsTheRow) {
+  SamplingConfig c;
+  c.temperature = 0;
+  c.logprobs = true;
+  Sampler s(c);
+  const std::vector<float> row{0.5f, 2.0f, 2.0f, -1.0f};
+  auto t = s.Sample(row);
+  ASSERT_TRUE(t.ok());
+  EXPECT_EQ(t->id, 1);
+  EXPECT_EQ(row, (std::vector<float>{0.5f, 2.0f, 2.0f, -1.0f}));
+  EXPECT_LT(t->logprob, 0.0f);
+  EXPECT_NEAR(std::exp(t->logprob), std::exp(2.0) / (std::exp(0.5) + 2 * std::exp(2.0) + std::exp(-1.0)), 1e-5);
+}
+
 TEST(SamplerTest, SameSeedSameSequence) {
   SamplingConfig c;
   c.temperature = 1.0f;

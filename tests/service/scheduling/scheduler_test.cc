@@ -244,6 +244,105 @@ TEST_F(SchedulerTest, ConcurrentRequestsShareForwardCallsAndMatchTheirSoloRuns) 
   EXPECT_EQ(b->job->streamed, b_alone);
 }
 
+// The Forward calls from `from` on that carry a prompt run starting with
+// `first` (the first token of a prompt's slice), by index.
+std::vector<size_t> CallsWithRun(const std::vector<std::vector<testing::RunShape>>& calls, TokenId first,
+                                 size_t from = 0) {
+  std::vector<size_t> out;
+  for (size_t i = from; i < calls.size(); ++i) {
+    for (const testing::RunShape& run : calls[i]) {
+      if (run.first == first && run.tokens > 1) out.push_back(i);
+    }
+  }
+  return out;
+}
+
+TEST_F(SchedulerTest, AShortPromptGoesBeforeALongOneAdmittedEarlier) {
+  SchedulerOptions o;
+  o.step_tokens = 8;
+  Start(o);
+  backend_->Hold();
+  auto lng = Watch(Prompt(40), 1);
+  ASSERT_TRUE(scheduler_->Submit(lng->job).ok());
+  backend_->AwaitEntered(1);  // the long prompt's first 8 tokens wait in Forward
+  auto shrt = Watch(Prompt(5, 330), 1);
+  ASSERT_TRUE(scheduler_->Submit(shrt->job).ok());
+  backend_->Release();
+  ASSERT_TRUE(lng->AwaitDone() && shrt->AwaitDone());
+  ASSERT_TRUE(lng->job->status().ok() && shrt->job->status().ok());
+  const auto calls = backend_->calls();
+  ASSERT_GE(calls.size(), 2u);
+  // The next step serves the short prompt whole first, then the long one
+  // with what is left of the budget (first come first served would have
+  // given the long one all 8 tokens).
+  ASSERT_FALSE(calls[1].empty());
+  EXPECT_EQ(calls[1][0], (testing::RunShape{330, 5}));
+}
+
+TEST_F(SchedulerTest, APromptLeftOutForLongGoesFirst) {
+  SchedulerOptions o;
+  o.step_tokens = 4;
+  Start(o);
+  backend_->Hold();
+  const std::vector<TokenId> long_prompt = Prompt(12);
+  auto lng = Watch(long_prompt, 1);
+  ASSERT_TRUE(scheduler_->Submit(lng->job).ok());
+  backend_->AwaitEntered(1);  // its first 4 tokens wait in Forward
+  // Ten shorter prompts, each filling a step: served first, but not all of
+  // them before the long one runs again.
+  std::vector<Watched*> shorts;
+  for (TokenId base = 301; base <= 310; ++base) {
+    shorts.push_back(Watch(Prompt(4, base), 1));
+    ASSERT_TRUE(scheduler_->Submit(shorts.back()->job).ok());
+  }
+  backend_->Release();
+  ASSERT_TRUE(lng->AwaitDone());
+  for (Watched* w : shorts) ASSERT_TRUE(w->AwaitDone());
+  const auto calls = backend_->calls();
+  const std::vector<size_t> long_runs = CallsWithRun(calls, long_prompt[4], 1);
+  const std::vector<size_t> first_short = CallsWithRun(calls, 301, 1);
+  const std::vector<size_t> last_short = CallsWithRun(calls, 310, 1);
+  ASSERT_EQ(long_runs.size(), 1u);
+  ASSERT_EQ(first_short.size(), 1u);
+  ASSERT_EQ(last_short.size(), 1u);
+  EXPECT_LT(first_short[0], long_runs[0]);  // shortest first ...
+  EXPECT_LT(long_runs[0], last_short[0]);   // ... until the long one has waited enough
+}
+
+TEST_F(SchedulerTest, PromptChunksShrinkWhileOthersDecode) {
+  SchedulerOptions o;
+  o.step_tokens = 64;
+  o.decode_step_tokens = 4;
+  Start(o);
+  backend_->Hold();
+  auto decoding = Watch(Prompt(4), 30);
+  decoding->acknowledge = true;
+  ASSERT_TRUE(scheduler_->Submit(decoding->job).ok());
+  backend_->AwaitEntered(1);  // its prompt waits in Forward; it decodes from the next step
+  auto beside = Watch(Prompt(20, 340), 1);
+  ASSERT_TRUE(scheduler_->Submit(beside->job).ok());
+  backend_->Release();
+  ASSERT_TRUE(beside->AwaitDone() && decoding->AwaitDone());
+  ASSERT_TRUE(beside->job->status().ok() && decoding->job->status().ok());
+  // Next to the decode row, the prompt went 4 tokens a step.
+  size_t shared = 0;
+  for (const auto& call : backend_->calls()) {
+    if (call.size() < 2) continue;
+    ++shared;
+    EXPECT_EQ(call[0].tokens, 1u);
+    EXPECT_LE(call[1].tokens, 4u);
+  }
+  EXPECT_GE(shared, 5u);
+  // Alone, a prompt takes the whole step.
+  const size_t before = backend_->calls().size();
+  auto alone = Watch(Prompt(30, 360), 1);
+  ASSERT_TRUE(scheduler_->Submit(alone->job).ok());
+  ASSERT_TRUE(alone->AwaitDone());
+  const auto calls = backend_->calls();
+  ASSERT_GT(calls.size(), before);
+  EXPECT_EQ(calls[before], (std::vector<testing::RunShape>{{360, 30}}));
+}
+
 TEST_F(SchedulerTest, BackpressurePausesAStreamThenAbortsItWhenStalled) {
   StartWithBackpressure(3, milliseconds(200));
   auto w = Watch(Prompt(4), 100);
