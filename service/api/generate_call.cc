@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "service/api/generate_response.h"
 #include "service/api/prompt_builder.h"
+#include "service/api/stated_history.h"
 #include "service/api/status.h"
 #include "service/scheduling/scheduler.h"
 #include "service/sessions/history_proto.h"
@@ -107,7 +108,7 @@ absl::Status InferenceService::GenerateCall::Prepare() {
   if (req_.create_session() && (req_.append() || req_.session_id().empty())) {
     return absl::InvalidArgumentError("create_session needs a session_id and the whole conversation (append = false)");
   }
-  return absl::OkStatus();
+  return CheckStatedHistory(req_);
 }
 
 absl::Status InferenceService::GenerateCall::CheckStopParams() const {
@@ -136,10 +137,11 @@ absl::Status InferenceService::GenerateCall::CheckStopParams() const {
 }
 
 // The session (exclusively this call's until it ends) or a fresh sequence's
-// memory, and the prompt: the session's history when appending, then the
-// request's new items.
+// memory, and the prompt: the session's history (cut to the length the
+// client states) when appending, then the request's new items.
 absl::Status InferenceService::GenerateCall::CheckOut() {
   const History* base = nullptr;  // the conversation the request appends to
+  std::optional<History> stated;  // the history cut to session_tokens
   if (!req_.session_id().empty()) {
     auto l = service_.AcquireSession(req_.session_id(), caller_, req_.create_session() ? model_ : nullptr);
     if (!l.ok()) return l.status();
@@ -148,7 +150,13 @@ absl::Status InferenceService::GenerateCall::CheckOut() {
       return absl::InvalidArgumentError(absl::StrCat("session '", req_.session_id(), "' runs model '",
                                                      lease_->model->name, "', not '", model_->name, "'"));
     }
-    if (req_.append()) base = &lease_->history;
+    // Under the lease, so no other request comes between the cut and this
+    // one. The cut becomes the session's only as the start of the history
+    // a turn that ends OK commits.
+    auto cut = StatedHistory(lease_->history, req_);
+    if (!cut.ok()) return cut.status();
+    stated = *std::move(cut);
+    if (req_.append()) base = stated.has_value() ? &*stated : &lease_->history;
   }
   PromptRendering rendering;
   auto added = BuildPrompt(*model_, service_.limits_, req_, base == nullptr || base->empty(), &rendering);
@@ -410,6 +418,11 @@ void InferenceService::GenerateCall::Conclude() {
   trace_.tokens = static_cast<int64_t>(written);
   if (final.has_value()) trace_.timings = final->finished().timings();
   if (lease_.get() != nullptr) {
+    // Ended: the client's next request on the session waits for the
+    // commit, the write to the session directory and the release, rather
+    // than being refused as concurrent (its client may have given up on
+    // this one just as it ended OK).
+    service_.sessions_->MarkStopping(*lease_);
     if (std::optional<History> after = SessionHistoryAfter(*job, status); after.has_value()) {
       lease_->Commit(std::move(*after));
       service_.Persist(*lease_);

@@ -304,6 +304,7 @@ class Chat {
       cairn::v1::SessionResponse resp;
       if (grpc::Status st = Session(stub_, req, &resp); !st.ok()) return st;
       o_.session = resp.session().session_id();
+      history_tokens_ = resp.session().tokens();
     }
     if (g_affinity_key.empty()) g_affinity_key = o_.session;
     return grpc::Status::OK;
@@ -337,10 +338,12 @@ class Chat {
                      s.idle_seconds(), s.busy() ? ", busy" : "", s.session_id() == o_.session ? "  (current)" : "");
       }
     } else if (line == "/fork") {
+      history_tokens_ = resp.session().tokens();
       std::fprintf(stderr, "forked %s -> %s (now current; %d tokens)\n", o_.session.c_str(),
                    resp.session().session_id().c_str(), resp.session().tokens());
       o_.session = resp.session().session_id();
     } else {
+      history_tokens_ = resp.session().tokens();
       std::fprintf(stderr, "session now holds %d tokens\n", resp.session().tokens());
     }
   }
@@ -362,6 +365,7 @@ class Chat {
     req.set_model(o_.model);
     req.set_session_id(o_.session);
     req.set_append(true);
+    if (history_tokens_.has_value()) req.set_session_tokens(*history_tokens_);
     AddChatTurn(send_system_ ? o_.system : "", text, &req);
     *req.mutable_sampling() = o_.sampling;
     *req.mutable_stop() = o_.stop;
@@ -372,6 +376,7 @@ class Chat {
       cairn::v1::GenerateRequest whole = req;
       whole.set_append(false);
       whole.set_create_session(true);
+      whole.clear_session_tokens();  // the whole conversation: the server finds where the history differs
       whole.clear_messages();
       for (const auto& c : conversation_) *whole.add_messages() = c;
       for (const auto& c : req.messages()) *whole.add_messages() = c;
@@ -382,6 +387,7 @@ class Chat {
       return;
     }
     send_system_ = false;
+    history_tokens_ = stats_.finished.usage().session_tokens();
     for (const auto& c : req.messages()) conversation_.push_back(c);
     cairn::v1::ChatMessage reply;
     reply.set_role("assistant");
@@ -398,6 +404,12 @@ class Chat {
   // nor after a rewind (tokens, not messages).
   bool can_resend_;
   std::vector<cairn::v1::ChatMessage> conversation_;
+  // The length of the session's history this chat has seen (its last turn
+  // that ended OK, or the create, fork or rewind), stated with every turn
+  // (GenerateRequest.session_tokens): a turn the server ended OK just as
+  // the client gave up on it (--timeout) is cut away, not built on. Unknown
+  // for a --session until its first turn.
+  std::optional<int32_t> history_tokens_;
   LastStats stats_;
 };
 

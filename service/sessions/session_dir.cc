@@ -71,12 +71,14 @@ absl::Status SessionDirectory::Save(const std::string& id, const PersistedSessio
   {
     absl::MutexLock lock(&mu_);
     tmp = absl::StrCat(path, ".tmp.", ::getpid(), ".", tmp_counter_++);
+    ++writing_[id];
   }
   const std::span<const std::byte> parts[] = {checkpoint::BytesOf(&h, 1),
                                               checkpoint::BytesOf(payload.data(), payload.size())};
   absl::StatusOr<checkpoint::FileInfo> written = env_->WriteFileAtomically(path, tmp, parts);
-  if (!written.ok()) return written.status();
   absl::MutexLock lock(&mu_);
+  if (--writing_[id] == 0) writing_.erase(id);
+  if (!written.ok()) return written.status();
   seen_[id] = *written;
   return absl::OkStatus();
 }
@@ -131,6 +133,9 @@ bool SessionDirectory::Exists(const std::string& id) const {
 
 SessionDirectory::Change SessionDirectory::Check(const std::string& id) {
   absl::MutexLock lock(&mu_);
+  // This replica's own write or delete under way (a write renamed into
+  // place but not yet recorded in seen_) is no other replica's change.
+  if (writing_.count(id) != 0) return Change::kUnchanged;
   auto it = seen_.find(id);
   if (it == seen_.end()) return Change::kUnchanged;
   absl::StatusOr<checkpoint::FileInfo> now = env_->Stat(FilePath(id));
@@ -145,9 +150,14 @@ SessionDirectory::Change SessionDirectory::Check(const std::string& id) {
 
 void SessionDirectory::Remove(const std::string& id) {
   if (!SessionManager::ValidateId(id).ok()) return;
+  {
+    absl::MutexLock lock(&mu_);
+    seen_.erase(id);
+    ++writing_[id];
+  }
   env_->DeleteFile(FilePath(id)).IgnoreError();  // absent already: nothing to do
   absl::MutexLock lock(&mu_);
-  seen_.erase(id);
+  if (--writing_[id] == 0) writing_.erase(id);
 }
 
 size_t SessionDirectory::RemoveExpired() {

@@ -64,7 +64,7 @@ class SessionDirectory final {
   bool Exists(const std::string& id) const;
 
   enum class Change {
-    kUnchanged,  // as this replica last wrote or read it, or never seen here
+    kUnchanged,  // as this replica last wrote or read it (or is writing it), or never seen here
     kChanged,    // another replica wrote it since
     kDeleted,    // it existed here and is gone
   };
@@ -90,6 +90,7 @@ class SessionDirectory final {
   checkpoint::Env* const env_;
   absl::Mutex mu_;
   std::map<std::string, checkpoint::FileInfo> seen_ ABSL_GUARDED_BY(mu_);  // files this replica wrote or read
+  std::map<std::string, int> writing_ ABSL_GUARDED_BY(mu_);                // Saves and Removes under way, by id
   uint64_t tmp_counter_ ABSL_GUARDED_BY(mu_) = 0;
 };
 

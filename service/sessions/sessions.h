@@ -122,7 +122,8 @@ class SessionManager final {
   // How long Acquire waits for a busy session's stop (a cancel arriving
   // just after the next request) before ABORTED.
   static constexpr absl::Duration kStopNotice = absl::Milliseconds(250);
-  // The request holding `s` was stopped: Acquire waits for its end.
+  // The request holding `s` was stopped, or has ended and is being settled:
+  // Acquire waits for its end.
   void MarkStopping(const Session& s);
   // NOT_FOUND / PERMISSION_DENIED as Acquire; ABORTED when busy.
   absl::Status Delete(const std::string& id, const std::string& tenant);

@@ -1,6 +1,6 @@
 // End-to-end tests (service_fixture.h): sessions through Generate and SessionControl: turns that
 // reuse and match a fresh computation, fork, rewind, delete/get/list, export and import, a failed
-// or concurrent request leaving a session as it was.
+// or concurrent request leaving a session as it was, the history a client states (session_tokens).
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -239,6 +239,112 @@ TEST_F(ServiceTest, ConcurrentRequestOnABusySessionIsRefused) {
   EXPECT_TRUE(started);
   EXPECT_EQ(second, grpc::StatusCode::ABORTED);  // conventionally: retry
   EXPECT_EQ(first.status.error_code(), grpc::StatusCode::CANCELLED);
+}
+
+// Issue 30, the race no server-side rule can see: the server ends a short
+// turn OK (and commits it) just before the client's cancel takes effect;
+// the client read the whole reply but sees CANCELLED, so its conversation
+// lacks the turn the session holds. Made deterministic: the client reads the
+// reply's tokens, leaves the rest of the stream (Finished, the status)
+// unread until the server has released the session, then cancels.
+// Returns the client's view of `sid` afterwards (unchanged by the turn).
+std::vector<int32_t> RaceATurn(Client& client, const char* model, const std::string& sid,
+                               const std::vector<int32_t>& view) {
+  GenerateRequest turn = Req(model, Ids(4, 420), 3);
+  turn.set_session_id(sid);
+  turn.set_append(true);
+  turn.set_session_tokens(static_cast<int32_t>(view.size()));
+  grpc::ClientContext ctx;
+  client.Prepare(ctx);
+  auto reader = client.stub().Generate(&ctx, turn);
+  v1::GenerateResponse ev;
+  int tokens = 0;
+  while (tokens < 3 && reader->Read(&ev)) tokens += ev.has_token() ? 1 : 0;
+  EXPECT_EQ(tokens, 3);
+  EXPECT_EQ(client.GetIdle(sid).tokens(), static_cast<int>(view.size()) + 4 + 3);  // the server committed it
+  ctx.TryCancel();
+  EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::CANCELLED);  // the client saw it fail
+  return view;
+}
+
+// The client states the history it has (session_tokens) and its next turn
+// builds on exactly that, reused from cached state as after a rewind; a
+// client that does not state it (on a fork of the same session) builds on
+// the turn it saw fail.
+TEST_F(ServiceTest, StatedHistoryUndoesATurnTheServerEndedOkButTheClientSawFail) {
+  for (const char* model : {kTf, kRec, kHyb}) {
+    SCOPED_TRACE(model);
+    std::vector<int32_t> view;
+    const std::string sid = SessionWithOneTurn(*client_, model, &view);
+    view = RaceATurn(*client_, model, sid, view);
+    const std::string naive_sid = client_->Fork(sid);
+
+    GenerateRequest naive = Req(model, Ids(2, 470), 3);
+    naive.set_session_id(naive_sid);
+    naive.set_append(true);
+    Result n = client_->Generate(naive);
+    ASSERT_TRUE(n.status.ok()) << n.status.error_message();
+    EXPECT_EQ(n.prompt.prompt_tokens(), static_cast<int>(view.size()) + 4 + 3 + 2);  // the race, unrepaired
+
+    GenerateRequest next = naive;
+    next.set_session_id(sid);
+    next.set_session_tokens(static_cast<int32_t>(view.size()));
+    Result r = client_->Generate(next);
+    ASSERT_TRUE(r.status.ok()) << r.status.error_message();
+    EXPECT_EQ(r.prompt.prompt_tokens(), static_cast<int>(view.size()) + 2);
+    EXPECT_GE(r.prompt.reused_tokens(), static_cast<int>(view.size()) - 1);  // the turn-1 checkpoint, as a rewind
+    EXPECT_EQ(r.finished.usage().session_tokens(), static_cast<int>(view.size()) + 2 + 3);
+    const std::vector<int32_t> whole = Concat(view, Ids(2, 470));
+    auto held = client_->Get(sid);
+    ASSERT_TRUE(held.ok());
+    EXPECT_EQ(std::vector<int32_t>(held->token_ids().begin(), held->token_ids().end()), Concat(whole, r.ids));
+    EXPECT_EQ(r.ids, client_->Generate(Req(model, whole, 3)).ids);
+  }
+}
+
+// The stated length is checked, and the cut is part of the turn: a refused
+// or failed turn changes nothing (the raced turn stays until a stated turn
+// ends OK).
+TEST_F(ServiceTest, StatedHistoryIsCheckedAndJoinsTheSessionOnlyWithAnOkTurn) {
+  std::vector<int32_t> view;
+  const std::string sid = SessionWithOneTurn(*client_, kHyb, &view);
+  view = RaceATurn(*client_, kHyb, sid, view);
+  const int raced = static_cast<int>(view.size()) + 4 + 3;
+
+  GenerateRequest too_long = Req(kHyb, Ids(2, 470), 3);
+  too_long.set_session_id(sid);
+  too_long.set_append(true);
+  too_long.set_session_tokens(raced + 1);
+  EXPECT_EQ(client_->Generate(too_long).status.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  GenerateRequest refused = too_long;
+  refused.set_session_tokens(static_cast<int32_t>(view.size()));
+  refused.mutable_sampling()->set_temperature(-1.0f);
+  EXPECT_EQ(client_->Generate(refused).status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  refused = too_long;
+  refused.set_session_tokens(-1);
+  EXPECT_EQ(client_->Generate(refused).status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  GenerateRequest sessionless = Req(kHyb, Ids(2, 470), 3);
+  sessionless.set_session_tokens(0);
+  EXPECT_EQ(client_->Generate(sessionless).status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(client_->Get(sid)->tokens(), raced);  // refused requests changed nothing
+
+  GenerateRequest cancelled = Req(kHyb, Ids(2, 470), 3000);
+  cancelled.set_session_id(sid);
+  cancelled.set_append(true);
+  cancelled.set_session_tokens(static_cast<int32_t>(view.size()));
+  Result c = client_->Generate(cancelled, 0, [](grpc::ClientContext& ctx, int n) {
+    if (n == 2) ctx.TryCancel();
+  });
+  EXPECT_EQ(c.status.error_code(), grpc::StatusCode::CANCELLED);
+  EXPECT_EQ(client_->GetIdle(sid).tokens(), raced);
+
+  GenerateRequest next = cancelled;
+  next.mutable_stop()->set_max_tokens(3);
+  Result r = client_->Generate(next);
+  ASSERT_TRUE(r.status.ok()) << r.status.error_message();
+  const v1::SessionInfo after = client_->GetIdle(sid);
+  EXPECT_EQ(std::vector<int32_t>(after.token_ids().begin(), after.token_ids().end()),
+            Concat(Concat(view, Ids(2, 470)), r.ids));
 }
 
 // Issue 30: GetSession and ListSessions on a session whose Generate runs

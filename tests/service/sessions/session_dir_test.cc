@@ -7,6 +7,9 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -107,6 +110,58 @@ TEST_F(SessionDirTest, ChangesByAnotherReplicaAreSeen) {
   b->Remove("s");  // b deletes it
   EXPECT_EQ(a->Check("s"), SessionDirectory::Change::kDeleted);
   EXPECT_EQ(a->Check("s"), SessionDirectory::Change::kUnchanged);  // reported once
+}
+
+// The file system of the default Env, with a hook run after each write has
+// renamed its file into place and after each delete (before Save or Remove
+// returns).
+class AfterWriteEnv final : public checkpoint::Env {
+ public:
+  std::function<void()> after_change;
+  absl::Status CreateDir(const std::string& dir) override { return base_->CreateDir(dir); }
+  absl::StatusOr<std::vector<std::string>> ListDir(const std::string& dir) override { return base_->ListDir(dir); }
+  absl::StatusOr<checkpoint::FileInfo> Stat(const std::string& path) override { return base_->Stat(path); }
+  absl::StatusOr<std::unique_ptr<checkpoint::RandomAccessFile>> OpenForRead(const std::string& path) override {
+    return base_->OpenForRead(path);
+  }
+  absl::StatusOr<checkpoint::FileInfo> WriteFileAtomically(const std::string& path, const std::string& tmp_path,
+                                                           std::span<const std::span<const std::byte>> parts) override {
+    auto written = base_->WriteFileAtomically(path, tmp_path, parts);
+    if (after_change) after_change();
+    return written;
+  }
+  absl::Status DeleteFile(const std::string& path) override {
+    absl::Status deleted = base_->DeleteFile(path);
+    if (after_change) after_change();
+    return deleted;
+  }
+
+ private:
+  checkpoint::Env* const base_ = checkpoint::Env::Default();
+};
+
+// Issue 30: a request that checks a session's file while this replica's own
+// write or delete of it is under way (the previous request persisting its
+// turn, which its client gave up on just as it ended OK) must not take it
+// for another replica's change: the server then dropped the live session
+// and answered ABORTED ("busy") at once instead of waiting for it.
+TEST_F(SessionDirTest, OwnWriteUnderWayIsNoChange) {
+  AfterWriteEnv env;
+  auto d = SessionDirectory::Create(dir_, std::chrono::seconds(3600), &env);
+  ASSERT_TRUE(d.ok()) << d.status();
+  ASSERT_TRUE((*d)->Save("s1", Sample(3)).ok());
+  std::vector<SessionDirectory::Change> during;
+  env.after_change = [&] { during.push_back((*d)->Check("s1")); };
+  ASSERT_TRUE((*d)->Save("s1", Sample(4)).ok());
+  (*d)->Remove("s1");
+  EXPECT_EQ(during, std::vector<SessionDirectory::Change>(2, SessionDirectory::Change::kUnchanged));
+  EXPECT_EQ((*d)->Check("s1"), SessionDirectory::Change::kUnchanged);  // its own delete: nothing to report
+  ASSERT_TRUE((*d)->Save("s1", Sample(4)).ok());
+  env.after_change = nullptr;
+  EXPECT_EQ((*d)->Check("s1"), SessionDirectory::Change::kUnchanged);
+  auto other = Open();  // another replica continues it: still seen
+  ASSERT_TRUE(other->Save("s1", Sample(5)).ok());
+  EXPECT_EQ((*d)->Check("s1"), SessionDirectory::Change::kChanged);
 }
 
 TEST_F(SessionDirTest, OldFilesExpire) {

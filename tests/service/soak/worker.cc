@@ -17,7 +17,8 @@ using std::chrono::milliseconds;
 constexpr milliseconds kCallDeadline{30000};
 // How long past its deadline a call may take to end on the client.
 constexpr milliseconds kGrace{2000};
-// The deadline of the requests meant to miss it.
+// The longest deadline of the requests meant to race it (drawn from 1 ms
+// up): a short reply on a golden model takes about that long.
 constexpr milliseconds kShortDeadline{30};
 
 const char* CodeName(grpc::StatusCode code) {
@@ -177,13 +178,14 @@ void Worker::CreateSession() {
   req.mutable_create()->set_session_id(absl::StrCat("soak-w", index_, "-", created_++, "-", absl::Hex(rng_())));
   v1::SessionResponse resp;
   if (!Expected(Session(req, &resp, "create"), "create", {grpc::StatusCode::OK})) return;
-  sessions_.push_back(View{resp.session().session_id(), {}});
+  sessions_.push_back(View{resp.session().session_id(), {}, {}});
   CheckSession(sessions_.back(), "create");
   // The first turn starts with the prefix every session shares.
   View& s = sessions_.back();
   v1::GenerateRequest turn = Request(Concat(options_.shared_prefix, RandomTokens(2, 8)), Uniform(1, 8));
   turn.set_session_id(s.id);
   turn.set_append(true);
+  turn.set_session_tokens(0);
   const Reply r = Generate(*server_, turn, kCallDeadline, 0);
   if (Expected(r.status, "first turn", {grpc::StatusCode::OK})) {
     s.history = Concat(Concat(s.history, std::vector<int32_t>(turn.parts(0).tokens().ids().begin(),
@@ -218,6 +220,9 @@ void Worker::Turn(View& s, bool append) {
   v1::GenerateRequest req = Request(prompt, Uniform(1, 16));
   req.set_session_id(s.id);
   req.set_append(append);
+  // Appending: the history the client has, which undoes a raced turn (the
+  // whole conversation needs it not: the server finds the divergence).
+  if (append) req.set_session_tokens(static_cast<int32_t>(s.history.size()));
   const Reply r = Generate(*server_, req, kCallDeadline, 0);
   const char* what = append ? "turn" : "whole-conversation turn";
   if (r.status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) {
@@ -228,28 +233,46 @@ void Worker::Turn(View& s, bool append) {
                                     req.stop().max_tokens()));
     }
     s.history = Concat(whole, r.ids);
+    s.raced.clear();
     if (std::uniform_real_distribution<double>(0, 1)(rng_) < options_.fresh_check_rate) CheckFresh(whole, r.ids);
   }
   CheckSession(s, what);
 }
 
+// A short reply cut at about its end: cancelled right after its last token,
+// or given a deadline about as long as it takes. The server may end it OK
+// just before the cut takes effect (the race): the client saw it fail, the
+// session holds it, and the client's next appended turn undoes it by
+// stating its history.
 void Worker::CutShort(View& s, bool cancel) {
   const std::vector<int32_t> added = RandomTokens(1, 8);
-  v1::GenerateRequest req = Request(added, options_.reply_tokens);
+  const std::vector<int32_t> whole = Concat(s.history, added);
+  const int max_tokens = Uniform(1, options_.cut_short_tokens);
+  v1::GenerateRequest req = Request(added, max_tokens);
   req.set_session_id(s.id);
   req.set_append(true);
-  const Reply r = Generate(*server_, req, cancel ? kCallDeadline : kShortDeadline, cancel ? 2 : 0);
+  req.set_session_tokens(static_cast<int32_t>(s.history.size()));
+  const milliseconds deadline = cancel ? kCallDeadline : milliseconds(Uniform(1, kShortDeadline.count()));
+  const Reply r = Generate(*server_, req, deadline, cancel ? max_tokens : 0);
   (cancel ? tally_.cancels : tally_.deadlines).fetch_add(1);
   if (r.status.ok()) {
     // It finished before the cut: the client read every token.
-    s.history = Concat(Concat(s.history, added), r.ids);
-  } else {
-    Expected(r.status, cancel ? "cancelled stream" : "30 ms deadline",
-             {cancel ? grpc::StatusCode::CANCELLED : grpc::StatusCode::DEADLINE_EXCEEDED});
+    s.history = Concat(whole, r.ids);
+    s.raced.clear();
+  } else if (Expected(r.status, cancel ? "cancelled stream" : "short deadline",
+                      {cancel ? grpc::StatusCode::CANCELLED : grpc::StatusCode::DEADLINE_EXCEEDED})) {
+    s.raced.push_back(Raced{Concat(whole, r.ids), whole.size() + static_cast<size_t>(max_tokens)});
   }
-  CheckSession(s, absl::StrCat(cancel ? "a stream cancelled after 2 tokens" : "a 30 ms deadline", " ended ",
-                               CodeName(r.status.error_code()), " after ", r.ids.size(), " tokens")
-                      .c_str());
+  Found found;
+  const std::string what =
+      absl::StrCat(cancel ? "a stream cancelled after its last token" : "a short deadline", " ended ",
+                   CodeName(r.status.error_code()), " after ", r.ids.size(), " of ", max_tokens, " tokens");
+  if (!CheckSession(s, what.c_str(), nullptr, &found)) return;
+  if (found.raced != nullptr && found.raced == &s.raced.back()) tally_.races.fetch_add(1);
+  // A non-OK turn changes nothing, its cut included: the session holds the
+  // view, this turn raced, or an earlier raced turn. Certain once no request
+  // holds it (one whose client gave up may still run, and end OK).
+  if (!found.busy) s.raced = found.raced != nullptr ? std::vector<Raced>{*found.raced} : std::vector<Raced>{};
 }
 
 void Worker::Fork(const View& s) {
@@ -258,7 +281,7 @@ void Worker::Fork(const View& s) {
   req.mutable_fork()->set_session_id(s.id);
   v1::SessionResponse resp;
   if (!Expected(Session(req, &resp, "fork"), "fork", {grpc::StatusCode::OK})) return;
-  View copy{resp.session().session_id(), s.history};
+  View copy{resp.session().session_id(), s.history, s.raced};
   sessions_.push_back(std::move(copy));
   CheckSession(sessions_.back(), "fork");
 }
@@ -270,6 +293,7 @@ void Worker::Rewind(View& s, int32_t tokens) {
   v1::SessionResponse resp;
   if (Expected(Session(req, &resp, "rewind"), "rewind", {grpc::StatusCode::OK})) {
     s.history.resize(static_cast<size_t>(tokens));
+    s.raced.clear();
   }
   CheckSession(s, "rewind");
 }
@@ -289,7 +313,7 @@ void Worker::Sessionless() {
   }
 }
 
-bool Worker::CheckSession(const View& s, const char* after, grpc::Status* lookup) {
+bool Worker::CheckSession(const View& s, const char* after, grpc::Status* lookup, Found* found) {
   tally_.sessions_checked.fetch_add(1);
   v1::SessionRequest req;
   req.mutable_get()->set_session_id(s.id);
@@ -306,7 +330,16 @@ bool Worker::CheckSession(const View& s, const char* after, grpc::Status* lookup
   if (lookup != nullptr && st.error_code() == grpc::StatusCode::NOT_FOUND) return false;
   if (!Expected(st, absl::StrCat("GetSession ", s.id), {grpc::StatusCode::OK})) return false;
   const std::vector<int32_t> held(resp.session().token_ids().begin(), resp.session().token_ids().end());
-  if (held == s.history) return true;
+  if (held == s.history) {
+    if (found != nullptr) *found = Found{nullptr, resp.session().busy()};
+    return true;
+  }
+  for (const Raced& turn : s.raced) {
+    if (held.size() == turn.size && std::equal(turn.seen.begin(), turn.seen.end(), held.begin())) {
+      if (found != nullptr) *found = Found{&turn, resp.session().busy()};
+      return true;
+    }
+  }
   tally_.Violation(absl::StrCat("worker ", index_, ": after ", after, ", session ", s.id, " holds ", Brief(held),
                                 ", its client saw ", Brief(s.history), resp.session().busy() ? " (busy)" : ""));
   return false;

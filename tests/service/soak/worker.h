@@ -1,11 +1,14 @@
 // The soak's client side: a Worker is one client thread holding a few
 // sessions and, for each, the exact token history it saw (committed turns
 // only). Every step is one call of the mix (turns, whole-conversation
-// turns, forks, rewinds, deletes, sessionless requests, streams cancelled
-// after 2 tokens, 30 ms deadlines), followed by the invariant checks of
-// that step: the session equals the client's view (every step), a greedy
-// reply equals a fresh computation on the reference server (sampled), and
-// no call outlives its deadline.
+// turns, forks, rewinds, deletes, sessionless requests, short replies
+// cancelled right after their last token, short deadlines), followed by the
+// invariant checks of that step: the session equals the client's view
+// (every step), a greedy reply equals a fresh computation on the reference
+// server (sampled), and no call outlives its deadline. Appended turns state
+// the history their client has (GenerateRequest.session_tokens): the short
+// cut-short replies provoke the race where the server ends a turn OK just
+// before the client's cancel or deadline, and the next turn must undo it.
 #ifndef CAIRN_TESTS_SERVICE_SOAK_WORKER_H_
 #define CAIRN_TESTS_SERVICE_SOAK_WORKER_H_
 
@@ -39,6 +42,9 @@ class Tally {
   void ResetCallsByCode();
 
   std::atomic<int64_t> calls{0}, cancels{0}, deadlines{0}, fresh_checks{0}, sessions_checked{0};
+  // Cut-short turns the server ended OK while their client saw them fail
+  // (the session held them after the step).
+  std::atomic<int64_t> races{0};
   std::atomic<int64_t> disk_errors_seen{0}, sessions_lost{0}, violations{0};
 
  private:
@@ -50,9 +56,10 @@ struct WorkerOptions {
   std::string model;
   int max_history = 300;  // longer views are rewound first
   int max_sessions = 4;   // per worker
-  // Asked of streams that are cut short: far more than a tiny model makes
-  // before a cancel after 2 tokens or a 30 ms deadline takes effect.
-  int reply_tokens = 1500;
+  // The most tokens asked of a stream that is cut short (cancelled after
+  // its last token, or given a deadline about as long as it takes): short,
+  // so that the server often ends it OK just before the cut.
+  int cut_short_tokens = 8;
   double fresh_check_rate = 0.25;
   std::vector<int32_t> shared_prefix;  // starts every new session (the prefix cache's system prompt)
 };
@@ -72,9 +79,23 @@ class Worker {
   void VerifyAfterRestart(const std::set<std::string>& may_be_lost);
 
  private:
+  // A turn the client saw fail that the server may have ended OK just
+  // before (the race): the session then holds `seen` (the history, the
+  // turn's prompt, the tokens the client read) and more, `size` symbols in
+  // all, until the client's next turn states its history.
+  struct Raced {
+    std::vector<int32_t> seen;
+    size_t size = 0;
+  };
   struct View {
     std::string id;
     std::vector<int32_t> history;
+    std::vector<Raced> raced;  // what the session may hold instead, since the last certain state
+  };
+  // What CheckSession found besides a match.
+  struct Found {
+    const Raced* raced = nullptr;  // the raced turn the session holds; null: the view
+    bool busy = false;             // a request (one its client gave up on) still held it
   };
   struct Reply {
     grpc::Status status;
@@ -96,9 +117,10 @@ class Worker {
                  int cancel_after, bool count = true);
   grpc::Status Session(const v1::SessionRequest& req, v1::SessionResponse* resp, const char* op);
   v1::GenerateRequest Request(const std::vector<int32_t>& prompt, int max_tokens) const;
-  // The session's committed history must equal the view; NOT_FOUND is
-  // reported as such (true: it matched).
-  bool CheckSession(const View& s, const char* after, grpc::Status* lookup = nullptr);
+  // The session's committed history must equal the view, or one of its
+  // raced turns (`found`, when given, tells which); NOT_FOUND is reported
+  // as such (true: it matched).
+  bool CheckSession(const View& s, const char* after, grpc::Status* lookup = nullptr, Found* found = nullptr);
   // A greedy reply must equal the reference server's for the same prompt.
   void CheckFresh(const std::vector<int32_t>& prompt, const std::vector<int32_t>& reply);
   // A call that ended long after its deadline was stuck.
