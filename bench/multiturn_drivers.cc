@@ -11,10 +11,10 @@
 namespace cairn::bench {
 namespace {
 
+using ::cairn::bench::Die;
 using checkpoint::CheckpointEngine;
 using checkpoint::Prompt;
 using checkpoint::Sequence;
-using ::cairn::bench::Die;
 
 [[noreturn]] void Die(const std::string& what, const grpc::Status& s) {
   std::fprintf(stderr, "%s: gRPC status %d: %s\n", what.c_str(), static_cast<int>(s.error_code()),
@@ -206,8 +206,8 @@ std::unique_ptr<Driver> NewEngineDriver(CheckpointEngine* on, CheckpointEngine* 
   return std::make_unique<EngineDriver>(on, off, rng);
 }
 
-std::unique_ptr<Driver> NewGrpcDriver(int port_on, int port_off, std::string model, float temperature,
-                                      uint32_t seed, std::mt19937& rng) {
+std::unique_ptr<Driver> NewGrpcDriver(int port_on, int port_off, std::string model, float temperature, uint32_t seed,
+                                      std::mt19937& rng) {
   return std::make_unique<GrpcDriver>(port_on, port_off, std::move(model), temperature, seed, rng);
 }
 

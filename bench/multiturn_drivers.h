@@ -94,7 +94,9 @@ class Driver {
     for (const auto& path : computed_[m]) best = std::max(best, checkpoint::CommonPrefix(path, p.keys()));
     return p.positions() - p.pos_after(best);
   }
-  void Computed(int m, std::span<const checkpoint::SymbolKey> keys) { computed_[m].emplace_back(keys.begin(), keys.end()); }
+  void Computed(int m, std::span<const checkpoint::SymbolKey> keys) {
+    computed_[m].emplace_back(keys.begin(), keys.end());
+  }
 
   std::mt19937& rng_;
   int requests_ = 0;
@@ -111,8 +113,8 @@ std::unique_ptr<Driver> NewEngineDriver(checkpoint::CheckpointEngine* on, checkp
 
 // Through the gRPC API of two servers on 127.0.0.1: [0] checkpointing on,
 // [1] off.
-std::unique_ptr<Driver> NewGrpcDriver(int port_on, int port_off, std::string model, float temperature,
-                                      uint32_t seed, std::mt19937& rng);
+std::unique_ptr<Driver> NewGrpcDriver(int port_on, int port_off, std::string model, float temperature, uint32_t seed,
+                                      std::mt19937& rng);
 
 }  // namespace cairn::bench
 
