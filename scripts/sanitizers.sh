@@ -20,7 +20,7 @@ soak_seconds=${SOAK_SECONDS:-30}
 soak_model=${SOAK_MODEL:-../shared/golden/models/granitehybrid.gguf}
 jobs=${JOBS:-2}
 tests=(service_api_test service_host_test service_programs_test service_scheduling_test service_sessions_test
-       service_e2e_test service_replica_test)
+       service_e2e_test service_replica_test service_http_test)
 failed=0
 
 # Reports go to <build>/sanitizer-logs/report.<pid> (log_path), from the
