@@ -6,8 +6,9 @@
 //
 // A 256-bit register holds one 32-element block. vpmaddubsw multiplies
 // unsigned by signed bytes into 16-bit pairs, vpmaddwd by ones widens them
-// to 8 int32 lanes; the lanes are converted to float and scaled by the
-// block's (weight scale x activation scale).
+// to 8 int32 lanes; the lanes are summed to the block's exact integer dot,
+// which is converted to float and scaled by the block's (weight scale x
+// activation scale), as the portable kernel does (see Tile).
 // - Q4_0: the nibbles (value + 8) are the unsigned operand as they are
 //   (15 x 127 x 2 cannot saturate); the lanes then add -sum(q) each.
 // - Q8_0: |w| times q with w's sign moved onto q (127 x 127 x 2 < 2^15).
@@ -55,55 +56,81 @@ struct Q8_0 {
   static inline __m256i SignedWeights(const uint8_t* blk) { return Weights(blk); }
 };
 
-inline float Reduce(__m256 v) {
-  const __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  const __m128 s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
-  return _mm_cvtss_f32(_mm_add_ss(s2, _mm_movehdup_ps(s2)));
+// Every path computes each output the same way, so that a row's result does
+// not depend on the shape of the call (which other rows and tokens came
+// with it, hence how a server batched a sequence's tokens) and equals the
+// portable kernel's: per block b, in order, the block's exact integer dot,
+// then acc = acc + float(dot) * (d_w * d_x), each operation rounded to F32
+// on its own (no fused multiply-add; the file is built with
+// -ffp-contract=off).
+
+// The 8 exact integer sums of lanes[0..7] (8 int32 lanes each), in order:
+// three rounds of pairwise adds, as integers (exact in any order).
+inline __m256i SumEach(const __m256i* lanes) {
+  const __m256i s01 = _mm256_hadd_epi32(lanes[0], lanes[1]);
+  const __m256i s23 = _mm256_hadd_epi32(lanes[2], lanes[3]);
+  const __m256i s45 = _mm256_hadd_epi32(lanes[4], lanes[5]);
+  const __m256i s67 = _mm256_hadd_epi32(lanes[6], lanes[7]);
+  // Per 128-bit half: the half's sums of lanes 0-3, then of lanes 4-7.
+  const __m256i s0123 = _mm256_hadd_epi32(s01, s23);
+  const __m256i s4567 = _mm256_hadd_epi32(s45, s67);
+  return _mm256_add_epi32(_mm256_permute2x128_si256(s0123, s4567, 0x20), _mm256_permute2x128_si256(s0123, s4567, 0x31));
 }
 
-// R weight rows x T activation rows, all blocks; out[r * T + t]. The R
-// rows after them (the next tile's, `next` bytes further on) are fetched
-// while this tile computes: R interleaved row streams defeat the hardware
-// prefetcher, and a decode step (T = 1) is bound by the weights' reads.
+// R weight rows x T activation rows (R x T <= 8 outputs, one float lane
+// each: output r * T + t), all blocks; out[r * T + t]. The R rows after
+// them (the next tile's, `next` bytes further on) are fetched while this
+// tile computes: R interleaved row streams defeat the hardware prefetcher,
+// and a decode step (T = 1) is bound by the weights' reads.
 template <class W, int R, int T>
 void Tile(const uint8_t* const* rows, size_t next, const Q8ActivationRow* act, int64_t nb, float* out) {
-  __m256 acc[R][T];
-  for (int r = 0; r < R; ++r)
-    for (int t = 0; t < T; ++t) acc[r][t] = _mm256_setzero_ps();
+  static_assert(R * T <= 8);
+  __m256 acc = _mm256_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
-    __m256i w[R], u[R];
-    float wd[R];
     if ((b & 1) == 0) {
       // One 64-byte line per row every two blocks (36 or 68 bytes); a
       // prefetch past the matrix's end never faults.
 #pragma GCC unroll 8
       for (int r = 0; r < R; ++r) __builtin_prefetch(rows[r] + next + b * W::kBlockBytes);
     }
+    __m256i x[T];
+    float xd[8] = {};
+    uint16_t wd[8] = {};  // F16 bits: one conversion for the 8 lanes
+#pragma GCC unroll 8
+    for (int t = 0; t < T; ++t)
+      x[t] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(act[t].q + b * kQ8BlockElems));
+    __m256i lanes[8];
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
       const uint8_t* blk = rows[r] + b * W::kBlockBytes;
-      w[r] = W::Weights(blk);
+      const __m256i w = W::Weights(blk);
+      __m256i u;
       if constexpr (W::kBlockBytes == kQ8_0BlockBytes) {
-        u[r] = W::Unsigned(w[r]);
+        u = W::Unsigned(w);
       } else {
-        u[r] = w[r];
+        u = w;
       }
-      wd[r] = Half(blk);
-    }
+      uint16_t d;
+      std::memcpy(&d, blk, 2);
 #pragma GCC unroll 8
-    for (int t = 0; t < T; ++t) {
-      const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(act[t].q + b * kQ8BlockElems));
-      const float xd = act[t].d[b];
-      const int32_t sum = act[t].sum[b];
-#pragma GCC unroll 8
-      for (int r = 0; r < R; ++r) {
-        const __m256i lanes = W::Lanes(_mm256_maddubs_epi16(u[r], W::Signed(w[r], x)), sum);
-        acc[r][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(lanes), _mm256_set1_ps(wd[r] * xd), acc[r][t]);
+      for (int t = 0; t < T; ++t) {
+        lanes[r * T + t] = W::Lanes(_mm256_maddubs_epi16(u, W::Signed(w, x[t])), act[t].sum[b]);
+        wd[r * T + t] = d;
+        xd[r * T + t] = act[t].d[b];
       }
     }
+#pragma GCC unroll 8
+    for (int p = R * T; p < 8; ++p) lanes[p] = _mm256_setzero_si256();
+    const __m256 w_scale = _mm256_cvtph_ps(_mm_setr_epi16(static_cast<int16_t>(wd[0]), static_cast<int16_t>(wd[1]),
+                                                          static_cast<int16_t>(wd[2]), static_cast<int16_t>(wd[3]),
+                                                          static_cast<int16_t>(wd[4]), static_cast<int16_t>(wd[5]),
+                                                          static_cast<int16_t>(wd[6]), static_cast<int16_t>(wd[7])));
+    const __m256 scale = _mm256_mul_ps(w_scale, _mm256_setr_ps(xd[0], xd[1], xd[2], xd[3], xd[4], xd[5], xd[6], xd[7]));
+    acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_cvtepi32_ps(SumEach(lanes)), scale));
   }
-  for (int r = 0; r < R; ++r)
-    for (int t = 0; t < T; ++t) out[r * T + t] = Reduce(acc[r][t]);
+  alignas(32) float all[8];
+  _mm256_store_ps(all, acc);
+  for (int p = 0; p < R * T; ++p) out[p] = all[p];
 }
 
 template <class W, int R, int T>
@@ -119,19 +146,17 @@ void TileInto(const uint8_t* w, size_t w_stride, int64_t r0, const Q8ActivationR
 
 using TileFn = void (*)(const uint8_t*, size_t, int64_t, const Q8ActivationRow*, int64_t, int64_t, float*, int64_t);
 
-// Register blocks of 4 rows x 2 tokens (16 registers: 8 accumulators), and
-// every smaller shape for the tails.
-constexpr int kRows = 4;
-constexpr int kTokens = 2;
+// Register tiles of 8 outputs (one float lane each): 8 rows x 1 token
+// (decode steps) or 4 rows x 2 tokens, and every smaller shape for the tails.
+constexpr int kTileRows = 8;
 
 template <class W>
 struct Tiles {
-  static constexpr TileFn kFns[kRows][kTokens] = {
-      {&TileInto<W, 1, 1>, &TileInto<W, 1, 2>},
-      {&TileInto<W, 2, 1>, &TileInto<W, 2, 2>},
-      {&TileInto<W, 3, 1>, &TileInto<W, 3, 2>},
-      {&TileInto<W, 4, 1>, &TileInto<W, 4, 2>},
-  };
+  static constexpr TileFn kOneToken[kTileRows] = {&TileInto<W, 1, 1>, &TileInto<W, 2, 1>, &TileInto<W, 3, 1>,
+                                                  &TileInto<W, 4, 1>, &TileInto<W, 5, 1>, &TileInto<W, 6, 1>,
+                                                  &TileInto<W, 7, 1>, &TileInto<W, 8, 1>};
+  static constexpr TileFn kTwoTokens[kTileRows / 2] = {&TileInto<W, 1, 2>, &TileInto<W, 2, 2>, &TileInto<W, 3, 2>,
+                                                       &TileInto<W, 4, 2>};
 };
 
 // ---------------------------------------------------------------- prompts
@@ -179,7 +204,7 @@ inline __m256i Broadcast32(const int8_t* p) {
 
 // acc[t * 8 + r] += the panel's rows . kTokens tokens over its blocks (b0
 // onwards in the activations): per block, an exact int32 dot per row lane,
-// then acc = fma(float(dot), d_w x d_x, acc). The same operations for a
+// then acc = acc + float(dot) x (d_w x d_x), as the tiles. The same operations for a
 // token whatever kTokens. Not inlined, as the K-quant panels (spills).
 template <int kTokens>
 __attribute__((noinline)) void PanelTokens(const Panel& p, int blocks, const Q8ActivationRow* act, int64_t b0,
@@ -206,7 +231,7 @@ __attribute__((noinline)) void PanelTokens(const Panel& p, int blocks, const Q8A
 #pragma GCC unroll 8
     for (int t = 0; t < kTokens; ++t) {
       const __m256 scale = _mm256_mul_ps(dw, _mm256_set1_ps(act[t].d[b0 + i]));
-      a[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot[t]), scale, a[t]);
+      a[t] = _mm256_add_ps(a[t], _mm256_mul_ps(_mm256_cvtepi32_ps(dot[t]), scale));
     }
   }
 #pragma GCC unroll 8
@@ -241,8 +266,8 @@ void PanelDot(const uint8_t* w, size_t w_stride, int64_t n_rows, const uint8_t* 
   }
 }
 
-// Decode steps and the rows a panel leaves over: register tiles of up to 4
-// rows x 2 tokens; prompts (kPanelMinTokens or more): panels of 8 rows.
+// Decode steps and the rows a panel leaves over: register tiles of 8
+// outputs; prompts (kPanelMinTokens or more): panels of 8 rows.
 template <class W>
 void Dot(const uint8_t* w, size_t w_stride, int64_t n_rows, const uint8_t* qx, size_t qx_stride, int64_t n_tokens,
          int64_t n, float* y, int64_t ldy) {
@@ -251,13 +276,20 @@ void Dot(const uint8_t* w, size_t w_stride, int64_t n_rows, const uint8_t* qx, s
       [&](int64_t rows) { PanelDot<W>(w, w_stride, rows, qx, qx_stride, n_tokens, n, y, ldy); }, &w, w_stride, &n_rows,
       &y);
   const int64_t nb = n / kQ8BlockElems;
-  for (int64_t r0 = 0; r0 < n_rows; r0 += kRows) {
-    const int64_t nr = n_rows - r0 < kRows ? n_rows - r0 : kRows;
-    for (int64_t t0 = 0; t0 < n_tokens; t0 += kTokens) {
-      const int64_t nt = n_tokens - t0 < kTokens ? n_tokens - t0 : kTokens;
-      Q8ActivationRow act[kTokens];
-      for (int64_t t = 0; t < nt; ++t) act[t] = ViewQ8Activations(qx + (t0 + t) * qx_stride, nb);
-      Tiles<W>::kFns[nr - 1][nt - 1](w, w_stride, r0, act, t0, nb, y, ldy);
+  for (int64_t r0 = 0; r0 < n_rows; r0 += kTileRows) {
+    const int64_t nr = n_rows - r0 < kTileRows ? n_rows - r0 : kTileRows;
+    int64_t t0 = 0;
+    for (; t0 + 2 <= n_tokens; t0 += 2) {
+      const Q8ActivationRow act[2] = {ViewQ8Activations(qx + t0 * qx_stride, nb),
+                                      ViewQ8Activations(qx + (t0 + 1) * qx_stride, nb)};
+      for (int64_t r = r0; r < r0 + nr; r += kTileRows / 2) {
+        const int64_t rows = r0 + nr - r < kTileRows / 2 ? r0 + nr - r : kTileRows / 2;
+        Tiles<W>::kTwoTokens[rows - 1](w, w_stride, r, act, t0, nb, y, ldy);
+      }
+    }
+    if (t0 < n_tokens) {
+      const Q8ActivationRow act = ViewQ8Activations(qx + t0 * qx_stride, nb);
+      Tiles<W>::kOneToken[nr - 1](w, w_stride, r0, &act, t0, nb, y, ldy);
     }
   }
 }
