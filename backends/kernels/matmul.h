@@ -30,11 +30,14 @@ enum class MatMulPrecision {
   // For weight types with an integer kernel (quant_dot.h: Q8_0, Q4_0, and
   // the K-quants), the activations are quantized to 8 bits per block of 32
   // or 256 first, as llama.cpp's CPU path does; 2-3x faster prompts on
-  // quantized weights. Each activation row is quantized on its own, so a
-  // row's result depends on the other rows of the call only through the
-  // kernel their number selects (a prompt kernel from 8 rows on), by float
-  // rounding; never on the thread count. Types without an integer kernel
-  // (F32, F16, ...) compute exactly.
+  // quantized weights. Each activation row is quantized on its own, and
+  // every path of a kernel computes a row's outputs the same way, so a
+  // row's result does not depend on the other rows of the call (how a
+  // server batched a sequence's tokens) nor on the thread count: bit for
+  // bit with the K-quant kernels of every ISA and the Q8_0/Q4_0 kernels of
+  // AVX2 and portable C++; the AVX-512 Q8_0/Q4_0 prompt kernel (8 rows or
+  // more) still rounds differently from its decode tiles. Types without an
+  // integer kernel (F32, F16, ...) compute exactly.
   kInt8Activations,
 };
 
