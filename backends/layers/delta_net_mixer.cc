@@ -159,23 +159,28 @@ void ApplyDeltaRule(const DeltaNetGeometry& g, std::span<const RecurrentRun> run
 }  // namespace
 
 void DeltaNetForward(const DeltaNetGeometry& g, const DeltaNetWeights& w, float eps, std::span<const RecurrentRun> runs,
-                     const float* in, int64_t n_rows, float* out, ThreadPool& pool, MatMulPrecision precision) {
+                     const float* in, int64_t n_rows, float* out, ThreadPool& pool, MatMulPrecision precision,
+                     WorkBuffers& s) {
   if (n_rows == 0) return;
   const int64_t C = g.conv_channels(), V = g.value_dim(), H = g.n_head_v;
-  std::vector<float> qkv(static_cast<size_t>(n_rows * C)), z(static_cast<size_t>(n_rows * V));
-  std::vector<float> beta(static_cast<size_t>(n_rows * H)), gdecay(static_cast<size_t>(n_rows * H));
-  MatMul(w.qkv, in, n_rows, qkv.data(), pool, precision);
-  MatMul(w.z, in, n_rows, z.data(), pool, precision);
-  ComputeGates(g, w, in, n_rows, beta.data(), gdecay.data(), pool, precision);
+  // Reused across calls (no page faults and zero-fill per decode step).
+  float* const qkv = s.Get(WorkBuffers::kMixer0 + 0, static_cast<size_t>(n_rows * C));
+  float* const z = s.Get(WorkBuffers::kMixer0 + 1, static_cast<size_t>(n_rows * V));
+  float* const beta = s.Get(WorkBuffers::kMixer0 + 2, static_cast<size_t>(n_rows * H));
+  float* const gdecay = s.Get(WorkBuffers::kMixer0 + 3, static_cast<size_t>(n_rows * H));
+  float* const xc = s.Get(WorkBuffers::kMixer0 + 4, static_cast<size_t>(n_rows * C));
+  float* const o = s.Get(WorkBuffers::kMixer0 + 5, static_cast<size_t>(n_rows * V));
+  MatMul(w.qkv, in, n_rows, qkv, pool, precision);
+  MatMul(w.z, in, n_rows, z, pool, precision);
+  ComputeGates(g, w, in, n_rows, beta, gdecay, pool, precision);
 
   // Convolution with carried state. A decode step's (a few thousand
   // multiply-adds) is cheaper than waking the pool: below ~64k taps it runs
   // on the calling thread.
-  std::vector<float> xc(static_cast<size_t>(n_rows * C));
   ConvOverRuns conv;
-  conv.x = qkv.data();
+  conv.x = qkv;
   conv.x_stride = C;
-  conv.y = xc.data();
+  conv.y = xc;
   conv.channels = C;
   conv.d_conv = static_cast<int>(g.d_conv);
   conv.weight = w.conv_weight.data();
@@ -186,25 +191,24 @@ void DeltaNetForward(const DeltaNetGeometry& g, const DeltaNetWeights& w, float 
   const int64_t n_qk_heads = 2 * g.n_head_k;
   pool.ParallelFor(n_rows, 4, [&](int64_t begin, int64_t end) {
     for (int64_t t = begin; t < end; ++t) {
-      float* row = xc.data() + t * C;
+      float* row = xc + t * C;
       for (int64_t h = 0; h < n_qk_heads; ++h) L2Normalize(row + h * g.d_k, g.d_k, eps, row + h * g.d_k);
     }
   });
 
-  std::vector<float> o(static_cast<size_t>(n_rows * V));
-  ApplyDeltaRule(g, runs, xc.data(), beta.data(), gdecay.data(), o.data(), pool);
+  ApplyDeltaRule(g, runs, xc, beta, gdecay, o, pool);
 
   // Gated RMSNorm per value head: norm(o) * silu(z).
   pool.ParallelFor(n_rows, 4, [&](int64_t begin, int64_t end) {
     for (int64_t t = begin; t < end; ++t) {
       for (int64_t h = 0; h < H; ++h) {
-        float* oh = o.data() + t * V + h * g.d_v;
+        float* oh = o + t * V + h * g.d_v;
         RmsNorm(oh, w.norm.data(), g.d_v, eps, oh);
-        SwiGlu(z.data() + t * V + h * g.d_v, oh, g.d_v, oh);
+        SwiGlu(z + t * V + h * g.d_v, oh, g.d_v, oh);
       }
     }
   });
-  MatMul(w.out, o.data(), n_rows, out, pool, precision);
+  MatMul(w.out, o, n_rows, out, pool, precision);
 }
 
 }  // namespace cairn

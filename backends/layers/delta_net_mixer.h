@@ -23,6 +23,7 @@
 #include "backends/kernels/thread_pool.h"
 #include "backends/layers/model_loading.h"
 #include "backends/layers/recurrent_run.h"
+#include "backends/layers/work_buffers.h"
 #include "backends/model/gguf.h"
 
 namespace cairn {
@@ -85,10 +86,11 @@ absl::StatusOr<DeltaNetWeights> LoadDeltaNet(const ModelLoader& loader, const De
 // normalized layer input). Runs cover disjoint rows and distinct states;
 // each run's tokens are processed in order (the exact sequential form), runs
 // and heads spread over `pool`. `eps` is the model's RMS epsilon (also the L2
-// norm's floor). out: [n_rows][n_embd], not aliasing `in`.
+// norm's floor). out: [n_rows][n_embd], not aliasing `in`. Uses the
+// mixer slots of `buffers` (`in` and `out` must not be in them).
 void DeltaNetForward(const DeltaNetGeometry& geometry, const DeltaNetWeights& weights, float eps,
                      std::span<const RecurrentRun> runs, const float* in, int64_t n_rows, float* out, ThreadPool& pool,
-                     MatMulPrecision precision);
+                     MatMulPrecision precision, WorkBuffers& buffers);
 
 }  // namespace cairn
 

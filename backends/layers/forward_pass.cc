@@ -137,15 +137,18 @@ void ForwardPass::Logits(const OutputHead& head) {
   const int64_t E = n_embd_;
   const int64_t W = static_cast<int64_t>(wanted_.size());
   const int64_t V = head.output.n_out;
-  std::vector<float> hn(static_cast<size_t>(W * E)), logits(static_cast<size_t>(W * V));
+  // Work buffers: a decode step of 8 sequences over a 150k vocabulary would
+  // otherwise fault in and zero-fill 5 MB per call.
+  float* const hn = buffers_.Get(WorkBuffers::kNormed, static_cast<size_t>(W * E));
+  float* const logits = buffers_.Get(WorkBuffers::kLogits, static_cast<size_t>(W * V));
   pool_.ForEach(W, [&](int64_t j) {
     const int64_t src = compacted_ ? j : wanted_[j];
     RmsNorm(&x_[src * E], head.norm.data(), E, head.eps, &hn[j * E]);
   });
-  MatMul(head.output, hn.data(), W, logits.data(), pool_, precision_);
+  MatMul(head.output, hn, W, logits, pool_, precision_);
   if (head.logit_scale > 0.0f) {
     const float inv = 1.0f / head.logit_scale;
-    for (float& l : logits) l *= inv;
+    for (int64_t i = 0; i < W * V; ++i) logits[i] *= inv;
   }
   if (head.softcap > 0.0f) {
     const float cap = head.softcap;

@@ -42,7 +42,7 @@ void MixerForward(const LayerStack& stack, const Layer& L, ForwardPass& pass, co
       break;
     case Mixer::kDeltaNet:
       DeltaNetForward(stack.delta_net, L.delta_net, stack.eps, pass.RecurrentRuns(L.recurrent_slot), xn, pass.n_rows(),
-                      out, pass.pool(), pass.precision());
+                      out, pass.pool(), pass.precision(), pass.buffers());
       break;
     case Mixer::kShortConv:
       ShortConvForward(stack.short_conv, L.short_conv, pass.RecurrentRuns(L.recurrent_slot), xn, pass.n_rows(), out,

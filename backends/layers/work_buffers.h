@@ -24,6 +24,7 @@ class WorkBuffers {
     kFfnUp,
     kSharedExpert,  // MoE: the shared expert's output
     kParallelOut,   // a second block's output, when two run side by side (falcon-h1)
+    kLogits,        // the output head's logits of the wanted rows
     kMixer0,        // recurrent mixers: kMixer0 .. kMixer0 + kMixerSlots - 1
     kSlotCount = kMixer0 + 6,
   };

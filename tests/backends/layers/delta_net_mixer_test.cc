@@ -42,7 +42,7 @@ class DeltaNet {
   int64_t conv_floats() const { return g_.conv_state_floats(); }
   int64_t state_floats() const { return g_.state_floats(); }
   void Forward(ForwardPass& p, const float* xn, float* out) const {
-    DeltaNetForward(g_, m_, kEps, p.RecurrentRuns(0), xn, p.n_rows(), out, p.pool(), p.precision());
+    DeltaNetForward(g_, m_, kEps, p.RecurrentRuns(0), xn, p.n_rows(), out, p.pool(), p.precision(), p.buffers());
   }
 
   // One sequence, token by token; its state is [value head][d_v][d_k].
