@@ -20,10 +20,16 @@
 #                       commit), run after cairn in each round with the
 #                       same arguments: a second table, the before of a
 #                       before/after taken in one sitting
+#     --server PATH     a cairn-server binary: each round also measures
+#                       through it (bench/server_speed.py: a fresh server,
+#                       one P-token request with a D-token greedy reply,
+#                       the server's own Timings over gRPC): one more table,
+#                       cairn-server against llama.cpp
 #
 # LLAMA_BUILD_DIR is llama.cpp's CMake build directory (llama-bench in bin/
 # below it) or the bin directory itself. Each run's figures go to stderr, the
-# table to stdout. On a shared machine absolute figures drift between runs:
+# table to stdout. PYTHON names the Python with grpcio for --server (default
+# python3). On a shared machine absolute figures drift between runs:
 # the alternation and the medians are there so the ratios stay comparable.
 set -euo pipefail
 
@@ -37,10 +43,10 @@ die() {
 }
 
 here=$(cd "$(dirname "$0")" && pwd)
-rounds=3 threads=2 prompt=512 decode=32 cairn="$here/../build/bench/forward" cairn_args="" baseline=""
+rounds=3 threads=2 prompt=512 decode=32 cairn="$here/../build/bench/forward" cairn_args="" baseline="" server=""
 while [ $# -gt 0 ]; do
   case "$1" in
-    --rounds | --threads | --prompt | --decode | --cairn | --cairn-args | --baseline)
+    --rounds | --threads | --prompt | --decode | --cairn | --cairn-args | --baseline | --server)
       [ $# -ge 2 ] || die "$1 needs a value"
       case "$1" in
         --rounds) rounds=$2 ;;
@@ -50,6 +56,7 @@ while [ $# -gt 0 ]; do
         --cairn) cairn=$2 ;;
         --cairn-args) cairn_args=$2 ;;
         --baseline) baseline=$2 ;;
+        --server) server=$2 ;;
       esac
       shift 2
       ;;
@@ -73,6 +80,7 @@ done
 [ -n "$llama_bench" ] || die "no llama-bench in '$llama_dir/bin' or '$llama_dir' (build llama.cpp's llama-bench target)"
 [ -x "$cairn" ] || die "cairn's bench/forward '$cairn' is missing (ninja -C build bench_forward, or --cairn PATH)"
 [ -z "$baseline" ] || [ -x "$baseline" ] || die "the baseline bench/forward '$baseline' is missing"
+[ -z "$server" ] || [ -x "$server" ] || die "the cairn-server binary '$server' is missing"
 for m in "$@"; do
   [ -f "$m" ] || die "model file '$m' does not exist"
 done
@@ -106,6 +114,15 @@ run_cairn() {
   sed -n 's/^median of .*prompt (pp[0-9]*) \([0-9.]*\) tokens\/s, decode (tg[0-9]*) \([0-9.]*\) tokens\/s.*/\1 \2/p' \
     <<<"$out" | grep . || die "cannot read bench/forward's output on $1"
 }
+# The same through a fresh cairn-server: run_server MODEL THREADS.
+run_server() {
+  local out
+  out=$("${PYTHON:-python3}" "$here/server_speed.py" --cairn-server "$server" --model "$1" --threads "$2" \
+    --prompt "$prompt" --decode "$decode" --rounds 1 2>"$errfile") ||
+    { cat "$errfile" >&2; die "bench/server_speed.py failed on $1"; }
+  sed -n 's/^median of .*prompt (pp[0-9]*) \([0-9.]*\) tokens\/s, decode (tg[0-9]*) \([0-9.]*\) tokens\/s.*/\1 \2/p' \
+    <<<"$out" | grep . || die "cannot read bench/server_speed.py's output on $1"
+}
 errfile=$(mktemp)
 trap 'rm -f "$errfile"' EXIT
 
@@ -117,10 +134,10 @@ row_of() {
     "$(printf '%s\n' $5 | median)" "$(printf '%s\n' $6 | median)" | paste -sd' '
 }
 
-rows=() base_rows=()
+rows=() base_rows=() server_rows=()
 for m in "$@"; do
   for t in ${threads//,/ }; do
-    lp=() ld=() cp=() cd=() bp=() bd=()
+    lp=() ld=() cp=() cd=() bp=() bd=() sp=() sd=()
     for ((r = 1; r <= rounds; ++r)); do
       read -r p d < <(run_llama "$m" "$t")
       lp+=("$p") ld+=("$d")
@@ -132,11 +149,17 @@ for m in "$@"; do
         bp+=("$p3") bd+=("$d3")
         line="$line | baseline pp $p3 tg $d3"
       fi
+      if [ -n "$server" ]; then
+        read -r p4 d4 < <(run_server "$m" "$t")
+        sp+=("$p4") sd+=("$d4")
+        line="$line | cairn-server pp $p4 tg $d4"
+      fi
       echo "$line" >&2
     done
     name=$(basename "$m" .gguf)
     rows+=("$(row_of "$name" "$t" "${lp[*]}" "${cp[*]}" "${ld[*]}" "${cd[*]}")")
     [ -z "$baseline" ] || base_rows+=("$(row_of "$name" "$t" "${lp[*]}" "${bp[*]}" "${ld[*]}" "${bd[*]}")")
+    [ -z "$server" ] || server_rows+=("$(row_of "$name" "$t" "${lp[*]}" "${sp[*]}" "${ld[*]}" "${sd[*]}")")
   done
 done
 
@@ -155,4 +178,9 @@ table "llama-bench -p $prompt -n $decode vs bench/forward${cairn_args:+ $cairn_a
 if [ -n "$baseline" ]; then
   echo
   table "the same rounds, the baseline $baseline in the cairn columns" "${base_rows[@]}"
+fi
+if [ -n "$server" ]; then
+  echo
+  table "the same rounds through cairn-server (bench/server_speed.py: the server's Timings over gRPC) in the cairn columns" \
+    "${server_rows[@]}"
 fi

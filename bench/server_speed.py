@@ -1,0 +1,97 @@
+#!/usr/bin/env python3
+"""bench/server_speed: prompt and decode speed through cairn-server, as a
+client sees the engine behind gRPC: what bench/forward measures in process,
+plus the server's per-token path (scheduler hand-offs, sampling, stop
+checks, detokenizing, stream writes).
+
+Starts cairn-server on --model with --threads compute threads, then per
+round sends one request of --prompt random token ids (new ids each round, so
+nothing is reused) with a greedy reply of --decode tokens (EOS ignored), and
+reads the server's own Timings from Finished: prompt tokens/s =
+recomputed_tokens / prefill_seconds (prompt processing, reuse included,
+without the queue), decode tokens/s = decode_tokens_per_second ((tokens - 1)
+/ decode_seconds, the steps after the first token). Prints each round and
+then, in bench/forward's format (which bench/vs_llamacpp.sh reads):
+
+  median of N rounds: prompt (ppP) X tokens/s, decode (tgD) Y tokens/s
+
+  python3 bench/server_speed.py --cairn-server build/service/cairn-server \
+      --model path/to/model.gguf [--threads 2] [--prompt 512] [--decode 32] [--rounds 3]
+"""
+import argparse
+import os
+import random
+import shutil
+import statistics
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "tests", "service"))
+import server_process  # noqa: E402  (the real cairn-server process helpers)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--cairn-server", required=True, help="the cairn-server binary")
+    p.add_argument("--model", required=True, help="the GGUF to serve")
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--prompt", type=int, default=512, help="prompt tokens per request")
+    p.add_argument("--decode", type=int, default=32, help="greedy tokens per reply (at least 2)")
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--cairn-arg", action="append", default=[], help="an extra cairn-server flag (repeatable)")
+    p.add_argument("--proto-dir", default=os.path.join(HERE, "..", "protos"))
+    p.add_argument("--protoc", default=shutil.which("protoc"))
+    p.add_argument("--plugin", default=shutil.which("grpc_python_plugin"))
+    args = p.parse_args()
+    if args.prompt < 1 or args.decode < 2 or args.rounds < 1 or args.threads < 1:
+        sys.exit("server_speed: --prompt, --rounds and --threads must be >= 1, --decode >= 2")
+    if not args.protoc or not args.plugin:
+        sys.exit("server_speed: protoc and grpc_python_plugin are needed (scripts/setup.sh installs them)")
+
+    with tempfile.TemporaryDirectory() as stubs:
+        server_process.generate_stubs(args, stubs)
+        import grpc
+        from cairn.v1 import inference_pb2 as pb
+        from cairn.v1 import inference_pb2_grpc as pbg
+        lines = []
+        proc, port, _ = server_process.start(args.cairn_server, "--model=bench=" + args.model,
+                                             "--threads=%d" % args.threads, "--log-level=warning", *args.cairn_arg,
+                                             lines=lines)
+        try:
+            stub = pbg.InferenceStub(grpc.insecure_channel("127.0.0.1:%d" % port))
+            n_vocab = next(m.n_vocab for m in stub.ListModels(pb.ListModelsRequest(), timeout=60).models
+                           if m.name == "bench")
+            rng = random.Random(args.seed)
+            prompt_tps, decode_tps = [], []
+            for r in range(args.rounds):
+                ids = [rng.randrange(min(16, n_vocab // 2), n_vocab) for _ in range(args.prompt)]  # past control tokens
+                req = pb.GenerateRequest(model="bench", parts=[pb.PromptPart(tokens=pb.TokenIds(ids=ids))],
+                                         sampling=pb.SamplingParams(temperature=0.0),
+                                         stop=pb.StopParams(max_tokens=args.decode, ignore_eos=True))
+                finished = None
+                for ev in stub.Generate(req, timeout=3600):
+                    if ev.WhichOneof("event") == "finished":
+                        finished = ev.finished
+                if finished is None or finished.usage.completion_tokens != args.decode:
+                    sys.exit("server_speed: round %d ended without %d tokens: %s" % (r + 1, args.decode, finished))
+                if finished.usage.recomputed_tokens != args.prompt:
+                    sys.exit("server_speed: round %d recomputed %d of %d prompt tokens (a reuse would not measure "
+                             "the prompt)" % (r + 1, finished.usage.recomputed_tokens, args.prompt))
+                t = finished.timings
+                prompt_tps.append(args.prompt / t.prefill_seconds)
+                decode_tps.append(t.decode_tokens_per_second)
+                print("round %d: prompt %.1f tokens/s (%.3f s), decode %.2f tokens/s (%.3f s for %d tokens)" %
+                      (r + 1, prompt_tps[-1], t.prefill_seconds, decode_tps[-1], t.decode_seconds, args.decode - 1),
+                      flush=True)
+        finally:
+            proc.terminate()
+            proc.wait(timeout=60)
+    print("median of %d rounds: prompt (pp%d) %.2f tokens/s, decode (tg%d) %.2f tokens/s" %
+          (args.rounds, args.prompt, statistics.median(prompt_tps), args.decode, statistics.median(decode_tps)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
