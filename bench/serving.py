@@ -26,7 +26,10 @@ otherwise).
 
 Then, unless --no-check, every user's conversation is replayed alone on a
 fresh cairn-server: the replies under load must equal the single-user
-replies token for token (the run fails otherwise).
+replies token for token (the run fails otherwise). With --logprobs (gRPC),
+cairn also returns each token's log-probability and the check compares
+them bit for bit too: a numeric difference batching made shows even where
+it does not flip a token.
 
   python3 bench/serving.py --cairn-server build/service/cairn-server \
       --model path/to/model.gguf [--llama-server path/to/llama-server]
@@ -176,20 +179,25 @@ class Result:
         self.completion = 0
         self.processed = 0
         self.replies = {}  # user -> [reply ids per turn]
+        self.logprobs = {}  # user -> [the reply's log-probabilities per turn] (--logprobs)
         self.errors = []
 
 
 def run_users(workload, send, users, result):
     """Runs `users` (indices) concurrently, one thread each; `send(user,
-    prompt)` returns (ttft seconds, reply ids, processed prompt tokens)."""
+    prompt)` returns (ttft seconds, reply ids, processed prompt tokens[,
+    the reply's log-probabilities])."""
 
     def user(u):
         prompt = list(workload.system)
         replies = []
+        logprobs = []
         try:
             for tool in workload.tools[u]:
                 prompt += tool
-                ttft, reply, processed = send(u, prompt)
+                ttft, reply, processed, *rest = send(u, prompt)
+                if rest:
+                    logprobs.append(rest[0])
                 if len(reply) != workload.reply_tokens:
                     raise RuntimeError("user %d: %d reply tokens, expected %d" % (u, len(reply),
                                                                                    workload.reply_tokens))
@@ -204,6 +212,7 @@ def run_users(workload, send, users, result):
                 result.errors.append("user %d: %s" % (u, e))
         with result.lock:
             result.replies[u] = replies
+            result.logprobs[u] = logprobs
 
     threads = [threading.Thread(target=user, args=(u,)) for u in users]
     start = time.monotonic()
@@ -237,6 +246,7 @@ class Cairn:
         if args.cairn_http and self.http_port is None:
             raise RuntimeError("cairn-server reported no HTTP port:\n" + "".join(self.lines))
         self.send = self.send_http if args.cairn_http else self.send_grpc
+        self.logprobs = args.logprobs
 
     def n_vocab(self):
         for m in self.stub.ListModels(self.pb.ListModelsRequest(), timeout=60).models:
@@ -247,11 +257,12 @@ class Cairn:
     def send_grpc(self, user, prompt):
         pb = self.pb
         req = pb.GenerateRequest(model="bench", parts=[pb.PromptPart(tokens=pb.TokenIds(ids=prompt))],
-                                 sampling=pb.SamplingParams(temperature=0.0),
+                                 sampling=pb.SamplingParams(temperature=0.0), logprobs=self.logprobs,
                                  stop=pb.StopParams(max_tokens=REPLY_TOKENS, ignore_eos=True))
         start = time.monotonic()
         ttft = None
         reply = []
+        logprobs = []
         processed = 0
         for ev in self.stub.Generate(req, timeout=3600):
             kind = ev.WhichOneof("event")
@@ -261,7 +272,8 @@ class Cairn:
                 if ttft is None:
                     ttft = time.monotonic() - start
                 reply.append(ev.token.id)
-        return ttft, reply, processed
+                logprobs.append(ev.token.logprob)
+        return (ttft, reply, processed, logprobs) if self.logprobs else (ttft, reply, processed)
 
     def send_http(self, user, prompt):
         """Through the OpenAI door: /v1/completions with token ids, streamed,
@@ -388,6 +400,9 @@ def main():
     p.add_argument("--reply-tokens", type=int, default=32)
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--no-check", action="store_true", help="skip the single-user replay of cairn")
+    p.add_argument("--logprobs", action="store_true",
+                   help="cairn returns each token's log-probability and the single-user check compares them bit for "
+                   "bit (gRPC only)")
     p.add_argument("--cairn-http", action="store_true",
                    help="drive cairn through its OpenAI HTTP door (/v1/completions with token ids) instead of gRPC, "
                    "and check the usage's cached_tokens against the server's own reuse counter")
@@ -397,6 +412,8 @@ def main():
     p.add_argument("--protoc", default=shutil.which("protoc"))
     p.add_argument("--plugin", default=shutil.which("grpc_python_plugin"))
     args = p.parse_args()
+    if args.logprobs and args.cairn_http:
+        sys.exit("serving: --logprobs is for gRPC (without --cairn-http)")
     lo, hi = (int(x) for x in args.tool_tokens.split(":"))
     args.tool_tokens = (lo, hi)
     REPLY_TOKENS = args.reply_tokens
@@ -451,8 +468,10 @@ def main():
             finally:
                 cairn.stop()
             failed += alone.errors
-            same = sum(1 for u in range(args.users) if alone.replies.get(u) == loaded.replies.get(u))
-            print("cairn replies under load equal single-user replies: %d of %d users" % (same, args.users))
+            same = sum(1 for u in range(args.users) if alone.replies.get(u) == loaded.replies.get(u) and
+                       alone.logprobs.get(u) == loaded.logprobs.get(u))
+            print("cairn replies under load equal single-user replies%s: %d of %d users" %
+                  (" (tokens and log-probabilities)" if args.logprobs else "", same, args.users))
             if same != args.users:
                 failed.append("replies under load differ from single-user replies")
 
