@@ -8,11 +8,17 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/cord.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "checkpoint/options.h"
 
 namespace cairn::service {
+namespace {
+
+constexpr char kExceedsWholeBudget[] = "cairn/exceeds_whole_memory_budget";
+
+}  // namespace
 
 MemoryReservation& MemoryReservation::operator=(MemoryReservation&& o) noexcept {
   if (this != &o) {
@@ -44,6 +50,10 @@ void MemoryReservation::Reset() {
   bytes_ = 0;
 }
 
+bool ExceedsWholeBudget(const absl::Status& status) {
+  return status.code() == absl::StatusCode::kResourceExhausted && status.GetPayload(kExceedsWholeBudget).has_value();
+}
+
 absl::StatusOr<MemoryReservation> MemoryBudget::Reserve(size_t bytes, std::string_view what) {
   if (absl::Status st = Change(0, bytes, /*check=*/true, what); !st.ok()) return st;
   return MemoryReservation(this, bytes);
@@ -59,10 +69,12 @@ absl::Status MemoryBudget::Change(size_t from, size_t to, bool check, std::strin
   // in_use_ >= from always: it is the sum of the reservations.
   const size_t others = in_use_ - std::min(in_use_, from);
   if (check && budget_ > 0 && to > from && (to > budget_ || others > budget_ - to)) {
-    return absl::ResourceExhaustedError(
+    absl::Status refused = absl::ResourceExhaustedError(
         absl::StrCat("memory budget exceeded: ", std::string(what), " needs ", to, " bytes of sequence memory; ",
                      in_use_, " bytes are in use by live sequences (", from, " of them by this one); the budget is ",
                      budget_, " bytes (--memory-budget)"));
+    if (to > budget_) refused.SetPayload(kExceedsWholeBudget, absl::Cord());
+    return refused;
   }
   in_use_ = others + to;
   return absl::OkStatus();

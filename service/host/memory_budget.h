@@ -63,6 +63,12 @@ class MemoryReservation {
   size_t bytes_ = 0;
 };
 
+// A refusal that no wait can cure: the request alone needs more than the
+// whole budget (a refusal because others hold memory is not marked). Still
+// RESOURCE_EXHAUSTED for gRPC; the HTTP door answers it as a request too
+// large (400) instead of a 429 an SDK would retry in vain.
+bool ExceedsWholeBudget(const absl::Status& status);
+
 // Thread-safe. Must outlive its reservations.
 class MemoryBudget final {
  public:

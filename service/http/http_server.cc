@@ -100,7 +100,7 @@ void Reply(httplib::Response& res, const absl::Status& status, int http_status =
   const bool retry = http_status == 0 && IsRetryable(status);
   res.set_header("x-should-retry", retry ? "true" : "false");
   if (retry) res.set_header("Retry-After", "1");
-  res.set_content(ErrorJson(status), "application/json");
+  res.set_content(ErrorJson(status, res.status), "application/json");
 }
 
 // The request's deadline: X-Cairn-Timeout-Ms (1 ms to a day), else the

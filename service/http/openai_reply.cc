@@ -6,6 +6,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "service/api/status.h"
+#include "service/host/memory_budget.h"
 
 namespace cairn::service::http {
 namespace {
@@ -23,6 +24,8 @@ const char* ErrorType(int http_status) {
       return "permission_error";
     case 404:
       return "not_found_error";
+    case 413:  // a body beyond the limit: the request as sent can never pass
+      return "invalid_request_error";
     case 409:
       return "conflict_error";
     case 429:
@@ -100,23 +103,25 @@ int HttpStatusOf(absl::StatusCode code) {
 }
 
 int HttpStatusOf(const absl::Status& status) {
-  return IsContextLengthExceeded(status) ? 400 : HttpStatusOf(status.code());
+  return IsContextLengthExceeded(status) || ExceedsWholeBudget(status) ? 400 : HttpStatusOf(status.code());
 }
 
 bool IsRetryable(const absl::Status& status) {
   const absl::StatusCode code = status.code();
   return code == absl::StatusCode::kAborted || code == absl::StatusCode::kUnavailable ||
-         (code == absl::StatusCode::kResourceExhausted && !IsContextLengthExceeded(status));
+         (code == absl::StatusCode::kResourceExhausted && !IsContextLengthExceeded(status) &&
+          !ExceedsWholeBudget(status));
 }
 
-std::string ErrorJson(const absl::Status& status) {
-  const Json error = {
-      {"error",
-       {{"message", std::string(status.message())},
-        {"type", ErrorType(HttpStatusOf(status))},
-        {"param", nullptr},
-        {"code", IsContextLengthExceeded(status) ? std::string("context_length_exceeded")
-                                                 : absl::AsciiStrToLower(absl::StatusCodeToString(status.code()))}}}};
+std::string ErrorJson(const absl::Status& status, int http_status) {
+  std::string code = IsContextLengthExceeded(status) ? "context_length_exceeded"
+                     : ExceedsWholeBudget(status)    ? "request_exceeds_memory_budget"
+                                                     : absl::AsciiStrToLower(absl::StatusCodeToString(status.code()));
+  const Json error = {{"error",
+                       {{"message", std::string(status.message())},
+                        {"type", ErrorType(http_status != 0 ? http_status : HttpStatusOf(status))},
+                        {"param", nullptr},
+                        {"code", std::move(code)}}}};
   return Dump(error);
 }
 

@@ -22,19 +22,22 @@ namespace cairn::service::http {
 // client cancelled), 501, 503 (draining, unavailable), 504, else 500.
 int HttpStatusOf(absl::StatusCode code);
 // The same, but 400 for a prompt beyond the model's context
-// (IsContextLengthExceeded), as OpenAI answers it.
+// (IsContextLengthExceeded), as OpenAI answers it, and for a request that
+// alone needs more than the whole memory budget (ExceedsWholeBudget).
 int HttpStatusOf(const absl::Status& status);
 // Worth retrying after a moment (answered with Retry-After and
 // x-should-retry: true): a session busy with another request (ABORTED, as
 // gRPC), a full server (RESOURCE_EXHAUSTED but a prompt beyond the
-// context), draining. False for the rest, which the openai SDKs would
-// otherwise retry by their status (409, 5xx) in vain (x-should-retry:
-// false).
+// context or a request beyond the whole budget), draining. False for the
+// rest, which the openai SDKs would otherwise retry by their status (409,
+// 5xx) in vain (x-should-retry: false).
 bool IsRetryable(const absl::Status& status);
 // {"error": {"message", "type", "param": null, "code"}} for `status`; the
 // code is the status code's name in lower case, or OpenAI's
-// "context_length_exceeded".
-std::string ErrorJson(const absl::Status& status);
+// "context_length_exceeded", or "request_exceeds_memory_budget"; the type
+// follows `http_status` (0: HttpStatusOf(status)), so an answer whose HTTP
+// status is not the status code's own (httplib's 413) is typed by it.
+std::string ErrorJson(const absl::Status& status, int http_status = 0);
 
 // One reply, fed the call's messages in order. Not thread-safe.
 class OpenAiReply final {

@@ -2,6 +2,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -9,6 +10,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "backends/memory.h"
@@ -86,6 +88,10 @@ const char kUsage[] = R"(cairn-server: a gRPC inference service (cairn.v1.Infere
   --http-listen=HOST:PORT   the OpenAI-compatible HTTP API (/v1/chat/completions,
                             /v1/completions, /v1/models, /health; HTTPS with --tls-*,
                             the same tokens and limits as gRPC; default: off)
+  --http-timeout-ms=N       the deadline of an HTTP completion whose request sets none
+                            (header X-Cairn-Timeout-Ms), as a gRPC deadline: it bounds
+                            the wait for a busy session and the generation (504 when
+                            it passes; default 0: none)
   --log-level=LEVEL         error, warning, info (default: also one access-log line per
                             request on stderr) or debug
   --tls-cert=PEM --tls-key=PEM  serve TLS with this certificate chain and key
@@ -157,6 +163,14 @@ void DeclareFlags(cairn::service::FlagParser& flags, ServerFlags& f, cairn::serv
   flags.Add("session-idle-seconds", &f.session_idle, 0);
   flags.Add("metrics-listen", &opt.metrics_listen);
   flags.Add("http-listen", &opt.http.listen);
+  flags.Add("http-timeout-ms", [&opt](const std::string& v) {
+    int64_t ms = 0;
+    if (!absl::SimpleAtoi(v, &ms) || ms < 0 || ms > int64_t{86400000}) {
+      return absl::InvalidArgumentError("a whole number of milliseconds from 0 (none) to 86400000 (a day) is needed");
+    }
+    opt.http.default_timeout = std::chrono::milliseconds(ms);
+    return absl::OkStatus();
+  });
   flags.Add("log-level", &f.log_level);
   flags.Add("tls-cert", &opt.tls_cert);
   flags.Add("tls-key", &opt.tls_key);

@@ -23,6 +23,14 @@ TEST(MemoryBudgetTest, ReservationsAreCountedAndBounded) {
             "memory budget exceeded: b of 5 positions needs 500 bytes of sequence memory; 600 bytes are in "
             "use by live sequences (0 of them by this one); the budget is 1000 bytes (--memory-budget)");
   EXPECT_EQ(budget.in_use(), 600u);
+  // Refused because others hold memory: a wait may cure it. Beyond the
+  // whole budget: none can, and the refusal says so.
+  EXPECT_FALSE(ExceedsWholeBudget(b.status()));
+  auto huge = budget.Reserve(1001, "huge");
+  ASSERT_FALSE(huge.ok());
+  EXPECT_EQ(huge.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_TRUE(ExceedsWholeBudget(huge.status()));
+  EXPECT_FALSE(ExceedsWholeBudget(absl::ResourceExhaustedError("other")));
   // Growing counts only the difference; a refused growth changes nothing.
   EXPECT_TRUE(a->Grow(1000, "a").ok());
   EXPECT_EQ(budget.in_use(), 1000u);

@@ -335,6 +335,7 @@ TEST_F(HttpTest, ContextLengthIs400AndRetryHintsFollowTheStatus) {
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 413);
   EXPECT_EQ(r->get_header_value("x-should-retry"), "false");
+  EXPECT_EQ(Json::parse(r->body)["error"]["type"], "invalid_request_error") << r->body;  // not a rate limit
 }
 
 TEST(HttpAuthTest, BearerTokensAsGrpc) {

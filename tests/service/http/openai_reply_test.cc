@@ -7,6 +7,7 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "service/api/status.h"
+#include "service/host/memory_budget.h"
 
 namespace cairn::service::http {
 namespace {
@@ -46,6 +47,27 @@ TEST(OpenAiReplyTest, ContextLengthIsAnInvalidRequestAndRetriesFollowTheStatus) 
                                  absl::DeadlineExceededError("late"), absl::InvalidArgumentError("x")}) {
     EXPECT_FALSE(IsRetryable(st)) << st;
   }
+}
+
+// A request that alone needs more than the whole memory budget can never
+// pass: 400 with its own code, no retry (a refusal while others hold memory
+// stays a retryable 429). httplib's 413 (a body beyond the limit) is typed
+// by its HTTP status, not as a rate limit.
+TEST(OpenAiReplyTest, PermanentRefusalsAreNotRetried) {
+  MemoryBudget budget(100);
+  auto held = budget.Reserve(80, "held");
+  ASSERT_TRUE(held.ok());
+  const absl::Status busy = budget.Reserve(30, "a prompt").status();
+  const absl::Status never = budget.Reserve(101, "a prompt").status();
+  EXPECT_EQ(HttpStatusOf(busy), 429);
+  EXPECT_TRUE(IsRetryable(busy));
+  EXPECT_EQ(HttpStatusOf(never), 400);
+  EXPECT_FALSE(IsRetryable(never));
+  const Json e = Json::parse(ErrorJson(never));
+  EXPECT_EQ(e["error"]["code"], "request_exceeds_memory_budget");
+  EXPECT_EQ(e["error"]["type"], "invalid_request_error");
+  const Json too_large = Json::parse(ErrorJson(absl::ResourceExhaustedError("request body too large"), 413));
+  EXPECT_EQ(too_large["error"]["type"], "invalid_request_error");
 }
 
 // A parsed reply (reasoning, content, a tool call) as one chat completion
