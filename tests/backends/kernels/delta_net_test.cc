@@ -99,8 +99,8 @@ std::vector<double> Reference(const Inputs& in, bool key_head_blocks = false) {
 }
 
 TEST(GatedDeltaRuleTest, MatchesTheRecurrenceInDouble) {
-  // Key widths of the vectorized paths (16, 32, 64, 128) and of the
-  // portable one (24).
+  // Key widths of the vectorized paths (AVX-512: 16, 32, 64, 128; AVX2:
+  // multiples of 32) and of the portable one (24; 16 on AVX2).
   for (int64_t dk : {16, 32, 64, 128, 24})
     for (bool blocks : {false, true}) {
       SCOPED_TRACE("d_k " + std::to_string(dk) + (blocks ? " key head blocks" : ""));
