@@ -1,0 +1,162 @@
+// The attention tiles (attention_tiles.h) with AVX2+FMA, compiled with those
+// flags whatever CAIRN_NATIVE says; attention.cc calls them only where the
+// CPU runs them. Register tiles: scores of 2 queries x 4 rows, weighted sums
+// of 2 queries x 32 dimensions. A query alone (decode) takes the 1-query
+// instance of the same templates, whose per-element operations are the
+// same. No std:: templates or header inline functions here (gemm_avx2.h).
+#include <immintrin.h>
+
+#include "backends/kernels/attention_tiles.h"
+
+namespace cairn::attention_avx2 {
+namespace {
+
+constexpr int kRowsPerTile = 4;     // rows scored together
+constexpr int kVectorsPerTile = 4;  // 8-float vectors of out per query in a weighted-sum tile
+
+// Lanes below n (1 <= n <= 8) set: the mask of a dimension tail.
+__m256i TailMask(int32_t n) {
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+// Each of the four accumulators reduced as ((l0 + l1) + (l2 + l3)) +
+// ((l4 + l5) + (l6 + l7)): horizontal adds pair neighbours within each
+// 128-bit half, the last add joins the halves.
+__m128 Reduce4(__m256 a, __m256 b, __m256 c, __m256 d) {
+  const __m256 abcd = _mm256_hadd_ps(_mm256_hadd_ps(a, b), _mm256_hadd_ps(c, d));
+  return _mm_add_ps(_mm256_castps256_ps128(abcd), _mm256_extractf128_ps(abcd, 1));
+}
+
+// The range of rows any of the kQ queries sees; empty (lo >= hi) if none.
+template <int kQ>
+void UnionOfRanges(const int64_t* begin, const int64_t* end, int64_t* lo, int64_t* hi) {
+  *lo = INT64_MAX;
+  *hi = 0;
+  for (int i = 0; i < kQ; ++i) {
+    if (end[i] <= begin[i]) continue;
+    *lo = begin[i] < *lo ? begin[i] : *lo;
+    *hi = end[i] > *hi ? end[i] : *hi;
+  }
+}
+
+// Scores of kQ queries against four rows, each lane chain advancing by
+// 8 dimensions per step; the dimension tail is loaded masked (zeros).
+template <int kQ>
+void ScoreTile(const float* const* q, const float* const* r, int32_t dim, __m128* out) {
+  __m256 acc[kQ][kRowsPerTile];
+  for (int i = 0; i < kQ; ++i) {
+    for (int c = 0; c < kRowsPerTile; ++c) acc[i][c] = _mm256_setzero_ps();
+  }
+  int32_t d = 0;
+  for (; d + 8 <= dim; d += 8) {
+    __m256 qv[kQ];
+    for (int i = 0; i < kQ; ++i) qv[i] = _mm256_loadu_ps(q[i] + d);
+    for (int c = 0; c < kRowsPerTile; ++c) {
+      const __m256 rv = _mm256_loadu_ps(r[c] + d);
+      for (int i = 0; i < kQ; ++i) acc[i][c] = _mm256_fmadd_ps(qv[i], rv, acc[i][c]);
+    }
+  }
+  if (d < dim) {
+    const __m256i mask = TailMask(dim - d);
+    __m256 qv[kQ];
+    for (int i = 0; i < kQ; ++i) qv[i] = _mm256_maskload_ps(q[i] + d, mask);
+    for (int c = 0; c < kRowsPerTile; ++c) {
+      const __m256 rv = _mm256_maskload_ps(r[c] + d, mask);
+      for (int i = 0; i < kQ; ++i) acc[i][c] = _mm256_fmadd_ps(qv[i], rv, acc[i][c]);
+    }
+  }
+  for (int i = 0; i < kQ; ++i) out[i] = Reduce4(acc[i][0], acc[i][1], acc[i][2], acc[i][3]);
+}
+
+// kQ queries over the union of their ranges, four rows at a time; a last
+// partial group repeats its last row (scores computed and dropped).
+template <int kQ>
+void DotQueries(const float* const* q, const float* const* rows, const int64_t* begin, const int64_t* end, int32_t dim,
+                float* scores, int64_t stride) {
+  int64_t lo = 0, hi = 0;
+  UnionOfRanges<kQ>(begin, end, &lo, &hi);
+  for (int64_t j = lo; j < hi; j += kRowsPerTile) {
+    const float* r[kRowsPerTile];
+    for (int c = 0; c < kRowsPerTile; ++c) r[c] = rows[j + c < hi ? j + c : hi - 1];
+    __m128 s[kQ];
+    ScoreTile<kQ>(q, r, dim, s);
+    for (int i = 0; i < kQ; ++i) {
+      float tile[kRowsPerTile];
+      _mm_storeu_ps(tile, s[i]);
+      for (int c = 0; c < kRowsPerTile && j + c < hi; ++c) scores[i * stride + j + c] = tile[c];
+    }
+  }
+}
+
+void Dots(const float* const* q, int64_t nq, const float* const* rows, const int64_t* begin, const int64_t* end,
+          int32_t dim, float* scores, int64_t stride) {
+  int64_t i = 0;
+  for (; i + 2 <= nq; i += 2) DotQueries<2>(q + i, rows, begin + i, end + i, dim, scores + i * stride, stride);
+  if (i < nq) DotQueries<1>(q + i, rows, begin + i, end + i, dim, scores + i * stride, stride);
+}
+
+// Dimensions [d, d + 8 * kV) of kQ queries' weighted sums (kMasked: one
+// vector, its lanes below `mask`), over the union of their ranges: a row
+// outside a query's range, or of weight zero for it, is skipped for it.
+template <int kQ, int kV, bool kMasked>
+void SumTile(const float* const* w, const int64_t* begin, const int64_t* end, const float* const* rows, int32_t d,
+             __m256i mask, float* const* out) {
+  __m256 acc[kQ][kV];
+  for (int i = 0; i < kQ; ++i) {
+    for (int c = 0; c < kV; ++c) acc[i][c] = _mm256_setzero_ps();
+  }
+  int64_t lo = 0, hi = 0;
+  UnionOfRanges<kQ>(begin, end, &lo, &hi);
+  for (int64_t j = lo; j < hi; ++j) {
+    __m256 rv[kV];
+    for (int c = 0; c < kV; ++c) {
+      rv[c] = kMasked ? _mm256_maskload_ps(rows[j] + d, mask) : _mm256_loadu_ps(rows[j] + d + 8 * c);
+    }
+    for (int i = 0; i < kQ; ++i) {
+      const float wj = j >= begin[i] && j < end[i] ? w[i][j] : 0.0f;
+      if (wj == 0.0f) continue;
+      const __m256 wv = _mm256_set1_ps(wj);
+      for (int c = 0; c < kV; ++c) acc[i][c] = _mm256_fmadd_ps(wv, rv[c], acc[i][c]);
+    }
+  }
+  for (int i = 0; i < kQ; ++i) {
+    for (int c = 0; c < kV; ++c) {
+      if (kMasked) {
+        _mm256_maskstore_ps(out[i] + d, mask, acc[i][c]);
+      } else {
+        _mm256_storeu_ps(out[i] + d + 8 * c, acc[i][c]);
+      }
+    }
+  }
+}
+
+template <int kQ>
+void SumQueries(const float* const* w, const int64_t* begin, const int64_t* end, const float* const* rows, int32_t dim,
+                float* const* out) {
+  const __m256i all = _mm256_set1_epi32(-1);
+  int32_t d = 0;
+  for (; d + 8 * kVectorsPerTile <= dim; d += 8 * kVectorsPerTile) {
+    SumTile<kQ, kVectorsPerTile, false>(w, begin, end, rows, d, all, out);
+  }
+  for (; d + 8 <= dim; d += 8) SumTile<kQ, 1, false>(w, begin, end, rows, d, all, out);
+  if (d < dim) SumTile<kQ, 1, true>(w, begin, end, rows, d, TailMask(dim - d), out);
+}
+
+void WeightedSums(const float* w, int64_t stride, int64_t nq, const int64_t* begin, const int64_t* end,
+                  const float* const* rows, int32_t dim, float* const* out) {
+  int64_t i = 0;
+  for (; i + 2 <= nq; i += 2) {
+    const float* wq[2] = {w + i * stride, w + (i + 1) * stride};
+    SumQueries<2>(wq, begin + i, end + i, rows, dim, out + i);
+  }
+  if (i < nq) {
+    const float* wq[1] = {w + i * stride};
+    SumQueries<1>(wq, begin + i, end + i, rows, dim, out + i);
+  }
+}
+
+}  // namespace
+
+const AttentionTiles kTiles = {Dots, WeightedSums};
+
+}  // namespace cairn::attention_avx2
