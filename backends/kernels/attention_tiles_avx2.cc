@@ -11,8 +11,9 @@
 namespace cairn::attention_avx2 {
 namespace {
 
-constexpr int kRowsPerTile = 4;     // rows scored together
-constexpr int kVectorsPerTile = 4;  // 8-float vectors of out per query in a weighted-sum tile
+constexpr int kRowsPerTile = 4;       // rows scored together
+constexpr int kVectorsPerTile = 4;    // 8-float vectors of out per query in a weighted-sum tile
+constexpr int64_t kRowsPerPass = 32;  // value rows one weighted-sum pass keeps in L1
 
 // Lanes below n (1 <= n <= 8) set: the mask of a dimension tail.
 __m256i TailMask(int32_t n) {
@@ -27,12 +28,11 @@ __m128 Reduce4(__m256 a, __m256 b, __m256 c, __m256 d) {
   return _mm_add_ps(_mm256_castps256_ps128(abcd), _mm256_extractf128_ps(abcd, 1));
 }
 
-// The range of rows any of the kQ queries sees; empty (lo >= hi) if none.
-template <int kQ>
-void UnionOfRanges(const int64_t* begin, const int64_t* end, int64_t* lo, int64_t* hi) {
+// The range of rows any of n queries sees; empty (lo >= hi) if none.
+void UnionOfRanges(const int64_t* begin, const int64_t* end, int64_t n, int64_t* lo, int64_t* hi) {
   *lo = INT64_MAX;
   *hi = 0;
-  for (int i = 0; i < kQ; ++i) {
+  for (int64_t i = 0; i < n; ++i) {
     if (end[i] <= begin[i]) continue;
     *lo = begin[i] < *lo ? begin[i] : *lo;
     *hi = end[i] > *hi ? end[i] : *hi;
@@ -44,84 +44,124 @@ void UnionOfRanges(const int64_t* begin, const int64_t* end, int64_t* lo, int64_
 template <int kQ>
 void ScoreTile(const float* const* q, const float* const* r, int32_t dim, __m128* out) {
   __m256 acc[kQ][kRowsPerTile];
+#pragma GCC unroll 8
   for (int i = 0; i < kQ; ++i) {
+#pragma GCC unroll 8
     for (int c = 0; c < kRowsPerTile; ++c) acc[i][c] = _mm256_setzero_ps();
   }
   int32_t d = 0;
   for (; d + 8 <= dim; d += 8) {
     __m256 qv[kQ];
+#pragma GCC unroll 8
     for (int i = 0; i < kQ; ++i) qv[i] = _mm256_loadu_ps(q[i] + d);
+#pragma GCC unroll 8
     for (int c = 0; c < kRowsPerTile; ++c) {
       const __m256 rv = _mm256_loadu_ps(r[c] + d);
+#pragma GCC unroll 8
       for (int i = 0; i < kQ; ++i) acc[i][c] = _mm256_fmadd_ps(qv[i], rv, acc[i][c]);
     }
   }
   if (d < dim) {
     const __m256i mask = TailMask(dim - d);
     __m256 qv[kQ];
+#pragma GCC unroll 8
     for (int i = 0; i < kQ; ++i) qv[i] = _mm256_maskload_ps(q[i] + d, mask);
+#pragma GCC unroll 8
     for (int c = 0; c < kRowsPerTile; ++c) {
       const __m256 rv = _mm256_maskload_ps(r[c] + d, mask);
+#pragma GCC unroll 8
       for (int i = 0; i < kQ; ++i) acc[i][c] = _mm256_fmadd_ps(qv[i], rv, acc[i][c]);
     }
   }
+#pragma GCC unroll 8
   for (int i = 0; i < kQ; ++i) out[i] = Reduce4(acc[i][0], acc[i][1], acc[i][2], acc[i][3]);
 }
 
-// kQ queries over the union of their ranges, four rows at a time; a last
-// partial group repeats its last row (scores computed and dropped).
+// Scores of kQ queries against the rows r (n_valid <= 4 of them kept)
+// into scores[i * stride + c].
 template <int kQ>
-void DotQueries(const float* const* q, const float* const* rows, const int64_t* begin, const int64_t* end, int32_t dim,
-                float* scores, int64_t stride) {
-  int64_t lo = 0, hi = 0;
-  UnionOfRanges<kQ>(begin, end, &lo, &hi);
-  for (int64_t j = lo; j < hi; j += kRowsPerTile) {
-    const float* r[kRowsPerTile];
-    for (int c = 0; c < kRowsPerTile; ++c) r[c] = rows[j + c < hi ? j + c : hi - 1];
-    __m128 s[kQ];
-    ScoreTile<kQ>(q, r, dim, s);
-    for (int i = 0; i < kQ; ++i) {
-      float tile[kRowsPerTile];
-      _mm_storeu_ps(tile, s[i]);
-      for (int c = 0; c < kRowsPerTile && j + c < hi; ++c) scores[i * stride + j + c] = tile[c];
-    }
+void ScoreQueries(const float* const* q, const float* const* r, int64_t n_valid, int32_t dim, float* scores,
+                  int64_t stride) {
+  __m128 s[kQ];
+  ScoreTile<kQ>(q, r, dim, s);
+#pragma GCC unroll 8
+  for (int i = 0; i < kQ; ++i) {
+    float tile[kRowsPerTile];
+    _mm_storeu_ps(tile, s[i]);
+    for (int64_t c = 0; c < n_valid; ++c) scores[i * stride + c] = tile[c];
   }
 }
 
+// Rows outer, queries inner: a group of four rows stays in L1 while every
+// pair of queries that sees one of them scores it; a last partial group
+// repeats its last row (scores computed and dropped).
 void Dots(const float* const* q, int64_t nq, const float* const* rows, const int64_t* begin, const int64_t* end,
           int32_t dim, float* scores, int64_t stride) {
-  int64_t i = 0;
-  for (; i + 2 <= nq; i += 2) DotQueries<2>(q + i, rows, begin + i, end + i, dim, scores + i * stride, stride);
-  if (i < nq) DotQueries<1>(q + i, rows, begin + i, end + i, dim, scores + i * stride, stride);
+  int64_t lo = 0, hi = 0;
+  UnionOfRanges(begin, end, nq, &lo, &hi);
+  for (int64_t j = lo; j < hi; j += kRowsPerTile) {
+    const float* r[kRowsPerTile];
+#pragma GCC unroll 8
+    for (int c = 0; c < kRowsPerTile; ++c) r[c] = rows[j + c < hi ? j + c : hi - 1];
+    const int64_t n_valid = hi - j < kRowsPerTile ? hi - j : kRowsPerTile;
+    int64_t i = 0;
+    for (; i + 2 <= nq; i += 2) {
+      const bool seen = (begin[i] < j + kRowsPerTile && end[i] > j && end[i] > begin[i]) ||
+                        (begin[i + 1] < j + kRowsPerTile && end[i + 1] > j && end[i + 1] > begin[i + 1]);
+      if (seen) ScoreQueries<2>(q + i, r, n_valid, dim, scores + i * stride + j, stride);
+    }
+    if (i < nq && begin[i] < j + kRowsPerTile && end[i] > j && end[i] > begin[i]) {
+      ScoreQueries<1>(q + i, r, n_valid, dim, scores + i * stride + j, stride);
+    }
+  }
 }
 
 // Dimensions [d, d + 8 * kV) of kQ queries' weighted sums (kMasked: one
-// vector, its lanes below `mask`), over the union of their ranges: a row
-// outside a query's range, or of weight zero for it, is skipped for it.
+// vector, its lanes below `mask`) continued over rows [j0, j1) from the sums
+// so far in out: a row outside a query's range, or of weight zero for it, is
+// skipped for it.
 template <int kQ, int kV, bool kMasked>
-void SumTile(const float* const* w, const int64_t* begin, const int64_t* end, const float* const* rows, int32_t d,
-             __m256i mask, float* const* out) {
+void SumTile(const float* const* w, const int64_t* begin, const int64_t* end, const float* const* rows, int64_t j0,
+             int64_t j1, int32_t d, __m256i mask, float* const* out) {
   __m256 acc[kQ][kV];
+#pragma GCC unroll 8
   for (int i = 0; i < kQ; ++i) {
-    for (int c = 0; c < kV; ++c) acc[i][c] = _mm256_setzero_ps();
+#pragma GCC unroll 8
+    for (int c = 0; c < kV; ++c) {
+      acc[i][c] = kMasked ? _mm256_maskload_ps(out[i] + d, mask) : _mm256_loadu_ps(out[i] + d + 8 * c);
+    }
   }
-  int64_t lo = 0, hi = 0;
-  UnionOfRanges<kQ>(begin, end, &lo, &hi);
-  for (int64_t j = lo; j < hi; ++j) {
+  // Rows every query of the tile sees need no range test.
+  int64_t common_lo = j0, common_hi = j1;
+#pragma GCC unroll 8
+  for (int i = 0; i < kQ; ++i) {
+    common_lo = begin[i] > common_lo ? begin[i] : common_lo;
+    common_hi = end[i] < common_hi ? end[i] : common_hi;
+  }
+  if (common_lo >= common_hi) common_lo = common_hi = j1;
+  const auto add_row = [&](int64_t j, bool checked) __attribute__((always_inline)) {
     __m256 rv[kV];
+#pragma GCC unroll 8
     for (int c = 0; c < kV; ++c) {
       rv[c] = kMasked ? _mm256_maskload_ps(rows[j] + d, mask) : _mm256_loadu_ps(rows[j] + d + 8 * c);
     }
+#pragma GCC unroll 8
     for (int i = 0; i < kQ; ++i) {
-      const float wj = j >= begin[i] && j < end[i] ? w[i][j] : 0.0f;
+      const float wj = !checked || (j >= begin[i] && j < end[i]) ? w[i][j] : 0.0f;
       if (wj == 0.0f) continue;
       const __m256 wv = _mm256_set1_ps(wj);
+#pragma GCC unroll 8
       for (int c = 0; c < kV; ++c) acc[i][c] = _mm256_fmadd_ps(wv, rv[c], acc[i][c]);
     }
-  }
+  };
+  for (int64_t j = j0; j < common_lo; ++j) add_row(j, true);
+  for (int64_t j = common_lo; j < common_hi; ++j) add_row(j, false);
+  for (int64_t j = common_hi; j < j1; ++j) add_row(j, true);
+#pragma GCC unroll 8
   for (int i = 0; i < kQ; ++i) {
+#pragma GCC unroll 8
     for (int c = 0; c < kV; ++c) {
-      if (kMasked) {
+      if constexpr (kMasked) {
         _mm256_maskstore_ps(out[i] + d, mask, acc[i][c]);
       } else {
         _mm256_storeu_ps(out[i] + d + 8 * c, acc[i][c]);
@@ -130,28 +170,45 @@ void SumTile(const float* const* w, const int64_t* begin, const int64_t* end, co
   }
 }
 
+// kQ queries' sums continued over the rows of [j0, j1) that one of them sees.
 template <int kQ>
-void SumQueries(const float* const* w, const int64_t* begin, const int64_t* end, const float* const* rows, int32_t dim,
-                float* const* out) {
+void SumQueries(const float* const* w, const int64_t* begin, const int64_t* end, const float* const* rows, int64_t j0,
+                int64_t j1, int32_t dim, float* const* out) {
+  int64_t lo = 0, hi = 0;
+  UnionOfRanges(begin, end, kQ, &lo, &hi);
+  lo = lo > j0 ? lo : j0;
+  hi = hi < j1 ? hi : j1;
+  if (lo >= hi) return;
   const __m256i all = _mm256_set1_epi32(-1);
   int32_t d = 0;
   for (; d + 8 * kVectorsPerTile <= dim; d += 8 * kVectorsPerTile) {
-    SumTile<kQ, kVectorsPerTile, false>(w, begin, end, rows, d, all, out);
+    SumTile<kQ, kVectorsPerTile, false>(w, begin, end, rows, lo, hi, d, all, out);
   }
-  for (; d + 8 <= dim; d += 8) SumTile<kQ, 1, false>(w, begin, end, rows, d, all, out);
-  if (d < dim) SumTile<kQ, 1, true>(w, begin, end, rows, d, TailMask(dim - d), out);
+  for (; d + 8 <= dim; d += 8) SumTile<kQ, 1, false>(w, begin, end, rows, lo, hi, d, all, out);
+  if (d < dim) SumTile<kQ, 1, true>(w, begin, end, rows, lo, hi, d, TailMask(dim - d), out);
 }
 
+// From zeros, rows in passes of kRowsPerPass: a pass's rows stay in L1
+// while every pair of queries adds them to its sums (kept in out between
+// passes, exactly).
 void WeightedSums(const float* w, int64_t stride, int64_t nq, const int64_t* begin, const int64_t* end,
                   const float* const* rows, int32_t dim, float* const* out) {
-  int64_t i = 0;
-  for (; i + 2 <= nq; i += 2) {
-    const float* wq[2] = {w + i * stride, w + (i + 1) * stride};
-    SumQueries<2>(wq, begin + i, end + i, rows, dim, out + i);
+  for (int64_t i = 0; i < nq; ++i) {
+    for (int32_t d = 0; d < dim; ++d) out[i][d] = 0.0f;
   }
-  if (i < nq) {
-    const float* wq[1] = {w + i * stride};
-    SumQueries<1>(wq, begin + i, end + i, rows, dim, out + i);
+  int64_t lo = 0, hi = 0;
+  UnionOfRanges(begin, end, nq, &lo, &hi);
+  for (int64_t j0 = lo; j0 < hi; j0 += kRowsPerPass) {
+    const int64_t j1 = j0 + kRowsPerPass < hi ? j0 + kRowsPerPass : hi;
+    int64_t i = 0;
+    for (; i + 2 <= nq; i += 2) {
+      const float* wq[2] = {w + i * stride, w + (i + 1) * stride};
+      SumQueries<2>(wq, begin + i, end + i, rows, j0, j1, dim, out + i);
+    }
+    if (i < nq) {
+      const float* wq[1] = {w + i * stride};
+      SumQueries<1>(wq, begin + i, end + i, rows, j0, j1, dim, out + i);
+    }
   }
 }
 
