@@ -6,8 +6,10 @@
 // place from a rotated ring (kv_wrap): every output must equal the alone one
 // bit for bit. Run under each CAIRN_ISA the CPU has (tests/.../CMakeLists.txt):
 // the guarantee holds within whichever tiles the process picks.
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -18,15 +20,12 @@
 namespace cairn {
 namespace {
 
-std::vector<float> Random(size_t n, uint64_t seed) {
+// Values in [-2, 2): scores spread enough that the softmax weights differ.
+std::vector<float> Random(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> uniform(-2.0f, 2.0f);
   std::vector<float> v(n);
-  uint64_t x = 0x2545f4914f6cdd1dull * (seed + 3);
-  for (float& f : v) {
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    f = static_cast<float>(x >> 40) / static_cast<float>(1 << 24) * 4.0f - 2.0f;
-  }
+  std::generate(v.begin(), v.end(), [&] { return uniform(rng); });
   return v;
 }
 
