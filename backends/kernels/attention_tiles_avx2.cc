@@ -11,6 +11,7 @@
 namespace cairn::attention_avx2 {
 namespace {
 
+constexpr int kQueriesPerTile = 2;    // queries scored or summed together (fewer in the last tile)
 constexpr int kRowsPerTile = 4;       // rows scored together
 constexpr int kVectorsPerTile = 4;    // 8-float vectors of out per query in a weighted-sum tile
 constexpr int64_t kRowsPerPass = 32;  // value rows one weighted-sum pass keeps in L1
@@ -37,6 +38,25 @@ void UnionOfRanges(const int64_t* begin, const int64_t* end, int64_t n, int64_t*
     *lo = begin[i] < *lo ? begin[i] : *lo;
     *hi = end[i] > *hi ? end[i] : *hi;
   }
+}
+
+// Calls body.operator()<kQ>(i) for consecutive tiles of queries [i, i + kQ)
+// covering [0, nq): kQueriesPerTile each, the last one smaller.
+template <typename Body>
+void ForQueryTiles(int64_t nq, const Body& body) {
+  int64_t i = 0;
+  for (; i + kQueriesPerTile <= nq; i += kQueriesPerTile) body.template operator()<kQueriesPerTile>(i);
+  if (nq - i == 2) body.template operator()<2>(i);
+  if (nq - i == 1) body.template operator()<1>(i);
+}
+
+// Whether one of kQ queries sees a row of [j0, j1).
+template <int kQ>
+bool SeesAny(const int64_t* begin, const int64_t* end, int64_t j0, int64_t j1) {
+  bool seen = false;
+#pragma GCC unroll 8
+  for (int i = 0; i < kQ; ++i) seen |= begin[i] < j1 && end[i] > j0 && end[i] > begin[i];
+  return seen;
 }
 
 // Scores of kQ queries against four rows, each lane chain advancing by
@@ -104,15 +124,11 @@ void Dots(const float* const* q, int64_t nq, const float* const* rows, const int
 #pragma GCC unroll 8
     for (int c = 0; c < kRowsPerTile; ++c) r[c] = rows[j + c < hi ? j + c : hi - 1];
     const int64_t n_valid = hi - j < kRowsPerTile ? hi - j : kRowsPerTile;
-    int64_t i = 0;
-    for (; i + 2 <= nq; i += 2) {
-      const bool seen = (begin[i] < j + kRowsPerTile && end[i] > j && end[i] > begin[i]) ||
-                        (begin[i + 1] < j + kRowsPerTile && end[i + 1] > j && end[i + 1] > begin[i + 1]);
-      if (seen) ScoreQueries<2>(q + i, r, n_valid, dim, scores + i * stride + j, stride);
-    }
-    if (i < nq && begin[i] < j + kRowsPerTile && end[i] > j && end[i] > begin[i]) {
-      ScoreQueries<1>(q + i, r, n_valid, dim, scores + i * stride + j, stride);
-    }
+    ForQueryTiles(nq, [&]<int kQ>(int64_t i) {
+      if (SeesAny<kQ>(begin + i, end + i, j, j + kRowsPerTile)) {
+        ScoreQueries<kQ>(q + i, r, n_valid, dim, scores + i * stride + j, stride);
+      }
+    });
   }
 }
 
@@ -200,15 +216,12 @@ void WeightedSums(const float* w, int64_t stride, int64_t nq, const int64_t* beg
   UnionOfRanges(begin, end, nq, &lo, &hi);
   for (int64_t j0 = lo; j0 < hi; j0 += kRowsPerPass) {
     const int64_t j1 = j0 + kRowsPerPass < hi ? j0 + kRowsPerPass : hi;
-    int64_t i = 0;
-    for (; i + 2 <= nq; i += 2) {
-      const float* wq[2] = {w + i * stride, w + (i + 1) * stride};
-      SumQueries<2>(wq, begin + i, end + i, rows, j0, j1, dim, out + i);
-    }
-    if (i < nq) {
-      const float* wq[1] = {w + i * stride};
-      SumQueries<1>(wq, begin + i, end + i, rows, j0, j1, dim, out + i);
-    }
+    ForQueryTiles(nq, [&]<int kQ>(int64_t i) {
+      const float* wq[kQ];
+#pragma GCC unroll 8
+      for (int t = 0; t < kQ; ++t) wq[t] = w + (i + t) * stride;
+      SumQueries<kQ>(wq, begin + i, end + i, rows, j0, j1, dim, out + i);
+    });
   }
 }
 
