@@ -124,15 +124,8 @@ class CausalRun {
 };
 
 std::string Name(Layout layout) {
-  switch (layout) {
-    case Layout::kMasked:
-      return "masked";
-    case Layout::kSkipped:
-      return "kv_begin";
-    case Layout::kRing:
-      return "ring";
-  }
-  return "?";
+  constexpr const char* kNames[] = {"masked", "kv_begin", "ring"};  // in Layout's order
+  return kNames[static_cast<int>(layout)];
 }
 
 TEST(AttentionTest, AQueryGetsTheSameBitsWhateverItsCall) {
