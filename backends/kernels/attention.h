@@ -36,9 +36,22 @@ struct AttentionParams {
 // long run). With kv_wrap > 0 the rows j are logical: row j is stored at
 // j % kv_wrap of k, v and kv_pos, so a ring buffer (an SWA cache) is read in
 // place without copying it into position order. A query that sees no row
-// gets zeros. Parallel over (query, head) pairs on `pool`; runs of 8 or more
-// queries over contiguous rows (no kv_wrap) use cblas_sgemm per head and
-// query block (sets OpenBLAS to one thread, as MatMul does).
+// gets zeros. Parallel on `pool` over (head, block of queries) items; no
+// BLAS. Thread-safe for distinct outputs; only reads its inputs.
+//
+// Batch invariance: a query's output is a function of its own inputs only,
+// bit for bit: its q row, the rows it sees (their values, in logical order)
+// and the params give the same output whatever n_q, whatever other queries
+// share the call, whatever the pool's thread count, whether the rows are
+// read in order or through kv_wrap, and whether rows a window hides are
+// skipped through kv_begin or masked. Every score is one fixed-order dot
+// (attention_tiles.h), then scale, soft cap and window mask; the softmax runs
+// over exactly the rows the query sees, in order; the output accumulates
+// them in order. This holds within the one set of tiles a process picks at
+// its first call (AVX2+FMA, or portable under CAIRN_ISA=portable or on an
+// older CPU); the two sets round differently. So a sequence's prompt
+// positions get the same activations whether it arrives in one chunk, in
+// several, or batched with other sequences (issue 31).
 struct AttentionArgs {
   const float* q = nullptr;
   int64_t q_stride = 0;

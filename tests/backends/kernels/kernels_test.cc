@@ -377,8 +377,8 @@ TEST(AttentionTest, MatchesNaiveReference) {
   const AttnCase cases[] = {{4, 2, 16, 0, 0.0f},     {4, 4, 8, 0, 0.0f},  {6, 2, 8, 5, 0.0f},
                             {2, 1, 32, 0, 30.0f},    {8, 1, 4, 3, 20.0f}, {4, 2, 24, 0, 0.0f, true},
                             {4, 2, 8, 4, 0.0f, true}};
-  // 7 queries: the per-query dot path; 40 and 300: the GEMM path (one and
-  // several query blocks); kv_begin on or off.
+  // 7, 40 and 300 queries: one and several query blocks, partial register
+  // tiles; kv_begin on or off.
   for (const AttnCase& c : cases)
     for (int n_q : {7, 40, 300})
       for (bool with_begin : {false, true}) {
