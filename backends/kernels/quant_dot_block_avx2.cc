@@ -10,7 +10,8 @@
 // activation scale), as the portable kernel does (see Tile). vpmaddubsw
 // multiplies unsigned by signed bytes into 16-bit pairs:
 // - Q8_0: |w| times q with w's sign moved onto q (127 x 127 x 2 < 2^15), a
-//   vector per output, widened by vpmaddwd and summed by SumEach.
+//   vector per output, widened by vpmaddwd and summed by SumEach
+//   (quant_dot_kquant_blocks.h).
 // - Q4_0: the nibbles (value + 8) are the unsigned operand as they are, two
 //   outputs per vector, summed in int16 (Q4_0::Dots); the dot then
 //   subtracts 8 x the activations' sum.
@@ -21,32 +22,10 @@
 #include <cstring>
 
 #include "backends/kernels/quant_dot_internal.h"
+#include "backends/kernels/quant_dot_kquant_blocks.h"  // SumEach, Half
 
 namespace cairn {
 namespace {
-
-inline float Half(const uint8_t* p) {
-  uint16_t h;
-  std::memcpy(&h, p, 2);
-  return _cvtsh_ss(h);
-}
-
-// The 8 exact integer sums of lanes[0..7] (8 int32 lanes each), in order.
-// Interleaves and adds, as integers (exact in any order): no vphaddd, which
-// Zen 3 runs as several uops on the port vpmaddubsw and vpmaddwd also need.
-// Per 128-bit half: rows 2k, 2k+1 interleaved and added, then the pairs'
-// 64-bit halves, then the two 128-bit halves.
-inline __m256i SumEach(const __m256i* lanes) {
-  __m256i s[4];
-#pragma GCC unroll 4
-  for (int k = 0; k < 4; ++k) {
-    s[k] = _mm256_add_epi32(_mm256_unpacklo_epi32(lanes[2 * k], lanes[2 * k + 1]),
-                            _mm256_unpackhi_epi32(lanes[2 * k], lanes[2 * k + 1]));
-  }
-  const __m256i s0123 = _mm256_add_epi32(_mm256_unpacklo_epi64(s[0], s[1]), _mm256_unpackhi_epi64(s[0], s[1]));
-  const __m256i s4567 = _mm256_add_epi32(_mm256_unpacklo_epi64(s[2], s[3]), _mm256_unpackhi_epi64(s[2], s[3]));
-  return _mm256_add_epi32(_mm256_permute2x128_si256(s0123, s4567, 0x20), _mm256_permute2x128_si256(s0123, s4567, 0x31));
-}
 
 // Each W gives Dots<R, T>: the exact integer dots of block b of R weight
 // rows with block b of T activation rows, output r * T + t in int32 lane
