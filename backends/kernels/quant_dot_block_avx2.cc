@@ -125,48 +125,31 @@ struct Q8_0 {
 // on its own (no fused multiply-add; the file is built with
 // -ffp-contract=off).
 
-// v with its 16-bit lane p set to d (p a constant once the caller's loop
-// is unrolled: vpinsrw takes an immediate lane).
-inline __m128i InsertHalf(__m128i v, uint16_t d, int p) {
-  switch (p) {
-    case 0:
-      return _mm_insert_epi16(v, d, 0);
-    case 1:
-      return _mm_insert_epi16(v, d, 1);
-    case 2:
-      return _mm_insert_epi16(v, d, 2);
-    case 3:
-      return _mm_insert_epi16(v, d, 3);
-    case 4:
-      return _mm_insert_epi16(v, d, 4);
-    case 5:
-      return _mm_insert_epi16(v, d, 5);
-    case 6:
-      return _mm_insert_epi16(v, d, 6);
-    default:
-      return _mm_insert_epi16(v, d, 7);
+// v with 16-bit lanes P .. R * T - 1 set to the F16 weight scales of
+// block b of outputs P onwards (P a template argument: vpinsrw takes an
+// immediate lane). Inserted straight from memory: fewer instructions than
+// any other way tried (integer packing, vpgatherdd).
+template <class W, int R, int T, int P = 0>
+CAIRN_KQUANT_INLINE __m128i WeightScales(const uint8_t* const* rows, int64_t b, __m128i v) {
+  if constexpr (P == R * T) {
+    return v;
+  } else {
+    uint16_t d;
+    std::memcpy(&d, rows[P / T] + b * W::kBlockBytes, 2);
+    return WeightScales<W, R, T, P + 1>(rows, b, _mm_insert_epi16(v, static_cast<int16_t>(d), P));
   }
 }
 
 // Block b of a tile (below): acc + float(dots) * (d_w * d_x) per lane.
 template <class W, int R, int T>
-__attribute__((always_inline)) inline __m256 TileBlock(const uint8_t* const* rows, const Q8ActivationRow* act,
-                                                       int64_t b, __m256 acc) {
+CAIRN_KQUANT_INLINE __m256 TileBlock(const uint8_t* const* rows, const Q8ActivationRow* act, int64_t b, __m256 acc) {
   const __m256i dots = W::template Dots<R, T>(rows, b, act);
-  // The F16 weight scales inserted straight from memory (fewer
-  // instructions than any other way tried), one conversion for the 8.
-  __m128i wd = _mm_setzero_si128();
   float xd[8] = {};
 #pragma GCC unroll 8
-  for (int p = 0; p < R * T; ++p) {
-    uint16_t d;
-    std::memcpy(&d, rows[p / T] + b * W::kBlockBytes, 2);
-    wd = InsertHalf(wd, d, p);
-    xd[p] = act[p % T].d[b];
-  }
+  for (int p = 0; p < R * T; ++p) xd[p] = act[p % T].d[b];
   const __m256 x_scale =
       T == 1 ? _mm256_set1_ps(xd[0]) : _mm256_setr_ps(xd[0], xd[1], xd[2], xd[3], xd[4], xd[5], xd[6], xd[7]);
-  const __m256 scale = _mm256_mul_ps(_mm256_cvtph_ps(wd), x_scale);
+  const __m256 scale = _mm256_mul_ps(_mm256_cvtph_ps(WeightScales<W, R, T>(rows, b, _mm_setzero_si128())), x_scale);
   return _mm256_add_ps(acc, _mm256_mul_ps(_mm256_cvtepi32_ps(dots), scale));
 }
 
