@@ -4,28 +4,32 @@
 // quant_dot.cc calls it only on CPUs that have AVX2 and FMA. Nothing here may
 // be shared with other files (see quant_dot_internal.h).
 //
-// A 256-bit register holds one 32-element block. vpmaddubsw multiplies
-// unsigned by signed bytes into 16-bit pairs, vpmaddwd by ones widens them
-// to 8 int32 lanes; the lanes are summed to the block's exact integer dot,
-// which is converted to float and scaled by the block's (weight scale x
-// activation scale), as the portable kernel does (see Tile).
-// - Q4_0: the nibbles (value + 8) are the unsigned operand as they are
-//   (15 x 127 x 2 cannot saturate); the lanes then add -sum(q) each.
-// - Q8_0: |w| times q with w's sign moved onto q (127 x 127 x 2 < 2^15).
+// Decode steps (and the rows prompt panels leave over) take register tiles
+// of 8 outputs: per block, the 8 exact integer dots in the 8 int32 lanes of
+// one vector, converted to float and scaled by each block's (weight scale x
+// activation scale), as the portable kernel does (see Tile). vpmaddubsw
+// multiplies unsigned by signed bytes into 16-bit pairs:
+// - Q8_0: |w| times q with w's sign moved onto q (127 x 127 x 2 < 2^15), a
+//   vector per output, widened by vpmaddwd and summed by SumEach
+//   (quant_dot_kquant_blocks.h).
+// - Q4_0: the nibbles (value + 8) are the unsigned operand as they are, two
+//   outputs per vector, summed in int16 (Q4_0::Dots); the dot then
+//   subtracts 8 x the activations' sum.
+// The tiles are bound by instructions issued, not by one port: every
+// instruction a block saves shows in decode speed (see Q4_0::Dots, Tile).
 #include <immintrin.h>
 
 #include <cstring>
 
 #include "backends/kernels/quant_dot_internal.h"
+#include "backends/kernels/quant_dot_kquant_blocks.h"  // SumEach, Half
 
 namespace cairn {
 namespace {
 
-inline float Half(const uint8_t* p) {
-  uint16_t h;
-  std::memcpy(&h, p, 2);
-  return _cvtsh_ss(h);
-}
+// Each W gives Dots<R, T>: the exact integer dots of block b of R weight
+// rows with block b of T activation rows, output r * T + t in int32 lane
+// r * T + t (lanes from R * T on: anything).
 
 struct Q4_0 {
   static constexpr int64_t kBlockBytes = kQ4_0BlockBytes;
@@ -34,26 +38,83 @@ struct Q4_0 {
     const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 2));
     return _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(q, 4), q), _mm256_set1_epi8(0x0F));
   }
-  static inline __m256i Signed(__m256i /*w*/, __m256i x) { return x; }
-  static inline __m256i Lanes(__m256i pairs, int32_t sum) {
-    return _mm256_add_epi32(_mm256_madd_epi16(pairs, _mm256_set1_epi16(1)), _mm256_set1_epi32(-sum));
-  }
-  static inline __m256i Weights(const uint8_t* blk) { return Unsigned(blk); }
   // The 32 weights as signed bytes in element order (nibble - 8).
   static inline __m256i SignedWeights(const uint8_t* blk) {
     return _mm256_sub_epi8(Unsigned(blk), _mm256_set1_epi8(8));
   }
+  // Two outputs per vector, k in the low 128-bit half and k + 4 in the high
+  // one: their two rows' 16 quant bytes side by side, whose low nibbles
+  // (elements 0-15) meet activations 0-15 in both halves and high nibbles
+  // (16-31) activations 16-31. The nibbles (value + 8) are the unsigned
+  // operand as they are; a block's dot is then the products' sum minus 8 x
+  // the activations' sum. Every int16 partial sum stays below 2^15 (a
+  // vpmaddubsw pair is at most 2 x 15 x 127, and the reduction below adds
+  // 8 of them before widening), so the four vectors reduce with int16 adds
+  // and one vpmaddwd: per block of 8 outputs, 10 shuffles and 1 vpmaddwd
+  // where a vector per output summed by SumEach takes 22 and 8.
+  template <int R, int T>
+  static inline __m256i Dots(const uint8_t* const* rows, int64_t b, const Q8ActivationRow* act) {
+    static_assert(4 % T == 0, "outputs k and k + 4 must share a token");
+    __m256i x_lo[T], x_hi[T];
+    int32_t offset[8];
+#pragma GCC unroll 8
+    for (int t = 0; t < T; ++t) {
+      const int8_t* q = act[t].q + b * kQ8BlockElems;
+      x_lo[t] = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q)));
+      x_hi[t] = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q + 16)));
+    }
+#pragma GCC unroll 8
+    for (int p = 0; p < 8; ++p) offset[p] = 8 * act[p % T].sum[b];
+    const __m256i low4 = _mm256_set1_epi8(0x0F);
+    __m256i pairs[4];
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; ++k) {
+      const int lo_row = k / T < R ? k / T : R - 1;  // rows past R: any row, the lane goes unused
+      const int hi_row = (k + 4) / T < R ? (k + 4) / T : lo_row;
+      const __m256i q = _mm256_loadu2_m128i(reinterpret_cast<const __m128i*>(rows[hi_row] + b * kBlockBytes + 2),
+                                            reinterpret_cast<const __m128i*>(rows[lo_row] + b * kBlockBytes + 2));
+      const __m256i lo = _mm256_and_si256(q, low4), hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), low4);
+      pairs[k] = _mm256_add_epi16(_mm256_maddubs_epi16(lo, x_lo[k % T]), _mm256_maddubs_epi16(hi, x_hi[k % T]));
+    }
+    // Per half: outputs 0, 1 (4, 5) then 2, 3 (6, 7) interleaved and added
+    // (sums of 4 pairs per output), then their 64-bit halves (8 pairs).
+    const __m256i s01 =
+        _mm256_add_epi16(_mm256_unpacklo_epi32(pairs[0], pairs[1]), _mm256_unpackhi_epi32(pairs[0], pairs[1]));
+    const __m256i s23 =
+        _mm256_add_epi16(_mm256_unpacklo_epi32(pairs[2], pairs[3]), _mm256_unpackhi_epi32(pairs[2], pairs[3]));
+    const __m256i s = _mm256_add_epi16(_mm256_unpacklo_epi64(s01, s23), _mm256_unpackhi_epi64(s01, s23));
+    const __m256i dots = _mm256_madd_epi16(s, _mm256_set1_epi16(1));
+    return _mm256_sub_epi32(dots, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(offset)));
+  }
 };
 
+// |w| times q with w's sign moved onto q (127 x 127 x 2 < 2^15), a vector
+// per output, summed by SumEach.
 struct Q8_0 {
   static constexpr int64_t kBlockBytes = kQ8_0BlockBytes;
-  static inline __m256i Weights(const uint8_t* blk) {
+  static inline __m256i SignedWeights(const uint8_t* blk) {
     return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 2));
   }
-  static inline __m256i Unsigned(__m256i w) { return _mm256_abs_epi8(w); }
-  static inline __m256i Signed(__m256i w, __m256i x) { return _mm256_sign_epi8(x, w); }
-  static inline __m256i Lanes(__m256i pairs, int32_t /*sum*/) { return _mm256_madd_epi16(pairs, _mm256_set1_epi16(1)); }
-  static inline __m256i SignedWeights(const uint8_t* blk) { return Weights(blk); }
+  template <int R, int T>
+  static inline __m256i Dots(const uint8_t* const* rows, int64_t b, const Q8ActivationRow* act) {
+    __m256i x[T];
+#pragma GCC unroll 8
+    for (int t = 0; t < T; ++t)
+      x[t] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(act[t].q + b * kQ8BlockElems));
+    __m256i lanes[8];
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      const __m256i w = SignedWeights(rows[r] + b * kBlockBytes);
+      const __m256i u = _mm256_abs_epi8(w);
+#pragma GCC unroll 8
+      for (int t = 0; t < T; ++t) {
+        lanes[r * T + t] = _mm256_madd_epi16(_mm256_maddubs_epi16(u, _mm256_sign_epi8(x[t], w)), _mm256_set1_epi16(1));
+      }
+    }
+#pragma GCC unroll 8
+    for (int p = R * T; p < 8; ++p) lanes[p] = _mm256_setzero_si256();
+    return SumEach(lanes);
+  }
 };
 
 // Every path computes each output the same way, so that a row's result does
@@ -64,17 +125,32 @@ struct Q8_0 {
 // on its own (no fused multiply-add; the file is built with
 // -ffp-contract=off).
 
-// The 8 exact integer sums of lanes[0..7] (8 int32 lanes each), in order:
-// three rounds of pairwise adds, as integers (exact in any order).
-inline __m256i SumEach(const __m256i* lanes) {
-  const __m256i s01 = _mm256_hadd_epi32(lanes[0], lanes[1]);
-  const __m256i s23 = _mm256_hadd_epi32(lanes[2], lanes[3]);
-  const __m256i s45 = _mm256_hadd_epi32(lanes[4], lanes[5]);
-  const __m256i s67 = _mm256_hadd_epi32(lanes[6], lanes[7]);
-  // Per 128-bit half: the half's sums of lanes 0-3, then of lanes 4-7.
-  const __m256i s0123 = _mm256_hadd_epi32(s01, s23);
-  const __m256i s4567 = _mm256_hadd_epi32(s45, s67);
-  return _mm256_add_epi32(_mm256_permute2x128_si256(s0123, s4567, 0x20), _mm256_permute2x128_si256(s0123, s4567, 0x31));
+// v with 16-bit lanes P .. R * T - 1 set to the F16 weight scales of
+// block b of outputs P onwards (P a template argument: vpinsrw takes an
+// immediate lane). Inserted straight from memory: fewer instructions than
+// any other way tried (integer packing, vpgatherdd).
+template <class W, int R, int T, int P = 0>
+CAIRN_KQUANT_INLINE __m128i WeightScales(const uint8_t* const* rows, int64_t b, __m128i v) {
+  if constexpr (P == R * T) {
+    return v;
+  } else {
+    uint16_t d;
+    std::memcpy(&d, rows[P / T] + b * W::kBlockBytes, 2);
+    return WeightScales<W, R, T, P + 1>(rows, b, _mm_insert_epi16(v, static_cast<int16_t>(d), P));
+  }
+}
+
+// Block b of a tile (below): acc + float(dots) * (d_w * d_x) per lane.
+template <class W, int R, int T>
+CAIRN_KQUANT_INLINE __m256 TileBlock(const uint8_t* const* rows, const Q8ActivationRow* act, int64_t b, __m256 acc) {
+  const __m256i dots = W::template Dots<R, T>(rows, b, act);
+  float xd[8] = {};
+#pragma GCC unroll 8
+  for (int p = 0; p < R * T; ++p) xd[p] = act[p % T].d[b];
+  const __m256 x_scale =
+      T == 1 ? _mm256_set1_ps(xd[0]) : _mm256_setr_ps(xd[0], xd[1], xd[2], xd[3], xd[4], xd[5], xd[6], xd[7]);
+  const __m256 scale = _mm256_mul_ps(_mm256_cvtph_ps(WeightScales<W, R, T>(rows, b, _mm_setzero_si128())), x_scale);
+  return _mm256_add_ps(acc, _mm256_mul_ps(_mm256_cvtepi32_ps(dots), scale));
 }
 
 // R weight rows x T activation rows (R x T <= 8 outputs, one float lane
@@ -86,48 +162,16 @@ template <class W, int R, int T>
 void Tile(const uint8_t* const* rows, size_t next, const Q8ActivationRow* act, int64_t nb, float* out) {
   static_assert(R * T <= 8);
   __m256 acc = _mm256_setzero_ps();
-  for (int64_t b = 0; b < nb; ++b) {
-    if ((b & 1) == 0) {
-      // One 64-byte line per row every two blocks (36 or 68 bytes); a
-      // prefetch past the matrix's end never faults.
+  int64_t b = 0;
+  for (; b + 2 <= nb; b += 2) {
+    // One 64-byte line per row every two blocks (36 or 68 bytes); a
+    // prefetch past the matrix's end never faults.
 #pragma GCC unroll 8
-      for (int r = 0; r < R; ++r) __builtin_prefetch(rows[r] + next + b * W::kBlockBytes);
-    }
-    __m256i x[T];
-    float xd[8] = {};
-    uint16_t wd[8] = {};  // F16 bits: one conversion for the 8 lanes
-#pragma GCC unroll 8
-    for (int t = 0; t < T; ++t)
-      x[t] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(act[t].q + b * kQ8BlockElems));
-    __m256i lanes[8];
-#pragma GCC unroll 8
-    for (int r = 0; r < R; ++r) {
-      const uint8_t* blk = rows[r] + b * W::kBlockBytes;
-      const __m256i w = W::Weights(blk);
-      __m256i u;
-      if constexpr (W::kBlockBytes == kQ8_0BlockBytes) {
-        u = W::Unsigned(w);
-      } else {
-        u = w;
-      }
-      uint16_t d;
-      std::memcpy(&d, blk, 2);
-#pragma GCC unroll 8
-      for (int t = 0; t < T; ++t) {
-        lanes[r * T + t] = W::Lanes(_mm256_maddubs_epi16(u, W::Signed(w, x[t])), act[t].sum[b]);
-        wd[r * T + t] = d;
-        xd[r * T + t] = act[t].d[b];
-      }
-    }
-#pragma GCC unroll 8
-    for (int p = R * T; p < 8; ++p) lanes[p] = _mm256_setzero_si256();
-    const __m256 w_scale = _mm256_cvtph_ps(_mm_setr_epi16(static_cast<int16_t>(wd[0]), static_cast<int16_t>(wd[1]),
-                                                          static_cast<int16_t>(wd[2]), static_cast<int16_t>(wd[3]),
-                                                          static_cast<int16_t>(wd[4]), static_cast<int16_t>(wd[5]),
-                                                          static_cast<int16_t>(wd[6]), static_cast<int16_t>(wd[7])));
-    const __m256 scale = _mm256_mul_ps(w_scale, _mm256_setr_ps(xd[0], xd[1], xd[2], xd[3], xd[4], xd[5], xd[6], xd[7]));
-    acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_cvtepi32_ps(SumEach(lanes)), scale));
+    for (int r = 0; r < R; ++r) __builtin_prefetch(rows[r] + next + b * W::kBlockBytes);
+    acc = TileBlock<W, R, T>(rows, act, b, acc);
+    acc = TileBlock<W, R, T>(rows, act, b + 1, acc);
   }
+  if (b < nb) acc = TileBlock<W, R, T>(rows, act, b, acc);
   alignas(32) float all[8];
   _mm256_store_ps(all, acc);
   for (int p = 0; p < R * T; ++p) out[p] = all[p];

@@ -1,8 +1,9 @@
 // What the AVX2 and AVX-512 K-quant kernel files share: the block layout as
 // they read it (fp16 scales, the packed 6-bit scales and mins of Q4_K /
 // Q5_K, the per-row scales of a prompt panel), the q8_K row size, and the
-// 256-bit integer sums both use. Included only by those two files, each
-// compiled with its own ISA flags: everything here sits in an unnamed
+// 256-bit integer sums both use (as does the AVX2 Q8_0 / Q4_0 file,
+// quant_dot_block_avx2.cc). Included only by those files, each compiled
+// with its own ISA flags: everything here sits in an unnamed
 // namespace, so each file gets its own copy, built for its own ISA (with
 // external linkage the linker could keep one file's AVX-512 copy for both,
 // see quant_dot_internal.h).
@@ -36,7 +37,7 @@ inline int64_t Max(int64_t a, int64_t b) { return a > b ? a : b; }
 // slower measured).
 
 // Bytes of a q8_K activation row of n elements (quant_dot_kquant.h).
-size_t Q8KRowBytes(int64_t n) { return static_cast<size_t>(n / kQ8KBlockElems) * kQ8KBlockBytes; }
+inline size_t Q8KRowBytes(int64_t n) { return static_cast<size_t>(n / kQ8KBlockElems) * kQ8KBlockBytes; }
 
 // The sum of the eight int32 lanes of v.
 CAIRN_KQUANT_INLINE int32_t ReduceAdd(__m256i v) {
@@ -46,10 +47,20 @@ CAIRN_KQUANT_INLINE int32_t ReduceAdd(__m256i v) {
   return _mm_cvtsi128_si32(x);
 }
 
-// The sums of eight vectors of 8 int32: lane i holds the sum of v[i].
+// The sums of eight vectors of 8 int32: lane i holds the sum of v[i], exact
+// (integers, any order). Interleaves and adds rather than vphaddd, which Zen
+// 3 runs as several uops on the port vpmaddubsw and vpmaddwd also need. Per
+// 128-bit half: v[2k], v[2k+1] interleaved and added, then the pairs'
+// 64-bit halves, then the two 128-bit halves.
 CAIRN_KQUANT_INLINE __m256i SumEach(const __m256i* v) {
-  const __m256i a = _mm256_hadd_epi32(_mm256_hadd_epi32(v[0], v[1]), _mm256_hadd_epi32(v[2], v[3]));
-  const __m256i b = _mm256_hadd_epi32(_mm256_hadd_epi32(v[4], v[5]), _mm256_hadd_epi32(v[6], v[7]));
+  __m256i s[4];
+#pragma GCC unroll 4
+  for (int k = 0; k < 4; ++k) {
+    s[k] =
+        _mm256_add_epi32(_mm256_unpacklo_epi32(v[2 * k], v[2 * k + 1]), _mm256_unpackhi_epi32(v[2 * k], v[2 * k + 1]));
+  }
+  const __m256i a = _mm256_add_epi32(_mm256_unpacklo_epi64(s[0], s[1]), _mm256_unpackhi_epi64(s[0], s[1]));
+  const __m256i b = _mm256_add_epi32(_mm256_unpacklo_epi64(s[2], s[3]), _mm256_unpackhi_epi64(s[2], s[3]));
   return _mm256_add_epi32(_mm256_permute2x128_si256(a, b, 0x20), _mm256_permute2x128_si256(a, b, 0x31));
 }
 
