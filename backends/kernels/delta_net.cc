@@ -30,30 +30,47 @@ int64_t KeyHead(const GatedDeltaRuleArgs& a, int64_t h) {
   return a.key_head_blocks ? h / (a.n_head_v / a.n_head_k) : h % a.n_head_k;
 }
 
-// The portable form: one state row at a time through the vector primitives.
-void RuleGeneric(const GatedDeltaRuleArgs& a) {
+// One (value head, token) step's operands: head h's state S, the token's q
+// and k (of h's key head), v, decay = exp(g), beta, and its output row.
+struct HeadToken {
+  float* S;
+  const float* q;
+  const float* k;
+  const float* v;
+  float decay;
+  float beta;
+  float* o;
+};
+
+// Calls step(HeadToken) for each value head of the slice and each token in
+// order: the recurrence's order, which every form below keeps.
+template <class Step>
+void ForEachHeadToken(const GatedDeltaRuleArgs& a, Step&& step) {
   for (int64_t h = a.head_begin; h < a.head_end; ++h) {
     const int64_t hk = KeyHead(a, h);
     float* S = a.state + h * a.d_v * a.d_k;
     for (int64_t t = 0; t < a.n_tokens; ++t) {
-      const float* q = a.q + t * a.qk_stride + hk * a.d_k;
-      const float* k = a.k + t * a.qk_stride + hk * a.d_k;
-      const float* v = a.v + t * a.v_stride + h * a.d_v;
-      const float decay = std::exp(a.g[t * a.gb_stride + h]);
-      const float beta = a.beta[t * a.gb_stride + h];
-      float* o = a.out + t * a.out_stride + h * a.d_v;
-      // Each state row j (one value component) evolves independently of the
-      // others within a token, so the four steps run row by row while the
-      // row is in L1.
-      for (int64_t j = 0; j < a.d_v; ++j) {
-        float* row = S + j * a.d_k;
-        for (int64_t i = 0; i < a.d_k; ++i) row[i] *= decay;
-        const float delta = (v[j] - DotF32(row, k, a.d_k)) * beta;
-        AxpyF32(delta, k, row, a.d_k);
-        o[j] = DotF32(row, q, a.d_k) * a.scale;
-      }
+      step(HeadToken{S, a.q + t * a.qk_stride + hk * a.d_k, a.k + t * a.qk_stride + hk * a.d_k,
+                     a.v + t * a.v_stride + h * a.d_v, std::exp(a.g[t * a.gb_stride + h]), a.beta[t * a.gb_stride + h],
+                     a.out + t * a.out_stride + h * a.d_v});
     }
   }
+}
+
+// The portable form: one state row at a time through the vector primitives.
+void RuleGeneric(const GatedDeltaRuleArgs& a) {
+  ForEachHeadToken(a, [&a](const HeadToken& x) {
+    // Each state row j (one value component) evolves independently of the
+    // others within a token, so the four steps run row by row while the
+    // row is in L1.
+    for (int64_t j = 0; j < a.d_v; ++j) {
+      float* row = x.S + j * a.d_k;
+      for (int64_t i = 0; i < a.d_k; ++i) row[i] *= x.decay;
+      const float delta = (x.v[j] - DotF32(row, x.k, a.d_k)) * x.beta;
+      AxpyF32(delta, x.k, row, a.d_k);
+      x.o[j] = DotF32(row, x.q, a.d_k) * a.scale;
+    }
+  });
 }
 
 #if defined(__AVX512F__)
@@ -62,50 +79,41 @@ void RuleGeneric(const GatedDeltaRuleArgs& a) {
 // recurrence is bound by these row passes, not by arithmetic).
 template <int NV>
 void RuleAvx512(const GatedDeltaRuleArgs& a) {
-  for (int64_t h = a.head_begin; h < a.head_end; ++h) {
-    const int64_t hk = KeyHead(a, h);
-    float* S = a.state + h * a.d_v * a.d_k;
-    for (int64_t t = 0; t < a.n_tokens; ++t) {
-      const float* q = a.q + t * a.qk_stride + hk * a.d_k;
-      const float* k = a.k + t * a.qk_stride + hk * a.d_k;
-      const float* v = a.v + t * a.v_stride + h * a.d_v;
-      const __m512 decay = _mm512_set1_ps(std::exp(a.g[t * a.gb_stride + h]));
-      const float beta = a.beta[t * a.gb_stride + h];
-      float* o = a.out + t * a.out_stride + h * a.d_v;
-      __m512 qv[NV], kv[NV];
-      for (int u = 0; u < NV; ++u) {
-        qv[u] = _mm512_loadu_ps(q + 16 * u);
-        kv[u] = _mm512_loadu_ps(k + 16 * u);
-      }
-      for (int64_t j = 0; j < a.d_v; ++j) {
-        float* row = S + j * a.d_k;
-        __m512 r[NV];
-        __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
-        for (int u = 0; u < NV; ++u) {
-          r[u] = _mm512_mul_ps(_mm512_loadu_ps(row + 16 * u), decay);
-          if (u % 2 == 0) {
-            acc0 = _mm512_fmadd_ps(r[u], kv[u], acc0);
-          } else {
-            acc1 = _mm512_fmadd_ps(r[u], kv[u], acc1);
-          }
-        }
-        const float sk = _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1));
-        const __m512 delta = _mm512_set1_ps((v[j] - sk) * beta);
-        acc0 = _mm512_setzero_ps();
-        acc1 = _mm512_setzero_ps();
-        for (int u = 0; u < NV; ++u) {
-          r[u] = _mm512_fmadd_ps(delta, kv[u], r[u]);
-          _mm512_storeu_ps(row + 16 * u, r[u]);
-          if (u % 2 == 0) {
-            acc0 = _mm512_fmadd_ps(r[u], qv[u], acc0);
-          } else {
-            acc1 = _mm512_fmadd_ps(r[u], qv[u], acc1);
-          }
-        }
-        o[j] = _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1)) * a.scale;
-      }
+  ForEachHeadToken(a, [&a](const HeadToken& x) {
+    const __m512 decay = _mm512_set1_ps(x.decay);
+    __m512 qv[NV], kv[NV];
+    for (int u = 0; u < NV; ++u) {
+      qv[u] = _mm512_loadu_ps(x.q + 16 * u);
+      kv[u] = _mm512_loadu_ps(x.k + 16 * u);
     }
-  }
+    for (int64_t j = 0; j < a.d_v; ++j) {
+      float* row = x.S + j * a.d_k;
+      __m512 r[NV];
+      __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
+      for (int u = 0; u < NV; ++u) {
+        r[u] = _mm512_mul_ps(_mm512_loadu_ps(row + 16 * u), decay);
+        if (u % 2 == 0) {
+          acc0 = _mm512_fmadd_ps(r[u], kv[u], acc0);
+        } else {
+          acc1 = _mm512_fmadd_ps(r[u], kv[u], acc1);
+        }
+      }
+      const float sk = _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1));
+      const __m512 delta = _mm512_set1_ps((x.v[j] - sk) * x.beta);
+      acc0 = _mm512_setzero_ps();
+      acc1 = _mm512_setzero_ps();
+      for (int u = 0; u < NV; ++u) {
+        r[u] = _mm512_fmadd_ps(delta, kv[u], r[u]);
+        _mm512_storeu_ps(row + 16 * u, r[u]);
+        if (u % 2 == 0) {
+          acc0 = _mm512_fmadd_ps(r[u], qv[u], acc0);
+        } else {
+          acc1 = _mm512_fmadd_ps(r[u], qv[u], acc1);
+        }
+      }
+      x.o[j] = _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1)) * a.scale;
+    }
+  });
 }
 #endif
 
@@ -123,40 +131,30 @@ inline float Sum8(__m256 a, __m256 b, __m256 c, __m256 d) {
 // the FMA latency does not bind; the generic form calls out to a dot and an
 // axpy per pass, which are not vectorized on an AVX2 build.
 void RuleAvx2(const GatedDeltaRuleArgs& a) {
-  for (int64_t h = a.head_begin; h < a.head_end; ++h) {
-    const int64_t hk = KeyHead(a, h);
-    float* S = a.state + h * a.d_v * a.d_k;
-    for (int64_t t = 0; t < a.n_tokens; ++t) {
-      const float* q = a.q + t * a.qk_stride + hk * a.d_k;
-      const float* k = a.k + t * a.qk_stride + hk * a.d_k;
-      const float* v = a.v + t * a.v_stride + h * a.d_v;
-      const __m256 decay = _mm256_set1_ps(std::exp(a.g[t * a.gb_stride + h]));
-      const float beta = a.beta[t * a.gb_stride + h];
-      float* o = a.out + t * a.out_stride + h * a.d_v;
-      for (int64_t j = 0; j < a.d_v; ++j) {
-        float* row = S + j * a.d_k;
-        __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
-        for (int64_t i = 0; i < a.d_k; i += 32) {
-          for (int u = 0; u < 4; ++u) {
-            const __m256 r = _mm256_mul_ps(_mm256_loadu_ps(row + i + 8 * u), decay);
-            _mm256_storeu_ps(row + i + 8 * u, r);
-            acc[u] = _mm256_fmadd_ps(r, _mm256_loadu_ps(k + i + 8 * u), acc[u]);
-          }
+  ForEachHeadToken(a, [&a](const HeadToken& x) {
+    const __m256 decay = _mm256_set1_ps(x.decay);
+    for (int64_t j = 0; j < a.d_v; ++j) {
+      float* row = x.S + j * a.d_k;
+      __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+      for (int64_t i = 0; i < a.d_k; i += 32) {
+        for (int u = 0; u < 4; ++u) {
+          const __m256 r = _mm256_mul_ps(_mm256_loadu_ps(row + i + 8 * u), decay);
+          _mm256_storeu_ps(row + i + 8 * u, r);
+          acc[u] = _mm256_fmadd_ps(r, _mm256_loadu_ps(x.k + i + 8 * u), acc[u]);
         }
-        const __m256 delta = _mm256_set1_ps((v[j] - Sum8(acc[0], acc[1], acc[2], acc[3])) * beta);
-        for (__m256& x : acc) x = _mm256_setzero_ps();
-        for (int64_t i = 0; i < a.d_k; i += 32) {
-          for (int u = 0; u < 4; ++u) {
-            const __m256 kv = _mm256_loadu_ps(k + i + 8 * u);
-            const __m256 r = _mm256_fmadd_ps(delta, kv, _mm256_loadu_ps(row + i + 8 * u));
-            _mm256_storeu_ps(row + i + 8 * u, r);
-            acc[u] = _mm256_fmadd_ps(r, _mm256_loadu_ps(q + i + 8 * u), acc[u]);
-          }
-        }
-        o[j] = Sum8(acc[0], acc[1], acc[2], acc[3]) * a.scale;
       }
+      const __m256 delta = _mm256_set1_ps((x.v[j] - Sum8(acc[0], acc[1], acc[2], acc[3])) * x.beta);
+      for (__m256& v : acc) v = _mm256_setzero_ps();
+      for (int64_t i = 0; i < a.d_k; i += 32) {
+        for (int u = 0; u < 4; ++u) {
+          const __m256 r = _mm256_fmadd_ps(delta, _mm256_loadu_ps(x.k + i + 8 * u), _mm256_loadu_ps(row + i + 8 * u));
+          _mm256_storeu_ps(row + i + 8 * u, r);
+          acc[u] = _mm256_fmadd_ps(r, _mm256_loadu_ps(x.q + i + 8 * u), acc[u]);
+        }
+      }
+      x.o[j] = Sum8(acc[0], acc[1], acc[2], acc[3]) * a.scale;
     }
-  }
+  });
 }
 #endif
 
