@@ -20,9 +20,7 @@ float Sink(const AttentionParams& p, int32_t h) {
 // runs, and every call must take the same tiles for a query's bits not to
 // depend on the call.
 const AttentionTiles& Tiles() {
-  static const AttentionTiles& chosen =
-      static_cast<int>(IsaCap()) <= static_cast<int>(Isa::kAvx2) && CpuRuns(Isa::kAvx2) ? attention_avx2::kTiles
-                                                                                        : attention_portable::kTiles;
+  static const AttentionTiles& chosen = Avx2Allowed() ? attention_avx2::kTiles : attention_portable::kTiles;
   return chosen;
 }
 

@@ -63,6 +63,11 @@ Isa IsaCap() {
   return cap;
 }
 
+bool Avx2Allowed() {
+  static const bool allowed = static_cast<int>(IsaCap()) <= static_cast<int>(Isa::kAvx2) && CpuRuns(Isa::kAvx2);
+  return allowed;
+}
+
 Isa BestIsa() {
   for (Isa isa : kAllIsas) {
     if (static_cast<int>(isa) >= static_cast<int>(IsaCap()) && CpuRuns(isa)) return isa;

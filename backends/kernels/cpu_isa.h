@@ -34,6 +34,11 @@ Isa IsaCap();
 // The fastest ISA this CPU runs at or below IsaCap().
 Isa BestIsa();
 
+// AVX2, FMA and F16C run here and CAIRN_ISA allows them (avx2 or above):
+// the kernel families with only an AVX2 and a portable form (the F32/F16
+// row stream, attention's tiles) take the AVX2 one. Read once.
+bool Avx2Allowed();
+
 }  // namespace cairn
 
 #endif  // CAIRN_BACKENDS_KERNELS_CPU_ISA_H_

@@ -28,12 +28,6 @@ bool Avx512Allowed() {
   return allowed;
 }
 
-// AVX2, FMA and F16C, with CAIRN_ISA at avx2 or above.
-bool Avx2Allowed() {
-  static const bool allowed = static_cast<int>(IsaCap()) <= static_cast<int>(Isa::kAvx2) && CpuRuns(Isa::kAvx2);
-  return allowed;
-}
-
 bool Avx512Takes(GgmlType type) { return (type == GgmlType::kF32 || type == GgmlType::kF16) && Avx512Allowed(); }
 
 bool Avx2Takes(GgmlType type) {
