@@ -36,6 +36,12 @@ struct QuantDotKernel {
   // block is read once per group of tokens.
   void (*dot)(const uint8_t* w, size_t w_stride, int64_t n_rows, const uint8_t* qx, size_t qx_stride, int64_t n_tokens,
               int64_t n, float* y, int64_t ldy);
+  // Every path of `dot` (decode tiles, prompt panels) computes an output the
+  // same way, bit for bit, as the portable kernel does: a token's result
+  // does not depend on the other tokens of the call (MatMulPrecision). True
+  // for all but the AVX-512 Q8_0/Q4_0 kernel, whose prompt panels round
+  // differently from its tiles.
+  bool batch_invariant;
 };
 
 // The fastest kernel for `type` that this CPU can run (chosen at run time, so

@@ -343,9 +343,9 @@ void Dot(const uint8_t* w, size_t w_stride, int64_t n_rows, const uint8_t* qx, s
 
 }  // namespace
 
-constinit const QuantDotKernel kQ8_0Avx2 = {GgmlType::kQ8_0,        "avx2",    kQ8BlockElems, &Q8ActivationRowBytes,
-                                            &QuantizeQ8Activations, &Dot<Q8_0>};
-constinit const QuantDotKernel kQ4_0Avx2 = {GgmlType::kQ4_0,        "avx2",    kQ8BlockElems, &Q8ActivationRowBytes,
-                                            &QuantizeQ8Activations, &Dot<Q4_0>};
+constinit const QuantDotKernel kQ8_0Avx2 = {GgmlType::kQ8_0,        "avx2",     kQ8BlockElems, &Q8ActivationRowBytes,
+                                            &QuantizeQ8Activations, &Dot<Q8_0>, true};
+constinit const QuantDotKernel kQ4_0Avx2 = {GgmlType::kQ4_0,        "avx2",     kQ8BlockElems, &Q8ActivationRowBytes,
+                                            &QuantizeQ8Activations, &Dot<Q4_0>, true};
 
 }  // namespace cairn

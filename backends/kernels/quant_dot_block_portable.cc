@@ -92,12 +92,20 @@ void Dot(const uint8_t* w, size_t w_stride, int64_t n_rows, const uint8_t* qx, s
 
 }  // namespace
 
-constinit const QuantDotKernel kQ8_0Portable = {GgmlType::kQ8_0,        "portable",
-                                                kQ8BlockElems,          &Q8ActivationRowBytes,
-                                                &QuantizeQ8Activations, &Dot<&IntDotQ8_0, kQ8_0BlockBytes>};
-constinit const QuantDotKernel kQ4_0Portable = {GgmlType::kQ4_0,        "portable",
-                                                kQ8BlockElems,          &Q8ActivationRowBytes,
-                                                &QuantizeQ8Activations, &Dot<&IntDotQ4_0, kQ4_0BlockBytes>};
+constinit const QuantDotKernel kQ8_0Portable = {GgmlType::kQ8_0,
+                                                "portable",
+                                                kQ8BlockElems,
+                                                &Q8ActivationRowBytes,
+                                                &QuantizeQ8Activations,
+                                                &Dot<&IntDotQ8_0, kQ8_0BlockBytes>,
+                                                true};
+constinit const QuantDotKernel kQ4_0Portable = {GgmlType::kQ4_0,
+                                                "portable",
+                                                kQ8BlockElems,
+                                                &Q8ActivationRowBytes,
+                                                &QuantizeQ8Activations,
+                                                &Dot<&IntDotQ4_0, kQ4_0BlockBytes>,
+                                                true};
 
 std::vector<const QuantDotKernel*> BlockQuantKernels(Isa isa) {
   switch (isa) {

@@ -478,11 +478,11 @@ void DotK(const uint8_t* w, size_t w_stride, int64_t n_rows, const uint8_t* qx, 
 
 }  // namespace
 
-constinit const QuantDotKernel kQ4_KAvx2 = {GgmlType::kQ4_K, "avx2",      kQ8KBlockElems,
-                                            Q8KRowBytes,     QuantizeQ8K, DotK<Q4_K>};
-constinit const QuantDotKernel kQ5_KAvx2 = {GgmlType::kQ5_K, "avx2",      kQ8KBlockElems,
-                                            Q8KRowBytes,     QuantizeQ8K, DotK<Q5_K>};
-constinit const QuantDotKernel kQ6_KAvx2 = {GgmlType::kQ6_K, "avx2",      kQ8KBlockElems,
-                                            Q8KRowBytes,     QuantizeQ8K, DotK<Q6_K>};
+constinit const QuantDotKernel kQ4_KAvx2 = {GgmlType::kQ4_K, "avx2", kQ8KBlockElems, Q8KRowBytes, QuantizeQ8K,
+                                            DotK<Q4_K>,      true};
+constinit const QuantDotKernel kQ5_KAvx2 = {GgmlType::kQ5_K, "avx2", kQ8KBlockElems, Q8KRowBytes, QuantizeQ8K,
+                                            DotK<Q5_K>,      true};
+constinit const QuantDotKernel kQ6_KAvx2 = {GgmlType::kQ6_K, "avx2", kQ8KBlockElems, Q8KRowBytes, QuantizeQ8K,
+                                            DotK<Q6_K>,      true};
 
 }  // namespace cairn

@@ -403,11 +403,26 @@ void DotK(const uint8_t* w, size_t w_stride, int64_t n_rows, const uint8_t* qx, 
 
 }  // namespace
 
-constinit const QuantDotKernel kQ4_KAvx512Vnni = {GgmlType::kQ4_K, "avx512vnni", kQ8KBlockElems,
-                                                  Q8KRowBytes,     QuantizeQ8K,  DotK<PrepareQ4_K, 144, PanelScalesK4>};
-constinit const QuantDotKernel kQ5_KAvx512Vnni = {GgmlType::kQ5_K, "avx512vnni", kQ8KBlockElems,
-                                                  Q8KRowBytes,     QuantizeQ8K,  DotK<PrepareQ5_K, 176, PanelScalesK4>};
-constinit const QuantDotKernel kQ6_KAvx512Vnni = {
-    GgmlType::kQ6_K, "avx512vnni", kQ8KBlockElems, Q8KRowBytes, QuantizeQ8K, DotK<PrepareQ6_K, 210, PanelScalesQ6K>};
+constinit const QuantDotKernel kQ4_KAvx512Vnni = {GgmlType::kQ4_K,
+                                                  "avx512vnni",
+                                                  kQ8KBlockElems,
+                                                  Q8KRowBytes,
+                                                  QuantizeQ8K,
+                                                  DotK<PrepareQ4_K, 144, PanelScalesK4>,
+                                                  true};
+constinit const QuantDotKernel kQ5_KAvx512Vnni = {GgmlType::kQ5_K,
+                                                  "avx512vnni",
+                                                  kQ8KBlockElems,
+                                                  Q8KRowBytes,
+                                                  QuantizeQ8K,
+                                                  DotK<PrepareQ5_K, 176, PanelScalesK4>,
+                                                  true};
+constinit const QuantDotKernel kQ6_KAvx512Vnni = {GgmlType::kQ6_K,
+                                                  "avx512vnni",
+                                                  kQ8KBlockElems,
+                                                  Q8KRowBytes,
+                                                  QuantizeQ8K,
+                                                  DotK<PrepareQ6_K, 210, PanelScalesQ6K>,
+                                                  true};
 
 }  // namespace cairn

@@ -165,12 +165,12 @@ void DotK(const uint8_t* w, size_t w_stride, int64_t n_rows, const uint8_t* qx, 
 
 }  // namespace
 
-constinit const QuantDotKernel kQ4_KPortable = {GgmlType::kQ4_K, "portable",  kQ8KBlockElems,
-                                                Q8KRowBytes,     QuantizeQ8K, DotK<UnpackQ4_K, 144>};
-constinit const QuantDotKernel kQ5_KPortable = {GgmlType::kQ5_K, "portable",  kQ8KBlockElems,
-                                                Q8KRowBytes,     QuantizeQ8K, DotK<UnpackQ5_K, 176>};
-constinit const QuantDotKernel kQ6_KPortable = {GgmlType::kQ6_K, "portable",  kQ8KBlockElems,
-                                                Q8KRowBytes,     QuantizeQ8K, DotK<UnpackQ6_K, 210>};
+constinit const QuantDotKernel kQ4_KPortable = {
+    GgmlType::kQ4_K, "portable", kQ8KBlockElems, Q8KRowBytes, QuantizeQ8K, DotK<UnpackQ4_K, 144>, true};
+constinit const QuantDotKernel kQ5_KPortable = {
+    GgmlType::kQ5_K, "portable", kQ8KBlockElems, Q8KRowBytes, QuantizeQ8K, DotK<UnpackQ5_K, 176>, true};
+constinit const QuantDotKernel kQ6_KPortable = {
+    GgmlType::kQ6_K, "portable", kQ8KBlockElems, Q8KRowBytes, QuantizeQ8K, DotK<UnpackQ6_K, 210>, true};
 
 // Here, in the file built for the baseline ISA: std::vector's code must not
 // come from an AVX-512 file (the linker keeps one copy of each template).

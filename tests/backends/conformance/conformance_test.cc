@@ -52,11 +52,13 @@ struct Row {
 };
 
 // The kernels behind the fast path compute a row the same way whatever the
-// call's shape (matmul.h): the K-quant kernels everywhere, the Q8_0/Q4_0
-// ones except AVX-512's; attention is batch-invariant on every CPU.
+// call's shape (QuantDotKernel::batch_invariant; attention always does).
 bool BatchInvariantKernels() {
-  const QuantDotKernel* q8 = FindQuantDot(GgmlType::kQ8_0);
-  return q8 != nullptr && q8->isa != "avx512vnni";
+  for (GgmlType type : {GgmlType::kQ8_0, GgmlType::kQ4_0, GgmlType::kQ4_K, GgmlType::kQ5_K, GgmlType::kQ6_K}) {
+    const QuantDotKernel* k = FindQuantDot(type);
+    if (k == nullptr || !k->batch_invariant) return false;
+  }
+  return true;
 }
 
 // For the fast rows that are not batch_invariant (a MoE router, or an
