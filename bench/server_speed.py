@@ -29,6 +29,7 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tests", "service"))
 import server_process  # noqa: E402  (the real cairn-server process helpers)
+from serving import Cairn  # noqa: E402  (bench/serving.py: the server process and its gRPC client)
 
 
 def main():
@@ -44,6 +45,7 @@ def main():
     p.add_argument("--proto-dir", default=os.path.join(HERE, "..", "protos"))
     p.add_argument("--protoc", default=shutil.which("protoc"))
     p.add_argument("--plugin", default=shutil.which("grpc_python_plugin"))
+    p.set_defaults(cairn_http=False, logprobs=False)  # what serving.Cairn reads besides the above
     args = p.parse_args()
     if args.prompt < 1 or args.decode < 2 or args.rounds < 1 or args.threads < 1:
         sys.exit("server_speed: --prompt, --rounds and --threads must be >= 1, --decode >= 2")
@@ -52,17 +54,10 @@ def main():
 
     with tempfile.TemporaryDirectory() as stubs:
         server_process.generate_stubs(args, stubs)
-        import grpc
-        from cairn.v1 import inference_pb2 as pb
-        from cairn.v1 import inference_pb2_grpc as pbg
-        lines = []
-        proc, port, _ = server_process.start(args.cairn_server, "--model=bench=" + args.model,
-                                             "--threads=%d" % args.threads, "--log-level=warning", *args.cairn_arg,
-                                             lines=lines)
+        cairn = Cairn(args, stubs)
+        pb = cairn.pb
         try:
-            stub = pbg.InferenceStub(grpc.insecure_channel("127.0.0.1:%d" % port))
-            n_vocab = next(m.n_vocab for m in stub.ListModels(pb.ListModelsRequest(), timeout=60).models
-                           if m.name == "bench")
+            n_vocab = cairn.n_vocab()
             rng = random.Random(args.seed)
             prompt_tps, decode_tps = [], []
             for r in range(args.rounds):
@@ -71,7 +66,7 @@ def main():
                                          sampling=pb.SamplingParams(temperature=0.0),
                                          stop=pb.StopParams(max_tokens=args.decode, ignore_eos=True))
                 finished = None
-                for ev in stub.Generate(req, timeout=3600):
+                for ev in cairn.stub.Generate(req, timeout=3600):
                     if ev.WhichOneof("event") == "finished":
                         finished = ev.finished
                 if finished is None or finished.usage.completion_tokens != args.decode:
@@ -86,8 +81,7 @@ def main():
                       (r + 1, prompt_tps[-1], t.prefill_seconds, decode_tps[-1], t.decode_seconds, args.decode - 1),
                       flush=True)
         finally:
-            proc.terminate()
-            proc.wait(timeout=60)
+            cairn.stop()
     print("median of %d rounds: prompt (pp%d) %.2f tokens/s, decode (tg%d) %.2f tokens/s" %
           (args.rounds, args.prompt, statistics.median(prompt_tps), args.decode, statistics.median(decode_tps)))
     return 0
