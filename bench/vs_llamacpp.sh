@@ -104,6 +104,13 @@ if pp is None or tg is None: sys.exit("llama-bench printed no pp or tg record")
 print(pp, tg)' <<<"$out" || die "cannot read llama-bench's output on $1"
 }
 
+# "PROMPT_TPS DECODE_TPS" from the "median of" line of bench/forward's
+# format in OUTPUT: medians_of OUTPUT PROGRAM MODEL.
+medians_of() {
+  sed -n 's/^median of .*prompt (pp[0-9]*) \([0-9.]*\) tokens\/s, decode (tg[0-9]*) \([0-9.]*\) tokens\/s.*/\1 \2/p' \
+    <<<"$1" | grep . || die "cannot read $2's output on $3"
+}
+
 # "PROMPT_TPS DECODE_TPS" of one bench/forward run (its "median of" line):
 # run_cairn MODEL THREADS [BINARY].
 run_cairn() {
@@ -111,8 +118,7 @@ run_cairn() {
   # shellcheck disable=SC2086  # --cairn-args is word-split on purpose
   out=$("${3:-$cairn}" --model "$1" --threads "$2" --prompt "$prompt" --decode "$decode" --rounds 1 $cairn_args \
     2>"$errfile") || { cat "$errfile" >&2; die "bench/forward failed on $1"; }
-  sed -n 's/^median of .*prompt (pp[0-9]*) \([0-9.]*\) tokens\/s, decode (tg[0-9]*) \([0-9.]*\) tokens\/s.*/\1 \2/p' \
-    <<<"$out" | grep . || die "cannot read bench/forward's output on $1"
+  medians_of "$out" "bench/forward" "$1"
 }
 # The same through a fresh cairn-server: run_server MODEL THREADS.
 run_server() {
@@ -120,8 +126,7 @@ run_server() {
   out=$("${PYTHON:-python3}" "$here/server_speed.py" --cairn-server "$server" --model "$1" --threads "$2" \
     --prompt "$prompt" --decode "$decode" --rounds 1 2>"$errfile") ||
     { cat "$errfile" >&2; die "bench/server_speed.py failed on $1"; }
-  sed -n 's/^median of .*prompt (pp[0-9]*) \([0-9.]*\) tokens\/s, decode (tg[0-9]*) \([0-9.]*\) tokens\/s.*/\1 \2/p' \
-    <<<"$out" | grep . || die "cannot read bench/server_speed.py's output on $1"
+  medians_of "$out" "bench/server_speed.py" "$1"
 }
 errfile=$(mktemp)
 trap 'rm -f "$errfile"' EXIT
