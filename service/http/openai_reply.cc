@@ -102,15 +102,20 @@ int HttpStatusOf(absl::StatusCode code) {
   }
 }
 
-int HttpStatusOf(const absl::Status& status) {
-  return IsContextLengthExceeded(status) || ExceedsWholeBudget(status) ? 400 : HttpStatusOf(status.code());
-}
+namespace {
+
+// RESOURCE_EXHAUSTED that no wait cures: the request as sent can never fit
+// (a prompt beyond the context, or beyond the whole memory budget).
+bool NeverFits(const absl::Status& status) { return IsContextLengthExceeded(status) || ExceedsWholeBudget(status); }
+
+}  // namespace
+
+int HttpStatusOf(const absl::Status& status) { return NeverFits(status) ? 400 : HttpStatusOf(status.code()); }
 
 bool IsRetryable(const absl::Status& status) {
   const absl::StatusCode code = status.code();
   return code == absl::StatusCode::kAborted || code == absl::StatusCode::kUnavailable ||
-         (code == absl::StatusCode::kResourceExhausted && !IsContextLengthExceeded(status) &&
-          !ExceedsWholeBudget(status));
+         (code == absl::StatusCode::kResourceExhausted && !NeverFits(status));
 }
 
 std::string ErrorJson(const absl::Status& status, int http_status) {
