@@ -110,8 +110,10 @@ absl::StatusOr<std::chrono::system_clock::time_point> DeadlineOf(const httplib::
   std::chrono::milliseconds timeout = default_timeout;
   if (req.has_header("X-Cairn-Timeout-Ms")) {
     int64_t ms = 0;
-    if (!absl::SimpleAtoi(req.get_header_value("X-Cairn-Timeout-Ms"), &ms) || ms < 1 || ms > 86400000) {
-      return absl::InvalidArgumentError("X-Cairn-Timeout-Ms: expected milliseconds from 1 to 86400000");
+    if (!absl::SimpleAtoi(req.get_header_value("X-Cairn-Timeout-Ms"), &ms) || ms < 1 ||
+        ms > HttpOptions::kMaxTimeoutMs) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("X-Cairn-Timeout-Ms: expected milliseconds from 1 to ", HttpOptions::kMaxTimeoutMs));
     }
     timeout = std::chrono::milliseconds(ms);
   }

@@ -53,6 +53,9 @@ struct HttpOptions {
   // still finishing a cancelled request and the generation itself, as a
   // gRPC deadline does. 0: none, like a gRPC call without a deadline.
   std::chrono::milliseconds default_timeout{0};
+  // The longest deadline a request (X-Cairn-Timeout-Ms) or the server's
+  // default may set: a day.
+  static constexpr int64_t kMaxTimeoutMs = 86400000;
   // HTTPS with these files (cert and key empty: plain HTTP); mutual TLS
   // with a client CA. The TLS handshake counts against request_timeout.
   TlsFiles tls;

@@ -165,8 +165,10 @@ void DeclareFlags(cairn::service::FlagParser& flags, ServerFlags& f, cairn::serv
   flags.Add("http-listen", &opt.http.listen);
   flags.Add("http-timeout-ms", [&opt](const std::string& v) {
     int64_t ms = 0;
-    if (!absl::SimpleAtoi(v, &ms) || ms < 0 || ms > int64_t{86400000}) {
-      return absl::InvalidArgumentError("a whole number of milliseconds from 0 (none) to 86400000 (a day) is needed");
+    if (!absl::SimpleAtoi(v, &ms) || ms < 0 || ms > cairn::service::http::HttpOptions::kMaxTimeoutMs) {
+      return absl::InvalidArgumentError(absl::StrCat("a whole number of milliseconds from 0 (none) to ",
+                                                     cairn::service::http::HttpOptions::kMaxTimeoutMs,
+                                                     " (a day) is needed"));
     }
     opt.http.default_timeout = std::chrono::milliseconds(ms);
     return absl::OkStatus();
