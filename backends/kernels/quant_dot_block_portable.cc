@@ -3,6 +3,10 @@
 #include <cmath>
 #include <cstring>
 
+#if defined(__AVX2__)
+#include <immintrin.h>
+#endif
+
 #include "backends/kernels/quant_dot_internal.h"
 #include "backends/model/dequant.h"
 
@@ -13,28 +17,81 @@ size_t Q8ActivationRowBytes(int64_t n) {
   return (bytes + 63) & ~size_t{63};
 }
 
+namespace {
+
+// One block of 32: scale = max |x| / 127, q = x / scale rounded to nearest.
+[[maybe_unused]] void QuantizeBlock(const float* xb, float* d, int32_t* sum, int8_t* q) {
+  float amax = 0.0f;
+  for (int64_t i = 0; i < kQ8BlockElems; ++i) amax = std::fmax(amax, std::fabs(xb[i]));
+  const float scale = amax / 127.0f;
+  const float inv = scale != 0.0f ? 1.0f / scale : 0.0f;
+  int32_t s = 0;
+  for (int64_t i = 0; i < kQ8BlockElems; ++i) {
+    const float v = xb[i] * inv;
+    // |v| <= 127 up to rounding for finite input; anything else (NaN, inf)
+    // becomes 0 here and shows up through the non-finite scale.
+    const int32_t qi = std::fabs(v) <= 127.5f ? static_cast<int32_t>(std::nearbyint(v)) : 0;
+    q[i] = static_cast<int8_t>(qi);
+    s += qi;
+  }
+  *d = scale;
+  *sum = s;
+}
+
+#if defined(__AVX2__)
+// QuantizeBlock 8 lanes at a time (compiled, its loops are scalar code that
+// calls fmaxf: 6% of a Q8_0 prompt's time). The same values bit for bit: vmaxps keeps the running maximum
+// where an element is NaN, as fmax does, and the maximum of non-NaN values
+// does not depend on the order; x * inv, the 127.5 test and vroundps in the
+// current rounding mode (nearbyint) are the scalar operations lane by lane;
+// |q| <= 127 (|x| <= amax), so the saturating packs truncate nothing.
+void QuantizeBlockAvx2(const float* xb, float* d, int32_t* sum, int8_t* q) {
+  const __m256 sign = _mm256_set1_ps(-0.0f);
+  __m256 x[4];
+  __m256 m = _mm256_setzero_ps();
+  for (int k = 0; k < 4; ++k) {
+    x[k] = _mm256_loadu_ps(xb + 8 * k);
+    m = _mm256_max_ps(_mm256_andnot_ps(sign, x[k]), m);
+  }
+  __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+  m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+  m4 = _mm_max_ss(m4, _mm_shuffle_ps(m4, m4, 1));
+  const float amax = _mm_cvtss_f32(m4);
+  const float scale = amax / 127.0f;
+  const __m256 inv = _mm256_set1_ps(scale != 0.0f ? 1.0f / scale : 0.0f);
+  __m256i qi[4];
+  __m256i s = _mm256_setzero_si256();
+  for (int k = 0; k < 4; ++k) {
+    const __m256 v = _mm256_mul_ps(x[k], inv);
+    const __m256 keep = _mm256_cmp_ps(_mm256_andnot_ps(sign, v), _mm256_set1_ps(127.5f), _CMP_LE_OQ);
+    const __m256i r = _mm256_cvttps_epi32(_mm256_round_ps(v, _MM_FROUND_CUR_DIRECTION | _MM_FROUND_NO_EXC));
+    qi[k] = _mm256_and_si256(r, _mm256_castps_si256(keep));
+    s = _mm256_add_epi32(s, qi[k]);
+  }
+  const __m256i bytes = _mm256_packs_epi16(_mm256_packs_epi32(qi[0], qi[1]), _mm256_packs_epi32(qi[2], qi[3]));
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(q),
+                      _mm256_permutevar8x32_epi32(bytes, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
+  __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
+  s4 = _mm_add_epi32(s4, _mm_unpackhi_epi64(s4, s4));
+  s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 1));
+  *d = scale;
+  *sum = _mm_cvtsi128_si32(s4);
+}
+#endif
+
+}  // namespace
+
 void QuantizeQ8Activations(const float* x, int64_t n, uint8_t* qx) {
   const int64_t nb = n / kQ8BlockElems;
   float* d = reinterpret_cast<float*>(qx);
   int32_t* sum = reinterpret_cast<int32_t*>(qx + 4 * nb);
   int8_t* q = reinterpret_cast<int8_t*>(qx + 8 * nb);
   for (int64_t b = 0; b < nb; ++b) {
-    const float* xb = x + b * kQ8BlockElems;
-    float amax = 0.0f;
-    for (int64_t i = 0; i < kQ8BlockElems; ++i) amax = std::fmax(amax, std::fabs(xb[i]));
-    const float scale = amax / 127.0f;
-    const float inv = scale != 0.0f ? 1.0f / scale : 0.0f;
-    int32_t s = 0;
-    for (int64_t i = 0; i < kQ8BlockElems; ++i) {
-      const float v = xb[i] * inv;
-      // |v| <= 127 up to rounding for finite input; anything else (NaN, inf)
-      // becomes 0 here and shows up through the non-finite scale.
-      const int32_t qi = std::fabs(v) <= 127.5f ? static_cast<int32_t>(std::nearbyint(v)) : 0;
-      q[b * kQ8BlockElems + i] = static_cast<int8_t>(qi);
-      s += qi;
-    }
-    d[b] = scale;
-    sum[b] = s;
+#if defined(__AVX2__)
+    QuantizeBlockAvx2(x + b * kQ8BlockElems, d + b, sum + b, q + b * kQ8BlockElems);
+#else
+    QuantizeBlock(x + b * kQ8BlockElems, d + b, sum + b, q + b * kQ8BlockElems);
+#endif
   }
   // The padding is part of the row: keep it defined.
   const size_t used = static_cast<size_t>(nb) * (8 + kQ8BlockElems);

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <cstdlib>
 #include <cstring>
 #include <random>
@@ -244,6 +245,50 @@ TEST(QuantDotTest, QuantizeIsRoundToNearestOfAmaxOver127) {
     }
     EXPECT_EQ(sum[b], s) << "block " << b;
   }
+}
+
+// The quantizer is vectorized where the build has AVX2; every kernel shares
+// it, so its bytes must be those of the scalar definition (fmax over |x|,
+// x * (1 / scale) rounded by nearbyint, 0 past +-127.5) for every input,
+// special values included.
+TEST(QuantDotTest, QuantizeEqualsTheScalarDefinitionBitForBit) {
+  const QuantDotKernel* k = FindQuantDot(GgmlType::kQ8_0);
+  ASSERT_NE(k, nullptr);
+  const int64_t n = 32 * 12;
+  std::vector<float> x = RandomActivations(1, n, 7);
+  const float inf = std::numeric_limits<float>::infinity();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float tiny = std::numeric_limits<float>::denorm_min();
+  for (int i = 0; i < 32; ++i) x[i] = 0.0f;                                    // all zero
+  for (int i = 0; i < 32; ++i) x[32 + i] = (i % 2 ? -1 : 1) * tiny * i;        // denormals
+  for (int i = 0; i < 32; ++i) x[64 + i] = (i % 3 ? 1e30f : -3e38f) / (i + 1);  // huge
+  x[96 + 5] = nan;
+  x[96 + 29] = nan;  // in the last vector of the block: a NaN maximum would survive
+  x[128 + 9] = inf;
+  x[160 + 1] = -inf;
+  x[192 + 3] = -0.0f;
+  for (int i = 0; i < 32; ++i) x[224 + i] = 0.5f * static_cast<float>(i - 16);  // ties of x / scale
+  x[224] = 127.0f;
+  std::vector<uint8_t> got(k->activation_row_bytes(n), 0xAB);
+  k->quantize(x.data(), n, got.data());
+  std::vector<uint8_t> want(got.size(), 0);
+  float* d = reinterpret_cast<float*>(want.data());
+  int32_t* sum = reinterpret_cast<int32_t*>(want.data() + 4 * (n / 32));
+  int8_t* q = reinterpret_cast<int8_t*>(want.data() + 8 * (n / 32));
+  for (int64_t b = 0; b < n / 32; ++b) {
+    float amax = 0.0f;
+    for (int i = 0; i < 32; ++i) amax = std::fmax(amax, std::fabs(x[b * 32 + i]));
+    d[b] = amax / 127.0f;
+    const float inv = d[b] != 0.0f ? 1.0f / d[b] : 0.0f;
+    for (int i = 0; i < 32; ++i) {
+      const float v = x[b * 32 + i] * inv;
+      const int32_t qi = std::fabs(v) <= 127.5f ? static_cast<int32_t>(std::nearbyint(v)) : 0;
+      q[b * 32 + i] = static_cast<int8_t>(qi);
+      sum[b] += qi;
+    }
+  }
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) ASSERT_EQ(got[i], want[i]) << "byte " << i;
 }
 
 TEST(QuantDotTest, FindReturnsTheFastestRunnableKernelOrNull) {
