@@ -203,8 +203,8 @@ struct Tiles {
                                                        &TileInto<W, 4, 2>};
 };
 
-// ---------------------------------------------------------------- prompts
-// From kPanelMinTokens tokens (as the AVX2 K-quant kernels), 8 rows go
+// ------------------------------------------------ prompts and batched steps
+// From kPanelMinTokens tokens, 8 rows go
 // together as a panel whose blocks are re-laid out once per tile of tokens
 // so that a 32-bit lane is a row: q[c][r] holds elements 4c..4c+3 of row r
 // as signed bytes (Q4_0: nibble - 8). Per 4 elements, 8 rows and a token:
@@ -212,11 +212,13 @@ struct Tiles {
 // them, vpmaddubsw with the weights' magnitudes (|w| x |x| x 2 <= 2^15 - 1)
 // and vpmaddwd by ones give 32 multiply-adds in four instructions with no
 // horizontal sums; per block each row lane is scaled as the tiles scale a
-// block (acc + float(dot) x (d_w x d_x), no FMA). The re-layout costs more
-// than it saves below 12-16 tokens (one thread, 2048 x 2048 Q8_0 in cache:
-// 8 tokens 1.15 ms in panels, 0.97 ms in tiles; 12 tokens 1.47-1.67 ms and
-// 1.45-1.47 ms), so a decode step of 8 sequences stays on the tiles.
-constexpr int64_t kPanelMinTokens = 16;
+// block (acc + float(dot) x (d_w x d_x), no FMA). With the re-layout in
+// registers (FillPanel) the panels beat the tiles from 4 tokens: one
+// thread, 2048 x 2048 in cache, tiles -> panels: Q8_0 4 tokens 0.49 ->
+// 0.42 ms, 8 tokens 0.98 -> 0.72 ms; Q4_0 4 tokens 0.47 -> 0.46 ms, 8
+// tokens 0.94 -> 0.77 ms; at 2 tokens the tiles win (Q8_0 0.25 vs 0.28 ms).
+// So a server's decode step of 4 sequences or more takes the panels.
+constexpr int64_t kPanelMinTokens = 4;
 constexpr int kPanelRows = 8;
 constexpr int kPanelBlocks = 8;         // blocks re-laid out per fill: 256 elements of each row
 constexpr int64_t kMaxPanelTile = 256;  // tokens: their accumulators, 8 KiB, on the stack
@@ -226,20 +228,42 @@ struct Panel {
   alignas(32) float d[kPanelBlocks][kPanelRows];
 };
 
-// Blocks b0 .. b0 + blocks - 1 of the 8 rows at w.
+// Blocks b0 .. b0 + blocks - 1 of the 8 rows at w: per block, the rows' 32
+// signed weights (8 dwords each) transposed in registers so that dword c of
+// row r lands in lane r of q[8 * i + c]. In vectors, so that a fill costs
+// little next to the tokens that use it (the panels then pay from fewer
+// tokens: see kPanelMinTokens).
 template <class W>
 void FillPanel(const uint8_t* w, size_t w_stride, int64_t b0, int blocks, Panel* p) {
-  alignas(32) uint8_t u[kPanelRows][32 * kPanelBlocks];
-  for (int r = 0; r < kPanelRows; ++r) {
-    for (int i = 0; i < blocks; ++i) {
+  for (int i = 0; i < blocks; ++i) {
+    __m256i v[kPanelRows];
+#pragma GCC unroll 8
+    for (int r = 0; r < kPanelRows; ++r) {
       const uint8_t* blk = w + r * w_stride + (b0 + i) * W::kBlockBytes;
-      _mm256_store_si256(reinterpret_cast<__m256i*>(u[r] + 32 * i), W::SignedWeights(blk));
+      v[r] = W::SignedWeights(blk);
       p->d[i][r] = Half(blk);
     }
-  }
-  // 8 x (8 blocks) dwords to (8 blocks) x 8: rows become lanes.
-  for (int c = 0; c < 8 * blocks; ++c) {
-    for (int r = 0; r < kPanelRows; ++r) std::memcpy(&p->q[c][r], u[r] + 4 * c, 4);
+    // Rows (0,1), (2,3), ... interleaved by dword, then by pairs of dwords:
+    // lanes of 128-bit half h of t[r] hold dword 4h + (0..3) of rows ...
+    __m256i a[kPanelRows], t[kPanelRows];
+#pragma GCC unroll 4
+    for (int r = 0; r < kPanelRows; r += 2) {
+      a[r] = _mm256_unpacklo_epi32(v[r], v[r + 1]);      // c 0,0,1,1 | 4,4,5,5 of rows r, r+1
+      a[r + 1] = _mm256_unpackhi_epi32(v[r], v[r + 1]);  // c 2,2,3,3 | 6,6,7,7
+    }
+#pragma GCC unroll 2
+    for (int r = 0; r < kPanelRows; r += 4) {
+      t[r] = _mm256_unpacklo_epi64(a[r], a[r + 2]);          // c 0 of rows r..r+3 | c 4
+      t[r + 1] = _mm256_unpackhi_epi64(a[r], a[r + 2]);      // c 1 | c 5
+      t[r + 2] = _mm256_unpacklo_epi64(a[r + 1], a[r + 3]);  // c 2 | c 6
+      t[r + 3] = _mm256_unpackhi_epi64(a[r + 1], a[r + 3]);  // c 3 | c 7
+    }
+    __m256i* q = reinterpret_cast<__m256i*>(p->q[8 * i]);
+#pragma GCC unroll 4
+    for (int c = 0; c < 4; ++c) {
+      _mm256_store_si256(q + c, _mm256_permute2x128_si256(t[c], t[4 + c], 0x20));
+      _mm256_store_si256(q + 4 + c, _mm256_permute2x128_si256(t[c], t[4 + c], 0x31));
+    }
   }
 }
 

@@ -6,9 +6,9 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -259,8 +259,8 @@ TEST(QuantDotTest, QuantizeEqualsTheScalarDefinitionBitForBit) {
   const float inf = std::numeric_limits<float>::infinity();
   const float nan = std::numeric_limits<float>::quiet_NaN();
   const float tiny = std::numeric_limits<float>::denorm_min();
-  for (int i = 0; i < 32; ++i) x[i] = 0.0f;                                    // all zero
-  for (int i = 0; i < 32; ++i) x[32 + i] = (i % 2 ? -1 : 1) * tiny * i;        // denormals
+  for (int i = 0; i < 32; ++i) x[i] = 0.0f;                                     // all zero
+  for (int i = 0; i < 32; ++i) x[32 + i] = (i % 2 ? -1 : 1) * tiny * i;         // denormals
   for (int i = 0; i < 32; ++i) x[64 + i] = (i % 3 ? 1e30f : -3e38f) / (i + 1);  // huge
   x[96 + 5] = nan;
   x[96 + 29] = nan;  // in the last vector of the block: a NaN maximum would survive
