@@ -7,7 +7,14 @@
 
 namespace cairn {
 
-// out[i] = silu(gate[i]) * up[i]; out may alias gate or up.
+// x[i] = silu(x[i]) = x[i] / (1 + e^-x[i]). With AVX2 builds e^x is a
+// vector approximation within 2 ulp of libm's (results flushed below e^-87,
+// where 1 + e^x rounds to 1 either way); an element's result does not depend
+// on its position or on n.
+void SiluInPlace(float* x, int64_t n);
+
+// out[i] = silu(gate[i]) * up[i] (silu as SiluInPlace); out may alias gate
+// or up.
 void SwiGlu(const float* gate, const float* up, int64_t n, float* out);
 
 // out[i] = gelu(gate[i]) * up[i] (tanh approximation); out may alias.

@@ -1,7 +1,8 @@
 #include "backends/kernels/conv1d.h"
 
-#include <cmath>
 #include <cstring>
+
+#include "backends/kernels/activation.h"
 
 namespace cairn {
 
@@ -22,7 +23,7 @@ void CausalConv1d(const Conv1dArgs& a) {
       for (int64_t c = 0; c < nc; ++c) y[c] += a.bias[c];
     }
     if (a.activation == Conv1dActivation::kSilu) {
-      for (int64_t c = 0; c < nc; ++c) y[c] = y[c] / (1.0f + std::exp(-y[c]));
+      SiluInPlace(y, nc);
     }
   }
 

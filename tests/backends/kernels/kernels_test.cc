@@ -454,6 +454,54 @@ TEST(AttentionTest, MatchesNaiveReference) {
 
 // ------------------------------------------------------ activations/softmax
 
+// Ulps between two finite floats of the same sign.
+int64_t UlpDistance(float a, float b) {
+  int32_t ia, ib;
+  std::memcpy(&ia, &a, 4);
+  std::memcpy(&ib, &b, 4);
+  return std::abs(static_cast<int64_t>(ia) - ib);
+}
+
+// SiLU's exp is a vector approximation in AVX2 builds: within a few ulp of
+// a double-precision SiLU (2 ulp) over the whole float range, exact at the special
+// values, and the same bits for an element wherever it sits.
+TEST(ActivationTest, SiluIsCloseToDoubleEverywhereAndPositionIndependent) {
+  std::vector<float> x;
+  for (float v = -110.0f; v <= 110.0f; v += 1.0f / 64) x.push_back(v);
+  for (float v :
+       {1e-30f, -1e-30f, 1e-3f, -1e-3f, 86.9f, -86.9f, 87.1f, -87.1f, 88.7f, -88.7f, 88.73f, -88.73f, 3e38f, -3e38f})
+    x.push_back(v);
+  std::vector<float> y = x;
+  SiluInPlace(y.data(), static_cast<int64_t>(y.size()));
+  for (size_t i = 0; i < x.size(); ++i) {
+    const double want = x[i] / (1.0 + std::exp(-static_cast<double>(x[i])));
+    const float want_f = static_cast<float>(want);
+    if (std::fabs(want) < 1e-30) {
+      EXPECT_LE(std::fabs(y[i]), 1e-30f) << x[i];
+    } else {
+      EXPECT_LE(UlpDistance(y[i], want_f), 2) << "x " << x[i] << " got " << y[i] << " want " << want_f;
+    }
+  }
+  const float inf = std::numeric_limits<float>::infinity();
+  std::vector<float> special = {0.0f, -0.0f, inf, -inf, std::numeric_limits<float>::quiet_NaN(), -200.0f};
+  SiluInPlace(special.data(), static_cast<int64_t>(special.size()));
+  EXPECT_EQ(special[0], 0.0f);
+  EXPECT_EQ(special[1], 0.0f);
+  EXPECT_EQ(special[2], inf);
+  EXPECT_TRUE(std::isnan(special[3]));  // -inf / inf, as with libm
+  EXPECT_TRUE(std::isnan(special[4]));
+  EXPECT_EQ(special[5], 0.0f);
+  // Element 3 of x alone, in a tail, and in the body of a longer call.
+  for (int64_t n : {1, 5, 8, 13}) {
+    for (int64_t at = 0; at < n; ++at) {
+      std::vector<float> v(static_cast<size_t>(n), 0.5f);
+      v[static_cast<size_t>(at)] = x[3];
+      SiluInPlace(v.data(), n);
+      EXPECT_EQ(v[static_cast<size_t>(at)], y[3]) << "n " << n << " at " << at;
+    }
+  }
+}
+
 TEST(ActivationTest, SwiGluAndSoftmax) {
   auto g = RandomVec(50, 31, 6.0f), u = RandomVec(50, 32);
   std::vector<float> out(50);
