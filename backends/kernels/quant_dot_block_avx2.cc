@@ -237,12 +237,13 @@ template <class W>
 void FillPanel(const uint8_t* w, size_t w_stride, int64_t b0, int blocks, Panel* p) {
   for (int i = 0; i < blocks; ++i) {
     __m256i v[kPanelRows];
+    const uint8_t* blk[kPanelRows];
 #pragma GCC unroll 8
     for (int r = 0; r < kPanelRows; ++r) {
-      const uint8_t* blk = w + r * w_stride + (b0 + i) * W::kBlockBytes;
-      v[r] = W::SignedWeights(blk);
-      p->d[i][r] = Half(blk);
+      blk[r] = w + r * w_stride + (b0 + i) * W::kBlockBytes;
+      v[r] = W::SignedWeights(blk[r]);
     }
+    _mm256_store_ps(p->d[i], _mm256_cvtph_ps(WeightScales<W, kPanelRows, 1>(blk, 0, _mm_setzero_si128())));
     // Rows (0,1), (2,3), ... interleaved by dword, then by pairs of dwords:
     // lanes of 128-bit half h of t[r] hold dword 4h + (0..3) of rows ...
     __m256i a[kPanelRows], t[kPanelRows];
