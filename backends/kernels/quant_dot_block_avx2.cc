@@ -233,14 +233,23 @@ struct Panel {
 // row r lands in lane r of q[8 * i + c]. In vectors, so that a fill costs
 // little next to the tokens that use it (the panels then pay from fewer
 // tokens: see kPanelMinTokens).
+//
+// Each row's stream is prefetched one fill ahead, on into the same row of the
+// next panel past the row's end (nb blocks): a batched decode step's few
+// tokens take too little time per fill to hide the memory latency of eight
+// strided rows (8 tokens of 64 copies of 2048 x 2048 Q8_0, from memory:
+// 1.33 -> 0.80 ms); a prefetch past the matrix never faults.
 template <class W>
-void FillPanel(const uint8_t* w, size_t w_stride, int64_t b0, int blocks, Panel* p) {
+void FillPanel(const uint8_t* w, size_t w_stride, int64_t b0, int blocks, int64_t nb, Panel* p) {
   for (int i = 0; i < blocks; ++i) {
     __m256i v[kPanelRows];
     const uint8_t* blk[kPanelRows];
+    const int64_t ahead = b0 + i + kPanelBlocks;
+    const size_t prefetch = ahead < nb ? ahead * W::kBlockBytes : kPanelRows * w_stride + (ahead - nb) * W::kBlockBytes;
 #pragma GCC unroll 8
     for (int r = 0; r < kPanelRows; ++r) {
       blk[r] = w + r * w_stride + (b0 + i) * W::kBlockBytes;
+      __builtin_prefetch(w + r * w_stride + prefetch);
       v[r] = W::SignedWeights(blk[r]);
     }
     _mm256_store_ps(p->d[i], _mm256_cvtph_ps(WeightScales<W, kPanelRows, 1>(blk, 0, _mm_setzero_si128())));
@@ -331,7 +340,7 @@ void PanelDot(const uint8_t* w, size_t w_stride, int64_t n_rows, const uint8_t* 
       for (int64_t i = 0; i < (t1 - t0) * kPanelRows; ++i) acc[i] = 0.0f;
       for (int64_t b0 = 0; b0 < nb; b0 += kPanelBlocks) {
         const int blocks = static_cast<int>(nb - b0 < kPanelBlocks ? nb - b0 : kPanelBlocks);
-        FillPanel<W>(w + r0 * w_stride, w_stride, b0, blocks, &panel);
+        FillPanel<W>(w + r0 * w_stride, w_stride, b0, blocks, nb, &panel);
         int64_t t = 0;
         for (; t + 4 <= t1 - t0; t += 4) PanelTokens<4>(panel, blocks, act + t, b0, &acc[t * 8]);
         for (; t < t1 - t0; ++t) PanelTokens<1>(panel, blocks, act + t, b0, &acc[t * 8]);
