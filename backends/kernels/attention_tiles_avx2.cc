@@ -18,6 +18,15 @@ constexpr int kSummedQueries = 3;     // queries summed together (fewer in the l
 constexpr int kRowsPerTile = 4;       // rows scored together
 constexpr int kVectorsPerTile = 4;    // 8-float vectors of out per query in a weighted-sum tile
 constexpr int64_t kRowsPerPass = 32;  // value rows one weighted-sum pass keeps in L1
+// Rows are a token's width apart in the caches, a stride the hardware
+// prefetchers do not follow from page to page: the tiles ask for the row
+// this many rows ahead while they work on the current one.
+constexpr int64_t kPrefetchRows = 16;
+
+// Asks for floats [d0, d1) of row into L1.
+void Prefetch(const float* row, int32_t d0, int32_t d1) {
+  for (int32_t d = d0; d < d1; d += 16) _mm_prefetch(reinterpret_cast<const char*>(row + d), _MM_HINT_T0);
+}
 
 // Lanes below n (1 <= n <= 8) set: the mask of a dimension tail.
 __m256i TailMask(int32_t n) {
@@ -138,6 +147,10 @@ void Dots(const float* const* q, int64_t nq, const float* const* rows, const int
 #pragma GCC unroll 8
     for (int c = 0; c < kRowsPerTile; ++c) r[c] = rows[j + c < hi ? j + c : hi - 1];
     const int64_t n_valid = hi - j < kRowsPerTile ? hi - j : kRowsPerTile;
+#pragma GCC unroll 8
+    for (int c = 0; c < kRowsPerTile; ++c) {
+      if (j + kPrefetchRows + c < hi) Prefetch(rows[j + kPrefetchRows + c], 0, dim);
+    }
     ForQueryTiles<kScoredQueries>(nq, [&]<int kQ>(int64_t i) {
       if (SeesAny<kQ>(begin + i, end + i, j, j + kRowsPerTile)) {
         ScoreQueries<kQ>(q + i, r, n_valid, dim, scores + i * stride + j, stride);
@@ -152,6 +165,7 @@ void Dots(const float* const* q, int64_t nq, const float* const* rows, const int
 struct TileRows {
   int64_t lo, common_lo, common_hi, hi;
   bool dense;
+  int64_t n_rows;  // rows[] holds this many (the bound of prefetching)
 };
 
 // Whether a query of kQ has a weight of exactly zero (either sign) in
@@ -212,13 +226,28 @@ __attribute__((noinline)) void SumTile(const float* const* w, const int64_t* beg
       for (int i = 0; i < kQ; ++i) acc[i][c] = _mm256_fmadd_ps(wv[i], rv, acc[i][c]);
     }
   };
-  for (int64_t j = r.lo; j < r.common_lo; ++j) add_row(j, true);
-  if (r.dense) {
-    for (int64_t j = r.common_lo; j < r.common_hi; ++j) add_dense_row(j);
-  } else {
-    for (int64_t j = r.common_lo; j < r.common_hi; ++j) add_row(j, false);
+  const auto ahead = [&](int64_t j) __attribute__((always_inline)) {
+    if (j + kPrefetchRows < r.n_rows) Prefetch(rows[j + kPrefetchRows], d, d + 8 * kV);
+  };
+  for (int64_t j = r.lo; j < r.common_lo; ++j) {
+    ahead(j);
+    add_row(j, true);
   }
-  for (int64_t j = r.common_hi; j < r.hi; ++j) add_row(j, true);
+  if (r.dense) {
+    for (int64_t j = r.common_lo; j < r.common_hi; ++j) {
+      ahead(j);
+      add_dense_row(j);
+    }
+  } else {
+    for (int64_t j = r.common_lo; j < r.common_hi; ++j) {
+      ahead(j);
+      add_row(j, false);
+    }
+  }
+  for (int64_t j = r.common_hi; j < r.hi; ++j) {
+    ahead(j);
+    add_row(j, true);
+  }
 #pragma GCC unroll 8
   for (int i = 0; i < kQ; ++i) {
 #pragma GCC unroll 8
@@ -232,11 +261,13 @@ __attribute__((noinline)) void SumTile(const float* const* w, const int64_t* beg
   }
 }
 
-// kQ queries' sums continued over the rows of [j0, j1) that one of them sees.
+// kQ queries' sums continued over the rows of [j0, j1) that one of them sees
+// (rows[] holds n_rows).
 template <int kQ>
-void SumQueries(const float* const* w, const int64_t* begin, const int64_t* end, const float* const* rows, int64_t j0,
-                int64_t j1, int32_t dim, float* const* out) {
+void SumQueries(const float* const* w, const int64_t* begin, const int64_t* end, const float* const* rows,
+                int64_t n_rows, int64_t j0, int64_t j1, int32_t dim, float* const* out) {
   TileRows r;
+  r.n_rows = n_rows;
   UnionOfRanges(begin, end, kQ, &r.lo, &r.hi);
   r.lo = r.lo > j0 ? r.lo : j0;
   r.hi = r.hi < j1 ? r.hi : j1;
@@ -275,7 +306,7 @@ void WeightedSums(const float* w, int64_t stride, int64_t nq, const int64_t* beg
       const float* wq[kQ];
 #pragma GCC unroll 8
       for (int t = 0; t < kQ; ++t) wq[t] = w + (i + t) * stride;
-      SumQueries<kQ>(wq, begin + i, end + i, rows, j0, j1, dim, out + i);
+      SumQueries<kQ>(wq, begin + i, end + i, rows, hi, j0, j1, dim, out + i);
     });
   }
 }
