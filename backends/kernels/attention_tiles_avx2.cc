@@ -129,6 +129,10 @@ void ScoreQueries(const float* const* q, const float* const* r, int64_t n_valid,
   ScoreTile<kQ>(q, r, dim, s);
 #pragma GCC unroll 8
   for (int i = 0; i < kQ; ++i) {
+    if (n_valid == kRowsPerTile) {
+      _mm_storeu_ps(scores + i * stride, s[i]);
+      continue;
+    }
     float tile[kRowsPerTile];
     _mm_storeu_ps(tile, s[i]);
     for (int64_t c = 0; c < n_valid; ++c) scores[i * stride + c] = tile[c];
