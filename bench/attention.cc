@@ -16,13 +16,13 @@
 //
 //   attention [--threads 1] [--reps 5] [--cpu-time 0|1] [--prompts 512,2048]
 #include <cblas.h>
-#include <time.h>
 
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <string>
 #include <vector>
 
@@ -35,17 +35,18 @@ namespace {
 
 bool cpu_time = false;
 
-double Now() {
-  timespec ts;
-  clock_gettime(cpu_time ? CLOCK_PROCESS_CPUTIME_ID : CLOCK_MONOTONIC, &ts);
-  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
-}
-
+// Seconds fn takes: the process's CPU time with --cpu-time 1 (std::clock,
+// microseconds on glibc), else the wall clock.
 template <typename F>
 double Timed(F&& fn) {
-  const double t0 = Now();
+  if (cpu_time) {
+    const std::clock_t c0 = std::clock();
+    fn();
+    return static_cast<double>(std::clock() - c0) / CLOCKS_PER_SEC;
+  }
+  const bench::Clock::time_point t0 = bench::Clock::now();
   fn();
-  return Now() - t0;
+  return bench::Since(t0);
 }
 
 // A follow-up turn's prompt: this many queries at the end of a longer run.
