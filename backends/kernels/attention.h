@@ -36,8 +36,9 @@ struct AttentionParams {
 // long run). With kv_wrap > 0 the rows j are logical: row j is stored at
 // j % kv_wrap of k, v and kv_pos, so a ring buffer (an SWA cache) is read in
 // place without copying it into position order. A query that sees no row
-// gets zeros. Parallel on `pool` over (head, block of queries) items; no
-// BLAS. Thread-safe for distinct outputs; only reads its inputs.
+// gets zeros. Parallel on `pool` over (the query heads of one KV head, block
+// of queries) items, which read each key and value row once for all those
+// heads; no BLAS. Thread-safe for distinct outputs; only reads its inputs.
 //
 // Batch invariance: a query's output is a function of its own inputs only,
 // bit for bit: its q row, the rows it sees (their values, in logical order)

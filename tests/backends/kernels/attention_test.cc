@@ -1,10 +1,12 @@
 // Batch invariance of the attention kernel: a query's output bits are a
 // function of its own inputs only (attention.h). Each query of a causal run
 // is computed alone (n_q = 1) and then inside calls of 5, 8, 37 and 300
-// queries, on one and two threads, with the hidden rows masked by the window
-// or skipped through kv_begin, and with the rows in position order or read in
-// place from a rotated ring (kv_wrap): every output must equal the alone one
-// bit for bit. Run under each CAIRN_ISA the CPU has (tests/.../CMakeLists.txt):
+// queries, on one, two and three threads (with more threads than KV heads,
+// a lone query's heads take separate work items instead of sharing one:
+// attention.cc), with the hidden rows masked by the window or skipped
+// through kv_begin, and with the rows in position order or read in place
+// from a rotated ring (kv_wrap): every output must equal the alone one bit
+// for bit. Run under each CAIRN_ISA the CPU has (tests/.../CMakeLists.txt):
 // the guarantee holds within whichever tiles the process picks.
 #include <algorithm>
 #include <cstdint>
@@ -135,17 +137,17 @@ TEST(AttentionTest, AQueryGetsTheSameBitsWhateverItsCall) {
       {64, 64, 0, 0.0f, false},  {64, 64, 13, 0.0f, false}, {20, 44, 0, 25.0f, true},
       {20, 44, 13, 25.0f, true}, {128, 72, 0, 0.0f, true},  {8, 8, 5, 0.0f, false},
   };
-  ThreadPool one(1), two(2);
+  ThreadPool one(1), two(2), three(3);
   for (const Case& c : cases) {
     const CausalRun run(c);
     const std::vector<float> alone = run.Outputs(Layout::kMasked, 1, one);
     for (Layout layout : {Layout::kMasked, Layout::kSkipped, Layout::kRing}) {
       for (int per_call : {1, 5, 8, 37, CausalRun::kQueries}) {
-        for (ThreadPool* pool : {&one, &two}) {
+        for (ThreadPool* pool : {&one, &two, &three}) {
           SCOPED_TRACE("head dims " + std::to_string(c.head_dim_k) + "/" + std::to_string(c.head_dim_v) + " window " +
                        std::to_string(c.window) + " softcap " + std::to_string(c.softcap) +
                        (c.sinks ? " sinks " : " ") + Name(layout) + ", " + std::to_string(per_call) + " per call, " +
-                       (pool == &one ? "1 thread" : "2 threads"));
+                       std::to_string(pool->size()) + " threads");
           const std::vector<float> got = run.Outputs(layout, per_call, *pool);
           ASSERT_EQ(got.size(), alone.size());
           int first_diff = -1;
