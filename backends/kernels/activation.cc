@@ -14,13 +14,13 @@ namespace cairn {
 namespace {
 
 #if defined(__AVX2__) && defined(__FMA__)
-// e^x for 8 lanes where x <= 87 (callers: x = -g of a SiLU): x = n ln2 + r
-// with |r| <= ln2 / 2, e^r by its Taylor series to r^7 (the next term is
-// below 1e-8 relative), 2^(n-1) built in the exponent field and doubled
-// (n reaches 128 at x = 88.7). Within 2 ulp of libm's expf. Results below
-// e^-87 (denormals) are 0 and x > 88.72 is +inf: in 1 + e^x, the only use,
-// the first rounds to the same sum and the second is libm's overflow.
-inline __m256 ExpOfNegatedGate(__m256 x) {
+// e^x for 8 lanes: x = n ln2 + r with |r| <= ln2 / 2, e^r by its Taylor
+// series to r^7 (the next term is below 1e-8 relative), 2^(n-1) built in
+// the exponent field and doubled (n reaches 128 at x = 88.7). Within 2 ulp
+// of libm's expf; x > 88.72 is +inf as there, but results below e^-87
+// (denormals) are 0: its callers add e^x to at least 1 (SiLU's 1 + e^-g,
+// softmax's sum, whose largest term is e^0), where they round away.
+inline __m256 ExpFlushingTiny(__m256 x) {
   const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   __m256 r = _mm256_fmadd_ps(n, _mm256_set1_ps(-0.693145751953125f), x);
@@ -44,7 +44,7 @@ inline __m256 ExpOfNegatedGate(__m256 x) {
 
 // silu(g) = g / (1 + e^-g) for 8 lanes (NaN stays NaN through g).
 inline __m256 Silu8(__m256 g) {
-  const __m256 e = ExpOfNegatedGate(_mm256_xor_ps(g, _mm256_set1_ps(-0.0f)));
+  const __m256 e = ExpFlushingTiny(_mm256_xor_ps(g, _mm256_set1_ps(-0.0f)));
   return _mm256_div_ps(g, _mm256_add_ps(_mm256_set1_ps(1.0f), e));
 }
 #endif
@@ -127,14 +127,32 @@ void SoftmaxInPlace(float* x, int64_t n, float sink) {
   // shift changes the rounding of every term.
   if (sink != kNone) mx = std::max(mx, sink);
   double sum = 0.0;
-  for (int64_t i = 0; i < n; ++i) {
-    const float e = std::exp(x[i] - mx);
-    x[i] = e;
+#if defined(__AVX2__) && defined(__FMA__)
+  // Each term by ExpFlushingTiny, 8 at a time (libm's scalar expf made
+  // softmax a third of attention's time), the tail through a padded copy;
+  // then summed in order, in double. Neither depends on where a term sits
+  // in the row: attention's rows of one query differ by leading masked
+  // (-inf, so 0) entries between calls, and its bits must not.
+  const __m256 shift = _mm256_set1_ps(mx);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(x + i, ExpFlushingTiny(_mm256_sub_ps(_mm256_loadu_ps(x + i), shift)));
+  if (i < n) {
+    float tail[8] = {};
+    std::memcpy(tail, x + i, static_cast<size_t>(n - i) * sizeof(float));
+    _mm256_storeu_ps(tail, ExpFlushingTiny(_mm256_sub_ps(_mm256_loadu_ps(tail), shift)));
+    std::memcpy(x + i, tail, static_cast<size_t>(n - i) * sizeof(float));
+  }
+  for (int64_t k = 0; k < n; ++k) sum += x[k];
+#else
+  for (int64_t k = 0; k < n; ++k) {
+    const float e = std::exp(x[k] - mx);
+    x[k] = e;
     sum += e;
   }
+#endif
   if (sink != kNone) sum += std::exp(sink - mx);
   const float inv = static_cast<float>(1.0 / sum);
-  for (int64_t i = 0; i < n; ++i) x[i] *= inv;
+  for (int64_t k = 0; k < n; ++k) x[k] *= inv;
 }
 
 }  // namespace cairn

@@ -502,6 +502,34 @@ TEST(ActivationTest, SiluIsCloseToDoubleEverywhereAndPositionIndependent) {
   }
 }
 
+// Softmax's exp is vectorized in AVX2 builds: close to a double softmax,
+// and masked (-inf) entries in front of a row change none of its bits
+// (attention's rows of one query differ so between calls).
+TEST(ActivationTest, SoftmaxIsCloseToDoubleAndLeadingMaskedEntriesChangeNoBit) {
+  const std::vector<float> row = RandomVec(37, 41, 12.0f);
+  std::vector<float> plain = row;
+  SoftmaxInPlace(plain.data(), static_cast<int64_t>(plain.size()));
+  // The reference shifts in float as the kernel does (that rounding alone
+  // is up to 1e-6 relative on the small terms), then goes on in double.
+  float mx = row[0];
+  for (float v : row) mx = std::max(mx, v);
+  double z = 0;
+  for (float v : row) z += std::exp(static_cast<double>(v - mx));
+  for (size_t i = 0; i < row.size(); ++i) {
+    const double want = std::exp(static_cast<double>(row[i] - mx)) / z;
+    EXPECT_NEAR(plain[i], want, 1e-6 * want + 1e-30) << i;
+  }
+  for (int masked : {1, 3, 8, 11}) {
+    std::vector<float> padded(static_cast<size_t>(masked), -std::numeric_limits<float>::infinity());
+    padded.insert(padded.end(), row.begin(), row.end());
+    SoftmaxInPlace(padded.data(), static_cast<int64_t>(padded.size()));
+    for (int i = 0; i < masked; ++i) EXPECT_EQ(padded[static_cast<size_t>(i)], 0.0f);
+    for (size_t i = 0; i < row.size(); ++i) {
+      EXPECT_EQ(padded[static_cast<size_t>(masked) + i], plain[i]) << "masked " << masked << " i " << i;
+    }
+  }
+}
+
 TEST(ActivationTest, SwiGluAndSoftmax) {
   auto g = RandomVec(50, 31, 6.0f), u = RandomVec(50, 32);
   std::vector<float> out(50);
