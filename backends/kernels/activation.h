@@ -28,7 +28,9 @@ void SwiGluOai(const float* gate, const float* up, int64_t n, float alpha, float
 // out[i] = max(x[i], 0)^2 (squared ReLU); out may alias x.
 void ReluSquared(const float* x, int64_t n, float* out);
 
-// In place: x = softmax(x) over n values; -inf entries get 0. Sums in double.
+// In place: x = softmax(x) over n values; -inf entries get 0. Sums in double,
+// in order. With AVX2 builds the exponentials are SiluInPlace's (2 ulp;
+// below e^-87 they are 0); a term does not depend on its place in the row.
 // If every entry is -inf the row becomes all zeros. A finite `sink` is one
 // more logit in the denominator that takes no output (an attention sink):
 // x[i] = exp(x[i]) / (sum_j exp(x[j]) + exp(sink)); -inf means none.
