@@ -12,17 +12,19 @@
 //    one matrix (in cache: these are compute-bound) for each token count of
 //    --tokens (the tokens of every decoding sequence in one step): GFLOP/s
 //    and a token's cost against one token alone (1.00 = no gain from
-//    sharing the weights). --table 0 prints this sweep only.
+//    sharing the weights). --table 0 prints this sweep only; --clock cpu
+//    times it by this thread's CPU time, on this thread alone.
 // Threads split the rows, as MatMul does; the activations are quantized
 // once per call on the calling thread (decode) or split by tokens (prompt).
 //
 //   quant_dot [--threads 1] [--rounds 3] [--n-in 4096] [--n-out 4096]
 //             [--prompt 512] [--decode-bytes-mib 768] [--types q4_k,q5_k,q6_k]
-//             [--tokens 1,2,4,8,12,16,24,32] [--table 1]
+//             [--tokens 1,2,4,8,12,16,24,32] [--table 1] [--clock wall|cpu]
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <string>
 #include <vector>
 
@@ -67,11 +69,26 @@ void IntegerPrompt(const QuantDotKernel& k, const WeightMatrix& w, const float* 
   });
 }
 
+// Best-of-3 seconds of fn by the calling thread's CPU time: steadier than
+// the wall clock on a shared machine (the sweep then runs on this thread).
+template <typename F>
+double BestThreadCpu(F&& fn) {
+  double best = 1e30;
+  for (int i = 0; i < 3; ++i) {
+    timespec a, b;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &a);
+    fn();
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &b);
+    best = std::min(best, static_cast<double>(b.tv_sec - a.tv_sec) + 1e-9 * static_cast<double>(b.tv_nsec - a.tv_nsec));
+  }
+  return best;
+}
+
 // The token-count sweep of one weight type: every vector kernel's dot() over
-// the rows of w (split over threads) for each count, alternating counts and
-// kernels within a round; the medians.
+// the rows of w (split over threads; on this thread alone with cpu_clock)
+// for each count, alternating counts and kernels within a round; the medians.
 void TokenSweep(absl::string_view type_name, const WeightMatrix& w, const std::vector<int64_t>& counts, int rounds,
-                Rng& rng, ThreadPool& pool) {
+                bool cpu_clock, Rng& rng, ThreadPool& pool) {
   const int64_t max_tokens = *std::max_element(counts.begin(), counts.end());
   const std::vector<float> x = rng.SymmetricVec(max_tokens * w.n_in, 1.0f);
   std::vector<float> y(static_cast<size_t>(w.n_out * max_tokens));
@@ -84,12 +101,12 @@ void TokenSweep(absl::string_view type_name, const WeightMatrix& w, const std::v
     std::vector<std::vector<double>> seconds(counts.size());
     for (int r = 0; r < rounds; ++r) {
       for (size_t i = 0; i < counts.size(); ++i) {
-        seconds[i].push_back(Best(3, [&] {
-          pool.ParallelFor(w.n_out, 16, [&](int64_t b, int64_t e) {
-            k->dot(w.data + static_cast<size_t>(b) * rb, rb, e - b, qx.data(), qs, counts[i], w.n_in, y.data() + b,
-                   w.n_out);
-          });
-        }));
+        auto rows = [&](int64_t b, int64_t e) {
+          k->dot(w.data + static_cast<size_t>(b) * rb, rb, e - b, qx.data(), qs, counts[i], w.n_in, y.data() + b,
+                 w.n_out);
+        };
+        seconds[i].push_back(cpu_clock ? BestThreadCpu([&] { rows(0, w.n_out); })
+                                       : Best(3, [&] { pool.ParallelFor(w.n_out, 16, rows); }));
       }
     }
     const double one = Median(seconds[std::find(counts.begin(), counts.end(), 1) - counts.begin()]);
@@ -120,7 +137,7 @@ int Run(int argc, char** argv) {
   int64_t n_in = 4096, n_out = 4096, prompt = 512, decode_mib = 768;
   std::string types = "q4_k,q5_k,q6_k";
   std::vector<int64_t> counts = {1, 2, 4, 8, 12, 16, 24, 32};
-  bool table = true;
+  bool table = true, cpu_clock = false;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string k = argv[i], v = argv[i + 1];
     bool ok = true;
@@ -138,6 +155,8 @@ int Run(int argc, char** argv) {
       ok = absl::SimpleAtoi(v, &decode_mib) && decode_mib > 0;
     else if (k == "--types")
       types = v;
+    else if (k == "--clock")
+      ok = (v == "cpu" || v == "wall") && ((cpu_clock = v == "cpu"), true);
     else if (k == "--table")
       ok = (v == "0" || v == "1") && ((table = v == "1"), true);
     else if (k == "--tokens") {
@@ -255,12 +274,13 @@ int Run(int argc, char** argv) {
     }
   }
   std::printf(
-      "\nbatched steps: dot() over one %lld x %lld matrix (in cache), medians of %d alternating rounds; "
+      "\nbatched steps: dot() over one %lld x %lld matrix (in cache), medians of %d alternating rounds, %s; "
       "cost/token = time per token / time of one token alone\n",
-      static_cast<long long>(n_out), static_cast<long long>(n_in), rounds);
+      static_cast<long long>(n_out), static_cast<long long>(n_in), rounds,
+      cpu_clock ? "CPU time of one thread" : "wall clock");
   std::printf("%-5s %-10s | %6s | %9s | %10s | %8s\n", "type", "path", "tokens", "GFLOP/s", "ms", "cost/tok");
   for (const Swept& s : swept)
-    TokenSweep(s.name, WeightMatrix{s.type, n_in, n_out, s.weights.data()}, counts, rounds, rng, pool);
+    TokenSweep(s.name, WeightMatrix{s.type, n_in, n_out, s.weights.data()}, counts, rounds, cpu_clock, rng, pool);
   return 0;
 }
 

@@ -9,8 +9,9 @@
 // into int32 lanes, summed to an exact integer once per block and
 // accumulated in F32 as quant_dot_kquant.h prescribes (the same bits on
 // every path and ISA). Mins and Q6_K's -32 are the activations' group sums
-// times the weights' mins, one vpmaddwd a block. Prompts (16 tokens or more)
-// take 8-row panels instead (below): about 1.5x the row-wise rate.
+// times the weights' mins, one vpmaddwd a block. From 5 tokens on (batched
+// decode steps and prompts), 8-row panels take over (below): 1.1-1.3x the
+// row-wise rate at 5-8 tokens, about 1.3x at 16 and more.
 #include <immintrin.h>
 
 #include <cstring>
@@ -328,16 +329,20 @@ void RowTokens(const uint8_t* row, const uint8_t* qx, size_t qx_stride, int64_t 
 }
 
 // ---------------------------------------------------------------- prompts
-// With many tokens, 8 rows go together as a panel whose blocks are re-laid
-// out once (per tile of tokens) so that a 32-bit lane is a row: q[c][r]
-// holds elements 4c..4c+3 of row r. Two vpmaddubsw with four activation
-// bytes broadcast, added in int16 (|sum of 4 products| <= 4 * 63 * 127 <
-// 2^15), and one vpmaddwd by ones give 64 multiply-adds for 8 rows in four
-// instructions (four vpmaddubsw in int16 for the 5-bit quants of Q4_K and
-// Q5_K), with no horizontal sums; the per-row scales apply in int32
-// (vpmulld) once per group of 32 (Q4_K, Q5_K) or 16 (Q6_K) elements, and
-// each lane then follows AccumulateBlock.
-constexpr int64_t kPanelMinTokens = 16;
+// With 5 tokens or more, 8 rows go together as a panel whose blocks are
+// re-laid out once (per tile of tokens) so that a 32-bit lane is a row:
+// q[c][r] holds elements 4c..4c+3 of row r. vpmaddubsw with four activation
+// bytes broadcast, two (Q6_K), four (Q5_K) or eight (Q4_K) added in int16,
+// then one vpmaddwd by the group's paired scales give 8 rows' scaled sums
+// in int32 lanes, with no horizontal sums; each lane then follows
+// AccumulateBlock. Per token, panels cost about 0.55 of the row tiles'
+// multiplies; their fill (FillPanel, per 8 rows and block) pays from 5
+// tokens. bench/quant_dot --tokens, one thread's CPU time, GFLOP/s panels
+// vs rows (Zen 3): Q4_K 3: 79-87 vs 56, 4: 87-95 vs 98, 5: 95-103 vs 81,
+// 8: 103-108 vs 87-95, 16: 120-124 vs 90-94; Q6_K 4: 66-78 vs 84-87, 5:
+// 64-82 vs 53-71, 8: 83-94 vs 75-85, 16: 108-115 vs 79-85. Row tiles are
+// at their best on 4 tokens, so 1-4 tokens stay rows (3: a 3-token tile).
+constexpr int64_t kPanelMinTokens = 5;
 constexpr int64_t kMaxPanelTile = 256;  // tokens: their accumulators, 8 KiB, on the stack
 
 // v[r] (8 dwords of row r) become v[c] (dword c of every row): an 8 x 8
@@ -590,8 +595,7 @@ template <class K>
 void PanelDot(const uint8_t* w, size_t w_stride, int64_t n_rows, const uint8_t* qx, size_t qx_stride, int64_t n_tokens,
               int64_t n, float* y, int64_t ldy) {
   const int64_t nb = n / kQ8KBlockElems;
-  const int64_t tile =
-      Min(kMaxPanelTile, Max(kPanelMinTokens, static_cast<int64_t>((1 << 20) / Q8KRowBytes(n)) / 4 * 4));
+  const int64_t tile = Min(kMaxPanelTile, Max(16, static_cast<int64_t>((1 << 20) / Q8KRowBytes(n)) / 4 * 4));
   alignas(32) float acc[kMaxPanelTile * kPanelRows];
   PanelBlock pb;
   for (int64_t t0 = 0; t0 < n_tokens; t0 += tile) {
@@ -614,10 +618,10 @@ void PanelDot(const uint8_t* w, size_t w_stride, int64_t n_rows, const uint8_t* 
   }
 }
 
-// Prompts: panels of 8 rows, the rows left over (and fewer tokens) as
-// below. Tokens go in tiles whose activations stay in L2 while every row
-// passes over them; within a tile, each row's blocks are unpacked once per 4
-// tokens.
+// Panels of 8 rows (5 tokens or more), the rows left over (and fewer
+// tokens) as below. Tokens go in tiles whose activations stay in L2 while
+// every row passes over them; within a tile, each row's blocks are unpacked
+// once per 4 tokens (or 3).
 template <class K>
 void DotK(const uint8_t* w, size_t w_stride, int64_t n_rows, const uint8_t* qx, size_t qx_stride, int64_t n_tokens,
           int64_t n, float* y, int64_t ldy) {
@@ -633,6 +637,10 @@ void DotK(const uint8_t* w, size_t w_stride, int64_t n_rows, const uint8_t* qx, 
       const uint8_t* row = w + r * w_stride;
       int64_t t = t0;
       for (; t + 4 <= t1; t += 4) RowTokens<K, 4>(row, qx + t * qx_stride, qx_stride, nb, y + t * ldy + r, ldy);
+      if (t + 3 == t1) {
+        RowTokens<K, 3>(row, qx + t * qx_stride, qx_stride, nb, y + t * ldy + r, ldy);
+        t += 3;
+      }
       if (t + 2 <= t1) {
         RowTokens<K, 2>(row, qx + t * qx_stride, qx_stride, nb, y + t * ldy + r, ldy);
         t += 2;
