@@ -9,7 +9,7 @@
 //    beside MatMul (dequantize + sgemm). The portable kernel's prompt runs on
 //    an eighth of the rows (its rate per row is the same);
 //  - batched decode steps and short prompts: each vector kernel's dot() on
-//    one matrix (in cache: these are compute-bound) for each token count of
+//    the decode copies (from memory, as in a model) for each token count of
 //    --tokens (the tokens of every decoding sequence in one step): GFLOP/s
 //    and a token's cost against one token alone (1.00 = no gain from
 //    sharing the weights). --table 0 prints this sweep only; --clock cpu
@@ -85,28 +85,38 @@ double BestThreadCpu(F&& fn) {
 }
 
 // The token-count sweep of one weight type: every vector kernel's dot() over
-// the rows of w (split over threads; on this thread alone with cpu_clock)
-// for each count, alternating counts and kernels within a round; the medians.
-void TokenSweep(absl::string_view type_name, const WeightMatrix& w, const std::vector<int64_t>& counts, int rounds,
-                bool cpu_clock, Rng& rng, ThreadPool& pool) {
+// the rows of each of `copies` matrices of `bytes` bytes at `weights` (split
+// over threads; on this thread alone with cpu_clock) for each count,
+// alternating counts and kernels within a round; the medians per matrix.
+void TokenSweep(absl::string_view type_name, GgmlType type, int64_t n_in, int64_t n_out, const uint8_t* weights,
+                size_t bytes, size_t copies, const std::vector<int64_t>& counts, int rounds, bool cpu_clock, Rng& rng,
+                ThreadPool& pool) {
   const int64_t max_tokens = *std::max_element(counts.begin(), counts.end());
-  const std::vector<float> x = rng.SymmetricVec(max_tokens * w.n_in, 1.0f);
-  std::vector<float> y(static_cast<size_t>(w.n_out * max_tokens));
-  for (const QuantDotKernel* k : QuantDotKernelsFor(w.type)) {
+  const std::vector<float> x = rng.SymmetricVec(max_tokens * n_in, 1.0f);
+  std::vector<float> y(static_cast<size_t>(n_out * max_tokens));
+  for (const QuantDotKernel* k : QuantDotKernelsFor(type)) {
     if (k->isa == "portable") continue;
-    const size_t qs = k->activation_row_bytes(w.n_in);
+    const size_t qs = k->activation_row_bytes(n_in);
     std::vector<uint8_t> qx(qs * static_cast<size_t>(max_tokens));
-    for (int64_t t = 0; t < max_tokens; ++t) k->quantize(x.data() + t * w.n_in, w.n_in, qx.data() + t * qs);
-    const size_t rb = w.row_bytes();
+    for (int64_t t = 0; t < max_tokens; ++t) k->quantize(x.data() + t * n_in, n_in, qx.data() + t * qs);
+    const size_t rb = RowBytes(type, n_in);
     std::vector<std::vector<double>> seconds(counts.size());
     for (int r = 0; r < rounds; ++r) {
       for (size_t i = 0; i < counts.size(); ++i) {
+        const uint8_t* w = weights;
         auto rows = [&](int64_t b, int64_t e) {
-          k->dot(w.data + static_cast<size_t>(b) * rb, rb, e - b, qx.data(), qs, counts[i], w.n_in, y.data() + b,
-                 w.n_out);
+          k->dot(w + static_cast<size_t>(b) * rb, rb, e - b, qx.data(), qs, counts[i], n_in, y.data() + b, n_out);
         };
-        seconds[i].push_back(cpu_clock ? BestThreadCpu([&] { rows(0, w.n_out); })
-                                       : Best(3, [&] { pool.ParallelFor(w.n_out, 16, rows); }));
+        auto all = [&] {
+          for (size_t c = 0; c < copies; ++c) {
+            w = weights + c * bytes;
+            if (cpu_clock)
+              rows(0, n_out);
+            else
+              pool.ParallelFor(n_out, 16, rows);
+          }
+        };
+        seconds[i].push_back((cpu_clock ? BestThreadCpu(all) : Best(3, all)) / static_cast<double>(copies));
       }
     }
     const double one = Median(seconds[std::find(counts.begin(), counts.end(), 1) - counts.begin()]);
@@ -114,7 +124,7 @@ void TokenSweep(absl::string_view type_name, const WeightMatrix& w, const std::v
       const double s = Median(seconds[i]);
       std::printf("%-5s %-10s | %6lld | %9.1f | %10.3f | %8.2f\n", std::string(type_name).c_str(),
                   std::string(k->isa).c_str(), static_cast<long long>(counts[i]),
-                  2.0 * static_cast<double>(w.n_in) * static_cast<double>(w.n_out) * counts[i] / s / 1e9, s * 1e3,
+                  2.0 * static_cast<double>(n_in) * static_cast<double>(n_out) * counts[i] / s / 1e9, s * 1e3,
                   s / counts[i] / one);
     }
   }
@@ -209,9 +219,9 @@ int Run(int argc, char** argv) {
       return 2;
     }
     const std::vector<uint8_t> one = bench::RandomWeights(type, n_in, n_out, rng);
+    const size_t copies = std::max<size_t>(1, static_cast<size_t>(decode_mib << 20) / one.size());
     swept.push_back(Swept{std::string(name), type, one});
     if (!table) continue;
-    const size_t copies = std::max<size_t>(1, static_cast<size_t>(decode_mib << 20) / one.size());
     std::vector<uint8_t> all(one.size() * copies);
     for (size_t c = 0; c < copies; ++c) std::memcpy(all.data() + c * one.size(), one.data(), one.size());
     auto matrix = [&](size_t c) { return WeightMatrix{type, n_in, n_out, all.data() + c * one.size()}; };
@@ -274,13 +284,20 @@ int Run(int argc, char** argv) {
     }
   }
   std::printf(
-      "\nbatched steps: dot() over one %lld x %lld matrix (in cache), medians of %d alternating rounds, %s; "
+      "\nbatched steps: dot() over %lld x %lld matrices cycled over %lld MiB, medians of %d alternating rounds, %s; "
       "cost/token = time per token / time of one token alone\n",
-      static_cast<long long>(n_out), static_cast<long long>(n_in), rounds,
+      static_cast<long long>(n_out), static_cast<long long>(n_in), static_cast<long long>(decode_mib), rounds,
       cpu_clock ? "CPU time of one thread" : "wall clock");
   std::printf("%-5s %-10s | %6s | %9s | %10s | %8s\n", "type", "path", "tokens", "GFLOP/s", "ms", "cost/tok");
-  for (const Swept& s : swept)
-    TokenSweep(s.name, WeightMatrix{s.type, n_in, n_out, s.weights.data()}, counts, rounds, cpu_clock, rng, pool);
+  for (const Swept& s : swept) {
+    // Copies cycled as for decode (the weights stream from memory, as in a
+    // model's decode step), one matrix's worth with --decode-bytes-mib small.
+    const size_t copies = std::max<size_t>(1, static_cast<size_t>(decode_mib << 20) / s.weights.size());
+    std::vector<uint8_t> all(s.weights.size() * copies);
+    for (size_t c = 0; c < copies; ++c)
+      std::memcpy(all.data() + c * s.weights.size(), s.weights.data(), s.weights.size());
+    TokenSweep(s.name, s.type, n_in, n_out, all.data(), s.weights.size(), copies, counts, rounds, cpu_clock, rng, pool);
+  }
   return 0;
 }
 

@@ -508,21 +508,25 @@ CAIRN_KQUANT_INLINE void FillPanelQuants(const uint8_t* const* blk, PanelBlock* 
   }
 }
 
-constexpr size_t kPanelPrefetchBlocks = 2;
+constexpr size_t kPanelPrefetchBlocks = 4;
 
 // Block b of the panel's 8 rows re-laid out (PanelBlock).
 template <class K>
-void FillPanel(const uint8_t* w, size_t w_stride, int64_t b, PanelBlock* pb) {
+void FillPanel(const uint8_t* w, size_t w_stride, int64_t b, int64_t nb, PanelBlock* pb) {
   const uint8_t* blk[kPanelRows];
+  // Each row's block kPanelPrefetchBlocks ahead, and past the row's end
+  // the same row of the next panel: with few tokens the fills wait on
+  // memory otherwise (the next panel's first blocks most: rows of a few
+  // blocks are short streams the hardware prefetcher catches late). Past
+  // the matrix's end a prefetch never faults.
+  const int64_t ahead = b + static_cast<int64_t>(kPanelPrefetchBlocks);
+  const uint8_t* next =
+      ahead < nb ? w + ahead * K::kBlockBytes : w + kPanelRows * w_stride + (ahead - nb) * K::kBlockBytes;
 #pragma GCC unroll 8
   for (int r = 0; r < kPanelRows; ++r) {
     blk[r] = w + r * w_stride + b * K::kBlockBytes;
-    // The rows' blocks kPanelPrefetchBlocks ahead: with few tokens, the
-    // fills wait on memory (eight streams the hardware prefetcher follows
-    // late); past a row's end, the next row's start, never a fault.
 #pragma GCC unroll 4
-    for (size_t line = 0; line < K::kBlockBytes; line += 64)
-      __builtin_prefetch(blk[r] + kPanelPrefetchBlocks * K::kBlockBytes + line);
+    for (size_t line = 0; line < K::kBlockBytes; line += 64) __builtin_prefetch(next + r * w_stride + line);
   }
   FillPanelScales<K>(blk, pb);
   FillPanelQuants<K>(blk, pb);
@@ -603,7 +607,7 @@ void PanelDot(const uint8_t* w, size_t w_stride, int64_t n_rows, const uint8_t* 
     for (int64_t r0 = 0; r0 < n_rows; r0 += kPanelRows) {
       for (int64_t i = 0; i < (t1 - t0) * kPanelRows; ++i) acc[i] = 0.0f;
       for (int64_t b = 0; b < nb; ++b) {
-        FillPanel<K>(w + r0 * w_stride, w_stride, b, &pb);
+        FillPanel<K>(w + r0 * w_stride, w_stride, b, nb, &pb);
         const uint8_t* xb = qx + b * kQ8KBlockBytes;
         int64_t t = t0;
         for (; t + 4 <= t1; t += 4) PanelTokens<K, 4>(pb, xb + t * qx_stride, qx_stride, &acc[(t - t0) * 8]);
