@@ -368,7 +368,7 @@ CAIRN_KQUANT_INLINE void Transpose8x8(__m256i* v) {
   }
 }
 
-// The 16 bytes at rows[r] + offset of 8 rows as 8 vectors of 2 columns:
+// The 16 bytes of each of 8 rows as 8 vectors of 2 byte columns:
 // out[k] holds bytes 2k (low 8 bytes, rows 0-7) and 2k + 1 (high 8 bytes).
 CAIRN_KQUANT_INLINE void TransposeBytes8x16(const __m128i* rows, __m128i* out) {
   __m128i a[8], b[8];
