@@ -337,11 +337,11 @@ void RowTokens(const uint8_t* row, const uint8_t* qx, size_t qx_stride, int64_t 
 // in int32 lanes, with no horizontal sums; each lane then follows
 // AccumulateBlock. Per token, panels cost about 0.55 of the row tiles'
 // multiplies; their fill (FillPanel, per 8 rows and block) pays from 5
-// tokens. bench/quant_dot --tokens, one thread's CPU time, GFLOP/s panels
-// vs rows (Zen 3): Q4_K 3: 79-87 vs 56, 4: 87-95 vs 98, 5: 95-103 vs 81,
-// 8: 103-108 vs 87-95, 16: 120-124 vs 90-94; Q6_K 4: 66-78 vs 84-87, 5:
-// 64-82 vs 53-71, 8: 83-94 vs 75-85, 16: 108-115 vs 79-85. Row tiles are
-// at their best on 4 tokens, so 1-4 tokens stay rows (3: a 3-token tile).
+// tokens. bench/quant_dot --tokens (5632 x 2048 matrices from memory, one
+// thread's CPU time), GFLOP/s, panels vs row tiles alone: Q4_K 5: 91 vs
+// 81, 6: 95 vs 74-79, 8: 106 vs 91-94, 16: 123 vs 89-91; Q6_K 6: 81 vs
+// 70-72, 8: 88 vs 84-86, 16: 103 vs 84. Row tiles are at their best on 4
+// tokens (Q4_K 78, Q6_K 74), so 1-4 tokens stay rows (3: a 3-token tile).
 constexpr int64_t kPanelMinTokens = 5;
 constexpr int64_t kMaxPanelTile = 256;  // tokens: their accumulators, 8 KiB, on the stack
 
