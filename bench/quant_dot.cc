@@ -87,7 +87,7 @@ double BestThreadCpu(F&& fn) {
 // The token-count sweep of one weight type: every vector kernel's dot() over
 // the rows of each of `copies` matrices of `bytes` bytes at `weights` (split
 // over threads; on this thread alone with cpu_clock) for each count,
-// alternating counts and kernels within a round; the medians per matrix.
+// alternating the counts within a round; the medians per matrix.
 void TokenSweep(absl::string_view type_name, GgmlType type, int64_t n_in, int64_t n_out, const uint8_t* weights,
                 size_t bytes, size_t copies, const std::vector<int64_t>& counts, int rounds, bool cpu_clock, Rng& rng,
                 ThreadPool& pool) {
@@ -165,11 +165,13 @@ int Run(int argc, char** argv) {
       ok = absl::SimpleAtoi(v, &decode_mib) && decode_mib > 0;
     else if (k == "--types")
       types = v;
-    else if (k == "--clock")
-      ok = (v == "cpu" || v == "wall") && ((cpu_clock = v == "cpu"), true);
-    else if (k == "--table")
-      ok = (v == "0" || v == "1") && ((table = v == "1"), true);
-    else if (k == "--tokens") {
+    else if (k == "--clock") {
+      ok = v == "cpu" || v == "wall";
+      cpu_clock = v == "cpu";
+    } else if (k == "--table") {
+      ok = v == "0" || v == "1";
+      table = v == "1";
+    } else if (k == "--tokens") {
       counts.clear();
       for (absl::string_view c : absl::StrSplit(v, ',')) {
         int64_t t = 0;
