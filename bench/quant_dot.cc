@@ -7,16 +7,24 @@
 //    plain read loop over 1 GiB;
 //  - prompt: P tokens through one matrix: GFLOP/s (2 n_in n_out P / s),
 //    beside MatMul (dequantize + sgemm). The portable kernel's prompt runs on
-//    an eighth of the rows (its rate per row is the same).
+//    an eighth of the rows (its rate per row is the same);
+//  - batched decode steps and short prompts: each vector kernel's dot() on
+//    the decode copies (from memory, as in a model) for each token count of
+//    --tokens (the tokens of every decoding sequence in one step): GFLOP/s
+//    and a token's cost against one token alone (1.00 = no gain from
+//    sharing the weights). --table 0 prints this sweep only; --clock cpu
+//    times it by this thread's CPU time, on this thread alone.
 // Threads split the rows, as MatMul does; the activations are quantized
 // once per call on the calling thread (decode) or split by tokens (prompt).
 //
 //   quant_dot [--threads 1] [--rounds 3] [--n-in 4096] [--n-out 4096]
 //             [--prompt 512] [--decode-bytes-mib 768] [--types q4_k,q5_k,q6_k]
+//             [--tokens 1,2,4,8,12,16,24,32] [--table 1] [--clock wall|cpu]
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <string>
 #include <vector>
 
@@ -61,6 +69,67 @@ void IntegerPrompt(const QuantDotKernel& k, const WeightMatrix& w, const float* 
   });
 }
 
+// Best-of-3 seconds of fn by the calling thread's CPU time: steadier than
+// the wall clock on a shared machine (the sweep then runs on this thread).
+template <typename F>
+double BestThreadCpu(F&& fn) {
+  double best = 1e30;
+  for (int i = 0; i < 3; ++i) {
+    timespec a, b;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &a);
+    fn();
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &b);
+    best = std::min(best, static_cast<double>(b.tv_sec - a.tv_sec) + 1e-9 * static_cast<double>(b.tv_nsec - a.tv_nsec));
+  }
+  return best;
+}
+
+// The token-count sweep of one weight type: every vector kernel's dot() over
+// the rows of each of `copies` matrices of `bytes` bytes at `weights` (split
+// over threads; on this thread alone with cpu_clock) for each count,
+// alternating the counts within a round; the medians per matrix.
+void TokenSweep(absl::string_view type_name, GgmlType type, int64_t n_in, int64_t n_out, const uint8_t* weights,
+                size_t bytes, size_t copies, const std::vector<int64_t>& counts, int rounds, bool cpu_clock, Rng& rng,
+                ThreadPool& pool) {
+  const int64_t max_tokens = *std::max_element(counts.begin(), counts.end());
+  const std::vector<float> x = rng.SymmetricVec(max_tokens * n_in, 1.0f);
+  std::vector<float> y(static_cast<size_t>(n_out * max_tokens));
+  for (const QuantDotKernel* k : QuantDotKernelsFor(type)) {
+    if (k->isa == "portable") continue;
+    const size_t qs = k->activation_row_bytes(n_in);
+    std::vector<uint8_t> qx(qs * static_cast<size_t>(max_tokens));
+    for (int64_t t = 0; t < max_tokens; ++t) k->quantize(x.data() + t * n_in, n_in, qx.data() + t * qs);
+    const size_t rb = RowBytes(type, n_in);
+    std::vector<std::vector<double>> seconds(counts.size());
+    for (int r = 0; r < rounds; ++r) {
+      for (size_t i = 0; i < counts.size(); ++i) {
+        const uint8_t* w = weights;
+        auto rows = [&](int64_t b, int64_t e) {
+          k->dot(w + static_cast<size_t>(b) * rb, rb, e - b, qx.data(), qs, counts[i], n_in, y.data() + b, n_out);
+        };
+        auto all = [&] {
+          for (size_t c = 0; c < copies; ++c) {
+            w = weights + c * bytes;
+            if (cpu_clock)
+              rows(0, n_out);
+            else
+              pool.ParallelFor(n_out, 16, rows);
+          }
+        };
+        seconds[i].push_back((cpu_clock ? BestThreadCpu(all) : Best(3, all)) / static_cast<double>(copies));
+      }
+    }
+    const double one = Median(seconds[std::find(counts.begin(), counts.end(), 1) - counts.begin()]);
+    for (size_t i = 0; i < counts.size(); ++i) {
+      const double s = Median(seconds[i]);
+      std::printf("%-5s %-10s | %6lld | %9.1f | %10.3f | %8.2f\n", std::string(type_name).c_str(),
+                  std::string(k->isa).c_str(), static_cast<long long>(counts[i]),
+                  2.0 * static_cast<double>(n_in) * static_cast<double>(n_out) * counts[i] / s / 1e9, s * 1e3,
+                  s / counts[i] / one);
+    }
+  }
+}
+
 // rms(a - b) / rms(b) over n values: the integer path's distance from the
 // F32 one (the 8-bit rounding of the activations), a check that the timed
 // code computes the product.
@@ -77,6 +146,8 @@ int Run(int argc, char** argv) {
   int threads = 1, rounds = 3;
   int64_t n_in = 4096, n_out = 4096, prompt = 512, decode_mib = 768;
   std::string types = "q4_k,q5_k,q6_k";
+  std::vector<int64_t> counts = {1, 2, 4, 8, 12, 16, 24, 32};
+  bool table = true, cpu_clock = false;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string k = argv[i], v = argv[i + 1];
     bool ok = true;
@@ -94,7 +165,22 @@ int Run(int argc, char** argv) {
       ok = absl::SimpleAtoi(v, &decode_mib) && decode_mib > 0;
     else if (k == "--types")
       types = v;
-    else
+    else if (k == "--clock") {
+      ok = v == "cpu" || v == "wall";
+      cpu_clock = v == "cpu";
+    } else if (k == "--table") {
+      ok = v == "0" || v == "1";
+      table = v == "1";
+    } else if (k == "--tokens") {
+      counts.clear();
+      for (absl::string_view c : absl::StrSplit(v, ',')) {
+        int64_t t = 0;
+        ok = ok && absl::SimpleAtoi(c, &t) && t > 0;
+        counts.push_back(t);
+      }
+      // The sweep's costs are relative to one token.
+      ok = ok && std::find(counts.begin(), counts.end(), 1) != counts.end();
+    } else
       ok = false;
     if (!ok) {
       std::fprintf(stderr, "bad flag %s %s\n", k.c_str(), v.c_str());
@@ -107,13 +193,21 @@ int Run(int argc, char** argv) {
       "weights %lld x %lld (n_out x n_in); %d threads; %d alternating rounds, medians; "
       "read loop over 1 GiB: %.1f GB/s\n",
       static_cast<long long>(n_out), static_cast<long long>(n_in), threads, rounds, read_bw / 1e9);
-  std::printf(
-      "decode: weight GB/s (ratio to MatMul's F32-activation path); prompt of %lld tokens: GFLOP/s "
-      "(ratio to MatMul's dequantize + sgemm)\n\n",
-      static_cast<long long>(prompt));
-  std::printf("%-5s %-10s | %9s %7s %8s | %9s %7s | %s\n", "type", "path", "dec GB/s", "ratio", "rel.rms", "GFLOP/s",
-              "ratio", "");
+  if (table) {
+    std::printf(
+        "decode: weight GB/s (ratio to MatMul's F32-activation path); prompt of %lld tokens: GFLOP/s "
+        "(ratio to MatMul's dequantize + sgemm)\n\n",
+        static_cast<long long>(prompt));
+    std::printf("%-5s %-10s | %9s %7s %8s | %9s %7s | %s\n", "type", "path", "dec GB/s", "ratio", "rel.rms", "GFLOP/s",
+                "ratio", "");
+  }
   Rng rng;
+  struct Swept {
+    std::string name;
+    GgmlType type;
+    std::vector<uint8_t> weights;
+  };
+  std::vector<Swept> swept;
   for (absl::string_view name : absl::StrSplit(types, ',')) {
     GgmlType type;
     if (name == "q4_k")
@@ -128,6 +222,8 @@ int Run(int argc, char** argv) {
     }
     const std::vector<uint8_t> one = bench::RandomWeights(type, n_in, n_out, rng);
     const size_t copies = std::max<size_t>(1, static_cast<size_t>(decode_mib << 20) / one.size());
+    swept.push_back(Swept{std::string(name), type, one});
+    if (!table) continue;
     std::vector<uint8_t> all(one.size() * copies);
     for (size_t c = 0; c < copies; ++c) std::memcpy(all.data() + c * one.size(), one.data(), one.size());
     auto matrix = [&](size_t c) { return WeightMatrix{type, n_in, n_out, all.data() + c * one.size()}; };
@@ -188,6 +284,21 @@ int Run(int argc, char** argv) {
       std::printf("%-5s %-10s | %9.2f %7.2f %8.4f | %9.1f %7.2f |\n", std::string(name).c_str(), p.name.c_str(),
                   Median(p.dec_gbs), Median(p.dec_ratio), p.rel_rms, Median(p.pr_gflops), Median(p.pr_ratio));
     }
+  }
+  std::printf(
+      "\nbatched steps: dot() over %lld x %lld matrices cycled over %lld MiB, medians of %d alternating rounds, %s; "
+      "cost/token = time per token / time of one token alone\n",
+      static_cast<long long>(n_out), static_cast<long long>(n_in), static_cast<long long>(decode_mib), rounds,
+      cpu_clock ? "CPU time of one thread" : "wall clock");
+  std::printf("%-5s %-10s | %6s | %9s | %10s | %8s\n", "type", "path", "tokens", "GFLOP/s", "ms", "cost/tok");
+  for (const Swept& s : swept) {
+    // Copies cycled as for decode (the weights stream from memory, as in a
+    // model's decode step), one matrix's worth with --decode-bytes-mib small.
+    const size_t copies = std::max<size_t>(1, static_cast<size_t>(decode_mib << 20) / s.weights.size());
+    std::vector<uint8_t> all(s.weights.size() * copies);
+    for (size_t c = 0; c < copies; ++c)
+      std::memcpy(all.data() + c * s.weights.size(), s.weights.data(), s.weights.size());
+    TokenSweep(s.name, s.type, n_in, n_out, all.data(), s.weights.size(), copies, counts, rounds, cpu_clock, rng, pool);
   }
   return 0;
 }

@@ -9,8 +9,9 @@
 // into int32 lanes, summed to an exact integer once per block and
 // accumulated in F32 as quant_dot_kquant.h prescribes (the same bits on
 // every path and ISA). Mins and Q6_K's -32 are the activations' group sums
-// times the weights' mins, one vpmaddwd a block. Prompts (16 tokens or more)
-// take 8-row panels instead (below): about 1.5x the row-wise rate.
+// times the weights' mins, one vpmaddwd a block. From 5 tokens on (batched
+// decode steps and prompts), 8-row panels take over (below): 1.1-1.3x the
+// row-wise rate at 5-8 tokens, about 1.3x at 16 and more.
 #include <immintrin.h>
 
 #include <cstring>
@@ -89,12 +90,25 @@ CAIRN_KQUANT_INLINE __m256i ScaleK4(const Header& h, int j) {
 
 // Prompt panels: kPanelRows weight rows, one per int32 lane (below).
 constexpr int kPanelRows = 8;
-using PanelBlock = PanelBlockOf<kPanelRows>;
-using PanelScalesK4 = PanelScalesK4Of<kPanelRows>;
-using PanelScalesQ6K = PanelScalesQ6KOf<kPanelRows>;
 
+// One block of a prompt panel: a row per int32 lane. The scales are int16
+// pairs (a group's scale in both halves of its row's lane), so that one
+// vpmaddwd both widens a group's int16 sums and applies its scale.
+struct PanelBlock {
+  alignas(32) int32_t q[64][kPanelRows];           // [chunk][row]: elements 4c..4c+3
+  alignas(32) int32_t scale_pair[16][kPanelRows];  // [group][row]
+  alignas(32) int32_t min_pair[8][kPanelRows];     // [k][row]: int16 mins of groups 2k, 2k+1
+  alignas(32) float d[kPanelRows];
+  alignas(32) float dmin[kPanelRows];
+};
+
+// Per type, for the panels: kGroupShift = log2(elements per scale), and
+// kInt16Chunks = how many 4-element chunks' vpmaddubsw pairs add up in
+// int16 before the widening: a pair is at most 2 x 127 x the largest quant
+// (15 for Q4_K, 31 Q5_K, 63 Q6_K), so eight (30 480), four (31 496) or two
+// (32 004) stay below 2^15.
 struct Q4_K {
-  using PanelScales = PanelScalesK4;
+  static constexpr int kQuantBits = 4, kGroupShift = 5, kInt16Chunks = 8;
   static constexpr size_t kBlockBytes = 144;
   static void Head(const uint8_t* b, Header* h) { HeaderK4(b, h); }
   static void Unpack(const uint8_t* b, const Header& h, int g, Group* out) {
@@ -108,7 +122,7 @@ struct Q4_K {
 };
 
 struct Q5_K {
-  using PanelScales = PanelScalesK4;
+  static constexpr int kQuantBits = 5, kGroupShift = 5, kInt16Chunks = 4;
   static constexpr size_t kBlockBytes = 176;
   static void Head(const uint8_t* b, Header* h) { HeaderK4(b, h); }
   static void Unpack(const uint8_t* b, const Header& h, int g, Group* out) {
@@ -127,7 +141,7 @@ struct Q5_K {
 // Q6_K: quants u - 32 with u in [0, 63]; the offset becomes a min of
 // 32 * scale per group at the block scale.
 struct Q6_K {
-  using PanelScales = PanelScalesQ6K;
+  static constexpr int kQuantBits = 6, kGroupShift = 4, kInt16Chunks = 2;
   static constexpr size_t kBlockBytes = 210;
   static void Head(const uint8_t* b, Header* h) {
     h->d = Half(b + 208);
@@ -315,38 +329,207 @@ void RowTokens(const uint8_t* row, const uint8_t* qx, size_t qx_stride, int64_t 
 }
 
 // ---------------------------------------------------------------- prompts
-// With many tokens, 8 rows go together as a panel whose blocks are re-laid
-// out once (per tile of tokens) so that a 32-bit lane is a row: q[c][r]
-// holds elements 4c..4c+3 of row r. Two vpmaddubsw with four activation
-// bytes broadcast, added in int16 (|sum of 4 products| <= 4 * 63 * 127 <
-// 2^15), and one vpmaddwd by ones give 64 multiply-adds for 8 rows in four
-// instructions (four vpmaddubsw in int16 for the 5-bit quants of Q4_K and
-// Q5_K), with no horizontal sums; the per-row scales apply in int32
-// (vpmulld) once per group of 32 (Q4_K, Q5_K) or 16 (Q6_K) elements, and
-// each lane then follows AccumulateBlock.
-constexpr int64_t kPanelMinTokens = 16;
+// With 5 tokens or more, 8 rows go together as a panel whose blocks are
+// re-laid out once (per tile of tokens) so that a 32-bit lane is a row:
+// q[c][r] holds elements 4c..4c+3 of row r. vpmaddubsw with four activation
+// bytes broadcast, two (Q6_K), four (Q5_K) or eight (Q4_K) added in int16,
+// then one vpmaddwd by the group's paired scales give 8 rows' scaled sums
+// in int32 lanes, with no horizontal sums; each lane then follows
+// AccumulateBlock. Per token, panels cost about 0.55 of the row tiles'
+// multiplies; their fill (FillPanel, per 8 rows and block) pays from 5
+// tokens. bench/quant_dot --tokens (5632 x 2048 matrices from memory, one
+// thread's CPU time), GFLOP/s, panels vs row tiles alone: Q4_K 5: 91 vs
+// 81, 6: 95 vs 74-79, 8: 106 vs 91-94, 16: 123 vs 89-91; Q6_K 6: 81 vs
+// 70-72, 8: 88 vs 84-86, 16: 103 vs 84. Row tiles are at their best on 4
+// tokens (Q4_K 78, Q6_K 74), so 1-4 tokens stay rows (3: a 3-token tile).
+constexpr int64_t kPanelMinTokens = 5;
 constexpr int64_t kMaxPanelTile = 256;  // tokens: their accumulators, 8 KiB, on the stack
 
+// v[r] (8 dwords of row r) become v[c] (dword c of every row): an 8 x 8
+// transpose in registers, 24 shuffles.
+CAIRN_KQUANT_INLINE void Transpose8x8(__m256i* v) {
+  __m256i t[8], s[8];
+#pragma GCC unroll 4
+  for (int k = 0; k < 4; ++k) {
+    t[2 * k] = _mm256_unpacklo_epi32(v[2 * k], v[2 * k + 1]);      // rows 2k, 2k+1: dwords 0, 1 | 4, 5
+    t[2 * k + 1] = _mm256_unpackhi_epi32(v[2 * k], v[2 * k + 1]);  // dwords 2, 3 | 6, 7
+  }
+#pragma GCC unroll 2
+  for (int k = 0; k < 2; ++k) {  // rows 4k..4k+3: dword j | j + 4 in s[4k + j]
+    s[4 * k] = _mm256_unpacklo_epi64(t[4 * k], t[4 * k + 2]);
+    s[4 * k + 1] = _mm256_unpackhi_epi64(t[4 * k], t[4 * k + 2]);
+    s[4 * k + 2] = _mm256_unpacklo_epi64(t[4 * k + 1], t[4 * k + 3]);
+    s[4 * k + 3] = _mm256_unpackhi_epi64(t[4 * k + 1], t[4 * k + 3]);
+  }
+#pragma GCC unroll 4
+  for (int j = 0; j < 4; ++j) {
+    v[j] = _mm256_permute2x128_si256(s[j], s[4 + j], 0x20);
+    v[j + 4] = _mm256_permute2x128_si256(s[j], s[4 + j], 0x31);
+  }
+}
+
+// The 16 bytes of each of 8 rows as 8 vectors of 2 byte columns:
+// out[k] holds bytes 2k (low 8 bytes, rows 0-7) and 2k + 1 (high 8 bytes).
+CAIRN_KQUANT_INLINE void TransposeBytes8x16(const __m128i* rows, __m128i* out) {
+  __m128i a[8], b[8];
+#pragma GCC unroll 4
+  for (int k = 0; k < 4; ++k) {  // rows 2k, 2k+1 interleaved: bytes 0-7 | 8-15
+    a[2 * k] = _mm_unpacklo_epi8(rows[2 * k], rows[2 * k + 1]);
+    a[2 * k + 1] = _mm_unpackhi_epi8(rows[2 * k], rows[2 * k + 1]);
+  }
+#pragma GCC unroll 2
+  for (int k = 0; k < 2; ++k) {  // rows 4k..4k+3: bytes 0-3, 4-7, 8-11, 12-15
+    b[4 * k] = _mm_unpacklo_epi16(a[4 * k], a[4 * k + 2]);
+    b[4 * k + 1] = _mm_unpackhi_epi16(a[4 * k], a[4 * k + 2]);
+    b[4 * k + 2] = _mm_unpacklo_epi16(a[4 * k + 1], a[4 * k + 3]);
+    b[4 * k + 3] = _mm_unpackhi_epi16(a[4 * k + 1], a[4 * k + 3]);
+  }
+#pragma GCC unroll 4
+  for (int j = 0; j < 4; ++j) {  // bytes 4j..4j+3 of rows 0-3 then 4-7
+    out[2 * j] = _mm_unpacklo_epi32(b[j], b[4 + j]);
+    out[2 * j + 1] = _mm_unpackhi_epi32(b[j], b[4 + j]);
+  }
+}
+
+inline void Store256(int32_t* p, __m256i v) { _mm256_store_si256(reinterpret_cast<__m256i*>(p), v); }
+
+// Bytes 0-7 of v, zero- (Q4_K, Q5_K) or sign-extended (Q6_K) to int16,
+// each in both int16 halves of an int32 lane.
+CAIRN_KQUANT_INLINE __m256i PairedBytes(__m128i v, bool is_signed) {
+  const __m256i w = is_signed ? _mm256_cvtepi8_epi32(v) : _mm256_cvtepu8_epi32(v);
+  return _mm256_or_si256(_mm256_and_si256(w, _mm256_set1_epi32(0xFFFF)), _mm256_slli_epi32(w, 16));
+}
+
+// The scales, mins and block scales of a panel block (PanelBlock), 8 rows
+// at once: the rows' 16 scale (and min) bytes transposed so that a byte
+// column holds one group's over the rows.
 template <class K>
-void FillPanel(const uint8_t* w, size_t w_stride, int64_t b, PanelBlock* pb) {
-  alignas(32) uint8_t u[kPanelRows][256];
+CAIRN_KQUANT_INLINE void FillPanelScales(const uint8_t* const* blk, PanelBlock* pb) {
+  __m128i rows[kPanelRows], col[8];
+  constexpr bool kQ6 = K::kGroupShift == 4;
+#pragma GCC unroll 8
   for (int r = 0; r < kPanelRows; ++r) {
-    const uint8_t* blk = w + r * w_stride + b * K::kBlockBytes;
-    Header h;
-    K::Head(blk, &h);
+    rows[r] = kQ6 ? _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk[r] + 192)) : ScalesMinsK4Vector(blk[r] + 4);
+    pb->d[r] = kQ6 ? Half(blk[r] + 208) : Half(blk[r]);
+    pb->dmin[r] = kQ6 ? pb->d[r] : Half(blk[r] + 2);
+  }
+  TransposeBytes8x16(rows, col);
+  if constexpr (kQ6) {
+    // 16 int8 scales; min_pair[k]: int16 32 * scale 2k, 32 * scale 2k + 1.
+#pragma GCC unroll 8
+    for (int k = 0; k < 8; ++k) {
+      const __m128i next = _mm_srli_si128(col[k], 8);
+      Store256(pb->scale_pair[2 * k], PairedBytes(col[k], true));
+      Store256(pb->scale_pair[2 * k + 1], PairedBytes(next, true));
+      const __m128i m = _mm_slli_epi16(_mm_cvtepi8_epi16(col[k]), 5),
+                    m_next = _mm_slli_epi16(_mm_cvtepi8_epi16(next), 5);
+      Store256(pb->min_pair[k], _mm256_setr_m128i(_mm_unpacklo_epi16(m, m_next), _mm_unpackhi_epi16(m, m_next)));
+    }
+  } else {
+    // 8 scales (columns 0-7) and 8 mins (8-15), a min for both groups of 16
+    // of its 32 elements.
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; ++k) {
+      Store256(pb->scale_pair[2 * k], PairedBytes(col[k], false));
+      Store256(pb->scale_pair[2 * k + 1], PairedBytes(_mm_srli_si128(col[k], 8), false));
+      Store256(pb->min_pair[2 * k], PairedBytes(col[4 + k], false));
+      Store256(pb->min_pair[2 * k + 1], PairedBytes(_mm_srli_si128(col[4 + k], 8), false));
+    }
+  }
+}
+
+// The 32 bytes at blk[r] + offset of the 8 rows, transposed: v[j] holds
+// bytes 4j..4j+3 of every row, a row per lane.
+CAIRN_KQUANT_INLINE void TransposedRows(const uint8_t* const* blk, int offset, __m256i* v) {
+#pragma GCC unroll 8
+  for (int r = 0; r < kPanelRows; ++r) v[r] = Load256(blk[r] + offset);
+  Transpose8x8(v);
+}
+
+// v shifted left by `bits` (right for negative); a constant once unrolled.
+CAIRN_KQUANT_INLINE __m256i Shift16(__m256i v, int bits) {
+  return bits >= 0 ? _mm256_slli_epi16(v, bits) : _mm256_srli_epi16(v, -bits);
+}
+
+// The quants of block b of the panel's 8 rows, re-laid out. The packed
+// bytes are transposed first (a byte holds parts of two or four elements,
+// so that is a half or a quarter of the shuffles of transposing unpacked
+// elements), then unpacked in place: the same values the rows kernel's
+// Unpack makes.
+template <class K>
+CAIRN_KQUANT_INLINE void FillPanelQuants(const uint8_t* const* blk, PanelBlock* pb) {
+  const __m256i low4 = _mm256_set1_epi8(0x0F);
+  if constexpr (K::kQuantBits == 6) {
+    // Half h: ql[64h + l] low nibbles are elements 128h + l (l < 64), high
+    // nibbles 128h + 64 + l; qh[32h + l] bits 2i, 2i + 1 are bits 4, 5 of
+    // element 128h + 32i + l.
+    const __m256i bits45 = _mm256_set1_epi8(0x30);
+#pragma GCC unroll 2
+    for (int h = 0; h < 2; ++h) {
+      __m256i qh[kPanelRows];
+      TransposedRows(blk, 128 + 32 * h, qh);
+#pragma GCC unroll 2
+      for (int part = 0; part < 2; ++part) {  // ql bytes 32 part .. 32 part + 31
+        __m256i v[kPanelRows];
+        TransposedRows(blk, 64 * h + 32 * part, v);
+#pragma GCC unroll 8
+        for (int j = 0; j < 8; ++j) {
+          const __m256i low =
+              _mm256_or_si256(_mm256_and_si256(v[j], low4), _mm256_and_si256(Shift16(qh[j], 4 - 2 * part), bits45));
+          const __m256i high = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v[j], 4), low4),
+                                               _mm256_and_si256(Shift16(qh[j], -2 * part), bits45));
+          Store256(pb->q[32 * h + 8 * part + j], low);
+          Store256(pb->q[32 * h + 16 + 8 * part + j], high);
+        }
+      }
+    }
+  } else {
+    // qs[32g + l]: low nibble element 64g + l, high nibble 64g + 32 + l;
+    // Q5_K: bits 2g, 2g + 1 of qh[l] are bit 4 of those two.
+    constexpr int kQs = K::kQuantBits == 5 ? 48 : 16;
+    const __m256i bit4 = _mm256_set1_epi8(0x10);
+    __m256i qh[kPanelRows];
+    if constexpr (K::kQuantBits == 5) TransposedRows(blk, 16, qh);
 #pragma GCC unroll 4
     for (int g = 0; g < 4; ++g) {
-      Group grp;
-      K::Unpack(blk, h, g, &grp);
-      _mm256_store_si256(reinterpret_cast<__m256i*>(u[r] + 64 * g), grp.lo);
-      _mm256_store_si256(reinterpret_cast<__m256i*>(u[r] + 64 * g + 32), grp.hi);
+      __m256i v[kPanelRows];
+      TransposedRows(blk, kQs + 32 * g, v);
+#pragma GCC unroll 8
+      for (int j = 0; j < 8; ++j) {
+        __m256i low = _mm256_and_si256(v[j], low4), high = _mm256_and_si256(_mm256_srli_epi16(v[j], 4), low4);
+        if constexpr (K::kQuantBits == 5) {
+          low = _mm256_or_si256(low, _mm256_and_si256(Shift16(qh[j], 4 - 2 * g), bit4));
+          high = _mm256_or_si256(high, _mm256_and_si256(Shift16(qh[j], 3 - 2 * g), bit4));
+        }
+        Store256(pb->q[16 * g + j], low);
+        Store256(pb->q[16 * g + 8 + j], high);
+      }
     }
-    K::PanelScales::Fill(blk, r, pb);
   }
-  // 8 x 64 dwords to 64 x 8: rows become lanes.
-  for (int c = 0; c < 64; ++c) {
-    for (int r = 0; r < kPanelRows; ++r) std::memcpy(&pb->q[c][r], u[r] + 4 * c, 4);
+}
+
+constexpr size_t kPanelPrefetchBlocks = 4;
+
+// Block b of the panel's 8 rows re-laid out (PanelBlock).
+template <class K>
+void FillPanel(const uint8_t* w, size_t w_stride, int64_t b, int64_t nb, PanelBlock* pb) {
+  const uint8_t* blk[kPanelRows];
+  // Each row's block kPanelPrefetchBlocks ahead, and past the row's end
+  // the same row of the next panel: with few tokens the fills wait on
+  // memory otherwise (the next panel's first blocks most: rows of a few
+  // blocks are short streams the hardware prefetcher catches late). Past
+  // the matrix's end a prefetch never faults.
+  const int64_t ahead = b + static_cast<int64_t>(kPanelPrefetchBlocks);
+  const uint8_t* next =
+      ahead < nb ? w + ahead * K::kBlockBytes : w + kPanelRows * w_stride + (ahead - nb) * K::kBlockBytes;
+#pragma GCC unroll 8
+  for (int r = 0; r < kPanelRows; ++r) {
+    blk[r] = w + r * w_stride + b * K::kBlockBytes;
+#pragma GCC unroll 4
+    for (size_t line = 0; line < K::kBlockBytes; line += 64) __builtin_prefetch(next + r * w_stride + line);
   }
+  FillPanelScales<K>(blk, pb);
+  FillPanelQuants<K>(blk, pb);
 }
 
 inline __m256i Broadcast32(const uint8_t* p) { return _mm256_set1_epi32(static_cast<int>(Load32(p))); }
@@ -355,41 +538,34 @@ inline __m256i Broadcast32(const uint8_t* p) { return _mm256_set1_epi32(static_c
 // kTokens tokens; xb points at the first token's activation block.
 // Not inlined: inlined into PanelDot, GCC spilled its accumulators (Q6_K
 // prompts ran at half the rate).
-template <int kGroupShift, int kTokens>
+template <class K, int kTokens>
 __attribute__((noinline)) void PanelTokens(const PanelBlock& pb, const uint8_t* xb, size_t qx_stride, float* acc) {
-  constexpr int kChunks = (1 << kGroupShift) / 4, kGroups = 256 >> kGroupShift;
-  // Chunks whose vpmaddubsw pairs add up in int16 before widening: each
-  // pair is at most 2 x 127 x the largest quant, 31 for Q4_K / Q5_K (groups
-  // of 32), 63 for Q6_K (groups of 16): four pairs (31 496) or two (32 004)
-  // stay below 2^15.
-  constexpr int kInt16Chunks = kGroupShift == 5 ? 4 : 2;
-  const __m256i ones = _mm256_set1_epi16(1);
+  constexpr int kChunks = (1 << K::kGroupShift) / 4, kGroups = 256 >> K::kGroupShift;
+  constexpr int kInt16Chunks = K::kInt16Chunks;
   __m256i dot[kTokens];
 #pragma GCC unroll 8
   for (int t = 0; t < kTokens; ++t) dot[t] = _mm256_setzero_si256();
-#pragma GCC unroll 16
+    // Groups not unrolled: unrolled, GCC summed the products as a tree and
+    // spilled its partial sums (a third of the instructions were stack moves).
+#pragma GCC unroll 1
   for (int g = 0; g < kGroups; ++g) {
-    __m256i part[kTokens];
-#pragma GCC unroll 8
-    for (int t = 0; t < kTokens; ++t) part[t] = _mm256_setzero_si256();
+    const __m256i sc = _mm256_load_si256(reinterpret_cast<const __m256i*>(pb.scale_pair[g]));
 #pragma GCC unroll 4
     for (int c = g * kChunks; c < (g + 1) * kChunks; c += kInt16Chunks) {
-      __m256i w[kInt16Chunks];
-#pragma GCC unroll 4
-      for (int i = 0; i < kInt16Chunks; ++i) w[i] = _mm256_load_si256(reinterpret_cast<const __m256i*>(pb.q[c + i]));
 #pragma GCC unroll 8
       for (int t = 0; t < kTokens; ++t) {
         const uint8_t* xq = xb + t * qx_stride + 4 + 4 * c;
-        __m256i p = _mm256_maddubs_epi16(w[0], Broadcast32(xq));
-#pragma GCC unroll 4
-        for (int i = 1; i < kInt16Chunks; ++i)
-          p = _mm256_add_epi16(p, _mm256_maddubs_epi16(w[i], Broadcast32(xq + 4 * i)));
-        part[t] = _mm256_add_epi32(part[t], _mm256_madd_epi16(p, ones));
+        __m256i p = _mm256_maddubs_epi16(_mm256_load_si256(reinterpret_cast<const __m256i*>(pb.q[c])), Broadcast32(xq));
+#pragma GCC unroll 8
+        for (int i = 1; i < kInt16Chunks; ++i) {
+          const __m256i w = _mm256_load_si256(reinterpret_cast<const __m256i*>(pb.q[c + i]));
+          p = _mm256_add_epi16(p, _mm256_maddubs_epi16(w, Broadcast32(xq + 4 * i)));
+        }
+        // Both int16 halves of a lane are the row's: one vpmaddwd by the
+        // paired scale widens and scales them (exact integers).
+        dot[t] = _mm256_add_epi32(dot[t], _mm256_madd_epi16(p, sc));
       }
     }
-    const __m256i sc = _mm256_load_si256(reinterpret_cast<const __m256i*>(pb.scale[g]));
-#pragma GCC unroll 8
-    for (int t = 0; t < kTokens; ++t) dot[t] = _mm256_add_epi32(dot[t], _mm256_mullo_epi32(part[t], sc));
   }
   __m256i mins[kTokens];
 #pragma GCC unroll 8
@@ -422,10 +598,8 @@ __attribute__((noinline)) void PanelTokens(const PanelBlock& pb, const uint8_t* 
 template <class K>
 void PanelDot(const uint8_t* w, size_t w_stride, int64_t n_rows, const uint8_t* qx, size_t qx_stride, int64_t n_tokens,
               int64_t n, float* y, int64_t ldy) {
-  constexpr int kShift = K::PanelScales::kGroupShift;
   const int64_t nb = n / kQ8KBlockElems;
-  const int64_t tile =
-      Min(kMaxPanelTile, Max(kPanelMinTokens, static_cast<int64_t>((1 << 20) / Q8KRowBytes(n)) / 4 * 4));
+  const int64_t tile = Min(kMaxPanelTile, Max(16, static_cast<int64_t>((1 << 20) / Q8KRowBytes(n)) / 4 * 4));
   alignas(32) float acc[kMaxPanelTile * kPanelRows];
   PanelBlock pb;
   for (int64_t t0 = 0; t0 < n_tokens; t0 += tile) {
@@ -433,25 +607,25 @@ void PanelDot(const uint8_t* w, size_t w_stride, int64_t n_rows, const uint8_t* 
     for (int64_t r0 = 0; r0 < n_rows; r0 += kPanelRows) {
       for (int64_t i = 0; i < (t1 - t0) * kPanelRows; ++i) acc[i] = 0.0f;
       for (int64_t b = 0; b < nb; ++b) {
-        FillPanel<K>(w + r0 * w_stride, w_stride, b, &pb);
+        FillPanel<K>(w + r0 * w_stride, w_stride, b, nb, &pb);
         const uint8_t* xb = qx + b * kQ8KBlockBytes;
         int64_t t = t0;
-        for (; t + 4 <= t1; t += 4) PanelTokens<kShift, 4>(pb, xb + t * qx_stride, qx_stride, &acc[(t - t0) * 8]);
+        for (; t + 4 <= t1; t += 4) PanelTokens<K, 4>(pb, xb + t * qx_stride, qx_stride, &acc[(t - t0) * 8]);
         if (t + 2 <= t1) {
-          PanelTokens<kShift, 2>(pb, xb + t * qx_stride, qx_stride, &acc[(t - t0) * 8]);
+          PanelTokens<K, 2>(pb, xb + t * qx_stride, qx_stride, &acc[(t - t0) * 8]);
           t += 2;
         }
-        if (t < t1) PanelTokens<kShift, 1>(pb, xb + t * qx_stride, qx_stride, &acc[(t - t0) * 8]);
+        if (t < t1) PanelTokens<K, 1>(pb, xb + t * qx_stride, qx_stride, &acc[(t - t0) * 8]);
       }
       for (int64_t t = t0; t < t1; ++t) _mm256_storeu_ps(y + t * ldy + r0, _mm256_loadu_ps(&acc[(t - t0) * 8]));
     }
   }
 }
 
-// Prompts: panels of 8 rows, the rows left over (and fewer tokens) as
-// below. Tokens go in tiles whose activations stay in L2 while every row
-// passes over them; within a tile, each row's blocks are unpacked once per 4
-// tokens.
+// Panels of 8 rows (5 tokens or more), the rows left over (and fewer
+// tokens) as below. Tokens go in tiles whose activations stay in L2 while
+// every row passes over them; within a tile, each row's blocks are unpacked
+// once per 4 tokens (or 3).
 template <class K>
 void DotK(const uint8_t* w, size_t w_stride, int64_t n_rows, const uint8_t* qx, size_t qx_stride, int64_t n_tokens,
           int64_t n, float* y, int64_t ldy) {
@@ -467,6 +641,10 @@ void DotK(const uint8_t* w, size_t w_stride, int64_t n_rows, const uint8_t* qx, 
       const uint8_t* row = w + r * w_stride;
       int64_t t = t0;
       for (; t + 4 <= t1; t += 4) RowTokens<K, 4>(row, qx + t * qx_stride, qx_stride, nb, y + t * ldy + r, ldy);
+      if (t + 3 == t1) {
+        RowTokens<K, 3>(row, qx + t * qx_stride, qx_stride, nb, y + t * ldy + r, ldy);
+        t += 3;
+      }
       if (t + 2 <= t1) {
         RowTokens<K, 2>(row, qx + t * qx_stride, qx_stride, nb, y + t * ldy + r, ldy);
         t += 2;

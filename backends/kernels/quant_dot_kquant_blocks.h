@@ -87,8 +87,8 @@ CAIRN_KQUANT_INLINE void ScalesMinsK4(const uint8_t* p, uint64_t* sc, uint64_t* 
 }
 
 // One block of a prompt panel of kRows weight rows (a row per int32 lane of
-// the ISA's vector: 8 for AVX2, 16 for AVX-512), each array aligned to one
-// vector.
+// the ISA's vector: 16 for AVX-512; the AVX2 file has its own 8-row layout,
+// with int16-paired scales), each array aligned to one vector.
 template <int kRows>
 struct PanelBlockOf {
   alignas(4 * kRows) int32_t q[64][kRows];

@@ -235,11 +235,13 @@ TEST(KQuantDotTest, MatchesPortableAndExactProductOnEveryShape) {
   }
 }
 
-// Prompt shapes: panels of 16 rows with the rows left over, token counts
-// around the panel threshold and the register tiles (8, 4, 2, 1).
+// Prompt and batched-decode shapes: panels of 8 and 16 rows with the rows
+// left over, token counts around the panel threshold (AVX2: 5) and the
+// register tiles (8, 4, 3, 2, 1).
 TEST(KQuantDotTest, MatchesPortableAndExactProductOnPromptShapes) {
   std::mt19937 g(43);
-  const std::vector<std::pair<int64_t, int64_t>> shapes = {{16, 16}, {16, 15}, {17, 16}, {33, 23}, {47, 40}, {35, 17}};
+  const std::vector<std::pair<int64_t, int64_t>> shapes = {{16, 16}, {16, 15}, {17, 16}, {33, 23}, {47, 40}, {35, 17},
+                                                           {16, 3},  {16, 4},  {16, 5},  {24, 6},  {41, 7},  {40, 8}};
   for (GgmlType type : kTypes) {
     for (int64_t n : {256, 2816}) CheckShapes(type, n, 47, 40, shapes, g);
   }
