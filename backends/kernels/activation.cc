@@ -47,26 +47,31 @@ inline __m256 Silu8(__m256 g) {
   const __m256 e = ExpFlushingTiny(_mm256_xor_ps(g, _mm256_set1_ps(-0.0f)));
   return _mm256_div_ps(g, _mm256_add_ps(_mm256_set1_ps(1.0f), e));
 }
+
+// x[i] = f(x[i]) 8 lanes at a time, the tail through a zero-padded copy: an
+// element's result does not depend on its position or on n.
+template <class F>
+void MapInPlace8(float* x, int64_t n, F f) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(x + i, f(_mm256_loadu_ps(x + i)));
+  if (i < n) {
+    float tail[8] = {};
+    std::memcpy(tail, x + i, static_cast<size_t>(n - i) * sizeof(float));
+    _mm256_storeu_ps(tail, f(_mm256_loadu_ps(tail)));
+    std::memcpy(x + i, tail, static_cast<size_t>(n - i) * sizeof(float));
+  }
+}
 #endif
 
 }  // namespace
 
 // Vectorized where the build has AVX2: SiLU is a few percent of a prompt
-// with libm's scalar expf. Every element goes through the same 8-lane code
-// (the tail through a padded copy), so an element's result does not depend
-// on its position or on n.
+// with libm's scalar expf.
 void SiluInPlace(float* x, int64_t n) {
-  int64_t i = 0;
 #if defined(__AVX2__) && defined(__FMA__)
-  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(x + i, Silu8(_mm256_loadu_ps(x + i)));
-  if (i < n) {
-    float tail[8] = {};
-    std::memcpy(tail, x + i, static_cast<size_t>(n - i) * sizeof(float));
-    _mm256_storeu_ps(tail, Silu8(_mm256_loadu_ps(tail)));
-    std::memcpy(x + i, tail, static_cast<size_t>(n - i) * sizeof(float));
-  }
+  MapInPlace8(x, n, Silu8);
 #else
-  for (; i < n; ++i) x[i] = x[i] / (1.0f + std::exp(-x[i]));
+  for (int64_t i = 0; i < n; ++i) x[i] = x[i] / (1.0f + std::exp(-x[i]));
 #endif
 }
 
@@ -129,19 +134,11 @@ void SoftmaxInPlace(float* x, int64_t n, float sink) {
   double sum = 0.0;
 #if defined(__AVX2__) && defined(__FMA__)
   // Each term by ExpFlushingTiny, 8 at a time (libm's scalar expf made
-  // softmax a third of attention's time), the tail through a padded copy;
-  // then summed in order, in double. Neither depends on where a term sits
+  // softmax a third of attention's time), then summed in order, in double. Neither depends on where a term sits
   // in the row: attention's rows of one query differ by leading masked
   // (-inf, so 0) entries between calls, and its bits must not.
   const __m256 shift = _mm256_set1_ps(mx);
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(x + i, ExpFlushingTiny(_mm256_sub_ps(_mm256_loadu_ps(x + i), shift)));
-  if (i < n) {
-    float tail[8] = {};
-    std::memcpy(tail, x + i, static_cast<size_t>(n - i) * sizeof(float));
-    _mm256_storeu_ps(tail, ExpFlushingTiny(_mm256_sub_ps(_mm256_loadu_ps(tail), shift)));
-    std::memcpy(x + i, tail, static_cast<size_t>(n - i) * sizeof(float));
-  }
+  MapInPlace8(x, n, [shift](__m256 v) { return ExpFlushingTiny(_mm256_sub_ps(v, shift)); });
   for (int64_t k = 0; k < n; ++k) sum += x[k];
 #else
   for (int64_t k = 0; k < n; ++k) {
