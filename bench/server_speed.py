@@ -6,11 +6,14 @@ checks, detokenizing, stream writes).
 
 Starts cairn-server on --model with --threads compute threads, then per
 round sends one request of --prompt random token ids (new ids each round, so
-nothing is reused) with a greedy reply of --decode tokens (EOS ignored), and
+nothing is reused) with a one-token reply, then one of a single random token
+with a greedy reply of --decode tokens (EOS ignored): decode from an empty
+context, as llama-bench's tg measures it (--decode-after-prompt: the reply of
+the first request instead, decoding after --prompt tokens of context). It
 reads the server's own Timings from Finished: prompt tokens/s =
-recomputed_tokens / prefill_seconds (prompt processing, reuse included,
-without the queue), decode tokens/s = decode_tokens_per_second ((tokens - 1)
-/ decode_seconds, the steps after the first token). Prints each round and
+--prompt / prefill_seconds (prompt processing without the queue), decode
+tokens/s = decode_tokens_per_second ((tokens - 1) / decode_seconds, the steps
+after the first token). Prints each round and
 then, in bench/forward's format (which bench/vs_llamacpp.sh reads):
 
   median of N rounds: prompt (ppP) X tokens/s, decode (tgD) Y tokens/s
@@ -40,6 +43,9 @@ def main():
     p.add_argument("--prompt", type=int, default=512, help="prompt tokens per request")
     p.add_argument("--decode", type=int, default=32, help="greedy tokens per reply (at least 2)")
     p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--decode-after-prompt", action="store_true",
+                   help="decode right after the --prompt tokens in the same request (by default the decode is a "
+                   "second request with a one-token prompt, as llama-bench's tg starts from an empty context)")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--cairn-arg", action="append", default=[], help="an extra cairn-server flag (repeatable)")
     p.add_argument("--proto-dir", default=os.path.join(HERE, "..", "protos"))
@@ -60,25 +66,42 @@ def main():
             n_vocab = cairn.n_vocab()
             rng = random.Random(args.seed)
             prompt_tps, decode_tps = [], []
-            for r in range(args.rounds):
-                ids = [rng.randrange(min(16, n_vocab // 2), n_vocab) for _ in range(args.prompt)]  # past control tokens
+            def generate(r, ids, max_tokens):
                 req = pb.GenerateRequest(model="bench", parts=[pb.PromptPart(tokens=pb.TokenIds(ids=ids))],
                                          sampling=pb.SamplingParams(temperature=0.0),
-                                         stop=pb.StopParams(max_tokens=args.decode, ignore_eos=True))
+                                         stop=pb.StopParams(max_tokens=max_tokens, ignore_eos=True))
                 finished = None
                 for ev in cairn.stub.Generate(req, timeout=3600):
                     if ev.WhichOneof("event") == "finished":
                         finished = ev.finished
-                if finished is None or finished.usage.completion_tokens != args.decode:
-                    sys.exit("server_speed: round %d ended without %d tokens: %s" % (r + 1, args.decode, finished))
-                if finished.usage.recomputed_tokens != args.prompt:
+                if finished is None or finished.usage.completion_tokens != max_tokens:
+                    sys.exit("server_speed: round %d ended without %d tokens: %s" % (r + 1, max_tokens, finished))
+                if finished.usage.recomputed_tokens != len(ids):
                     sys.exit("server_speed: round %d recomputed %d of %d prompt tokens (a reuse would not measure "
-                             "the prompt)" % (r + 1, finished.usage.recomputed_tokens, args.prompt))
-                t = finished.timings
-                prompt_tps.append(args.prompt / t.prefill_seconds)
-                decode_tps.append(t.decode_tokens_per_second)
+                             "the prompt)" % (r + 1, finished.usage.recomputed_tokens, len(ids)))
+                return finished.timings
+
+            first_ids = set()  # a prompt starting as an earlier one would reuse its first token
+
+            def random_ids(n):
+                while True:
+                    ids = [rng.randrange(min(16, n_vocab // 2), n_vocab) for _ in range(n)]  # past control tokens
+                    if ids[0] not in first_ids:
+                        first_ids.add(ids[0])
+                        return ids
+
+            for r in range(args.rounds):
+                if args.decode_after_prompt:
+                    t = generate(r, random_ids(args.prompt), args.decode)
+                    prompt_t = decode_t = t
+                else:
+                    prompt_t = generate(r, random_ids(args.prompt), 1)
+                    decode_t = generate(r, random_ids(1), args.decode)
+                prompt_tps.append(args.prompt / prompt_t.prefill_seconds)
+                decode_tps.append(decode_t.decode_tokens_per_second)
                 print("round %d: prompt %.1f tokens/s (%.3f s), decode %.2f tokens/s (%.3f s for %d tokens)" %
-                      (r + 1, prompt_tps[-1], t.prefill_seconds, decode_tps[-1], t.decode_seconds, args.decode - 1),
+                      (r + 1, prompt_tps[-1], prompt_t.prefill_seconds, decode_tps[-1], decode_t.decode_seconds,
+                       args.decode - 1),
                       flush=True)
         finally:
             cairn.stop()

@@ -22,8 +22,9 @@
 #                       before/after taken in one sitting
 #     --server PATH     a cairn-server binary: each round also measures
 #                       through it (bench/server_speed.py: a fresh server,
-#                       one P-token request with a D-token greedy reply,
-#                       the server's own Timings over gRPC): one more table,
+#                       a P-token prompt, then a D-token greedy reply to a
+#                       one-token prompt as llama-bench's tg, the server's
+#                       own Timings over gRPC): one more table,
 #                       cairn-server against llama.cpp
 #
 # LLAMA_BUILD_DIR is llama.cpp's CMake build directory (llama-bench in bin/
