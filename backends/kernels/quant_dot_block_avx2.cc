@@ -22,7 +22,7 @@
 #include <cstring>
 
 #include "backends/kernels/quant_dot_internal.h"
-#include "backends/kernels/quant_dot_kquant_blocks.h"  // SumEach, Half
+#include "backends/kernels/quant_dot_kquant_blocks.h"  // SumEach, Transpose8x8, Half
 
 namespace cairn {
 namespace {
@@ -253,27 +253,10 @@ void FillPanel(const uint8_t* w, size_t w_stride, int64_t b0, int blocks, int64_
       v[r] = W::SignedWeights(blk[r]);
     }
     _mm256_store_ps(p->d[i], _mm256_cvtph_ps(WeightScales<W, kPanelRows, 1>(blk, 0, _mm_setzero_si128())));
-    // Rows (0,1), (2,3), ... interleaved by dword, then by pairs of dwords:
-    // lanes of 128-bit half h of t[r] hold dword 4h + (0..3) of rows ...
-    __m256i a[kPanelRows], t[kPanelRows];
-#pragma GCC unroll 4
-    for (int r = 0; r < kPanelRows; r += 2) {
-      a[r] = _mm256_unpacklo_epi32(v[r], v[r + 1]);      // c 0,0,1,1 | 4,4,5,5 of rows r, r+1
-      a[r + 1] = _mm256_unpackhi_epi32(v[r], v[r + 1]);  // c 2,2,3,3 | 6,6,7,7
-    }
-#pragma GCC unroll 2
-    for (int r = 0; r < kPanelRows; r += 4) {
-      t[r] = _mm256_unpacklo_epi64(a[r], a[r + 2]);          // c 0 of rows r..r+3 | c 4
-      t[r + 1] = _mm256_unpackhi_epi64(a[r], a[r + 2]);      // c 1 | c 5
-      t[r + 2] = _mm256_unpacklo_epi64(a[r + 1], a[r + 3]);  // c 2 | c 6
-      t[r + 3] = _mm256_unpackhi_epi64(a[r + 1], a[r + 3]);  // c 3 | c 7
-    }
+    Transpose8x8(v);
     __m256i* q = reinterpret_cast<__m256i*>(p->q[8 * i]);
-#pragma GCC unroll 4
-    for (int c = 0; c < 4; ++c) {
-      _mm256_store_si256(q + c, _mm256_permute2x128_si256(t[c], t[4 + c], 0x20));
-      _mm256_store_si256(q + 4 + c, _mm256_permute2x128_si256(t[c], t[4 + c], 0x31));
-    }
+#pragma GCC unroll 8
+    for (int c = 0; c < 8; ++c) _mm256_store_si256(q + c, v[c]);
   }
 }
 

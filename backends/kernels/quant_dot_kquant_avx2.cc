@@ -345,29 +345,6 @@ void RowTokens(const uint8_t* row, const uint8_t* qx, size_t qx_stride, int64_t 
 constexpr int64_t kPanelMinTokens = 5;
 constexpr int64_t kMaxPanelTile = 256;  // tokens: their accumulators, 8 KiB, on the stack
 
-// v[r] (8 dwords of row r) become v[c] (dword c of every row): an 8 x 8
-// transpose in registers, 24 shuffles.
-CAIRN_KQUANT_INLINE void Transpose8x8(__m256i* v) {
-  __m256i t[8], s[8];
-#pragma GCC unroll 4
-  for (int k = 0; k < 4; ++k) {
-    t[2 * k] = _mm256_unpacklo_epi32(v[2 * k], v[2 * k + 1]);      // rows 2k, 2k+1: dwords 0, 1 | 4, 5
-    t[2 * k + 1] = _mm256_unpackhi_epi32(v[2 * k], v[2 * k + 1]);  // dwords 2, 3 | 6, 7
-  }
-#pragma GCC unroll 2
-  for (int k = 0; k < 2; ++k) {  // rows 4k..4k+3: dword j | j + 4 in s[4k + j]
-    s[4 * k] = _mm256_unpacklo_epi64(t[4 * k], t[4 * k + 2]);
-    s[4 * k + 1] = _mm256_unpackhi_epi64(t[4 * k], t[4 * k + 2]);
-    s[4 * k + 2] = _mm256_unpacklo_epi64(t[4 * k + 1], t[4 * k + 3]);
-    s[4 * k + 3] = _mm256_unpackhi_epi64(t[4 * k + 1], t[4 * k + 3]);
-  }
-#pragma GCC unroll 4
-  for (int j = 0; j < 4; ++j) {
-    v[j] = _mm256_permute2x128_si256(s[j], s[4 + j], 0x20);
-    v[j + 4] = _mm256_permute2x128_si256(s[j], s[4 + j], 0x31);
-  }
-}
-
 // The 16 bytes of each of 8 rows as 8 vectors of 2 byte columns:
 // out[k] holds bytes 2k (low 8 bytes, rows 0-7) and 2k + 1 (high 8 bytes).
 CAIRN_KQUANT_INLINE void TransposeBytes8x16(const __m128i* rows, __m128i* out) {

@@ -1,8 +1,8 @@
 // What the AVX2 and AVX-512 K-quant kernel files share: the block layout as
 // they read it (fp16 scales, the packed 6-bit scales and mins of Q4_K /
 // Q5_K, the per-row scales of a prompt panel), the q8_K row size, and the
-// 256-bit integer sums both use (as does the AVX2 Q8_0 / Q4_0 file,
-// quant_dot_block_avx2.cc). Included only by those files, each compiled
+// 256-bit integer sums and transposes both use (as does the AVX2 Q8_0 /
+// Q4_0 file, quant_dot_block_avx2.cc). Included only by those files, each compiled
 // with its own ISA flags: everything here sits in an unnamed
 // namespace, so each file gets its own copy, built for its own ISA (with
 // external linkage the linker could keep one file's AVX-512 copy for both,
@@ -62,6 +62,29 @@ CAIRN_KQUANT_INLINE __m256i SumEach(const __m256i* v) {
   const __m256i a = _mm256_add_epi32(_mm256_unpacklo_epi64(s[0], s[1]), _mm256_unpackhi_epi64(s[0], s[1]));
   const __m256i b = _mm256_add_epi32(_mm256_unpacklo_epi64(s[2], s[3]), _mm256_unpackhi_epi64(s[2], s[3]));
   return _mm256_add_epi32(_mm256_permute2x128_si256(a, b, 0x20), _mm256_permute2x128_si256(a, b, 0x31));
+}
+
+// v[r] (8 dwords of row r) become v[c] (dword c of every row): an 8 x 8
+// transpose in registers, 24 shuffles (the AVX2 prompt panels' re-layout).
+CAIRN_KQUANT_INLINE void Transpose8x8(__m256i* v) {
+  __m256i t[8], s[8];
+#pragma GCC unroll 4
+  for (int k = 0; k < 4; ++k) {
+    t[2 * k] = _mm256_unpacklo_epi32(v[2 * k], v[2 * k + 1]);      // rows 2k, 2k+1: dwords 0, 1 | 4, 5
+    t[2 * k + 1] = _mm256_unpackhi_epi32(v[2 * k], v[2 * k + 1]);  // dwords 2, 3 | 6, 7
+  }
+#pragma GCC unroll 2
+  for (int k = 0; k < 2; ++k) {  // rows 4k..4k+3: dword j | j + 4 in s[4k + j]
+    s[4 * k] = _mm256_unpacklo_epi64(t[4 * k], t[4 * k + 2]);
+    s[4 * k + 1] = _mm256_unpackhi_epi64(t[4 * k], t[4 * k + 2]);
+    s[4 * k + 2] = _mm256_unpacklo_epi64(t[4 * k + 1], t[4 * k + 3]);
+    s[4 * k + 3] = _mm256_unpackhi_epi64(t[4 * k + 1], t[4 * k + 3]);
+  }
+#pragma GCC unroll 4
+  for (int j = 0; j < 4; ++j) {
+    v[j] = _mm256_permute2x128_si256(s[j], s[4 + j], 0x20);
+    v[j + 4] = _mm256_permute2x128_si256(s[j], s[4 + j], 0x31);
+  }
 }
 
 CAIRN_KQUANT_INLINE float Half(const uint8_t* p) {
