@@ -28,8 +28,9 @@ namespace {
   int32_t s = 0;
   for (int64_t i = 0; i < kQ8BlockElems; ++i) {
     const float v = xb[i] * inv;
-    // |v| <= 127 up to rounding for finite input; anything else (NaN, inf)
-    // becomes 0 here and shows up through the non-finite scale.
+    // |v| <= 127 up to rounding for finite input; anything else becomes 0
+    // here. An inf shows up through the scale (inf); a NaN does not: fmax
+    // skips it, so the block keeps a finite scale and the NaN counts as 0.
     const int32_t qi = std::fabs(v) <= 127.5f ? static_cast<int32_t>(std::nearbyint(v)) : 0;
     q[i] = static_cast<int8_t>(qi);
     s += qi;
@@ -40,9 +41,9 @@ namespace {
 
 #if defined(__AVX2__)
 // QuantizeBlock 8 lanes at a time (compiled, its loops are scalar code that
-// calls fmaxf: 6% of a Q8_0 prompt's time). The same values bit for bit: vmaxps keeps the running maximum
-// where an element is NaN, as fmax does, and the maximum of non-NaN values
-// does not depend on the order; x * inv, the 127.5 test and vroundps in the
+// calls fmaxf: 6% of a Q8_0 prompt's time). The same values bit for bit:
+// vmaxps keeps the running maximum where an element is NaN, as fmax does,
+// and the maximum of non-NaN values does not depend on the order; x * inv, the 127.5 test and vroundps in the
 // current rounding mode (nearbyint) are the scalar operations lane by lane;
 // |q| <= 127 (|x| <= amax), so the saturating packs truncate nothing.
 void QuantizeBlockAvx2(const float* xb, float* d, int32_t* sum, int8_t* q) {
