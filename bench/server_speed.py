@@ -66,6 +66,7 @@ def main():
             n_vocab = cairn.n_vocab()
             rng = random.Random(args.seed)
             prompt_tps, decode_tps = [], []
+
             def generate(r, ids, max_tokens):
                 req = pb.GenerateRequest(model="bench", parts=[pb.PromptPart(tokens=pb.TokenIds(ids=ids))],
                                          sampling=pb.SamplingParams(temperature=0.0),
@@ -92,8 +93,7 @@ def main():
 
             for r in range(args.rounds):
                 if args.decode_after_prompt:
-                    t = generate(r, random_ids(args.prompt), args.decode)
-                    prompt_t = decode_t = t
+                    prompt_t = decode_t = generate(r, random_ids(args.prompt), args.decode)
                 else:
                     prompt_t = generate(r, random_ids(args.prompt), 1)
                     decode_t = generate(r, random_ids(1), args.decode)
