@@ -11,10 +11,19 @@ namespace {
 
 inline int64_t Min(int64_t a, int64_t b) { return a < b ? a : b; }
 
-// Bytes ahead of the current position that StreamRowsOf prefetches: with
-// only the hardware prefetcher, a decode step left the bus idle between its
-// requests (as on AVX-512, gemm_avx512.cc).
-constexpr int64_t kStreamPrefetchBytes = 1536;
+// Bytes ahead of the current position in each row that the row streams
+// prefetch. With one row at a time and only the hardware prefetcher, a
+// decode step left the bus idle between its requests; four rows at a time
+// (kDecodeRows) keep more reads in flight, and then a short distance is
+// best: F32, one thread, read-loop fractions of 0.85-0.90 (one row, 1536
+// bytes) -> 1.11-1.19 (four rows, 512), 0.96-1.05 (four rows, 1536),
+// 1.02-1.07 (four rows, none); bench/decode_bandwidth --clock cpu.
+constexpr int64_t kStreamPrefetchBytes = 512;
+
+// Rows a single-token product streams at once. Four interleaved row streams
+// took bench-llama-F32's decode from 16.1-18.1 to 22.3-23.5 tokens/s (2
+// threads, alternated); the batched steps (2-3 tokens) keep one row.
+constexpr int kDecodeRows = 4;
 
 template <Element E>
 constexpr int64_t kElementBytes = E == Element::kF32 ? 4 : 2;
@@ -56,50 +65,75 @@ inline float Sum8(__m256 v) {
   return _mm_cvtss_f32(_mm_add_ss(s2, _mm_movehdup_ps(s2)));
 }
 
-// y[t * ldy + o] = W[o] . x[t] for rows [r0, r1) and T tokens: each row is
-// read once, in order, for all T tokens. Per token four accumulators take
-// 32 inputs a step (four FMA chains hide the FMA latency), then 8 a step,
-// then one at a time; the same operations for a token whatever T.
-template <int T, Element E>
+// y[t * ldy + o] = W[o] . x[t] for rows [r0, r1) and T tokens, R rows at a
+// time (rows past the last multiple of R one at a time): each row is read
+// once, in order, for all T tokens. Per row and token four accumulators
+// take 32 inputs a step (four FMA chains hide the FMA latency), then 8 a
+// step, then one at a time: the same operations for an output whatever R,
+// T and the range.
+template <int R, int T, Element E>
 void StreamRowsOf(const FloatRows& w, const float* x, float* y, int64_t ldy, int64_t r0, int64_t r1) {
   const int64_t K = w.n_in;
   const int64_t k32 = K / 32 * 32, k8 = K / 8 * 8;
-  for (int64_t o = r0; o < r1; ++o) {
-    const uint8_t* row = w.data + o * w.row_bytes;
-    __m256 a[T][4];
+  const int64_t stride = static_cast<int64_t>(w.row_bytes);
+  int64_t o = r0;
+  for (; o + R <= r1; o += R) {
+    const uint8_t* row = w.data + o * stride;
+    __m256 a[R][T][4];
 #pragma GCC unroll 4
-    for (int t = 0; t < T; ++t) a[t][0] = a[t][1] = a[t][2] = a[t][3] = _mm256_setzero_ps();
+    for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 4
+      for (int t = 0; t < T; ++t) a[r][t][0] = a[r][t][1] = a[r][t][2] = a[r][t][3] = _mm256_setzero_ps();
+    }
     for (int64_t k = 0; k < k32; k += 32) {
-      // Past the matrix's end only at its last rows: a prefetch never faults.
-      const uint8_t* ahead = row + k * kElementBytes<E> + kStreamPrefetchBytes;
-      __builtin_prefetch(ahead);
-      if constexpr (E == Element::kF32) __builtin_prefetch(ahead + 64);
+#pragma GCC unroll 4
+      for (int r = 0; r < R; ++r) {
+        // Past the matrix's end only at its last rows: a prefetch never faults.
+        const uint8_t* ahead = row + r * stride + k * kElementBytes<E> + kStreamPrefetchBytes;
+        __builtin_prefetch(ahead);
+        if constexpr (E == Element::kF32) __builtin_prefetch(ahead + 64);
+      }
 #pragma GCC unroll 4
       for (int v = 0; v < 4; ++v) {
-        const __m256 wv = Load8<E>(row, k + 8 * v);
 #pragma GCC unroll 4
-        for (int t = 0; t < T; ++t) a[t][v] = _mm256_fmadd_ps(wv, _mm256_loadu_ps(x + t * K + k + 8 * v), a[t][v]);
+        for (int r = 0; r < R; ++r) {
+          const __m256 wv = Load8<E>(row + r * stride, k + 8 * v);
+#pragma GCC unroll 4
+          for (int t = 0; t < T; ++t) {
+            a[r][t][v] = _mm256_fmadd_ps(wv, _mm256_loadu_ps(x + t * K + k + 8 * v), a[r][t][v]);
+          }
+        }
       }
     }
     for (int64_t k = k32; k < k8; k += 8) {
-      const __m256 wv = Load8<E>(row, k);
 #pragma GCC unroll 4
-      for (int t = 0; t < T; ++t) a[t][0] = _mm256_fmadd_ps(wv, _mm256_loadu_ps(x + t * K + k), a[t][0]);
+      for (int r = 0; r < R; ++r) {
+        const __m256 wv = Load8<E>(row + r * stride, k);
+#pragma GCC unroll 4
+        for (int t = 0; t < T; ++t) a[r][t][0] = _mm256_fmadd_ps(wv, _mm256_loadu_ps(x + t * K + k), a[r][t][0]);
+      }
     }
 #pragma GCC unroll 4
-    for (int t = 0; t < T; ++t) {
-      float sum = Sum8(_mm256_add_ps(_mm256_add_ps(a[t][0], a[t][1]), _mm256_add_ps(a[t][2], a[t][3])));
-      for (int64_t k = k8; k < K; ++k) sum += Load1<E>(row, k) * x[t * K + k];
-      y[t * ldy + o] = sum;
+    for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 4
+      for (int t = 0; t < T; ++t) {
+        float sum = Sum8(_mm256_add_ps(_mm256_add_ps(a[r][t][0], a[r][t][1]), _mm256_add_ps(a[r][t][2], a[r][t][3])));
+        for (int64_t k = k8; k < K; ++k) sum += Load1<E>(row + r * stride, k) * x[t * K + k];
+        y[t * ldy + o + r] = sum;
+      }
     }
+  }
+  if constexpr (R > 1) {
+    if (o < r1) StreamRowsOf<1, T, E>(w, x, y, ldy, o, r1);
   }
 }
 
 using StreamRowsFn = void (*)(const FloatRows&, const float*, float*, int64_t, int64_t, int64_t);
 
-// StreamRowsOf<T, E> for T = 1, 2, 3 (12 accumulators at most).
+// StreamRowsOf for T = 1, 2, 3 tokens (16 accumulators at most).
 template <Element E>
-constexpr StreamRowsFn kStreamRowsByTokens[3] = {&StreamRowsOf<1, E>, &StreamRowsOf<2, E>, &StreamRowsOf<3, E>};
+constexpr StreamRowsFn kStreamRowsByTokens[3] = {&StreamRowsOf<kDecodeRows, 1, E>, &StreamRowsOf<1, 2, E>,
+                                                 &StreamRowsOf<1, 3, E>};
 
 template <Element E>
 void StreamRange(const FloatRows& w, const float* x, int64_t n_tokens, float* y, int64_t r0, int64_t r1) {

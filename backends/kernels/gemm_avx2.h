@@ -28,8 +28,9 @@ struct FloatRows {
 
 // y[t][o] = W[o] . x[t] for rows [r0, r1) and every token (x: [n_tokens][n_in],
 // y: [n_tokens][n_out]): each row is read once, in order and prefetched
-// ahead, per group of up to 3 tokens, whose activations stay in L1. Each
-// y element is the same F32 sum whatever r0, r1 and the grouping of tokens.
+// ahead, per group of up to 3 tokens, whose activations stay in L1 (a
+// single token streams four rows at a time). Each y element is the same F32
+// sum whatever r0, r1 and the grouping of tokens.
 void StreamRows(const FloatRows& w, const float* x, int64_t n_tokens, float* y, int64_t r0, int64_t r1);
 
 }  // namespace cairn::gemm_avx2
