@@ -13,8 +13,10 @@
 // not fit is refused with RESOURCE_EXHAUSTED before anything changes; once
 // it is done, the reservation is set to what the sequence really holds.
 // Not counted: allocator slack (a KV cache grows geometrically and keeps
-// its capacity when cut back) and transient copies during a prompt's reuse
-// (a longer snapshot restored, then cut back).
+// its capacity when cut back), transient copies during a prompt's reuse
+// (a longer snapshot restored, then cut back) and the compute threads'
+// scratch (activations of a chunk; attention's scores and value copies,
+// kept per thread at the size of the longest context it attended).
 #ifndef CAIRN_SERVICE_HOST_MEMORY_BUDGET_H_
 #define CAIRN_SERVICE_HOST_MEMORY_BUDGET_H_
 
