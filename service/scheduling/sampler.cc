@@ -36,6 +36,43 @@ void Sampler::AddHistory(std::span<const TokenId> tokens) {
 
 namespace {
 
+// The first index of the largest value, as std::max_element finds it (a
+// NaN never wins, unless it is the first value, which then does), without
+// its serial chain: max_element compares each value with the pick it loaded
+// through the previous compare (about 120 us for a 32000-token row, 0.6% of
+// a decoded token on bench-llama-Q4_K_M). Independent lanes, each keeping its
+// first maximum, vectorize (8 us); the lane ties go to the lowest index.
+TokenId Argmax(std::span<const float> v) {
+  constexpr size_t kLanes = 16;
+  float best[kLanes];
+  TokenId at[kLanes];
+  std::fill(best, best + kLanes, v[0]);
+  std::fill(at, at + kLanes, 0);
+  size_t i = 0;
+  for (; i + kLanes <= v.size(); i += kLanes) {
+    for (size_t j = 0; j < kLanes; ++j) {
+      const bool more = v[i + j] > best[j];
+      best[j] = more ? v[i + j] : best[j];
+      at[j] = more ? static_cast<TokenId>(i + j) : at[j];
+    }
+  }
+  float mx = best[0];
+  TokenId id = at[0];
+  for (size_t j = 1; j < kLanes; ++j) {
+    if (best[j] > mx || (best[j] == mx && at[j] < id)) {
+      mx = best[j];
+      id = at[j];
+    }
+  }
+  for (; i < v.size(); ++i) {
+    if (v[i] > mx) {
+      mx = v[i];
+      id = static_cast<TokenId>(i);
+    }
+  }
+  return id;
+}
+
 // Log-probabilities of the model's own distribution.
 std::vector<float> LogProbs(std::span<const float> logits) {
   const float mx = *std::max_element(logits.begin(), logits.end());
@@ -98,13 +135,11 @@ absl::StatusOr<SampledToken> Sampler::Sample(std::span<const float> logits) {
   if (config_.temperature == 0.0f && !Penalized()) {
     // Greedy without penalties (the common serving case): the row's own
     // argmax, without a copy of the vocabulary per token.
-    out.id = static_cast<TokenId>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+    out.id = Argmax(logits);
   } else {
     work_.assign(logits.begin(), logits.end());
     ApplyPenalties();
-    out.id = config_.temperature == 0.0f
-                 ? static_cast<TokenId>(std::max_element(work_.begin(), work_.end()) - work_.begin())
-                 : Draw();
+    out.id = config_.temperature == 0.0f ? Argmax(work_) : Draw();
   }
   if (!logprobs.empty()) {
     out.logprob = logprobs[out.id];

@@ -422,24 +422,33 @@ std::vector<Scheduler::Prefilling*> Scheduler::PromptOrder() const {
   return order;
 }
 
+// b.out gets one result per run, built in place (no placeholder status per
+// step: a status with a message is a heap allocation).
 void Scheduler::RunBatch(StepBatch& b) {
-  b.out.assign(b.runs.size(), absl::UnknownError("not run"));
+  b.out.clear();
   if (b.runs.empty()) return;
+  b.out.reserve(b.runs.size());
   if (const SchedulerMetrics* m = options_.metrics) {
     if (!b.stepping.empty()) m->batch_rows->Observe(static_cast<double>(b.stepping.size()));
   }
   absl::StatusOr<std::vector<RunLogits>> all = model_.backend->Forward(b.runs);
   if (all.ok()) {
-    for (size_t i = 0; i < b.runs.size(); ++i) b.out[i] = std::move((*all)[i]);
+    for (size_t i = 0; i < b.runs.size(); ++i) {
+      if (i < all->size()) {
+        b.out.emplace_back(std::move((*all)[i]));
+      } else {
+        b.out.emplace_back(absl::InternalError("the backend returned no logits for this run"));
+      }
+    }
     return;
   }
   // Isolate the failing run(s): one request's error must not end the others.
-  for (size_t i = 0; i < b.runs.size(); ++i) {
-    absl::StatusOr<std::vector<RunLogits>> one = model_.backend->Forward(std::span<const SequenceRun>(&b.runs[i], 1));
+  for (const SequenceRun& run : b.runs) {
+    absl::StatusOr<std::vector<RunLogits>> one = model_.backend->Forward(std::span<const SequenceRun>(&run, 1));
     if (one.ok()) {
-      b.out[i] = std::move((*one)[0]);
+      b.out.emplace_back(std::move((*one)[0]));
     } else {
-      b.out[i] = one.status();
+      b.out.emplace_back(one.status());
     }
   }
 }

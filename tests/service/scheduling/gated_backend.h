@@ -1,6 +1,6 @@
 // A turnstile in front of a real backend for the scheduler's tests: it only
-// counts and holds Forward calls, so that a test can line requests up; it
-// computes nothing itself.
+// counts and holds Forward calls, so that a test can line requests up, and
+// fails the calls that carry a chosen prompt run; it computes nothing itself.
 #ifndef CAIRN_TESTS_SERVICE_SCHEDULING_GATED_BACKEND_H_
 #define CAIRN_TESTS_SERVICE_SCHEDULING_GATED_BACKEND_H_
 
@@ -47,8 +47,19 @@ class GatedBackend final : public Backend {
       }
       auto open = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !held_; };
       mu_.Await(absl::Condition(&open));
+      for (const SequenceRun& run : batch) {
+        if (run.tokens.size() > 1 && run.tokens[0] == fail_first_) {
+          return absl::InvalidArgumentError("a prompt run the test refuses");
+        }
+      }
     }
     return real_->Forward(batch);
+  }
+  // From now on a call carrying a prompt run (more than one token) that
+  // starts with `first` fails as a whole, before anything is computed.
+  void FailPromptRunsStartingWith(TokenId first) {
+    absl::MutexLock lock(&mu_);
+    fail_first_ = first;
   }
   void Hold() {
     absl::MutexLock lock(&mu_);
@@ -78,6 +89,7 @@ class GatedBackend final : public Backend {
   std::unique_ptr<Backend> real_;
   mutable absl::Mutex mu_;
   bool held_ ABSL_GUARDED_BY(mu_) = false;
+  TokenId fail_first_ ABSL_GUARDED_BY(mu_) = -1;
   int entered_ ABSL_GUARDED_BY(mu_) = 0;
   size_t most_runs_ ABSL_GUARDED_BY(mu_) = 0;
   std::vector<std::vector<RunShape>> calls_ ABSL_GUARDED_BY(mu_);

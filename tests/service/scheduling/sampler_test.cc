@@ -1,7 +1,11 @@
 #include "service/scheduling/sampler.h"
 
+#include <algorithm>
 #include <cmath>
+#include <iterator>
+#include <limits>
 #include <map>
+#include <random>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -32,6 +36,36 @@ TEST(SamplerTest, PlainGreedyTakesTheFirstOfTiedLogitsAndKeepsTheRow) {
   EXPECT_EQ(row, (std::vector<float>{0.5f, 2.0f, 2.0f, -1.0f}));
   EXPECT_LT(t->logprob, 0.0f);
   EXPECT_NEAR(std::exp(t->logprob), std::exp(2.0) / (std::exp(0.5) + 2 * std::exp(2.0) + std::exp(-1.0)), 1e-5);
+}
+
+// Greedy's argmax runs in lanes: on rows of every length around the lane
+// count, with ties, infinities, signed zeros and NaNs anywhere (first
+// included), it picks what std::max_element picks.
+TEST(SamplerTest, GreedyPicksAsMaxElementOnAnyRow) {
+  SamplingConfig c;
+  c.temperature = 0;
+  Sampler s(c);
+  std::mt19937 rng(7);
+  const float specials[] = {std::numeric_limits<float>::quiet_NaN(),
+                            std::numeric_limits<float>::infinity(),
+                            -std::numeric_limits<float>::infinity(),
+                            0.0f,
+                            -0.0f,
+                            3.0f};
+  int checked = 0;
+  for (size_t n : {1, 2, 15, 16, 17, 31, 32, 33, 100, 32000}) {
+    for (int trial = 0; trial < 40; ++trial) {
+      std::vector<float> row(n);
+      // Few distinct values, so ties are common.
+      for (float& v : row) v = static_cast<float>(static_cast<int>(rng() % 7) - 3);
+      for (int k = trial % 4; k > 0; --k) row[rng() % n] = specials[rng() % std::size(specials)];
+      auto t = s.Sample(row);
+      ASSERT_TRUE(t.ok());
+      ASSERT_EQ(t->id, std::max_element(row.begin(), row.end()) - row.begin()) << "n " << n << " trial " << trial;
+      ++checked;
+    }
+  }
+  EXPECT_EQ(checked, 400);
 }
 
 TEST(SamplerTest, SameSeedSameSequence) {

@@ -244,6 +244,34 @@ TEST_F(SchedulerTest, ConcurrentRequestsShareForwardCallsAndMatchTheirSoloRuns) 
   EXPECT_EQ(b->job->streamed, b_alone);
 }
 
+// A Forward that fails is retried run by run: only the request whose run
+// fails ends (with the backend's error); the decode row batched with it goes
+// on as if it had run alone.
+TEST_F(SchedulerTest, AFailingRunEndsOnlyItsRequest) {
+  Start();
+  const std::vector<TokenId> a_alone = Alone(Prompt(7), 8);
+  backend_->FailPromptRunsStartingWith(350);
+  backend_->Hold();
+  const int calls_before = static_cast<int>(backend_->calls().size());
+  auto a = Watch(Prompt(7), 8);
+  ASSERT_TRUE(scheduler_->Submit(a->job).ok());
+  backend_->AwaitEntered(calls_before + 1);  // a's prompt waits in Forward
+  auto b = Watch(Prompt(5, 350), 8);
+  ASSERT_TRUE(scheduler_->Submit(b->job).ok());
+  backend_->Release();
+  ASSERT_TRUE(a->AwaitDone() && b->AwaitDone());
+  EXPECT_EQ(b->job->status().code(), absl::StatusCode::kInvalidArgument) << b->job->status();
+  EXPECT_TRUE(b->job->streamed.empty());
+  ASSERT_TRUE(a->job->status().ok()) << a->job->status();
+  EXPECT_EQ(a->job->streamed, a_alone);
+  // The failed call carried both: a's decode row and b's prompt run.
+  bool batched = false;
+  for (const std::vector<testing::RunShape>& call : backend_->calls()) {
+    batched = batched || (call.size() == 2 && call[1] == testing::RunShape{350, 5});
+  }
+  EXPECT_TRUE(batched);
+}
+
 // The Forward calls from `from` on that carry a prompt run starting with
 // `first` (the first token of a prompt's slice), by index.
 std::vector<size_t> CallsWithRun(const std::vector<std::vector<testing::RunShape>>& calls, TokenId first,
