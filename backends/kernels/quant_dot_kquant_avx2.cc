@@ -26,10 +26,10 @@ inline __m256i Load256(const uint8_t* p) { return _mm256_loadu_si256(reinterpret
 
 // Per block: scale factors, the int16 mins of the 16 groups of 16 elements,
 // and the scales the 64-element groups pick from with one vpshufb each
-// (Q4_K / Q5_K: HeaderK4; Q6_K: Q6_K::Head). vpshufb is one uop where
-// vpermd is two and the vpshufd route needed per-block broadcasts: the
-// decode rows are bound by their vector uops (llvm-mca -mcpu=znver3), so
-// these count.
+// (Q4_K / Q5_K: scales[0], see HeaderK4; Q6_K: both, see Q6_K::Head).
+// vpshufb is one uop on Zen 3 where vpermd is two, and it spares Q4_K /
+// Q5_K the per-block broadcasts the vpshufd route needed: single-token rows
+// in cache 1.04-1.05x (Q4_K, Q6_K).
 struct Header {
   float d, dmin;
   __m256i mins;
