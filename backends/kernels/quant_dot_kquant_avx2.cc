@@ -24,15 +24,12 @@ namespace {
 
 inline __m256i Load256(const uint8_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
 
-// Eight int8 or uint8 scales as eight int32 lanes, each holding its scale in
-// both int16 halves: vpermd then spreads any scale over any 128-bit lane.
-inline __m256i PairedScales(__m128i s16) {
-  return _mm256_setr_m128i(_mm_unpacklo_epi16(s16, s16), _mm_unpackhi_epi16(s16, s16));
-}
-
 // Per block: scale factors, the int16 mins of the 16 groups of 16 elements,
-// and the paired scales the 64-element groups pick from (Q6_K: vpermd over
-// PairedScales; Q4_K / Q5_K: vpshufd, see HeaderK4).
+// and the scales the 64-element groups pick from with one vpshufb each
+// (Q4_K / Q5_K: scales[0], see HeaderK4; Q6_K: both, see Q6_K::Head).
+// vpshufb is one uop on Zen 3 where vpermd is two, and it spares Q4_K /
+// Q5_K the per-block broadcasts the vpshufd route needed: single-token rows
+// in cache 1.04-1.05x (Q4_K, Q6_K).
 struct Header {
   float d, dmin;
   __m256i mins;
@@ -47,9 +44,9 @@ struct Group {
 
 // The 8 scales (bytes 0-7) and 8 mins (bytes 8-15) of a Q4_K / Q5_K block
 // from their 12 packed bytes at p (the 64-bit integer form of
-// ScalesMinsK4, in a dozen fewer instructions: the decode rows spend a
-// sixth of theirs here). p[0..3] = a, p[4..7] = b, p[8..11] = c; the 4
-// bytes read past them are the block's quants (unused).
+// ScalesMinsK4, in a dozen fewer instructions), for the prompt panels' fill
+// (the decode rows: ScalesMinsK4Shuffled below). p[0..3] = a, p[4..7] = b,
+// p[8..11] = c; the 4 bytes read past them are the block's quants (unused).
 inline __m128i ScalesMinsK4Vector(const uint8_t* p) {
   const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
   const __m128i low = _mm_and_si128(v, _mm_set1_epi8(0x3f));  // a & 0x3f.., b & 0x3f..
@@ -59,33 +56,40 @@ inline __m128i ScalesMinsK4Vector(const uint8_t* p) {
   return _mm_unpacklo_epi32(low, _mm_or_si128(c_nibbles, top));
 }
 
-// scales[0] holds scales 0-3, scales[1] scales 4-7, each as PairedScales
-// dwords repeated in both 128-bit lanes, so that an immediate vpshufd
-// spreads any scale over the vector (no index vectors, which spilled).
-inline void HeaderK4(const uint8_t* b, Header* h) {
-  h->d = Half(b);
-  h->dmin = Half(b + 2);
-  const __m128i sm = ScalesMinsK4Vector(b + 4);
-  const __m128i sc16 = _mm_cvtepu8_epi16(sm);
-  h->scales[0] = _mm256_broadcastsi128_si256(_mm_unpacklo_epi16(sc16, sc16));
-  h->scales[1] = _mm256_broadcastsi128_si256(_mm_unpackhi_epi16(sc16, sc16));
-  h->mins = _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(sm, sm));  // each min twice: two groups of 16
+// ScalesMinsK4Vector in six vector uops instead of eight, for the decode
+// rows (HeaderK4): dwords a, c, b, c first, then the low six bits of a and
+// b, the nibbles of c, and bits 6-7 of a and b moved up under c's (a 64-bit
+// shift by 30 puts a >> 2 in the dword of c). Single-token Q4_K rows gain
+// 3%; the prompt panels' fill, eight rows at a time, lost 5% with it
+// (bench/quant_dot --tokens 1,8,16), so they keep the form above.
+inline __m128i ScalesMinsK4Shuffled(const uint8_t* p) {
+  const __m128i v = _mm_shuffle_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)),
+                                     _mm_setr_epi8(0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 8, 9, 10, 11));
+  const __m128i low = _mm_and_si128(_mm_srlv_epi32(v, _mm_setr_epi32(0, 0, 0, 4)),
+                                    _mm_setr_epi32(0x3f3f3f3f, 0x0f0f0f0f, 0x3f3f3f3f, 0x0f0f0f0f));
+  const __m128i top = _mm_and_si128(_mm_slli_epi64(v, 30), _mm_setr_epi32(0, 0x30303030, 0, 0x30303030));
+  return _mm_or_si128(low, top);
 }
 
-// Scale j (0-7) of a K4 header in every int32 lane; j a constant once the
-// callers' loops are unrolled (vpshufd takes an immediate).
+// scales[0] holds the 16 bytes of ScalesMinsK4Shuffled in both 128-bit lanes:
+// a vpshufb picks scale j (zero-extended to int16) into every int16 lane,
+// and the mins, each twice (both groups of 16 of its 32 elements).
+inline void HeaderK4(const uint8_t* b, Header* h) {
+  // d and dmin in one conversion: a vector uop fewer per block.
+  const __m128 d_dmin = _mm_cvtph_ps(_mm_cvtsi32_si128(static_cast<int>(Load32(b))));
+  h->d = _mm_cvtss_f32(d_dmin);
+  h->dmin = _mm_cvtss_f32(_mm_movehdup_ps(d_dmin));
+  const __m256i sm = _mm256_broadcastsi128_si256(ScalesMinsK4Shuffled(b + 4));
+  h->scales[0] = sm;
+  constexpr char z = static_cast<char>(0x80);  // vpshufb: a zero byte
+  h->mins = _mm256_shuffle_epi8(sm, _mm256_setr_epi8(8, z, 8, z, 9, z, 9, z, 10, z, 10, z, 11, z, 11, z,  //
+                                                     12, z, 12, z, 13, z, 13, z, 14, z, 14, z, 15, z, 15, z));
+}
+
+// Scale j (0-7) of a K4 header in every int16 lane; j a constant once the
+// callers' loops are unrolled.
 CAIRN_KQUANT_INLINE __m256i ScaleK4(const Header& h, int j) {
-  const __m256i s = h.scales[j / 4];
-  switch (j % 4) {
-    case 0:
-      return _mm256_shuffle_epi32(s, 0x00);
-    case 1:
-      return _mm256_shuffle_epi32(s, 0x55);
-    case 2:
-      return _mm256_shuffle_epi32(s, 0xAA);
-    default:
-      return _mm256_shuffle_epi32(s, 0xFF);
-  }
+  return _mm256_shuffle_epi8(h.scales[0], _mm256_set1_epi16(static_cast<int16_t>(0x8000 | j)));
 }
 
 // Prompt panels: kPanelRows weight rows, one per int32 lane (below).
@@ -146,10 +150,17 @@ struct Q6_K {
   static void Head(const uint8_t* b, Header* h) {
     h->d = Half(b + 208);
     h->dmin = h->d;
+    // scales[i]: int16 scales 8i..8i+7 in both 128-bit lanes.
     const __m256i s16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 192)));
-    h->scales[0] = PairedScales(_mm256_castsi256_si128(s16));
-    h->scales[1] = PairedScales(_mm256_extracti128_si256(s16, 1));
+    h->scales[0] = _mm256_permute2x128_si256(s16, s16, 0x00);
+    h->scales[1] = _mm256_permute2x128_si256(s16, s16, 0x11);
     h->mins = _mm256_slli_epi16(s16, 5);
+  }
+  // Int16 scale k of `scales` in the low 128-bit lane, k + 1 in the high.
+  static __m256i ScalePair(__m256i scales, int k) {
+    const int lo = (2 * k + 1) << 8 | 2 * k, hi = (2 * k + 3) << 8 | (2 * k + 2);
+    return _mm256_shuffle_epi8(
+        scales, _mm256_setr_m128i(_mm_set1_epi16(static_cast<int16_t>(lo)), _mm_set1_epi16(static_cast<int16_t>(hi))));
   }
   static void Unpack(const uint8_t* b, const Header& h, int g, Group* out) {
     // Half g / 2 of the block: ql[0..63] low nibbles are its elements 0..63,
@@ -173,11 +184,8 @@ struct Q6_K {
     out->lo = _mm256_or_si256(_mm256_and_si256(l0, low4), _mm256_and_si256(h0, bits45));
     out->hi = _mm256_or_si256(_mm256_and_si256(l1, low4), _mm256_and_si256(h1, bits45));
     // Groups of 16: 4g .. 4g + 3; each vector's 128-bit lanes take two.
-    const __m256i s = h.scales[half];
-    const int k = 4 * upper;
-    out->s_lo = _mm256_permutevar8x32_epi32(s, _mm256_setr_epi32(k, k, k, k, k + 1, k + 1, k + 1, k + 1));
-    out->s_hi =
-        _mm256_permutevar8x32_epi32(s, _mm256_setr_epi32(k + 2, k + 2, k + 2, k + 2, k + 3, k + 3, k + 3, k + 3));
+    out->s_lo = ScalePair(h.scales[half], 4 * upper);
+    out->s_hi = ScalePair(h.scales[half], 4 * upper + 2);
   }
 };
 
@@ -226,8 +234,11 @@ void QuantizeQ8K(const float* x, int64_t n, uint8_t* qx) {
 }
 
 // How far ahead of its reads RowTokens prefetches the weights: decode steps
-// (one token) are bound by them.
-constexpr size_t kRowPrefetchBytes = 1024;
+// (one token) wait on them. bench/quant_dot --tokens 1 (4096 x 4096 from
+// memory, CPU time, 3-4 alternated runs), GFLOP/s at 1 / 2 / 4 / 8 KiB:
+// Q4_K 45.8 / 47.5 / 48.7 / 47.4, Q5_K 38.0 / 38.4 / 40.4 / 39.9, Q6_K
+// 32.4 / 34.8 / 36.8 / 36.2.
+constexpr size_t kRowPrefetchBytes = 4096;
 
 // The integer products of weight block b of `row` with block b of kTokens
 // activation rows: isum[t] and mins[t] (8 int32 lanes each, summed exactly
@@ -302,8 +313,10 @@ void RowTokens(const uint8_t* row, const uint8_t* qx, size_t qx_stride, int64_t 
     for (; b + 4 <= nb; b += 4) {
       __m256i both[8];  // the four blocks' dots, then their mins
       alignas(16) float d_dx[4], dmin_dx[4];
-      // Not unrolled: four blocks' unpacked groups at once spill registers.
-#pragma GCC unroll 1
+      // Unrolled, since the scales are one vector a block: 0-4% faster than
+      // a block at a time (single-token rows in cache), though GCC still
+      // parks some products on the stack.
+#pragma GCC unroll 4
       for (int i = 0; i < 4; ++i) {
         BlockProducts<K, 1>(row, qx, qx_stride, b + i, &both[i], &both[4 + i], &d_dx[i], &dmin_dx[i]);
       }
