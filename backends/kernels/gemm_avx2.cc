@@ -86,12 +86,16 @@ void StreamRowsOf(const FloatRows& w, const float* x, float* y, int64_t ldy, int
       for (int t = 0; t < T; ++t) a[r][t][0] = a[r][t][1] = a[r][t][2] = a[r][t][3] = _mm256_setzero_ps();
     }
     for (int64_t k = 0; k < k32; k += 32) {
+      // Past a row's end, the same place in the next group's row (the next
+      // row is this group's own); past the matrix's end only at its last
+      // rows, where a prefetch never faults.
+      const int64_t ahead = k * kElementBytes<E> + kStreamPrefetchBytes;
+      const int64_t skip = ahead >= stride ? (R - 1) * stride : 0;
 #pragma GCC unroll 4
       for (int r = 0; r < R; ++r) {
-        // Past the matrix's end only at its last rows: a prefetch never faults.
-        const uint8_t* ahead = row + r * stride + k * kElementBytes<E> + kStreamPrefetchBytes;
-        __builtin_prefetch(ahead);
-        if constexpr (E == Element::kF32) __builtin_prefetch(ahead + 64);
+        const uint8_t* at = row + r * stride + ahead + skip;
+        __builtin_prefetch(at);
+        if constexpr (E == Element::kF32) __builtin_prefetch(at + 64);
       }
 #pragma GCC unroll 4
       for (int v = 0; v < 4; ++v) {
