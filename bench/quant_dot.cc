@@ -178,8 +178,9 @@ int Run(int argc, char** argv) {
         ok = ok && absl::SimpleAtoi(c, &t) && t > 0;
         counts.push_back(t);
       }
-      // The sweep's costs are relative to one token.
-      ok = ok && std::find(counts.begin(), counts.end(), 1) != counts.end();
+      // The sweep's costs are relative to one token: measured whether or
+      // not the list names it.
+      if (ok && std::find(counts.begin(), counts.end(), 1) == counts.end()) counts.insert(counts.begin(), 1);
     } else
       ok = false;
     if (!ok) {
