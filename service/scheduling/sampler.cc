@@ -75,7 +75,7 @@ TokenId Argmax(std::span<const float> v) {
 
 // Log-probabilities of the model's own distribution.
 std::vector<float> LogProbs(std::span<const float> logits) {
-  const float mx = *std::max_element(logits.begin(), logits.end());
+  const float mx = logits[Argmax(logits)];  // the value max_element finds, without its serial chain
   double sum = 0;
   for (float l : logits) sum += std::exp(static_cast<double>(l - mx));
   const float lse = mx + static_cast<float>(std::log(sum));
