@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <utility>
@@ -221,9 +223,47 @@ void RowStreamGrouped(const WeightMatrix& w, const float* x, int64_t n_tokens, i
 
 }  // namespace
 
+const QuantDotKernel* PackingKernel(GgmlType type, int64_t n_in, int64_t n_out) {
+  const QuantDotKernel* k = FindQuantDot(type);
+  if (k == nullptr || k->pack_rows <= 0 || k->pack == nullptr || k->packed_dot == nullptr) return nullptr;
+  if (n_in % k->block_elems != 0 || n_out < k->pack_rows) return nullptr;
+  return k;
+}
+
+WeightMatrix PackWeights(const WeightMatrix& w, uint8_t* out, ThreadPool& pool) {
+  const QuantDotKernel* k = PackingKernel(w.type, w.n_in, w.n_out);
+  if (k == nullptr) {
+    std::fprintf(stderr, "PackWeights: no packed layout for %.*s [%lld, %lld]\n",
+                 static_cast<int>(TypeName(w.type).size()), TypeName(w.type).data(), static_cast<long long>(w.n_in),
+                 static_cast<long long>(w.n_out));
+    std::abort();
+  }
+  const size_t rb = w.row_bytes();
+  const int64_t groups = w.n_out / k->pack_rows, packed_rows = groups * k->pack_rows;
+  pool.ParallelFor(groups, 16, [&](int64_t begin, int64_t end) {
+    const size_t at = static_cast<size_t>(begin * k->pack_rows) * rb;
+    k->pack(w.data + at, (end - begin) * k->pack_rows, w.n_in, out + at);
+  });
+  const size_t tail = static_cast<size_t>(packed_rows) * rb;
+  if (tail < w.bytes()) std::memcpy(out + tail, w.data + tail, w.bytes() - tail);
+  WeightMatrix packed = w;
+  packed.data = out;
+  packed.packed = k;
+  return packed;
+}
+
 void MatMul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool,
             MatMulPrecision precision) {
   if (n_tokens <= 0 || w.n_out <= 0) return;
+  if (w.packed != nullptr) {
+    if (precision != MatMulPrecision::kInt8Activations) {
+      std::fprintf(stderr, "MatMul: a packed %.*s matrix needs kInt8Activations\n",
+                   static_cast<int>(TypeName(w.type).size()), TypeName(w.type).data());
+      std::abort();
+    }
+    QuantMatMul(*w.packed, w, x, n_tokens, y, pool);
+    return;
+  }
   if (precision == MatMulPrecision::kInt8Activations) {
     if (const QuantDotKernel* k = FindQuantDot(w.type); k != nullptr && w.n_in % k->block_elems == 0) {
       QuantMatMul(*k, w, x, n_tokens, y, pool);

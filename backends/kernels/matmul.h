@@ -4,6 +4,7 @@
 
 #include <cstdint>
 
+#include "backends/kernels/quant_dot.h"
 #include "backends/kernels/thread_pool.h"
 #include "backends/model/gguf.h"
 
@@ -16,11 +17,26 @@ struct WeightMatrix {
   int64_t n_in = 0;
   int64_t n_out = 0;
   const uint8_t* data = nullptr;
+  // Null: GGUF rows. Otherwise the kernel whose packed layout the whole
+  // groups of rows are in (QuantDotKernel::pack; PackWeights below): only
+  // MatMul with kInt8Activations may read such a matrix.
+  const QuantDotKernel* packed = nullptr;
 
   static WeightMatrix FromTensor(const TensorInfo& t) { return WeightMatrix{t.type, t.shape[0], t.n_rows(), t.data}; }
   size_t row_bytes() const { return RowBytes(type, n_in); }
   size_t bytes() const { return row_bytes() * static_cast<size_t>(n_out); }
 };
+
+// The kernel that MatMul(kInt8Activations) runs for `type` on this CPU when
+// it has a packed layout and a matrix of n_out rows holds at least one of
+// its groups; null otherwise (the matrix stays in GGUF rows).
+const QuantDotKernel* PackingKernel(GgmlType type, int64_t n_in, int64_t n_out);
+
+// w (GGUF rows) copied to `out` (w.bytes() bytes) in the layout of
+// PackingKernel(w.type, w.n_in, w.n_out), which must not be null: its whole
+// groups packed, the rows past them copied as they are. Returns the packed
+// matrix over `out`. Uses `pool` for parallelism.
+WeightMatrix PackWeights(const WeightMatrix& w, uint8_t* out, ThreadPool& pool);
 
 // How a product may round its activations.
 enum class MatMulPrecision {
@@ -60,6 +76,9 @@ enum class MatMulPrecision {
 // runs a single-threaded sgemm on its block of output columns, so on first use
 // OpenBLAS is set to one thread for the whole process
 // (openblas_set_num_threads(1)).
+// A packed matrix (w.packed) goes through its kernel's packed_dot: same
+// results as its GGUF rows; it needs kInt8Activations (aborts otherwise: no
+// other path reads the packed layout).
 // `precision` has no default on purpose: every call site states whether it
 // can take 8-bit activations (a MoE router cannot: its top-k would flip).
 void MatMul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool,

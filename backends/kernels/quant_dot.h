@@ -42,6 +42,26 @@ struct QuantDotKernel {
   // for all but the AVX-512 Q8_0/Q4_0 kernel, whose prompt panels round
   // differently from its tiles.
   bool batch_invariant;
+
+  // --- Optional packed layout (pack_rows 0 and null functions: the kernel
+  // reads GGUF rows only). Weights packed once at load, in a layout the
+  // kernel reads with fewer instructions than GGUF rows (decode steps are
+  // otherwise bound by unpacking a block, not by memory): groups of
+  // pack_rows consecutive rows, each group taking exactly the bytes of its
+  // rows and the same place, so a matrix's size and the offset of every
+  // group stay those of GGUF; rows past the last whole group stay GGUF rows
+  // and go through `dot`. Only the kernel that packed a matrix reads it
+  // (WeightMatrix::packed); nothing else may (dequantizing, row lookups).
+  int64_t pack_rows = 0;  // when set, divides 16 (QuantMatMul splits rows in multiples of 16)
+  // out <- the n_rows rows (a multiple of pack_rows) of n elements at w
+  // (GGUF rows, row stride = the type's row bytes), packed; w and out do
+  // not overlap.
+  void (*pack)(const uint8_t* w, int64_t n_rows, int64_t n, uint8_t* out) = nullptr;
+  // As `dot` for n_rows (a multiple of pack_rows) packed rows at w, with
+  // the same bits as `dot` on the GGUF rows they were packed from, for any
+  // n_tokens.
+  void (*packed_dot)(const uint8_t* w, int64_t n_rows, const uint8_t* qx, size_t qx_stride, int64_t n_tokens, int64_t n,
+                     float* y, int64_t ldy) = nullptr;
 };
 
 // The fastest kernel for `type` that this CPU can run (chosen at run time, so

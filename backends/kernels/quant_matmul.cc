@@ -47,15 +47,26 @@ void QuantMatMul(const QuantDotKernel& kernel, const WeightMatrix& w, const floa
       std::max<int64_t>(kRowGroup, kWeightBlockBytes / static_cast<int64_t>(rb) / kRowGroup * kRowGroup);
   const int64_t group = std::max<int64_t>(1, kActivationGroupBytes / static_cast<int64_t>(qx_stride));
   const int64_t n_groups = (w.n_out + kRowGroup - 1) / kRowGroup;
+  // Rows below packed_end are in kernel's packed layout (w.packed).
+  const int64_t packed_end = w.packed != nullptr ? w.n_out / kernel.pack_rows * kernel.pack_rows : 0;
   pool.ParallelFor(
       n_groups, 1,
       [&](int64_t group_begin, int64_t group_end) {
         const int64_t begin = group_begin * kRowGroup, end = std::min(group_end * kRowGroup, w.n_out);
         for (int64_t r0 = begin; r0 < end; r0 += block_rows) {
           const int64_t rows = std::min(block_rows, end - r0);
+          // Packed groups first (r0 is a multiple of kRowGroup, hence of
+          // pack_rows), then GGUF rows.
+          const int64_t packed = std::clamp(packed_end - r0, int64_t{0}, rows);
           for (int64_t t0 = 0; t0 < n_tokens; t0 += group) {
-            kernel.dot(w.data + r0 * rb, rb, rows, q + t0 * qx_stride, qx_stride, std::min(group, n_tokens - t0), n,
-                       y + t0 * w.n_out + r0, w.n_out);
+            const int64_t g = std::min(group, n_tokens - t0);
+            float* const yt = y + t0 * w.n_out + r0;
+            if (packed > 0)
+              kernel.packed_dot(w.data + r0 * rb, packed, q + t0 * qx_stride, qx_stride, g, n, yt, w.n_out);
+            if (packed < rows) {
+              kernel.dot(w.data + (r0 + packed) * rb, rb, rows - packed, q + t0 * qx_stride, qx_stride, g, n,
+                         yt + packed, w.n_out);
+            }
           }
         }
       },

@@ -11,7 +11,8 @@
 namespace cairn {
 
 // y[t][o] = W[o] . x[t] with each x[t] quantized by `kernel` (whose
-// weight_type is w.type; w.n_in a multiple of its block_elems). The
+// weight_type is w.type; w.n_in a multiple of its block_elems; when
+// w.packed is set, it is `kernel`). The
 // activation rows are quantized once per call, each on its own; then the
 // pool's threads take disjoint output rows (up to 4 ranges per thread, so
 // that the running threads take over the share of a descheduled one), split
