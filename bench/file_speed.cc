@@ -27,6 +27,10 @@ struct Options {
   bool exact_activations = false;
   // Also the exact path as a second backend, rounds alternating.
   bool vs_exact = false;
+  // Also the file's rows unpacked (BackendOptions::pack_weights false) as a
+  // second backend, rounds alternating; or only them.
+  bool vs_rows = false;
+  bool no_pack_weights = false;
 };
 
 using Memories = std::vector<std::unique_ptr<SequenceMemory>>;
@@ -100,15 +104,17 @@ int Run(const Options& o) {
   BackendOptions bo;
   bo.n_threads = o.threads;
   bo.exact_activations = o.exact_activations;
+  bo.pack_weights = !o.no_pack_weights;
   auto backend = registry.Create(*file, bo);
   if (!backend.ok()) Die(o.model, backend.status());
   Backend& b = **backend;
-  std::unique_ptr<Backend> exact;
-  if (o.vs_exact) {
-    bo.exact_activations = true;
+  std::unique_ptr<Backend> other;  // --vs-exact or --vs-rows
+  if (o.vs_exact || o.vs_rows) {
+    bo.exact_activations = o.vs_exact;
+    bo.pack_weights = !o.vs_rows;
     auto e = registry.Create(*file, bo);
     if (!e.ok()) Die(o.model, e.status());
-    exact = std::move(*e);
+    other = std::move(*e);
   }
 
   size_t file_bytes = 0, expert_bytes = 0;
@@ -117,7 +123,10 @@ int Run(const Options& o) {
     if (absl::StrContains(t->name, "_exps.")) expert_bytes += t->n_bytes;
   }
   std::printf("%s: %s (%s family), %d threads, %s activations\n", o.model.c_str(), b.info().arch.c_str(),
-              b.info().family.c_str(), o.threads, o.exact_activations ? "exact (F32)" : "default");
+              b.info().family.c_str(), o.threads,
+              o.exact_activations ? "exact (F32)"
+              : o.no_pack_weights ? "default, file rows"
+                                  : "default");
   std::printf("weights read per forward token %.1f MiB; file tensors %.1f MiB, of which experts (*_exps) %.1f MiB\n",
               b.info().weight_bytes / 1048576.0, file_bytes / 1048576.0, expert_bytes / 1048576.0);
 
@@ -127,12 +136,12 @@ int Run(const Options& o) {
   for (size_t i = 0; i < decode.size(); ++i) decode[i] = static_cast<TokenId>((i * 104729 + 3) % n_vocab);
 
   std::vector<Backend*> backends = {&b};
-  if (exact != nullptr) backends.push_back(exact.get());
+  if (other != nullptr) backends.push_back(other.get());
   for (Backend* x : backends) {  // warm-up: pages the weights in, sizes the work buffers
     Memories mem = Fresh(*x, 1);
     Step(*x, mem, std::span<const TokenId>(prompt).first(std::min<size_t>(prompt.size(), 64)));
   }
-  const char* labels[] = {"", " exact"};
+  const char* labels[] = {"", o.vs_exact ? " exact" : " rows"};
   std::vector<Speeds> speeds(backends.size());
   for (int r = 0; r < o.rounds; ++r) {
     for (size_t k = 0; k < backends.size(); ++k) {
@@ -140,10 +149,10 @@ int Run(const Options& o) {
       Round(*backends[k], o, prompt, decode, &speeds[k]);
     }
   }
-  if (exact != nullptr) {
+  if (other != nullptr) {
     PrintMedians(o, labels[1], speeds[1]);
-    std::printf("default / exact: prompt %.2fx, decode %.2fx\n", Median(speeds[0].pp) / Median(speeds[1].pp),
-                Median(speeds[0].tg) / Median(speeds[1].tg));
+    std::printf("default / %s: prompt %.2fx, decode %.2fx\n", labels[1] + 1,
+                Median(speeds[0].pp) / Median(speeds[1].pp), Median(speeds[0].tg) / Median(speeds[1].tg));
   }
   // Last: the line scripts read (bench/vs_llamacpp.sh).
   PrintMedians(o, labels[0], speeds[0]);
@@ -163,6 +172,14 @@ int FileSpeedMain(int argc, char** argv, const char* program) {
     }
     if (k == "--vs-exact") {
       o.vs_exact = true;
+      continue;
+    }
+    if (k == "--vs-rows") {
+      o.vs_rows = true;
+      continue;
+    }
+    if (k == "--no-pack-weights") {
+      o.no_pack_weights = true;
       continue;
     }
     if (i + 1 >= argc) {
@@ -188,14 +205,15 @@ int FileSpeedMain(int argc, char** argv, const char* program) {
     }
     if (!ok) std::fprintf(stderr, "%s: bad option %s %s\n", program, k.c_str(), v.c_str());
   }
-  if (o.exact_activations && o.vs_exact) {
-    std::fprintf(stderr, "%s: --exact-activations and --vs-exact exclude each other\n", program);
+  if (o.exact_activations + o.vs_exact + o.vs_rows + o.no_pack_weights > 1) {
+    std::fprintf(stderr, "%s: --exact-activations, --vs-exact, --vs-rows and --no-pack-weights exclude each other\n",
+                 program);
     ok = false;
   }
   if (!ok || o.model.empty()) {
     std::fprintf(stderr,
                  "usage: %s --model PATH.gguf|NAME [--threads 2] [--prompt 512] [--decode 32] [--rounds 3] "
-                 "[--batch 1] [--exact-activations | --vs-exact]\n",
+                 "[--batch 1] [--exact-activations | --vs-exact | --vs-rows | --no-pack-weights]\n",
                  program);
     return 2;
   }

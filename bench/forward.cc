@@ -19,7 +19,7 @@
 // With --model, a GGUF file (any family) measured as llama-bench measures it
 // instead (bench/file_speed.h):
 //   forward --model PATH.gguf|NAME [--threads 2] [--prompt 512] [--decode 32]
-//           [--rounds 3] [--batch 1] [--exact-activations | --vs-exact]
+//           [--rounds 3] [--batch 1] [--exact-activations | --vs-exact | --vs-rows | --no-pack-weights]
 #include <cblas.h>
 
 #include <algorithm>

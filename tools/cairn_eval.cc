@@ -33,7 +33,7 @@ int Usage(const char* msg) {
   std::fprintf(stderr,
                "error: %s\nusage: cairn-eval --model FILE --tokens TOKENS --out LOGITS "
                "[--mode batch|step|chunk:N] [--compare REF] [--family NAME] [--threads N]\n"
-               "       [--exact-activations]\n"
+               "       [--exact-activations] [--no-pack-weights]\n"
                "       cairn-eval --model FILE --generate N --prompt-tokens \"1 2 3\"\n"
                "       cairn-eval --model FILE --multimodal SPEC --embeddings FILE --out LOGITS [--compare REF]\n",
                msg);
@@ -53,7 +53,7 @@ int main(int argc, char** argv) {
     std::string a = argv[i];
     if (a.rfind("--", 0) != 0) return Usage(("unexpected argument '" + a + "'").c_str());
     std::string key = a.substr(2), value;
-    if (key == "exact-activations") {  // the one flag without a value
+    if (key == "exact-activations" || key == "no-pack-weights") {  // the flags without a value
       args[key] = "";
       continue;
     }
@@ -67,9 +67,20 @@ int main(int argc, char** argv) {
     }
     args[key] = value;
   }
-  static const char* kKnown[] = {
-      "model",    "tokens",        "out",         "mode",       "compare",    "family",           "threads",
-      "generate", "prompt-tokens", "max-context", "multimodal", "embeddings", "exact-activations"};
+  static const char* kKnown[] = {"model",
+                                 "tokens",
+                                 "out",
+                                 "mode",
+                                 "compare",
+                                 "family",
+                                 "threads",
+                                 "generate",
+                                 "prompt-tokens",
+                                 "max-context",
+                                 "multimodal",
+                                 "embeddings",
+                                 "exact-activations",
+                                 "no-pack-weights"};
   for (const auto& [k, v] : args) {
     bool known = false;
     for (const char* name : kKnown) known |= (k == name);
@@ -83,6 +94,7 @@ int main(int argc, char** argv) {
   if (!model.ok()) return Fail(model.status());
   cairn::BackendOptions options;
   options.exact_activations = args.count("exact-activations") > 0;
+  options.pack_weights = args.count("no-pack-weights") == 0;
   if (args.count("threads") && !absl::SimpleAtoi(args["threads"], &options.n_threads)) {
     return Usage("--threads takes an integer");
   }

@@ -14,8 +14,8 @@ std::vector<std::string> ArchNames(std::span<const ArchEntry> archs) {
 }
 
 absl::StatusOr<std::unique_ptr<ArchModel>> LoadArch(std::span<const ArchEntry> archs, const ModelFile& model,
-                                                    absl::string_view family) {
-  absl::StatusOr<ModelLoader> loader = ModelLoader::For(model);
+                                                    absl::string_view family, PackedWeights* packer) {
+  absl::StatusOr<ModelLoader> loader = ModelLoader::For(model, packer);
   if (!loader.ok()) return loader.status();
   for (const ArchEntry& entry : archs) {
     if (entry.name == loader->arch()) return entry.load(*loader);

@@ -92,9 +92,10 @@ std::vector<std::string> ArchNames(std::span<const ArchEntry> archs);
 
 // The wiring of `model`'s general.architecture among `archs`:
 // INVALID_ARGUMENT "architecture 'x' is not served by the <family> family"
-// when it is not one of them, or the loader's error.
+// when it is not one of them, or the loader's error. With `packer`, its
+// matrices are packed (ModelLoader::For).
 absl::StatusOr<std::unique_ptr<ArchModel>> LoadArch(std::span<const ArchEntry> archs, const ModelFile& model,
-                                                    absl::string_view family);
+                                                    absl::string_view family, PackedWeights* packer = nullptr);
 
 // --- Load steps most architectures share.
 

@@ -14,9 +14,11 @@ namespace {
 
 class LayeredBackend final : public Backend {
  public:
-  LayeredBackend(std::shared_ptr<const ModelFile> model, std::unique_ptr<ArchModel> arch, FamilyMemory memory,
-                 MemoryCapabilities caps, const BackendOptions& options)
+  LayeredBackend(std::shared_ptr<const ModelFile> model, std::unique_ptr<PackedWeights> packed,
+                 std::unique_ptr<ArchModel> arch, FamilyMemory memory, MemoryCapabilities caps,
+                 const BackendOptions& options)
       : model_(std::move(model)),
+        packed_(std::move(packed)),
         arch_(std::move(arch)),
         memory_(std::move(memory)),
         pool_(options.n_threads),
@@ -50,6 +52,7 @@ class LayeredBackend final : public Backend {
   std::vector<std::vector<ForwardPass::Segment>> Passes(std::span<const int64_t> rows) const;
 
   std::shared_ptr<const ModelFile> model_;
+  std::unique_ptr<const PackedWeights> packed_;  // null: arch_'s matrices point into model_
   std::unique_ptr<const ArchModel> arch_;
   const FamilyMemory memory_;
   ModelInfo info_;
@@ -140,7 +143,8 @@ absl::StatusOr<std::vector<RunLogits>> LayeredBackend::Forward(std::span<const S
 
 absl::StatusOr<std::unique_ptr<Backend>> CreateLayeredBackend(std::shared_ptr<const ModelFile> model,
                                                               std::unique_ptr<ArchModel> arch, FamilyMemory memory,
-                                                              const BackendOptions& options) {
+                                                              const BackendOptions& options,
+                                                              std::unique_ptr<PackedWeights> packed) {
   if (model == nullptr || arch == nullptr) return absl::InvalidArgumentError("no model");
   if (options.max_context < 0) {
     return absl::InvalidArgumentError(absl::StrCat("max_context ", options.max_context, " is negative"));
@@ -149,7 +153,7 @@ absl::StatusOr<std::unique_ptr<Backend>> CreateLayeredBackend(std::shared_ptr<co
   if (!fresh.ok()) return fresh.status();
   const MemoryCapabilities caps = (*fresh)->caps();
   return std::unique_ptr<Backend>(
-      new LayeredBackend(std::move(model), std::move(arch), std::move(memory), caps, options));
+      new LayeredBackend(std::move(model), std::move(packed), std::move(arch), std::move(memory), caps, options));
 }
 
 }  // namespace cairn

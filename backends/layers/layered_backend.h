@@ -17,6 +17,7 @@
 #include "absl/status/statusor.h"
 #include "backends/backend.h"
 #include "backends/layers/arch_model.h"
+#include "backends/layers/packed_weights.h"
 #include "backends/memory/layer_memory.h"
 
 namespace cairn {
@@ -35,12 +36,15 @@ struct FamilyMemory {
   int64_t ubatch_rows = 0;
 };
 
-// The backend of `arch` (loaded from `model`) with `memory`. ModelInfo's
-// name is options.name or the file's stem. INVALID_ARGUMENT for a null model
-// or a negative max_context; the error of a memory that cannot be created.
+// The backend of `arch` (loaded from `model`, its matrices packed by
+// `packed` when not null) with `memory`; it keeps `model` and `packed`
+// alive. ModelInfo's name is options.name or the file's stem.
+// INVALID_ARGUMENT for a null model or a negative max_context; the error of
+// a memory that cannot be created.
 absl::StatusOr<std::unique_ptr<Backend>> CreateLayeredBackend(std::shared_ptr<const ModelFile> model,
                                                               std::unique_ptr<ArchModel> arch, FamilyMemory memory,
-                                                              const BackendOptions& options);
+                                                              const BackendOptions& options,
+                                                              std::unique_ptr<PackedWeights> packed = nullptr);
 
 }  // namespace cairn
 

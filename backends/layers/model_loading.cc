@@ -20,12 +20,12 @@ std::vector<int64_t> TrimmedShape(std::vector<int64_t> shape) {
 
 std::string BlockTensor(int64_t layer, absl::string_view name) { return absl::StrCat("blk.", layer, ".", name); }
 
-absl::StatusOr<ModelLoader> ModelLoader::For(const ModelFile& model) {
+absl::StatusOr<ModelLoader> ModelLoader::For(const ModelFile& model, PackedWeights* packer) {
   absl::StatusOr<std::string> arch = model.Architecture();
   if (!arch.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("model '", model.path(), "': ", arch.status().message()));
   }
-  return ModelLoader(model, *std::move(arch));
+  return ModelLoader(model, *std::move(arch), packer);
 }
 
 absl::Status ModelLoader::Error(absl::string_view message) const {
@@ -110,6 +110,12 @@ absl::StatusOr<const TensorInfo*> ModelLoader::Tensor(const std::string& name,
 }
 
 absl::StatusOr<WeightMatrix> ModelLoader::Matrix(const std::string& name, int64_t n_in, int64_t n_out) const {
+  absl::StatusOr<WeightMatrix> rows = RowMatrix(name, n_in, n_out);
+  if (!rows.ok() || packer_ == nullptr) return rows;
+  return packer_->Pack(*rows);
+}
+
+absl::StatusOr<WeightMatrix> ModelLoader::RowMatrix(const std::string& name, int64_t n_in, int64_t n_out) const {
   absl::StatusOr<const TensorInfo*> t = Tensor(name, {n_in, n_out});
   if (!t.ok()) return t.status();
   return WeightMatrix::FromTensor(**t);

@@ -5,8 +5,9 @@
 //
 // Contract:
 // - ModelLoader only reads the ModelFile it is given; WeightMatrix values
-//   point into the mapped file (they must not outlive it), vectors are F32
-//   copies (dequantized when stored in another type).
+//   point into the mapped file (they must not outlive it) or, with a
+//   PackedWeights, into its packed copies; vectors are F32 copies
+//   (dequantized when stored in another type).
 // - Every error is INVALID_ARGUMENT ("the file is malformed for its
 //   architecture") prefixed "model '<path>': ", and names the key or tensor:
 //   a missing key or tensor, a value of the wrong type, a shape that differs
@@ -24,6 +25,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "backends/kernels/matmul.h"
+#include "backends/layers/packed_weights.h"
 #include "backends/model/gguf.h"
 #include "backends/model/metadata.h"
 
@@ -36,7 +38,9 @@ class ModelLoader {
  public:
   // The loader of `model`, whose general.architecture names the keys'
   // prefix. Error when that key is missing.
-  static absl::StatusOr<ModelLoader> For(const ModelFile& model);
+  // With `packer`, Matrix returns matrices packed by it (packed_weights.h);
+  // it must outlive the loaded model.
+  static absl::StatusOr<ModelLoader> For(const ModelFile& model, PackedWeights* packer = nullptr);
 
   const ModelFile& file() const { return *model_; }
   const std::string& arch() const { return arch_; }
@@ -71,8 +75,13 @@ class ModelLoader {
   bool HasTensor(const std::string& name) const { return model_->FindTensor(name) != nullptr; }
   // The tensor, whose shape must equal `shape` (trailing 1s ignored).
   absl::StatusOr<const TensorInfo*> Tensor(const std::string& name, const std::vector<int64_t>& shape) const;
-  // A matrix of n_out rows of n_in values (GGUF shape [n_in, n_out]).
+  // A matrix of n_out rows of n_in values (GGUF shape [n_in, n_out]),
+  // packed when the loader has a PackedWeights (then only MatMul with
+  // kInt8Activations may read it).
   absl::StatusOr<WeightMatrix> Matrix(const std::string& name, int64_t n_in, int64_t n_out) const;
+  // Matrix, always in GGUF rows: for products that keep F32 activations
+  // whatever the backend's precision (a MoE router: its top-k would flip).
+  absl::StatusOr<WeightMatrix> RowMatrix(const std::string& name, int64_t n_in, int64_t n_out) const;
   // A tensor of `shape` as F32 values.
   absl::StatusOr<std::vector<float>> F32(const std::string& name, const std::vector<int64_t>& shape) const;
   // A vector of n values (any shape with n elements), as F32.
@@ -81,7 +90,8 @@ class ModelLoader {
   absl::StatusOr<std::vector<float>> OptionalVector(const std::string& name, int64_t n) const;
 
  private:
-  ModelLoader(const ModelFile& model, std::string arch) : model_(&model), arch_(std::move(arch)) {}
+  ModelLoader(const ModelFile& model, std::string arch, PackedWeights* packer)
+      : model_(&model), arch_(std::move(arch)), packer_(packer) {}
   // A metadata status with this model's prefix, as INVALID_ARGUMENT.
   absl::Status Malformed(const absl::Status& s) const;
   template <typename T>
@@ -92,6 +102,7 @@ class ModelLoader {
 
   const ModelFile* model_;
   std::string arch_;
+  PackedWeights* packer_;  // null: matrices stay GGUF rows
 };
 
 }  // namespace cairn

@@ -103,7 +103,7 @@ absl::StatusOr<MoeBlock> LoadMoe(const ModelLoader& ld, int layer, int64_t n_emb
   m.activation = spec.activation;
   const int64_t X = spec.n_expert, F = spec.n_ff;
   if (F <= 0) return ld.Error(absl::StrCat("layer ", layer, ": expert feed-forward length ", F, " is not positive"));
-  CAIRN_LOAD_ASSIGN(m.router, ld.Matrix(BlockTensor(layer, "ffn_gate_inp.weight"), n_embd, X));
+  CAIRN_LOAD_ASSIGN(m.router, ld.RowMatrix(BlockTensor(layer, "ffn_gate_inp.weight"), n_embd, X));
   CAIRN_LOAD_ASSIGN(m.router_bias, OptionalF32(ld, BlockTensor(layer, "ffn_gate_inp.bias"), {X}, spec.router_bias));
   CAIRN_LOAD_ASSIGN(m.selection_bias,
                     OptionalF32(ld, BlockTensor(layer, "exp_probs_b.bias"), {X}, spec.selection_bias));

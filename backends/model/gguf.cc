@@ -538,4 +538,17 @@ absl::StatusOr<const TensorInfo*> ModelFile::GetTensor(std::string_view name) co
 
 absl::StatusOr<std::string> ModelFile::Architecture() const { return metadata().GetString("general.architecture"); }
 
+void ModelFile::ReleasePages(const uint8_t* data, size_t bytes) const {
+  const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  for (const std::unique_ptr<GgufFile>& f : files_) {
+    if (f->mapping_ == nullptr || data < f->base_ || bytes > f->size_ - static_cast<uint64_t>(data - f->base_))
+      continue;
+    // Whole pages only: the partial ones at either end hold other tensors.
+    const uintptr_t begin = (reinterpret_cast<uintptr_t>(data) + page - 1) / page * page;
+    const uintptr_t end = (reinterpret_cast<uintptr_t>(data) + bytes) / page * page;
+    if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
+    return;
+  }
+}
+
 }  // namespace cairn

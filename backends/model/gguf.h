@@ -61,7 +61,7 @@ class GgufFile final {
   const std::vector<TensorInfo>& tensors() const { return tensors_; }
 
  private:
-  friend class ModelFile;  // records which split each tensor came from
+  friend class ModelFile;  // records which split each tensor came from; releases pages
   GgufFile() = default;
   absl::Status Parse();
   absl::Status PlaceTensorData();
@@ -103,6 +103,14 @@ class ModelFile final {
   absl::StatusOr<const TensorInfo*> GetTensor(std::string_view name) const;
   // general.architecture (INVALID_ARGUMENT/NOT_FOUND when missing or not a string).
   absl::StatusOr<std::string> Architecture() const;
+
+  // Tells the OS that the whole pages of [data, data + bytes) will not be
+  // read for now (a copy of them serves instead, e.g. packed weights): where
+  // they lie in a split's read-only file mapping, they leave this process's
+  // resident memory and are read back from the file if touched again, so
+  // the contents never change. Anything else (a model held in memory) is
+  // left alone. Thread-safe.
+  void ReleasePages(const uint8_t* data, size_t bytes) const;
 
  private:
   ModelFile() = default;

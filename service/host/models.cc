@@ -237,6 +237,7 @@ absl::StatusOr<std::unique_ptr<ModelRegistry>> ModelRegistry::Load(const std::ve
     bo.n_threads = options.threads;
     bo.max_context = options.max_context;
     bo.exact_activations = options.exact_activations;
+    bo.pack_weights = options.pack_weights;
     auto backend = families.Create(m->file, bo, spec.family);
     if (!backend.ok()) {
       // Skip built-in models whose family this build lacks; a user's model

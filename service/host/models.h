@@ -117,6 +117,7 @@ struct ModelsOptions {
   int32_t threads = 0;  // per backend; 0: all cores
   int32_t max_context = 0;
   bool exact_activations = false;  // BackendOptions::exact_activations of every model
+  bool pack_weights = true;        // BackendOptions::pack_weights of every model
   checkpoint::CheckpointOptions checkpoint;
   BuiltinModels builtin;
   // Model name -> a Jinja chat template file that replaces the model's own

@@ -58,6 +58,9 @@ const char kUsage[] = R"(cairn-server: a gRPC inference service (cairn.v1.Infere
                             quantized weights (Q8_0, Q4_0, K-quants) take 8-bit
                             activations and integer dot products, like llama.cpp
                             (2-3x faster prompts); F32/F16 models are exact either way
+  --no-pack-weights         keep quantized weights in the file's rows instead of
+                            repacking them at load for the CPU's integer kernels
+                            (same results; packed decodes faster on AVX2)
   --max-context=N           cap the context length (default: the model's)
   --max-batch=N             sequences decoding together per model (default 64)
   --decode-step-tokens=N    at most N prompt tokens per step while other sequences
@@ -135,6 +138,7 @@ struct ServerFlags {
   int32_t shutdown_persist = 5;
   int32_t stalled_stream = 30;
   int64_t session_idle = 3600;
+  bool no_pack_weights = false;
 };
 
 // Every flag of cairn-server, into `opt` or `f`.
@@ -192,6 +196,7 @@ void DeclareFlags(cairn::service::FlagParser& flags, ServerFlags& f, cairn::serv
   flags.Add("snapshot-key", &f.snapshot_key_file);
   flags.Switch("share-prefix-cache", &opt.share_prefix_cache);
   flags.Switch("exact-activations", &opt.models_options.exact_activations);
+  flags.Switch("no-pack-weights", &f.no_pack_weights);
 }
 
 // `status` with the flag named first.
@@ -203,6 +208,7 @@ absl::Status Prefixed(const char* flag, const absl::Status& status) {
 // the host name. The error names the flag.
 absl::Status FinishOptions(const ServerFlags& f, cairn::service::ServerOptions& opt) {
   using namespace cairn;
+  opt.models_options.pack_weights = !f.no_pack_weights;
   for (const std::string& m : f.models) {
     auto spec = service::ParseModelSpec(m);
     if (!spec.ok()) return spec.status();
