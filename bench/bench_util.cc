@@ -7,6 +7,10 @@
 #include <cstdlib>
 #include <cstring>
 
+#if defined(__FMA__)
+#include <immintrin.h>
+#endif
+
 #include "backends/model/dequant.h"
 
 namespace cairn::bench {
@@ -26,6 +30,49 @@ double ReadBandwidth(ThreadPool& pool, const std::vector<float>& buf, int reps) 
     });
   });
   return static_cast<double>(n * sizeof(float)) / s;
+}
+
+double FmaPeakFlops(ThreadPool& pool, int reps) {
+  // 12 independent accumulators cover the FMA latency x throughput of
+  // current x86 cores (4-5 cycles x 2 pipes). The project builds in ISO
+  // C++ (no contraction), so the fused form is spelled out.
+#if defined(__FMA__)
+  using V8 = __m256;
+#else
+  typedef float V8 __attribute__((vector_size(32)));
+#endif
+  constexpr int kAcc = 12;
+  constexpr int64_t kIters = 1 << 22;
+  const int threads = pool.size();
+  std::vector<float> sink(static_cast<size_t>(threads) * 16, 0.0f);
+  const double s = Best(reps, [&] {
+    pool.ParallelFor(threads, 1, [&](int64_t b, int64_t e) {
+      for (int64_t t = b; t < e; ++t) {
+        V8 acc[kAcc], m = {}, c = {};
+        for (int k = 0; k < kAcc; ++k) acc[k] = V8{} + static_cast<float>(k + t);
+        m += 0.999999f;
+        c += 1e-7f;
+        // The asm keeps m and c opaque so the loop is not folded.
+        asm volatile("" : "+x"(m), "+x"(c));
+        for (int64_t i = 0; i < kIters; ++i) {
+#pragma GCC unroll 12
+          for (int k = 0; k < kAcc; ++k) {
+#if defined(__FMA__)
+            acc[k] = _mm256_fmadd_ps(acc[k], m, c);
+#else
+            acc[k] = acc[k] * m + c;
+#endif
+          }
+        }
+        float total = 0;
+        for (int k = 0; k < kAcc; ++k) {
+          for (int l = 0; l < 8; ++l) total += acc[k][l];
+        }
+        sink[static_cast<size_t>(t) * 16] = total;
+      }
+    });
+  });
+  return 2.0 * 8 * kAcc * static_cast<double>(kIters) * threads / s;
 }
 
 double ReadBandwidth1GiB(ThreadPool& pool, int reps) {

@@ -46,6 +46,12 @@ double ReadBandwidth(ThreadPool& pool, const std::vector<float>& buf, int reps);
 // The same over a fresh 1 GiB buffer (larger than any cache).
 double ReadBandwidth1GiB(ThreadPool& pool, int reps);
 
+// F32 multiply-adds per second (x2: FLOP/s) that `pool`'s threads reach
+// on independent vector accumulators with no memory traffic: the ceiling of
+// any F32 product on this machine (with the build's instruction set: FMA on
+// -march=native x86). Best of `reps` runs.
+double FmaPeakFlops(ThreadPool& pool, int reps);
+
 // The synthetic weights' generator (synthetic/).
 using Rng = synthetic::Rng;
 

@@ -96,6 +96,28 @@ void PrintMedians(const Options& o, const char* label, const Speeds& s) {
   std::printf("\n");
 }
 
+// The prompt's weight products against the F32 FMA ceiling: 2 x matrix
+// elements x tokens/s (experts left out: a token reads only its chosen
+// ones; attention's own products not counted). For F32 weights, how close
+// to the machine's arithmetic limit the prompt runs, which bounds any
+// speed-up over another engine: it cannot beat 100%.
+void PrintPeakShare(const ModelFile& file, const Options& o, double prompt_tokens_per_s) {
+  double elements = 0;
+  bool has_output = false;
+  for (const TensorInfo* t : file.tensors()) {
+    if (t->shape.size() != 2 || absl::StrContains(t->name, "_exps.")) continue;
+    if (t->name == "output.weight") has_output = true;
+    if (t->name != "token_embd.weight") elements += static_cast<double>(t->n_elements());
+  }
+  if (!has_output) {
+    if (const TensorInfo* e = file.FindTensor("token_embd.weight")) elements += static_cast<double>(e->n_elements());
+  }
+  ThreadPool pool(o.threads);
+  const double peak = FmaPeakFlops(pool, 3), flops = 2 * elements * prompt_tokens_per_s;
+  std::printf("prompt weight products %.1f GFLOP/s = %.0f%% of the F32 FMA peak (%.1f GFLOP/s on %d threads)\n",
+              flops / 1e9, 100 * flops / peak, peak / 1e9, o.threads);
+}
+
 int Run(const Options& o) {
   auto file = service::OpenModelOrDemo(o.model);
   if (!file.ok()) Die(o.model, file.status());
@@ -154,6 +176,7 @@ int Run(const Options& o) {
     std::printf("default / %s: prompt %.2fx, decode %.2fx\n", labels[1] + 1,
                 Median(speeds[0].pp) / Median(speeds[1].pp), Median(speeds[0].tg) / Median(speeds[1].tg));
   }
+  PrintPeakShare(**file, o, Median(speeds[0].pp));
   // Last: the line scripts read (bench/vs_llamacpp.sh).
   PrintMedians(o, labels[0], speeds[0]);
   return 0;
