@@ -376,25 +376,28 @@ void Dot(const uint8_t* w, size_t w_stride, int64_t n_rows, const uint8_t* qx, s
 // bytes each):
 //   uint16_t d[8]        the 8 rows' F16 scales: one vcvtph2ps
 //   uint8_t  q[k][8][4]  k 32-byte vectors of 4 quant bytes per row
-// Q4_0: k = 4, vector j holds each row's bytes 4j..4j+3 (low nibbles:
-// elements 4j..4j+3, high nibbles: 16+4j..16+4j+3).
-// Per block and token the 8 rows' exact integer dots then take 8 vpmaddubsw
-// on the nibbles as they are (value + 8) with broadcast activations, int16
-// adds (8 pairs of at most 2 x 15 x 127: below 2^15), one vpmaddwd and the
-// subtraction of 8 x the activations' sum, and no horizontal sums; the
-// scaling is the tiles' (acc + float(dot) x (d_w x d_x)), so every output
-// has the bits of `dot` on the GGUF rows. A decode step reads the matrix as
-// one sequential stream instead of 8 interleaved row streams (the scales
-// inside it: apart, as a second stream, they read slower).
+// Per block and token the 8 rows' exact integer dots take vpmaddubsw with
+// broadcast activations and no horizontal sums (PackedQ4_0, PackedQ8_0);
+// the scaling is the tiles' (acc + float(dot) x (d_w x d_x)), so every
+// output has the bits of `dot` on the GGUF rows. A decode step reads the
+// matrix as one sequential stream instead of 8 interleaved row streams
+// (the scales inside it: apart, as a second stream, they read slower), and
+// a prompt's panels need no re-layout (FillPanel).
 constexpr int kPackRows = 8;
 constexpr int64_t kPackScaleBytes = 2 * kPackRows;  // per block of a group
 constexpr int64_t kPackedChunkBlocks = 8;           // blocks per pass of a prompt's tokens (in L1)
 constexpr int64_t kPackAhead = 2048;                // bytes a decode step's stream is fetched ahead
 
+// k = 4: vector j holds each row's bytes 4j..4j+3 (low nibbles: elements
+// 4j..4j+3, high nibbles: 16+4j..16+4j+3). 8 vpmaddubsw per block and
+// token on the nibbles as they are (value + 8), int16 adds (8 pairs of at
+// most 2 x 15 x 127: below 2^15), one vpmaddwd and the subtraction of 8 x
+// the activations' sum.
 struct PackedQ4_0 {
   static constexpr int64_t kBlockBytes = kQ4_0BlockBytes;
   static constexpr int kVectors = 4;  // 32-byte quant vectors per block of a group
   static constexpr int64_t kPackedBlockBytes = kPackRows * kBlockBytes;
+  static constexpr int kPrefetchLines = 2;  // of the 2.25 lines a block takes (see PackedTokens)
 
   // Row r's GGUF block at blk into the quant vectors of its packed block at q.
   static void PackBlock(const uint8_t* blk, int r, uint8_t* q) {
@@ -427,6 +430,39 @@ struct PackedQ4_0 {
   }
 };
 
+// k = 8: vector c holds each row's elements 4c..4c+3, multiplied as
+// the panels do (|w| times x with w's sign moved onto x, 127 x 127 x 2 <
+// 2^15; widened to int32 per vector).
+struct PackedQ8_0 {
+  static constexpr int64_t kBlockBytes = kQ8_0BlockBytes;
+  static constexpr int kVectors = 8;
+  static constexpr int64_t kPackedBlockBytes = kPackRows * kBlockBytes;
+  static constexpr int kPrefetchLines = 4;  // of 4.25
+
+  static void PackBlock(const uint8_t* blk, int r, uint8_t* q) {
+    for (int c = 0; c < kVectors; ++c) std::memcpy(q + 32 * c + 4 * r, blk + 2 + 4 * c, 4);
+  }
+
+  template <int T>
+  static CAIRN_KQUANT_INLINE void Dots(const uint8_t* q, const Q8ActivationRow* act, int64_t b, __m256i* dots) {
+    const __m256i ones = _mm256_set1_epi16(1);
+#pragma GCC unroll 8
+    for (int t = 0; t < T; ++t) dots[t] = _mm256_setzero_si256();
+      // Unrolled by 2, as PanelTokens (fully unrolled, GCC re-associates the
+      // adds as a tree and spills).
+#pragma GCC unroll 2
+    for (int c = 0; c < kVectors; ++c) {
+      const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + 32 * c));
+      const __m256i mag = _mm256_abs_epi8(v);
+#pragma GCC unroll 8
+      for (int t = 0; t < T; ++t) {
+        const __m256i xs = _mm256_sign_epi8(Broadcast32(act[t].q + b * kQ8BlockElems + 4 * c), v);
+        dots[t] = _mm256_add_epi32(dots[t], _mm256_madd_epi16(_mm256_maddubs_epi16(mag, xs), ones));
+      }
+    }
+  }
+};
+
 // out <- the n_rows rows (a multiple of kPackRows) at w, packed as above.
 template <class P>
 void Pack(const uint8_t* w, int64_t n_rows, int64_t n, uint8_t* out) {
@@ -446,9 +482,12 @@ void Pack(const uint8_t* w, int64_t n_rows, int64_t n, uint8_t* out) {
 
 // acc[t * 8 + r] over the packed blocks b0 .. b0 + blocks - 1 of one group
 // (block b0 at p) and T tokens: per block, acc = acc + float(dot) x (d_w x
-// d_x), as the tiles. 2 KiB ahead are fetched as it goes: without, a decode
-// step read at 1.10-1.18 x the GGUF rows' speed, with, 1.38-1.61 (one
-// thread, 256 MiB, three alternated runs of decode_bandwidth --clock cpu;
+// d_x), as the tiles. 2 KiB ahead are fetched as it goes, kPrefetchLines
+// lines per block, a few short of the block's lines (the hardware's
+// prefetcher takes the rest): Q4_0 decode steps from memory ran at 1.10-1.18
+// x the GGUF rows' speed without, 1.4-1.6 with 2 lines, 1.2-1.5 with 3 or
+// every line once, 0.9 with one; Q8_0 best with 4 of its 4.25 (one thread,
+// 256 MiB, alternated runs of decode_bandwidth --clock cpu, noisy: +-10%;
 // 1 or 4 KiB ahead did no better). A prefetch past the matrix never faults.
 template <class P, int T>
 __attribute__((noinline)) void PackedTokens(const uint8_t* p, int64_t blocks, const Q8ActivationRow* act, int64_t b0,
@@ -458,9 +497,8 @@ __attribute__((noinline)) void PackedTokens(const uint8_t* p, int64_t blocks, co
   for (int t = 0; t < T; ++t) a[t] = _mm256_loadu_ps(acc + 8 * t);
   for (int64_t i = 0; i < blocks; ++i) {
     const uint8_t* block = p + i * P::kPackedBlockBytes;
-    __builtin_prefetch(block + kPackAhead);
-    __builtin_prefetch(block + kPackAhead + 64);
-    if constexpr (P::kPackedBlockBytes > 128) __builtin_prefetch(block + kPackAhead + 128);
+#pragma GCC unroll 8
+    for (int line = 0; line < P::kPrefetchLines; ++line) __builtin_prefetch(block + kPackAhead + 64 * line);
     __m256i dots[T];
     P::template Dots<T>(block + kPackScaleBytes, act, b0 + i, dots);
     const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(block)));
@@ -513,8 +551,9 @@ void PackedDot(const uint8_t* w, int64_t n_rows, const uint8_t* qx, size_t qx_st
 
 }  // namespace
 
-constinit const QuantDotKernel kQ8_0Avx2 = {GgmlType::kQ8_0,        "avx2",     kQ8BlockElems, &Q8ActivationRowBytes,
-                                            &QuantizeQ8Activations, &Dot<Q8_0>, true};
+constinit const QuantDotKernel kQ8_0Avx2 = {
+    GgmlType::kQ8_0, "avx2", kQ8BlockElems, &Q8ActivationRowBytes, &QuantizeQ8Activations,
+    &Dot<Q8_0>,      true,   kPackRows,     &Pack<PackedQ8_0>,     &PackedDot<PackedQ8_0>};
 constinit const QuantDotKernel kQ4_0Avx2 = {
     GgmlType::kQ4_0, "avx2", kQ8BlockElems, &Q8ActivationRowBytes, &QuantizeQ8Activations,
     &Dot<Q4_0>,      true,   kPackRows,     &Pack<PackedQ4_0>,     &PackedDot<PackedQ4_0>};

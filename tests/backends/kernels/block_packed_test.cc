@@ -70,14 +70,17 @@ std::vector<uint8_t> QuantizedTokens(const QuantDotKernel& k, int64_t n_tokens, 
   return qx;
 }
 
-TEST(BlockPackedTest, AKernelOfThisCpuPacksQ4_0) {
+// So that the tests below test something wherever the AVX2 kernels run.
+TEST(BlockPackedTest, TheAvx2KernelsPack) {
   if (!CpuRuns(Isa::kAvx2)) GTEST_SKIP() << "no AVX2: the portable kernels read GGUF rows only";
-  const std::vector<const QuantDotKernel*> packing = PackingKernels(GgmlType::kQ4_0);
-  ASSERT_FALSE(packing.empty());
-  for (const QuantDotKernel* k : packing) {
-    EXPECT_EQ(16 % k->pack_rows, 0) << k->isa;
-    EXPECT_NE(k->pack, nullptr) << k->isa;
-    EXPECT_NE(k->packed_dot, nullptr) << k->isa;
+  for (GgmlType type : kBlockTypes) {
+    const std::vector<const QuantDotKernel*> packing = PackingKernels(type);
+    ASSERT_FALSE(packing.empty()) << TypeName(type);
+    for (const QuantDotKernel* k : packing) {
+      EXPECT_EQ(16 % k->pack_rows, 0) << TypeName(type) << " " << k->isa;
+      EXPECT_NE(k->pack, nullptr) << TypeName(type) << " " << k->isa;
+      EXPECT_NE(k->packed_dot, nullptr) << TypeName(type) << " " << k->isa;
+    }
   }
 }
 
