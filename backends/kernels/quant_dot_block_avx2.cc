@@ -274,40 +274,57 @@ inline __m256i Broadcast32(const int8_t* p) {
   return _mm256_set1_epi32(v);
 }
 
+// dots[t] (a row per int32 lane) <- the exact integer dots of a block of 8
+// rows with block b of token t, the rows' 32 signed weights in 8 vectors at
+// q, vector c holding each row's elements 4c..4c+3 (FillPanel's layout, and
+// packed Q8_0's): per vector and token, four activation bytes broadcast,
+// vpsignb moves the weights' signs onto them, vpmaddubsw with the weights'
+// magnitudes (|w| x |x| x 2 <= 2^15 - 1) and vpmaddwd by ones.
+template <int T>
+CAIRN_KQUANT_INLINE void SignedLaneDots(const uint8_t* q, const Q8ActivationRow* act, int64_t b, __m256i* dots) {
+  const __m256i ones = _mm256_set1_epi16(1);
+#pragma GCC unroll 8
+  for (int t = 0; t < T; ++t) dots[t] = _mm256_setzero_si256();
+    // Unrolled by 2, not 8: fully unrolled, GCC re-associates the eight
+    // adds into each dots[t] as a tree and spills the 32 partial products
+    // (7% slower: 256 tokens of 2048 x 2048 Q8_0 in 22.0 -> 20.5 ms).
+#pragma GCC unroll 2
+  for (int c = 0; c < 8; ++c) {
+    const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + 32 * c));
+    const __m256i mag = _mm256_abs_epi8(w);
+#pragma GCC unroll 8
+    for (int t = 0; t < T; ++t) {
+      const __m256i xs = _mm256_sign_epi8(Broadcast32(act[t].q + b * kQ8BlockElems + 4 * c), w);
+      dots[t] = _mm256_add_epi32(dots[t], _mm256_madd_epi16(_mm256_maddubs_epi16(mag, xs), ones));
+    }
+  }
+}
+
+// a[t] = a[t] + float(dots[t]) x (d_w x d_x) per row lane, block b of token
+// t: the tiles' scaling, each operation rounded on its own.
+template <int T>
+CAIRN_KQUANT_INLINE void ScaleInto(__m256 dw, const __m256i* dots, const Q8ActivationRow* act, int64_t b, __m256* a) {
+#pragma GCC unroll 8
+  for (int t = 0; t < T; ++t) {
+    const __m256 scale = _mm256_mul_ps(dw, _mm256_set1_ps(act[t].d[b]));
+    a[t] = _mm256_add_ps(a[t], _mm256_mul_ps(_mm256_cvtepi32_ps(dots[t]), scale));
+  }
+}
+
 // acc[t * 8 + r] += the panel's rows . kTokens tokens over its blocks (b0
-// onwards in the activations): per block, an exact int32 dot per row lane,
-// then acc = acc + float(dot) x (d_w x d_x), as the tiles. The same operations for a
-// token whatever kTokens. Not inlined, as the K-quant panels (spills).
+// onwards in the activations), per block SignedLaneDots then ScaleInto: the
+// same operations for a token whatever kTokens. Not inlined, as the K-quant
+// panels (spills).
 template <int kTokens>
 __attribute__((noinline)) void PanelTokens(const Panel& p, int blocks, const Q8ActivationRow* act, int64_t b0,
                                            float* acc) {
-  const __m256i ones = _mm256_set1_epi16(1);
   __m256 a[kTokens];
 #pragma GCC unroll 8
   for (int t = 0; t < kTokens; ++t) a[t] = _mm256_loadu_ps(acc + 8 * t);
   for (int i = 0; i < blocks; ++i) {
-    __m256i dot[kTokens];
-#pragma GCC unroll 8
-    for (int t = 0; t < kTokens; ++t) dot[t] = _mm256_setzero_si256();
-      // Unrolled by 2, not 8: fully unrolled, GCC re-associates the eight
-      // adds into each dot[t] as a tree and spills the 32 partial products
-      // (7% slower: 256 tokens of 2048 x 2048 Q8_0 in 22.0 -> 20.5 ms).
-#pragma GCC unroll 2
-    for (int c = 0; c < 8; ++c) {
-      const __m256i wq = _mm256_load_si256(reinterpret_cast<const __m256i*>(p.q[8 * i + c]));
-      const __m256i mag = _mm256_abs_epi8(wq);
-#pragma GCC unroll 8
-      for (int t = 0; t < kTokens; ++t) {
-        const __m256i xs = _mm256_sign_epi8(Broadcast32(act[t].q + (b0 + i) * kQ8BlockElems + 4 * c), wq);
-        dot[t] = _mm256_add_epi32(dot[t], _mm256_madd_epi16(_mm256_maddubs_epi16(mag, xs), ones));
-      }
-    }
-    const __m256 dw = _mm256_load_ps(p.d[i]);
-#pragma GCC unroll 8
-    for (int t = 0; t < kTokens; ++t) {
-      const __m256 scale = _mm256_mul_ps(dw, _mm256_set1_ps(act[t].d[b0 + i]));
-      a[t] = _mm256_add_ps(a[t], _mm256_mul_ps(_mm256_cvtepi32_ps(dot[t]), scale));
-    }
+    __m256i dots[kTokens];
+    SignedLaneDots<kTokens>(reinterpret_cast<const uint8_t*>(p.q[8 * i]), act, b0 + i, dots);
+    ScaleInto<kTokens>(_mm256_load_ps(p.d[i]), dots, act, b0 + i, a);
   }
 #pragma GCC unroll 8
   for (int t = 0; t < kTokens; ++t) _mm256_storeu_ps(acc + 8 * t, a[t]);
@@ -430,9 +447,8 @@ struct PackedQ4_0 {
   }
 };
 
-// k = 8: vector c holds each row's elements 4c..4c+3, multiplied as
-// the panels do (|w| times x with w's sign moved onto x, 127 x 127 x 2 <
-// 2^15; widened to int32 per vector).
+// k = 8: vector c holds each row's elements 4c..4c+3, as FillPanel lays
+// them out (SignedLaneDots).
 struct PackedQ8_0 {
   static constexpr int64_t kBlockBytes = kQ8_0BlockBytes;
   static constexpr int kVectors = 8;
@@ -445,21 +461,7 @@ struct PackedQ8_0 {
 
   template <int T>
   static CAIRN_KQUANT_INLINE void Dots(const uint8_t* q, const Q8ActivationRow* act, int64_t b, __m256i* dots) {
-    const __m256i ones = _mm256_set1_epi16(1);
-#pragma GCC unroll 8
-    for (int t = 0; t < T; ++t) dots[t] = _mm256_setzero_si256();
-      // Unrolled by 2, as PanelTokens (fully unrolled, GCC re-associates the
-      // adds as a tree and spills).
-#pragma GCC unroll 2
-    for (int c = 0; c < kVectors; ++c) {
-      const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + 32 * c));
-      const __m256i mag = _mm256_abs_epi8(v);
-#pragma GCC unroll 8
-      for (int t = 0; t < T; ++t) {
-        const __m256i xs = _mm256_sign_epi8(Broadcast32(act[t].q + b * kQ8BlockElems + 4 * c), v);
-        dots[t] = _mm256_add_epi32(dots[t], _mm256_madd_epi16(_mm256_maddubs_epi16(mag, xs), ones));
-      }
-    }
+    SignedLaneDots<T>(q, act, b, dots);
   }
 };
 
@@ -501,12 +503,7 @@ __attribute__((noinline)) void PackedTokens(const uint8_t* p, int64_t blocks, co
     for (int line = 0; line < P::kPrefetchLines; ++line) __builtin_prefetch(block + kPackAhead + 64 * line);
     __m256i dots[T];
     P::template Dots<T>(block + kPackScaleBytes, act, b0 + i, dots);
-    const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(block)));
-#pragma GCC unroll 8
-    for (int t = 0; t < T; ++t) {
-      const __m256 scale = _mm256_mul_ps(dw, _mm256_set1_ps(act[t].d[b0 + i]));
-      a[t] = _mm256_add_ps(a[t], _mm256_mul_ps(_mm256_cvtepi32_ps(dots[t]), scale));
-    }
+    ScaleInto<T>(_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(block))), dots, act, b0 + i, a);
   }
 #pragma GCC unroll 8
   for (int t = 0; t < T; ++t) _mm256_storeu_ps(acc + 8 * t, a[t]);
