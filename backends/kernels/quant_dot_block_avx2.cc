@@ -4,6 +4,11 @@
 // quant_dot.cc calls it only on CPUs that have AVX2 and FMA. Nothing here may
 // be shared with other files (see quant_dot_internal.h).
 //
+// Both kernels also pack (QuantDotKernel::pack, "packed weights" below): a
+// matrix packed at load goes through PackedDot, 8 rows per group with a row
+// per int32 lane, and never through the GGUF-row paths described next,
+// which serve unpacked matrices and the rows past a matrix's last group.
+//
 // Decode steps (and the rows prompt panels leave over) take register tiles
 // of 8 outputs: per block, the 8 exact integer dots in the 8 int32 lanes of
 // one vector, converted to float and scaled by each block's (weight scale x
