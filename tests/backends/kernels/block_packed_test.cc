@@ -137,10 +137,12 @@ TEST(BlockPackedTest, AGroupStaysInItsRowsBytes) {
 
 TEST(BlockPackedTest, MatMulOnPackWeightsEqualsGgufRows) {
   ThreadPool pool(2);
+  int packed_matrices = 0;
   for (GgmlType type : kBlockTypes) {
     for (int64_t n_out : {8, 40, 61, 200}) {
       const int64_t n_in = 512;
       if (PackingKernel(type, n_in, n_out) == nullptr) continue;  // this type reads GGUF rows here
+      ++packed_matrices;
       std::vector<uint8_t> data = GgufRows(type, n_out, n_in, static_cast<uint32_t>(n_out));
       const WeightMatrix rows{type, n_in, n_out, data.data()};
       std::vector<uint8_t> storage(rows.bytes());
@@ -159,6 +161,7 @@ TEST(BlockPackedTest, MatMulOnPackWeightsEqualsGgufRows) {
       }
     }
   }
+  if (packed_matrices == 0) GTEST_SKIP() << "MatMul packs nothing on this CPU (or under this CAIRN_ISA)";
 }
 
 }  // namespace
