@@ -12,6 +12,12 @@
 // MatMul runs at the server's default precision (8-bit activations where the
 // weight type has an integer kernel) unless --activations exact.
 //
+// The weights are measured as MatMul sees them after a model's load: in
+// their kernel's packed layout (PackWeights, matmul.h) where the type has
+// one on this CPU and the activations are 8-bit, else as GGUF rows.
+// --layout rows measures GGUF rows; --layout packed,rows both, alternating
+// round by round (with the read loop between), each on its own line.
+//
 // --clock cpu times both by the process's CPU time divided by the thread
 // count instead of the wall clock: on a machine shared with other work, the
 // time slices other processes take then count for neither (a pool thread
@@ -20,6 +26,7 @@
 //   decode_bandwidth [--threads 1,2] [--rounds 7] [--mib 384]
 //                    [--types f32,f16,bf16,q8_0,q4_0,q4_k,q5_k,q6_k]
 //                    [--activations default|exact] [--clock wall|cpu]
+//                    [--layout packed|rows|packed,rows]
 #include <time.h>
 #include <algorithm>
 #include <optional>
@@ -69,6 +76,9 @@ std::vector<WeightMatrix> BuildStack(GgmlType type, size_t bytes, std::vector<st
   return stack;
 }
 
+// How the weights are laid out (the table's "layout" column).
+enum class Layout { kPacked, kRows };
+
 struct Flags {
   std::vector<int> threads = {1, 2};
   int rounds = 7;
@@ -77,7 +87,29 @@ struct Flags {
                                  GgmlType::kQ4_0, GgmlType::kQ4_K, GgmlType::kQ5_K, GgmlType::kQ6_K};
   MatMulPrecision precision = MatMulPrecision::kInt8Activations;
   bool cpu_clock = false;
+  std::vector<Layout> layouts = {Layout::kPacked};
 };
+
+// `stack` as MatMul reads it in `layout`: with kPacked and 8-bit
+// activations, each matrix that has a packed layout on this CPU packed into
+// a copy in `storage`, the others as they are. *name: "packed" when some
+// matrix was, else "rows".
+std::vector<WeightMatrix> LaidOut(const std::vector<WeightMatrix>& stack, Layout layout, MatMulPrecision precision,
+                                  std::vector<std::vector<uint8_t>>& storage, ThreadPool& pool, std::string* name) {
+  *name = "rows";
+  if (layout == Layout::kRows || precision != MatMulPrecision::kInt8Activations) return stack;
+  std::vector<WeightMatrix> laid_out;
+  for (const WeightMatrix& w : stack) {
+    if (PackingKernel(w.type, w.n_in, w.n_out) == nullptr) {
+      laid_out.push_back(w);
+      continue;
+    }
+    storage.emplace_back(w.bytes());
+    laid_out.push_back(PackWeights(w, storage.back().data(), pool));
+    *name = "packed";
+  }
+  return laid_out;
+}
 
 double ProcessCpuSeconds() {
   timespec ts;
@@ -97,7 +129,7 @@ double Time(bool cpu_clock, int threads, F&& fn) {
 [[noreturn]] void Usage(const std::string& why) {
   std::fprintf(stderr,
                "decode_bandwidth: %s\nusage: decode_bandwidth [--threads 1,2] [--rounds 7] [--mib 384] "
-               "[--types f32,f16,...] [--activations default|exact]\n",
+               "[--types f32,f16,...] [--activations default|exact] [--clock wall|cpu] [--layout packed,rows]\n",
                why.c_str());
   std::exit(2);
 }
@@ -132,6 +164,12 @@ Flags ParseFlags(int argc, char** argv) {
     } else if (k == "--clock") {
       if (v != "wall" && v != "cpu") Usage("--clock is wall or cpu");
       f.cpu_clock = v == "cpu";
+    } else if (k == "--layout") {
+      f.layouts.clear();
+      for (absl::string_view l : absl::StrSplit(v, ',')) {
+        if (l != "packed" && l != "rows") Usage("--layout is packed, rows or both: " + v);
+        f.layouts.push_back(l == "packed" ? Layout::kPacked : Layout::kRows);
+      }
     } else {
       Usage("unknown flag " + k);
     }
@@ -152,9 +190,13 @@ int main(int argc, char** argv) {
       static_cast<long long>(flags.mib), flags.precision == MatMulPrecision::kExact ? "exact" : "default",
       IsaName(BestIsa()).data(), flags.rounds, flags.cpu_clock ? "CPU time per thread" : "wall clock");
   std::printf(
-      "| type | threads | weights MiB | decode GB/s | read GB/s | decode / read |\n|---|---|---|---|---|---|\n");
+      "| type | layout | threads | weights MiB | decode GB/s | read GB/s | decode / read |\n"
+      "|---|---|---|---|---|---|---|\n");
   const std::vector<float> read_buf(bytes / sizeof(float), 1.0f);
   Rng rng;
+  int max_threads = 1;
+  for (int threads : flags.threads) max_threads = std::max(max_threads, threads);
+  ThreadPool packing_pool(max_threads);
   for (GgmlType type : flags.types) {
     std::vector<std::vector<uint8_t>> storage;
     const std::vector<WeightMatrix> stack = BuildStack(type, bytes, storage, rng);
@@ -165,27 +207,40 @@ int main(int argc, char** argv) {
       max_in = std::max(max_in, w.n_in);
       max_out = std::max(max_out, w.n_out);
     }
+    std::vector<std::string> names(flags.layouts.size());
+    std::vector<std::vector<WeightMatrix>> stacks;
+    for (size_t l = 0; l < flags.layouts.size(); ++l) {
+      stacks.push_back(LaidOut(stack, flags.layouts[l], flags.precision, storage, packing_pool, &names[l]));
+    }
     const std::vector<float> x = rng.SymmetricVec(max_in, 1.0f);
     std::vector<float> y(static_cast<size_t>(max_out));
     for (int threads : flags.threads) {
       ThreadPool pool(threads);
-      std::vector<double> decode, read, ratio;
+      std::vector<std::vector<double>> decode(stacks.size()), ratio(stacks.size());
+      std::vector<double> read;
       for (int r = 0; r <= flags.rounds; ++r) {
-        const double s = Time(flags.cpu_clock, threads, [&] {
-          for (const WeightMatrix& w : stack) MatMul(w, x.data(), 1, y.data(), pool, flags.precision);
-        });
+        std::vector<double> seconds;
+        for (const std::vector<WeightMatrix>& laid_out : stacks) {
+          seconds.push_back(Time(flags.cpu_clock, threads, [&] {
+            for (const WeightMatrix& w : laid_out) MatMul(w, x.data(), 1, y.data(), pool, flags.precision);
+          }));
+        }
         double read_bps = 0;
         const double read_s =
             Time(flags.cpu_clock, threads, [&] { read_bps = bench::ReadBandwidth(pool, read_buf, 1); });
         if (flags.cpu_clock) read_bps = static_cast<double>(read_buf.size() * sizeof(float)) / read_s;
         if (r == 0) continue;  // warm-up: first touches, thread start
-        decode.push_back(static_cast<double>(stack_bytes) / s);
         read.push_back(read_bps);
-        ratio.push_back(decode.back() / read_bps);
+        for (size_t l = 0; l < stacks.size(); ++l) {
+          decode[l].push_back(static_cast<double>(stack_bytes) / seconds[l]);
+          ratio[l].push_back(decode[l].back() / read_bps);
+        }
       }
-      std::printf("| %s | %d | %.0f | %.1f | %.1f | %.2f |\n", TypeName(type).data(), threads,
-                  static_cast<double>(stack_bytes) / (1 << 20), Median(decode) / 1e9, Median(read) / 1e9,
-                  Median(ratio));
+      for (size_t l = 0; l < stacks.size(); ++l) {
+        std::printf("| %s | %s | %d | %.0f | %.1f | %.1f | %.2f |\n", TypeName(type).data(), names[l].c_str(), threads,
+                    static_cast<double>(stack_bytes) / (1 << 20), Median(decode[l]) / 1e9, Median(read) / 1e9,
+                    Median(ratio[l]));
+      }
       std::fflush(stdout);
     }
   }

@@ -4,6 +4,11 @@
 // quant_dot.cc calls it only on CPUs that have AVX2 and FMA. Nothing here may
 // be shared with other files (see quant_dot_internal.h).
 //
+// Both kernels also pack (QuantDotKernel::pack, "packed weights" below): a
+// matrix packed at load goes through PackedDot, 8 rows per group with a row
+// per int32 lane, and never through the GGUF-row paths described next,
+// which serve unpacked matrices and the rows past a matrix's last group.
+//
 // Decode steps (and the rows prompt panels leave over) take register tiles
 // of 8 outputs: per block, the 8 exact integer dots in the 8 int32 lanes of
 // one vector, converted to float and scaled by each block's (weight scale x
@@ -274,40 +279,57 @@ inline __m256i Broadcast32(const int8_t* p) {
   return _mm256_set1_epi32(v);
 }
 
+// dots[t] (a row per int32 lane) <- the exact integer dots of a block of 8
+// rows with block b of token t, the rows' 32 signed weights in 8 vectors at
+// q, vector c holding each row's elements 4c..4c+3 (FillPanel's layout, and
+// packed Q8_0's): per vector and token, four activation bytes broadcast,
+// vpsignb moves the weights' signs onto them, vpmaddubsw with the weights'
+// magnitudes (|w| x |x| x 2 <= 2^15 - 1) and vpmaddwd by ones.
+template <int T>
+CAIRN_KQUANT_INLINE void SignedLaneDots(const uint8_t* q, const Q8ActivationRow* act, int64_t b, __m256i* dots) {
+  const __m256i ones = _mm256_set1_epi16(1);
+#pragma GCC unroll 8
+  for (int t = 0; t < T; ++t) dots[t] = _mm256_setzero_si256();
+    // Unrolled by 2, not 8: fully unrolled, GCC re-associates the eight
+    // adds into each dots[t] as a tree and spills the 32 partial products
+    // (7% slower: 256 tokens of 2048 x 2048 Q8_0 in 22.0 -> 20.5 ms).
+#pragma GCC unroll 2
+  for (int c = 0; c < 8; ++c) {
+    const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + 32 * c));
+    const __m256i mag = _mm256_abs_epi8(w);
+#pragma GCC unroll 8
+    for (int t = 0; t < T; ++t) {
+      const __m256i xs = _mm256_sign_epi8(Broadcast32(act[t].q + b * kQ8BlockElems + 4 * c), w);
+      dots[t] = _mm256_add_epi32(dots[t], _mm256_madd_epi16(_mm256_maddubs_epi16(mag, xs), ones));
+    }
+  }
+}
+
+// a[t] = a[t] + float(dots[t]) x (d_w x d_x) per row lane, block b of token
+// t: the tiles' scaling, each operation rounded on its own.
+template <int T>
+CAIRN_KQUANT_INLINE void ScaleInto(__m256 dw, const __m256i* dots, const Q8ActivationRow* act, int64_t b, __m256* a) {
+#pragma GCC unroll 8
+  for (int t = 0; t < T; ++t) {
+    const __m256 scale = _mm256_mul_ps(dw, _mm256_set1_ps(act[t].d[b]));
+    a[t] = _mm256_add_ps(a[t], _mm256_mul_ps(_mm256_cvtepi32_ps(dots[t]), scale));
+  }
+}
+
 // acc[t * 8 + r] += the panel's rows . kTokens tokens over its blocks (b0
-// onwards in the activations): per block, an exact int32 dot per row lane,
-// then acc = acc + float(dot) x (d_w x d_x), as the tiles. The same operations for a
-// token whatever kTokens. Not inlined, as the K-quant panels (spills).
+// onwards in the activations), per block SignedLaneDots then ScaleInto: the
+// same operations for a token whatever kTokens. Not inlined, as the K-quant
+// panels (spills).
 template <int kTokens>
 __attribute__((noinline)) void PanelTokens(const Panel& p, int blocks, const Q8ActivationRow* act, int64_t b0,
                                            float* acc) {
-  const __m256i ones = _mm256_set1_epi16(1);
   __m256 a[kTokens];
 #pragma GCC unroll 8
   for (int t = 0; t < kTokens; ++t) a[t] = _mm256_loadu_ps(acc + 8 * t);
   for (int i = 0; i < blocks; ++i) {
-    __m256i dot[kTokens];
-#pragma GCC unroll 8
-    for (int t = 0; t < kTokens; ++t) dot[t] = _mm256_setzero_si256();
-      // Unrolled by 2, not 8: fully unrolled, GCC re-associates the eight
-      // adds into each dot[t] as a tree and spills the 32 partial products
-      // (7% slower: 256 tokens of 2048 x 2048 Q8_0 in 22.0 -> 20.5 ms).
-#pragma GCC unroll 2
-    for (int c = 0; c < 8; ++c) {
-      const __m256i wq = _mm256_load_si256(reinterpret_cast<const __m256i*>(p.q[8 * i + c]));
-      const __m256i mag = _mm256_abs_epi8(wq);
-#pragma GCC unroll 8
-      for (int t = 0; t < kTokens; ++t) {
-        const __m256i xs = _mm256_sign_epi8(Broadcast32(act[t].q + (b0 + i) * kQ8BlockElems + 4 * c), wq);
-        dot[t] = _mm256_add_epi32(dot[t], _mm256_madd_epi16(_mm256_maddubs_epi16(mag, xs), ones));
-      }
-    }
-    const __m256 dw = _mm256_load_ps(p.d[i]);
-#pragma GCC unroll 8
-    for (int t = 0; t < kTokens; ++t) {
-      const __m256 scale = _mm256_mul_ps(dw, _mm256_set1_ps(act[t].d[b0 + i]));
-      a[t] = _mm256_add_ps(a[t], _mm256_mul_ps(_mm256_cvtepi32_ps(dot[t]), scale));
-    }
+    __m256i dots[kTokens];
+    SignedLaneDots<kTokens>(reinterpret_cast<const uint8_t*>(p.q[8 * i]), act, b0 + i, dots);
+    ScaleInto<kTokens>(_mm256_load_ps(p.d[i]), dots, act, b0 + i, a);
   }
 #pragma GCC unroll 8
   for (int t = 0; t < kTokens; ++t) _mm256_storeu_ps(acc + 8 * t, a[t]);
@@ -369,11 +391,173 @@ void Dot(const uint8_t* w, size_t w_stride, int64_t n_rows, const uint8_t* qx, s
   }
 }
 
+// ------------------------------------------------ packed weights (pack_rows 8)
+// Weights packed once at load (QuantDotKernel::pack) so that a 32-bit lane
+// is a row without any re-layout per call: a group of 8 rows of nb blocks
+// takes exactly its GGUF rows' bytes, block after block (8 x the block's
+// bytes each):
+//   uint16_t d[8]        the 8 rows' F16 scales: one vcvtph2ps
+//   uint8_t  q[k][8][4]  k 32-byte vectors of 4 quant bytes per row
+// Per block and token the 8 rows' exact integer dots take vpmaddubsw with
+// broadcast activations and no horizontal sums (PackedQ4_0, PackedQ8_0);
+// the scaling is the tiles' (acc + float(dot) x (d_w x d_x)), so every
+// output has the bits of `dot` on the GGUF rows. A decode step reads the
+// matrix as one sequential stream instead of 8 interleaved row streams
+// (the scales inside it: apart, as a second stream, they read slower), and
+// a prompt's panels need no re-layout (FillPanel).
+constexpr int kPackRows = 8;
+constexpr int64_t kPackScaleBytes = 2 * kPackRows;  // per block of a group
+constexpr int64_t kPackedChunkBlocks = 8;           // blocks per pass of a prompt's tokens (in L1)
+constexpr int64_t kPackAhead = 2048;                // bytes a decode step's stream is fetched ahead
+
+// k = 4: vector j holds each row's bytes 4j..4j+3 (low nibbles: elements
+// 4j..4j+3, high nibbles: 16+4j..16+4j+3). 8 vpmaddubsw per block and
+// token on the nibbles as they are (value + 8), int16 adds (8 pairs of at
+// most 2 x 15 x 127: below 2^15), one vpmaddwd and the subtraction of 8 x
+// the activations' sum.
+struct PackedQ4_0 {
+  static constexpr int64_t kBlockBytes = kQ4_0BlockBytes;
+  static constexpr int kVectors = 4;  // 32-byte quant vectors per block of a group
+  static constexpr int64_t kPackedBlockBytes = kPackRows * kBlockBytes;
+  static constexpr int kPrefetchLines = 2;  // of the 2.25 lines a block takes (see PackedTokens)
+
+  // Row r's GGUF block at blk into the quant vectors of its packed block at q.
+  static void PackBlock(const uint8_t* blk, int r, uint8_t* q) {
+    for (int j = 0; j < kVectors; ++j) std::memcpy(q + 32 * j + 4 * r, blk + 2 + 4 * j, 4);
+  }
+
+  // dots[t] (a row per int32 lane) <- the exact integer dots of the block
+  // of the group's quants at q with block b of token t.
+  template <int T>
+  static CAIRN_KQUANT_INLINE void Dots(const uint8_t* q, const Q8ActivationRow* act, int64_t b, __m256i* dots) {
+    const __m256i low4 = _mm256_set1_epi8(0x0F);
+    __m256i s[T];
+#pragma GCC unroll 8
+    for (int t = 0; t < T; ++t) s[t] = _mm256_setzero_si256();
+#pragma GCC unroll 4
+    for (int j = 0; j < kVectors; ++j) {
+      const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + 32 * j));
+      const __m256i lo = _mm256_and_si256(v, low4), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), low4);
+#pragma GCC unroll 8
+      for (int t = 0; t < T; ++t) {
+        const int8_t* x = act[t].q + b * kQ8BlockElems + 4 * j;
+        s[t] = _mm256_add_epi16(s[t], _mm256_add_epi16(_mm256_maddubs_epi16(lo, Broadcast32(x)),
+                                                       _mm256_maddubs_epi16(hi, Broadcast32(x + 16))));
+      }
+    }
+#pragma GCC unroll 8
+    for (int t = 0; t < T; ++t) {
+      dots[t] = _mm256_sub_epi32(_mm256_madd_epi16(s[t], _mm256_set1_epi16(1)), _mm256_set1_epi32(8 * act[t].sum[b]));
+    }
+  }
+};
+
+// k = 8: vector c holds each row's elements 4c..4c+3, as FillPanel lays
+// them out (SignedLaneDots).
+struct PackedQ8_0 {
+  static constexpr int64_t kBlockBytes = kQ8_0BlockBytes;
+  static constexpr int kVectors = 8;
+  static constexpr int64_t kPackedBlockBytes = kPackRows * kBlockBytes;
+  static constexpr int kPrefetchLines = 4;  // of 4.25
+
+  static void PackBlock(const uint8_t* blk, int r, uint8_t* q) {
+    for (int c = 0; c < kVectors; ++c) std::memcpy(q + 32 * c + 4 * r, blk + 2 + 4 * c, 4);
+  }
+
+  template <int T>
+  static CAIRN_KQUANT_INLINE void Dots(const uint8_t* q, const Q8ActivationRow* act, int64_t b, __m256i* dots) {
+    SignedLaneDots<T>(q, act, b, dots);
+  }
+};
+
+// out <- the n_rows rows (a multiple of kPackRows) at w, packed as above.
+template <class P>
+void Pack(const uint8_t* w, int64_t n_rows, int64_t n, uint8_t* out) {
+  const int64_t nb = n / kQ8BlockElems;
+  const size_t rb = static_cast<size_t>(nb) * P::kBlockBytes;
+  for (int64_t g = 0; g < n_rows; g += kPackRows) {
+    for (int r = 0; r < kPackRows; ++r) {
+      const uint8_t* row = w + (g + r) * rb;
+      for (int64_t b = 0; b < nb; ++b) {
+        uint8_t* block = out + g * rb + b * P::kPackedBlockBytes;
+        std::memcpy(block + 2 * r, row + b * P::kBlockBytes, 2);
+        P::PackBlock(row + b * P::kBlockBytes, r, block + kPackScaleBytes);
+      }
+    }
+  }
+}
+
+// acc[t * 8 + r] over the packed blocks b0 .. b0 + blocks - 1 of one group
+// (block b0 at p) and T tokens: per block, acc = acc + float(dot) x (d_w x
+// d_x), as the tiles. 2 KiB ahead are fetched as it goes, kPrefetchLines
+// lines per block, a few short of the block's lines (the hardware's
+// prefetcher takes the rest): Q4_0 decode steps from memory ran at 1.10-1.18
+// x the GGUF rows' speed without, 1.4-1.6 with 2 lines, 1.2-1.5 with 3 or
+// every line once, 0.9 with one; Q8_0 best with 4 of its 4.25 (one thread,
+// 256 MiB, alternated runs of decode_bandwidth --clock cpu, noisy: +-10%;
+// 1 or 4 KiB ahead did no better). A prefetch past the matrix never faults.
+template <class P, int T>
+__attribute__((noinline)) void PackedTokens(const uint8_t* p, int64_t blocks, const Q8ActivationRow* act, int64_t b0,
+                                            float* acc) {
+  __m256 a[T];
+#pragma GCC unroll 8
+  for (int t = 0; t < T; ++t) a[t] = _mm256_loadu_ps(acc + 8 * t);
+  for (int64_t i = 0; i < blocks; ++i) {
+    const uint8_t* block = p + i * P::kPackedBlockBytes;
+#pragma GCC unroll 8
+    for (int line = 0; line < P::kPrefetchLines; ++line) __builtin_prefetch(block + kPackAhead + 64 * line);
+    __m256i dots[T];
+    P::template Dots<T>(block + kPackScaleBytes, act, b0 + i, dots);
+    ScaleInto<T>(_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(block))), dots, act, b0 + i, a);
+  }
+#pragma GCC unroll 8
+  for (int t = 0; t < T; ++t) _mm256_storeu_ps(acc + 8 * t, a[t]);
+}
+
+using PackedTokensFn = void (*)(const uint8_t*, int64_t, const Q8ActivationRow*, int64_t, float*);
+
+// As Dot on packed groups (n_rows a multiple of kPackRows): tokens in tiles
+// whose activations stay in L2 while every group passes over them; per
+// group, 4 tokens at a time over chunks of blocks that stay in L1 (a
+// decode step, fewer than 4 tokens: the whole row in one pass).
+template <class P>
+void PackedDot(const uint8_t* w, int64_t n_rows, const uint8_t* qx, size_t qx_stride, int64_t n_tokens, int64_t n,
+               float* y, int64_t ldy) {
+  static constexpr PackedTokensFn kFew[4] = {nullptr, &PackedTokens<P, 1>, &PackedTokens<P, 2>, &PackedTokens<P, 3>};
+  const int64_t nb = n / kQ8BlockElems;
+  const size_t group_bytes = static_cast<size_t>(nb) * P::kBlockBytes * kPackRows;
+  const int64_t chunk = n_tokens < 4 ? nb : kPackedChunkBlocks;
+  int64_t tile = static_cast<int64_t>((1 << 20) / qx_stride) / 4 * 4;
+  tile = tile < 4 ? 4 : tile > kMaxPanelTile ? kMaxPanelTile : tile;
+  alignas(32) float acc[kMaxPanelTile * kPackRows];
+  for (int64_t t0 = 0; t0 < n_tokens; t0 += tile) {
+    const int64_t nt = n_tokens - t0 < tile ? n_tokens - t0 : tile;
+    Q8ActivationRow act[kMaxPanelTile];
+    for (int64_t t = 0; t < nt; ++t) act[t] = ViewQ8Activations(qx + (t0 + t) * qx_stride, nb);
+    for (int64_t r0 = 0; r0 < n_rows; r0 += kPackRows) {
+      const uint8_t* group = w + (r0 / kPackRows) * group_bytes;
+      for (int64_t i = 0; i < nt * kPackRows; ++i) acc[i] = 0.0f;
+      for (int64_t b0 = 0; b0 < nb; b0 += chunk) {
+        const int64_t blocks = nb - b0 < chunk ? nb - b0 : chunk;
+        const uint8_t* p = group + b0 * P::kPackedBlockBytes;
+        int64_t t = 0;
+        for (; t + 4 <= nt; t += 4) PackedTokens<P, 4>(p, blocks, act + t, b0, &acc[t * kPackRows]);
+        if (t < nt) kFew[nt - t](p, blocks, act + t, b0, &acc[t * kPackRows]);
+      }
+      for (int64_t t = 0; t < nt; ++t) {
+        _mm256_storeu_ps(y + (t0 + t) * ldy + r0, _mm256_load_ps(&acc[t * kPackRows]));
+      }
+    }
+  }
+}
+
 }  // namespace
 
-constinit const QuantDotKernel kQ8_0Avx2 = {GgmlType::kQ8_0,        "avx2",     kQ8BlockElems, &Q8ActivationRowBytes,
-                                            &QuantizeQ8Activations, &Dot<Q8_0>, true};
-constinit const QuantDotKernel kQ4_0Avx2 = {GgmlType::kQ4_0,        "avx2",     kQ8BlockElems, &Q8ActivationRowBytes,
-                                            &QuantizeQ8Activations, &Dot<Q4_0>, true};
+constinit const QuantDotKernel kQ8_0Avx2 = {
+    GgmlType::kQ8_0, "avx2", kQ8BlockElems, &Q8ActivationRowBytes, &QuantizeQ8Activations,
+    &Dot<Q8_0>,      true,   kPackRows,     &Pack<PackedQ8_0>,     &PackedDot<PackedQ8_0>};
+constinit const QuantDotKernel kQ4_0Avx2 = {
+    GgmlType::kQ4_0, "avx2", kQ8BlockElems, &Q8ActivationRowBytes, &QuantizeQ8Activations,
+    &Dot<Q4_0>,      true,   kPackRows,     &Pack<PackedQ4_0>,     &PackedDot<PackedQ4_0>};
 
 }  // namespace cairn
