@@ -417,11 +417,6 @@ CAIRN_KQUANT_INLINE void TransposedRows(const uint8_t* const* blk, int offset, _
   Transpose8x8(v);
 }
 
-// v shifted left by `bits` (right for negative); a constant once unrolled.
-CAIRN_KQUANT_INLINE __m256i Shift16(__m256i v, int bits) {
-  return bits >= 0 ? _mm256_slli_epi16(v, bits) : _mm256_srli_epi16(v, -bits);
-}
-
 // The quants of block b of the panel's 8 rows, re-laid out. The packed
 // bytes are transposed first (a byte holds parts of two or four elements,
 // so that is a half or a quarter of the shuffles of transposing unpacked
@@ -541,13 +536,15 @@ void DotK(const uint8_t* w, size_t w_stride, int64_t n_rows, const uint8_t* qx, 
 
 }  // namespace
 
-// Q4_K packs its rows at load (quant_dot_kquant_packed_avx2.cc).
+// Every type packs its rows at load (quant_dot_kquant_packed_avx2.cc).
 constinit const QuantDotKernel kQ4_KAvx2 = {
     GgmlType::kQ4_K, "avx2", kQ8KBlockElems, Q8KRowBytes,       QuantizeQ8K,
     DotK<Q4_K>,      true,   kPanelRows,     PackKQuantAvx2Q4K, PackedDotKQuantAvx2Q4K};
-constinit const QuantDotKernel kQ5_KAvx2 = {GgmlType::kQ5_K, "avx2", kQ8KBlockElems, Q8KRowBytes, QuantizeQ8K,
-                                            DotK<Q5_K>,      true};
-constinit const QuantDotKernel kQ6_KAvx2 = {GgmlType::kQ6_K, "avx2", kQ8KBlockElems, Q8KRowBytes, QuantizeQ8K,
-                                            DotK<Q6_K>,      true};
+constinit const QuantDotKernel kQ5_KAvx2 = {
+    GgmlType::kQ5_K, "avx2", kQ8KBlockElems, Q8KRowBytes,       QuantizeQ8K,
+    DotK<Q5_K>,      true,   kPanelRows,     PackKQuantAvx2Q5K, PackedDotKQuantAvx2Q5K};
+constinit const QuantDotKernel kQ6_KAvx2 = {
+    GgmlType::kQ6_K, "avx2", kQ8KBlockElems, Q8KRowBytes,       QuantizeQ8K,
+    DotK<Q6_K>,      true,   kPanelRows,     PackKQuantAvx2Q6K, PackedDotKQuantAvx2Q6K};
 
 }  // namespace cairn

@@ -18,10 +18,17 @@
 
 namespace cairn {
 
-// The packed layout of the AVX2 Q4_K kernel (QuantDotKernel::pack and
-// packed_dot; quant_dot_kquant_packed_avx2.cc), which kQ4_KAvx2 points at.
+// The packed layouts of the AVX2 K-quant kernels (QuantDotKernel::pack and
+// packed_dot; quant_dot_kquant_packed_avx2.cc), which kQ4_KAvx2, kQ5_KAvx2
+// and kQ6_KAvx2 point at.
 void PackKQuantAvx2Q4K(const uint8_t* w, int64_t n_rows, int64_t n, uint8_t* out);
 void PackedDotKQuantAvx2Q4K(const uint8_t* w, int64_t n_rows, const uint8_t* qx, size_t qx_stride, int64_t n_tokens,
+                            int64_t n, float* y, int64_t ldy);
+void PackKQuantAvx2Q5K(const uint8_t* w, int64_t n_rows, int64_t n, uint8_t* out);
+void PackedDotKQuantAvx2Q5K(const uint8_t* w, int64_t n_rows, const uint8_t* qx, size_t qx_stride, int64_t n_tokens,
+                            int64_t n, float* y, int64_t ldy);
+void PackKQuantAvx2Q6K(const uint8_t* w, int64_t n_rows, int64_t n, uint8_t* out);
+void PackedDotKQuantAvx2Q6K(const uint8_t* w, int64_t n_rows, const uint8_t* qx, size_t qx_stride, int64_t n_tokens,
                             int64_t n, float* y, int64_t ldy);
 
 namespace {  // NOLINT(build/namespaces_headers): one copy per ISA file, on purpose
@@ -29,6 +36,11 @@ namespace {  // NOLINT(build/namespaces_headers): one copy per ISA file, on purp
 inline __m256i Load256(const uint8_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
 inline void Store256(int32_t* p, __m256i v) { _mm256_store_si256(reinterpret_cast<__m256i*>(p), v); }
 inline __m256i Broadcast32(const uint8_t* p) { return _mm256_set1_epi32(static_cast<int>(Load32(p))); }
+
+// v shifted left by `bits` (right for negative); a constant once unrolled.
+CAIRN_KQUANT_INLINE __m256i Shift16(__m256i v, int bits) {
+  return bits >= 0 ? _mm256_slli_epi16(v, bits) : _mm256_srli_epi16(v, -bits);
+}
 
 // Prompt panels: kPanelRows weight rows, one per int32 lane (below).
 constexpr int kPanelRows = 8;
