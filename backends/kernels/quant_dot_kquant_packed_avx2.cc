@@ -125,25 +125,29 @@ struct PackedQ4K {
   };
 };
 
-// Q5_K, 8 x 176 = 1408 bytes: the qs as Q4_K's in [0, 1024), the qh (GGUF
-// bytes 16-47) transposed in [1024, 1280): bit 2h + u of vector j is bit
-// 4 of chunk 16h + 8u + j; then the scales.
+// Q5_K, 8 x 176 = 1408 bytes: the scales (above) in [0, 128), the qh
+// (GGUF bytes 16-47) transposed in [128, 384): bit 2h + u of vector j is
+// bit 4 of chunk 16h + 8u + j; the qs as Q4_K's in [384, 1408). In the
+// order the kernel first reads them: with the qh after the qs, the kernel
+// read two places of each block at once, and one token from memory ran at
+// 0.85x the GGUF rows on two threads.
 struct PackedQ5K {
   static constexpr int kGroupShift = 5, kInt16Chunks = 4;
   static constexpr size_t kBlockBytes = 176;
+  static constexpr size_t kQhAt = kK4ScalesBytes, kQsAt = kQhAt + 256;
   static void PackRow(const uint8_t* src, int r, uint8_t* dst) {
-    PackTransposed(src + 48, 128, r, dst);
-    PackTransposed(src + 16, 32, r, dst + 1024);
-    PackK4Scales(src, r, dst + 1280);
+    PackK4Scales(src, r, dst);
+    PackTransposed(src + 16, 32, r, dst + kQhAt);
+    PackTransposed(src + 48, 128, r, dst + kQsAt);
   }
   struct Block : PackedK4Scales {
     const uint8_t* q;
-    CAIRN_KQUANT_INLINE explicit Block(const uint8_t* p) : PackedK4Scales(p + 1280), q(p) {}
+    CAIRN_KQUANT_INLINE explicit Block(const uint8_t* p) : PackedK4Scales(p), q(p) {}
     CAIRN_KQUANT_INLINE __m256i Chunk(int c) const {
       const int h = c >> 4, u = (c >> 3) & 1, j = c & 7;
       const __m256i bit4 =
-          _mm256_and_si256(Shift16(Load256(q + 1024 + 32 * j), 4 - (2 * h + u)), _mm256_set1_epi8(0x10));
-      return _mm256_or_si256(Nibble(Load256(q + 32 * (8 * h + j)), u), bit4);
+          _mm256_and_si256(Shift16(Load256(q + kQhAt + 32 * j), 4 - (2 * h + u)), _mm256_set1_epi8(0x10));
+      return _mm256_or_si256(Nibble(Load256(q + kQsAt + 32 * (8 * h + j)), u), bit4);
     }
   };
 };
