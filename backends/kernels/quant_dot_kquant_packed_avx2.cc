@@ -107,20 +107,21 @@ struct PackedK4Scales {
 // the 8 rows' packed block) and Block (a packed block, unpacked a chunk at
 // a time: Chunk(c) = elements 4c..4c+3 of each row, a row per lane).
 
-// Q4_K, 8 x 144 = 1152 bytes: the qs (GGUF bytes 16-143) transposed in
-// [0, 1024): vector 8h + j's low nibbles are elements 64h + 4j .. + 3
-// (chunk 16h + j), its high nibbles 32 elements further (chunk 16h + 8 +
-// j); then the scales (above).
+// Q4_K, 8 x 144 = 1152 bytes: the scales (above) in [0, 128), then the
+// qs (GGUF bytes 16-143) transposed in [128, 1152): vector 8h + j's low
+// nibbles are elements 64h + 4j .. + 3 (chunk 16h + j), its high nibbles
+// 32 elements further (chunk 16h + 8 + j).
 struct PackedQ4K {
   static constexpr int kGroupShift = 5, kInt16Chunks = 8;
   static constexpr size_t kBlockBytes = 144;
+  static constexpr size_t kQsAt = kK4ScalesBytes;
   static void PackRow(const uint8_t* src, int r, uint8_t* dst) {
-    PackTransposed(src + 16, 128, r, dst);
-    PackK4Scales(src, r, dst + 1024);
+    PackK4Scales(src, r, dst);
+    PackTransposed(src + 16, 128, r, dst + kQsAt);
   }
   struct Block : PackedK4Scales {
     const uint8_t* q;
-    CAIRN_KQUANT_INLINE explicit Block(const uint8_t* p) : PackedK4Scales(p + 1024), q(p) {}
+    CAIRN_KQUANT_INLINE explicit Block(const uint8_t* p) : PackedK4Scales(p), q(p + kQsAt) {}
     CAIRN_KQUANT_INLINE __m256i Chunk(int c) const { return Nibble(Load256(q + 32 * (8 * (c >> 4) + (c & 7))), c & 8); }
   };
 };
