@@ -12,8 +12,11 @@
 //    the decode copies (from memory, as in a model) for each token count of
 //    --tokens (the tokens of every decoding sequence in one step): GFLOP/s
 //    and a token's cost against one token alone (1.00 = no gain from
-//    sharing the weights). --table 0 prints this sweep only; --clock cpu
-//    times it by this thread's CPU time, on this thread alone.
+//    sharing the weights), and the weight GB/s of the call. A kernel with
+//    a packed layout (QuantDotKernel::pack) runs it too, on copies packed
+//    as the loader packs them, alternated with its GGUF rows ("+packed").
+//    --table 0 prints this sweep only; --clock cpu times it by this
+//    thread's CPU time, on this thread alone.
 // Threads split the rows, as MatMul does; the activations are quantized
 // once per call on the calling thread (decode) or split by tokens (prompt).
 //
@@ -86,46 +89,80 @@ double BestThreadCpu(F&& fn) {
 
 // The token-count sweep of one weight type: every vector kernel's dot() over
 // the rows of each of `copies` matrices of `bytes` bytes at `weights` (split
-// over threads; on this thread alone with cpu_clock) for each count,
-// alternating the counts within a round; the medians per matrix.
+// over threads in groups of 16 rows, as QuantMatMul does; on this thread
+// alone with cpu_clock) for each count, alternating the counts within a
+// round; the medians per matrix. A kernel with a packed layout
+// (QuantDotKernel::pack) also runs on copies packed as the loader packs
+// them (PackWeights: packed_dot on the groups, dot on the tail rows),
+// alternated with its GGUF rows count by count ("+packed" rows).
 void TokenSweep(absl::string_view type_name, GgmlType type, int64_t n_in, int64_t n_out, const uint8_t* weights,
                 size_t bytes, size_t copies, const std::vector<int64_t>& counts, int rounds, bool cpu_clock, Rng& rng,
                 ThreadPool& pool) {
   const int64_t max_tokens = *std::max_element(counts.begin(), counts.end());
   const std::vector<float> x = rng.SymmetricVec(max_tokens * n_in, 1.0f);
-  std::vector<float> y(static_cast<size_t>(n_out * max_tokens));
+  std::vector<float> y(static_cast<size_t>(n_out * max_tokens)), y_rows(y.size());
   for (const QuantDotKernel* k : QuantDotKernelsFor(type)) {
     if (k->isa == "portable") continue;
     const size_t qs = k->activation_row_bytes(n_in);
     std::vector<uint8_t> qx(qs * static_cast<size_t>(max_tokens));
     for (int64_t t = 0; t < max_tokens; ++t) k->quantize(x.data() + t * n_in, n_in, qx.data() + t * qs);
     const size_t rb = RowBytes(type, n_in);
-    std::vector<std::vector<double>> seconds(counts.size());
+    const bool packs = PackingKernel(type, n_in, n_out) == k;
+    std::vector<uint8_t> packed(packs ? bytes * copies : 0);
+    for (size_t c = 0; packs && c < copies; ++c)
+      PackWeights(WeightMatrix{type, n_in, n_out, weights + c * bytes}, packed.data() + c * bytes, pool);
+    const int64_t packed_end = packs ? n_out / k->pack_rows * k->pack_rows : 0;
+    const int n_paths = packs ? 2 : 1;
+    std::vector<std::vector<double>> seconds(counts.size() * n_paths);
+    bool same_bits = true;
     for (int r = 0; r < rounds; ++r) {
       for (size_t i = 0; i < counts.size(); ++i) {
-        const uint8_t* w = weights;
-        auto rows = [&](int64_t b, int64_t e) {
-          k->dot(w + static_cast<size_t>(b) * rb, rb, e - b, qx.data(), qs, counts[i], n_in, y.data() + b, n_out);
-        };
-        auto all = [&] {
-          for (size_t c = 0; c < copies; ++c) {
-            w = weights + c * bytes;
-            if (cpu_clock)
-              rows(0, n_out);
-            else
-              pool.ParallelFor(n_out, 16, rows);
-          }
-        };
-        seconds[i].push_back((cpu_clock ? BestThreadCpu(all) : Best(3, all)) / static_cast<double>(copies));
+        for (int path = 0; path < n_paths; ++path) {
+          const uint8_t* w = weights;
+          // Rows [b, e), b a multiple of 16: packed groups, then GGUF rows.
+          auto rows = [&](int64_t b, int64_t e) {
+            const int64_t p = path == 1 ? std::clamp(packed_end - b, int64_t{0}, e - b) : 0;
+            if (p > 0)
+              k->packed_dot(w + static_cast<size_t>(b) * rb, p, qx.data(), qs, counts[i], n_in, y.data() + b, n_out);
+            if (p < e - b) {
+              k->dot(w + static_cast<size_t>(b + p) * rb, rb, e - b - p, qx.data(), qs, counts[i], n_in,
+                     y.data() + b + p, n_out);
+            }
+          };
+          auto all = [&] {
+            for (size_t c = 0; c < copies; ++c) {
+              w = (path == 1 ? packed.data() : weights) + c * bytes;
+              if (cpu_clock) {
+                rows(0, n_out);
+              } else {
+                pool.ParallelFor((n_out + 15) / 16, 1,
+                                 [&](int64_t gb, int64_t ge) { rows(gb * 16, std::min(ge * 16, n_out)); });
+              }
+            }
+          };
+          seconds[i * n_paths + path].push_back((cpu_clock ? BestThreadCpu(all) : Best(3, all)) /
+                                                static_cast<double>(copies));
+          // The last copy's products: the packed layout's must have the rows' bits.
+          const size_t outputs = static_cast<size_t>(n_out * counts[i]);
+          if (path == 0) std::copy(y.begin(), y.begin() + outputs, y_rows.begin());
+          if (path == 1) same_bits = same_bits && std::memcmp(y.data(), y_rows.data(), outputs * sizeof(float)) == 0;
+        }
       }
     }
-    const double one = Median(seconds[std::find(counts.begin(), counts.end(), 1) - counts.begin()]);
-    for (size_t i = 0; i < counts.size(); ++i) {
-      const double s = Median(seconds[i]);
-      std::printf("%-5s %-10s | %6lld | %9.1f | %10.3f | %8.2f\n", std::string(type_name).c_str(),
-                  std::string(k->isa).c_str(), static_cast<long long>(counts[i]),
-                  2.0 * static_cast<double>(n_in) * static_cast<double>(n_out) * counts[i] / s / 1e9, s * 1e3,
-                  s / counts[i] / one);
+    if (!same_bits)
+      std::printf("%-5s %-10s: packed_dot differs from dot (a bug)\n", std::string(type_name).c_str(),
+                  std::string(k->isa).c_str());
+    for (int path = 0; path < n_paths; ++path) {
+      const size_t one_at = static_cast<size_t>(std::find(counts.begin(), counts.end(), 1) - counts.begin());
+      const double one = Median(seconds[one_at * n_paths + path]);
+      const std::string name = std::string(k->isa) + (path == 1 ? "+packed" : "");
+      for (size_t i = 0; i < counts.size(); ++i) {
+        const double s = Median(seconds[i * n_paths + path]);
+        std::printf("%-5s %-12s | %6lld | %9.1f | %8.2f | %10.3f | %8.2f\n", std::string(type_name).c_str(),
+                    name.c_str(), static_cast<long long>(counts[i]),
+                    2.0 * static_cast<double>(n_in) * static_cast<double>(n_out) * counts[i] / s / 1e9,
+                    static_cast<double>(bytes) / s / 1e9, s * 1e3, s / counts[i] / one);
+      }
     }
   }
 }
@@ -291,7 +328,8 @@ int Run(int argc, char** argv) {
       "cost/token = time per token / time of one token alone\n",
       static_cast<long long>(n_out), static_cast<long long>(n_in), static_cast<long long>(decode_mib), rounds,
       cpu_clock ? "CPU time of one thread" : "wall clock");
-  std::printf("%-5s %-10s | %6s | %9s | %10s | %8s\n", "type", "path", "tokens", "GFLOP/s", "ms", "cost/tok");
+  std::printf("%-5s %-12s | %6s | %9s | %8s | %10s | %8s\n", "type", "path", "tokens", "GFLOP/s", "W GB/s", "ms",
+              "cost/tok");
   for (const Swept& s : swept) {
     // Copies cycled as for decode (the weights stream from memory, as in a
     // model's decode step), one matrix's worth with --decode-bytes-mib small.

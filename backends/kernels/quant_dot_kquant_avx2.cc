@@ -17,12 +17,11 @@
 #include <cstring>
 
 #include "backends/kernels/quant_dot_kquant.h"
+#include "backends/kernels/quant_dot_kquant_avx2.h"
 #include "backends/kernels/quant_dot_kquant_blocks.h"
 
 namespace cairn {
 namespace {
-
-inline __m256i Load256(const uint8_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
 
 // Per block: scale factors, the int16 mins of the 16 groups of 16 elements,
 // and the scales the 64-element groups pick from with one vpshufb each
@@ -91,20 +90,6 @@ inline void HeaderK4(const uint8_t* b, Header* h) {
 CAIRN_KQUANT_INLINE __m256i ScaleK4(const Header& h, int j) {
   return _mm256_shuffle_epi8(h.scales[0], _mm256_set1_epi16(static_cast<int16_t>(0x8000 | j)));
 }
-
-// Prompt panels: kPanelRows weight rows, one per int32 lane (below).
-constexpr int kPanelRows = 8;
-
-// One block of a prompt panel: a row per int32 lane. The scales are int16
-// pairs (a group's scale in both halves of its row's lane), so that one
-// vpmaddwd both widens a group's int16 sums and applies its scale.
-struct PanelBlock {
-  alignas(32) int32_t q[64][kPanelRows];           // [chunk][row]: elements 4c..4c+3
-  alignas(32) int32_t scale_pair[16][kPanelRows];  // [group][row]
-  alignas(32) int32_t min_pair[8][kPanelRows];     // [k][row]: int16 mins of groups 2k, 2k+1
-  alignas(32) float d[kPanelRows];
-  alignas(32) float dmin[kPanelRows];
-};
 
 // Per type, for the panels: kGroupShift = log2(elements per scale), and
 // kInt16Chunks = how many 4-element chunks' vpmaddubsw pairs add up in
@@ -355,8 +340,6 @@ void RowTokens(const uint8_t* row, const uint8_t* qx, size_t qx_stride, int64_t 
 // 81, 6: 95 vs 74-79, 8: 106 vs 91-94, 16: 123 vs 89-91; Q6_K 6: 81 vs
 // 70-72, 8: 88 vs 84-86, 16: 103 vs 84. Row tiles are at their best on 4
 // tokens (Q4_K 78, Q6_K 74), so 1-4 tokens stay rows (3: a 3-token tile).
-constexpr int64_t kPanelMinTokens = 5;
-constexpr int64_t kMaxPanelTile = 256;  // tokens: their accumulators, 8 KiB, on the stack
 
 // The 16 bytes of each of 8 rows as 8 vectors of 2 byte columns:
 // out[k] holds bytes 2k (low 8 bytes, rows 0-7) and 2k + 1 (high 8 bytes).
@@ -380,8 +363,6 @@ CAIRN_KQUANT_INLINE void TransposeBytes8x16(const __m128i* rows, __m128i* out) {
     out[2 * j + 1] = _mm_unpackhi_epi32(b[j], b[4 + j]);
   }
 }
-
-inline void Store256(int32_t* p, __m256i v) { _mm256_store_si256(reinterpret_cast<__m256i*>(p), v); }
 
 // Bytes 0-7 of v, zero- (Q4_K, Q5_K) or sign-extended (Q6_K) to int16,
 // each in both int16 halves of an int32 lane.
@@ -434,11 +415,6 @@ CAIRN_KQUANT_INLINE void TransposedRows(const uint8_t* const* blk, int offset, _
 #pragma GCC unroll 8
   for (int r = 0; r < kPanelRows; ++r) v[r] = Load256(blk[r] + offset);
   Transpose8x8(v);
-}
-
-// v shifted left by `bits` (right for negative); a constant once unrolled.
-CAIRN_KQUANT_INLINE __m256i Shift16(__m256i v, int bits) {
-  return bits >= 0 ? _mm256_slli_epi16(v, bits) : _mm256_srli_epi16(v, -bits);
 }
 
 // The quants of block b of the panel's 8 rows, re-laid out. The packed
@@ -522,96 +498,6 @@ void FillPanel(const uint8_t* w, size_t w_stride, int64_t b, int64_t nb, PanelBl
   FillPanelQuants<K>(blk, pb);
 }
 
-inline __m256i Broadcast32(const uint8_t* p) { return _mm256_set1_epi32(static_cast<int>(Load32(p))); }
-
-// acc[t * 8 + r] += W[r] block . X[t] block for the panel's 8 rows and
-// kTokens tokens; xb points at the first token's activation block.
-// Not inlined: inlined into PanelDot, GCC spilled its accumulators (Q6_K
-// prompts ran at half the rate).
-template <class K, int kTokens>
-__attribute__((noinline)) void PanelTokens(const PanelBlock& pb, const uint8_t* xb, size_t qx_stride, float* acc) {
-  constexpr int kChunks = (1 << K::kGroupShift) / 4, kGroups = 256 >> K::kGroupShift;
-  constexpr int kInt16Chunks = K::kInt16Chunks;
-  __m256i dot[kTokens];
-#pragma GCC unroll 8
-  for (int t = 0; t < kTokens; ++t) dot[t] = _mm256_setzero_si256();
-    // Groups not unrolled: unrolled, GCC summed the products as a tree and
-    // spilled its partial sums (a third of the instructions were stack moves).
-#pragma GCC unroll 1
-  for (int g = 0; g < kGroups; ++g) {
-    const __m256i sc = _mm256_load_si256(reinterpret_cast<const __m256i*>(pb.scale_pair[g]));
-#pragma GCC unroll 4
-    for (int c = g * kChunks; c < (g + 1) * kChunks; c += kInt16Chunks) {
-#pragma GCC unroll 8
-      for (int t = 0; t < kTokens; ++t) {
-        const uint8_t* xq = xb + t * qx_stride + 4 + 4 * c;
-        __m256i p = _mm256_maddubs_epi16(_mm256_load_si256(reinterpret_cast<const __m256i*>(pb.q[c])), Broadcast32(xq));
-#pragma GCC unroll 8
-        for (int i = 1; i < kInt16Chunks; ++i) {
-          const __m256i w = _mm256_load_si256(reinterpret_cast<const __m256i*>(pb.q[c + i]));
-          p = _mm256_add_epi16(p, _mm256_maddubs_epi16(w, Broadcast32(xq + 4 * i)));
-        }
-        // Both int16 halves of a lane are the row's: one vpmaddwd by the
-        // paired scale widens and scales them (exact integers).
-        dot[t] = _mm256_add_epi32(dot[t], _mm256_madd_epi16(p, sc));
-      }
-    }
-  }
-  __m256i mins[kTokens];
-#pragma GCC unroll 8
-  for (int t = 0; t < kTokens; ++t) mins[t] = _mm256_setzero_si256();
-#pragma GCC unroll 8
-  for (int k = 0; k < 8; ++k) {
-    const __m256i m = _mm256_load_si256(reinterpret_cast<const __m256i*>(pb.min_pair[k]));
-#pragma GCC unroll 8
-    for (int t = 0; t < kTokens; ++t) {
-      mins[t] =
-          _mm256_add_epi32(mins[t], _mm256_madd_epi16(m, Broadcast32(xb + t * qx_stride + 4 + kQ8KBlockElems + 4 * k)));
-    }
-  }
-  // AccumulateBlock, a row per lane.
-  const __m256 d = _mm256_load_ps(pb.d), dmin = _mm256_load_ps(pb.dmin);
-#pragma GCC unroll 8
-  for (int t = 0; t < kTokens; ++t) {
-    float dx;
-    std::memcpy(&dx, xb + t * qx_stride, 4);
-    const __m256 vdx = _mm256_set1_ps(dx);
-    __m256 a =
-        _mm256_add_ps(_mm256_loadu_ps(acc + 8 * t), _mm256_mul_ps(_mm256_cvtepi32_ps(dot[t]), _mm256_mul_ps(d, vdx)));
-    a = _mm256_sub_ps(a, _mm256_mul_ps(_mm256_cvtepi32_ps(mins[t]), _mm256_mul_ps(dmin, vdx)));
-    _mm256_storeu_ps(acc + 8 * t, a);
-  }
-}
-
-// Rows in panels of 8 (n_rows a multiple of 8), tokens in tiles whose
-// activations stay in L2 while every panel passes over them.
-template <class K>
-void PanelDot(const uint8_t* w, size_t w_stride, int64_t n_rows, const uint8_t* qx, size_t qx_stride, int64_t n_tokens,
-              int64_t n, float* y, int64_t ldy) {
-  const int64_t nb = n / kQ8KBlockElems;
-  const int64_t tile = Min(kMaxPanelTile, Max(16, static_cast<int64_t>((1 << 20) / Q8KRowBytes(n)) / 4 * 4));
-  alignas(32) float acc[kMaxPanelTile * kPanelRows];
-  PanelBlock pb;
-  for (int64_t t0 = 0; t0 < n_tokens; t0 += tile) {
-    const int64_t t1 = Min(n_tokens, t0 + tile);
-    for (int64_t r0 = 0; r0 < n_rows; r0 += kPanelRows) {
-      for (int64_t i = 0; i < (t1 - t0) * kPanelRows; ++i) acc[i] = 0.0f;
-      for (int64_t b = 0; b < nb; ++b) {
-        FillPanel<K>(w + r0 * w_stride, w_stride, b, nb, &pb);
-        const uint8_t* xb = qx + b * kQ8KBlockBytes;
-        int64_t t = t0;
-        for (; t + 4 <= t1; t += 4) PanelTokens<K, 4>(pb, xb + t * qx_stride, qx_stride, &acc[(t - t0) * 8]);
-        if (t + 2 <= t1) {
-          PanelTokens<K, 2>(pb, xb + t * qx_stride, qx_stride, &acc[(t - t0) * 8]);
-          t += 2;
-        }
-        if (t < t1) PanelTokens<K, 1>(pb, xb + t * qx_stride, qx_stride, &acc[(t - t0) * 8]);
-      }
-      for (int64_t t = t0; t < t1; ++t) _mm256_storeu_ps(y + t * ldy + r0, _mm256_loadu_ps(&acc[(t - t0) * 8]));
-    }
-  }
-}
-
 // Panels of 8 rows (5 tokens or more), the rows left over (and fewer
 // tokens) as below. Tokens go in tiles whose activations stay in L2 while
 // every row passes over them; within a tile, each row's blocks are unpacked
@@ -619,11 +505,15 @@ void PanelDot(const uint8_t* w, size_t w_stride, int64_t n_rows, const uint8_t* 
 template <class K>
 void DotK(const uint8_t* w, size_t w_stride, int64_t n_rows, const uint8_t* qx, size_t qx_stride, int64_t n_tokens,
           int64_t n, float* y, int64_t ldy) {
+  const int64_t nb = n / kQ8KBlockElems;
   TakePanelRows(
       kPanelRows, kPanelMinTokens, n_tokens,
-      [&](int64_t rows) { PanelDot<K>(w, w_stride, rows, qx, qx_stride, n_tokens, n, y, ldy); }, &w, w_stride, &n_rows,
-      &y);
-  const int64_t nb = n / kQ8KBlockElems;
+      [&](int64_t rows) {
+        PanelDot<K>(rows, qx, qx_stride, n_tokens, n, y, ldy, [&](int64_t r0, int64_t b, PanelBlock* pb) {
+          FillPanel<K>(w + r0 * w_stride, w_stride, b, nb, pb);
+        });
+      },
+      &w, w_stride, &n_rows, &y);
   const int64_t tile = Max(4, static_cast<int64_t>((256 << 10) / Q8KRowBytes(n)) / 4 * 4);
   for (int64_t t0 = 0; t0 < n_tokens; t0 += tile) {
     const int64_t t1 = Min(n_tokens, t0 + tile);
@@ -646,11 +536,15 @@ void DotK(const uint8_t* w, size_t w_stride, int64_t n_rows, const uint8_t* qx, 
 
 }  // namespace
 
-constinit const QuantDotKernel kQ4_KAvx2 = {GgmlType::kQ4_K, "avx2", kQ8KBlockElems, Q8KRowBytes, QuantizeQ8K,
-                                            DotK<Q4_K>,      true};
-constinit const QuantDotKernel kQ5_KAvx2 = {GgmlType::kQ5_K, "avx2", kQ8KBlockElems, Q8KRowBytes, QuantizeQ8K,
-                                            DotK<Q5_K>,      true};
-constinit const QuantDotKernel kQ6_KAvx2 = {GgmlType::kQ6_K, "avx2", kQ8KBlockElems, Q8KRowBytes, QuantizeQ8K,
-                                            DotK<Q6_K>,      true};
+// Every type packs its rows at load (quant_dot_kquant_packed_avx2.cc).
+constinit const QuantDotKernel kQ4_KAvx2 = {
+    GgmlType::kQ4_K, "avx2", kQ8KBlockElems, Q8KRowBytes,       QuantizeQ8K,
+    DotK<Q4_K>,      true,   kPanelRows,     PackKQuantAvx2Q4K, PackedDotKQuantAvx2Q4K};
+constinit const QuantDotKernel kQ5_KAvx2 = {
+    GgmlType::kQ5_K, "avx2", kQ8KBlockElems, Q8KRowBytes,       QuantizeQ8K,
+    DotK<Q5_K>,      true,   kPanelRows,     PackKQuantAvx2Q5K, PackedDotKQuantAvx2Q5K};
+constinit const QuantDotKernel kQ6_KAvx2 = {
+    GgmlType::kQ6_K, "avx2", kQ8KBlockElems, Q8KRowBytes,       QuantizeQ8K,
+    DotK<Q6_K>,      true,   kPanelRows,     PackKQuantAvx2Q6K, PackedDotKQuantAvx2Q6K};
 
 }  // namespace cairn
