@@ -2,7 +2,8 @@
 # cairn-eval as a user runs it: golden logits in batch, step and chunk modes
 # within 1e-4 x std with every argmax equal (--exact-activations), the
 # default 8-bit-activation path on quantized files within 0.15 x std (and
-# measurably not exact), the output in the golden format, greedy generation
+# measurably not exact), packed weights equal to the file's rows, the
+# output in the golden format, greedy generation
 # equal to llama.cpp's, and errors with non-zero exits.
 set -u
 tool=$1
@@ -43,6 +44,16 @@ for model in llama-q8 llama256-Q4_0; do
   rel=$(echo "$line" | sed -n 's/.*max|diff|\/std \([^ ]*\).*/\1/p')
   [ -n "$rel" ] || fail "$model fast: no comparison printed ($line)"
   awk -v r="$rel" 'BEGIN { exit !(r < 0.15 && r > 1e-4) }' || fail "$model fast: max|diff|/std $rel not in (1e-4, 0.15)"
+done
+
+# Weights packed at load (the default where this CPU's kernel packs) give the
+# bits of the file's rows: the same output file, byte for byte.
+for model in llama256-Q4_K_M llama256-Q4_0; do
+  "$tool" --model "$g/models/$model.gguf" --tokens "$g/tokens.txt" --out "$tmp/packed.bin" --mode chunk:5 \
+    2>"$tmp/err" >/dev/null || fail "$model packed: $(cat "$tmp/err")"
+  "$tool" --model "$g/models/$model.gguf" --tokens "$g/tokens.txt" --out "$tmp/rows.bin" --mode chunk:5 \
+    --no-pack-weights 2>"$tmp/err" >/dev/null || fail "$model rows: $(cat "$tmp/err")"
+  cmp -s "$tmp/packed.bin" "$tmp/rows.bin" || fail "$model: packed weights and file rows give different logits"
 done
 
 # Greedy: the first continuation of the reference file, from the prompt's ids.

@@ -297,7 +297,8 @@ class MemoryBudgetTest(unittest.TestCase):
 class ExactActivationsTest(unittest.TestCase):
     """--exact-activations reaches the backend: a Q8_0 golden model served
     with and without it gives close but different log-probabilities (8-bit
-    activations by default), and each server is deterministic."""
+    activations by default), and each server is deterministic; served with
+    --no-pack-weights, the same log-probabilities as packed."""
 
     MODEL = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "..", "shared", "golden",
                          "models", "llama-q8.gguf")
@@ -312,7 +313,8 @@ class ExactActivationsTest(unittest.TestCase):
         from cairn.v1 import inference_pb2 as pb
         cls.grpc, cls.pb = grpc, pb
         cls.servers = [start_server("--model=q8=" + cls.MODEL),
-                       start_server("--model=q8=" + cls.MODEL, "--exact-activations")]
+                       start_server("--model=q8=" + cls.MODEL, "--exact-activations"),
+                       start_server("--model=q8=" + cls.MODEL, "--no-pack-weights")]
         cls.channels = [grpc.insecure_channel("127.0.0.1:%d" % s[1]) for s in cls.servers]
         cls.stubs = [pbg_stub(c) for c in cls.channels]
 
@@ -354,6 +356,15 @@ class ExactActivationsTest(unittest.TestCase):
         # 0.15 x std of these logits is about 0.5; a log-probability moves by
         # at most twice a logit's move (measured 0.23).
         self.assertLess(worst, 1.0)
+
+    def test_packed_weights_give_the_bits_of_the_file_rows(self):
+        # --no-pack-weights reaches the backend and changes nothing but speed.
+        # A first request on each server puts the prompt in its prefix cache,
+        # so the compared ones take the same path (this file's F16 output
+        # rounds by call shape).
+        self.logprobs(self.stubs[0])
+        self.logprobs(self.stubs[2])
+        self.assertEqual(self.logprobs(self.stubs[0]), self.logprobs(self.stubs[2]))
 
 
 def main():
