@@ -19,6 +19,7 @@ BackendFamily LayeredFamily(std::string name, std::span<const ArchEntry> archs, 
     }
     absl::StatusOr<std::unique_ptr<ArchModel>> arch = LoadArch(archs, *model, name, packed.get());
     if (!arch.ok()) return arch.status();
+    if (packed != nullptr) packed->FinishLoading();
     absl::StatusOr<FamilyMemory> memory = plan(*model, (*arch)->shape(), options);
     if (!memory.ok()) return memory.status();
     memory->family = name;

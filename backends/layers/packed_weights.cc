@@ -16,7 +16,7 @@ constexpr size_t kAlignment = 64;
 
 void PackedWeights::Free::operator()(uint8_t* p) const { std::free(p); }
 
-PackedWeights::PackedWeights(const ModelFile& model, int32_t n_threads) : model_(model), pool_(n_threads) {}
+PackedWeights::PackedWeights(const ModelFile& model, int32_t n_threads) : model_(model), n_threads_(n_threads) {}
 
 absl::StatusOr<WeightMatrix> PackedWeights::Pack(const WeightMatrix& w) {
   if (w.packed != nullptr || PackingKernel(w.type, w.n_in, w.n_out) == nullptr) return w;
@@ -28,7 +28,8 @@ absl::StatusOr<WeightMatrix> PackedWeights::Pack(const WeightMatrix& w) {
                                                      std::string(TypeName(w.type)), " matrix of ", w.n_out, " rows"));
   }
   copies_.emplace_back(copy);
-  const WeightMatrix packed = PackWeights(w, copy, pool_);
+  if (pool_ == nullptr) pool_ = std::make_unique<ThreadPool>(n_threads_);
+  const WeightMatrix packed = PackWeights(w, copy, *pool_);
   bytes_ += bytes;
   model_.ReleasePages(w.data, bytes);
   return packed;

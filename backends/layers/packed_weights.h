@@ -35,6 +35,11 @@ class PackedWeights final {
   // which must outlive this object.
   PackedWeights(const ModelFile& model, int32_t n_threads);
 
+  // Ends the threads Pack uses (the copies stay); a later Pack starts them
+  // again. For the end of a load: the packed copies live as long as the
+  // model, the threads need not.
+  void FinishLoading() { pool_.reset(); }
+
   // RESOURCE_EXHAUSTED when the copy cannot be allocated.
   absl::StatusOr<WeightMatrix> Pack(const WeightMatrix& w);
 
@@ -47,7 +52,8 @@ class PackedWeights final {
   };
 
   const ModelFile& model_;
-  ThreadPool pool_;
+  const int32_t n_threads_;
+  std::unique_ptr<ThreadPool> pool_;  // while loading
   std::vector<std::unique_ptr<uint8_t, Free>> copies_;
   size_t bytes_ = 0;
 };

@@ -540,12 +540,13 @@ absl::StatusOr<std::string> ModelFile::Architecture() const { return metadata().
 
 void ModelFile::ReleasePages(const uint8_t* data, size_t bytes) const {
   const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const auto at = reinterpret_cast<uintptr_t>(data);
   for (const std::unique_ptr<GgufFile>& f : files_) {
-    if (f->mapping_ == nullptr || data < f->base_ || bytes > f->size_ - static_cast<uint64_t>(data - f->base_))
-      continue;
+    const auto base = reinterpret_cast<uintptr_t>(f->base_);
+    if (f->mapping_ == nullptr || at < base || at - base > f->size_ || bytes > f->size_ - (at - base)) continue;
     // Whole pages only: the partial ones at either end hold other tensors.
-    const uintptr_t begin = (reinterpret_cast<uintptr_t>(data) + page - 1) / page * page;
-    const uintptr_t end = (reinterpret_cast<uintptr_t>(data) + bytes) / page * page;
+    const uintptr_t begin = (at + page - 1) / page * page;
+    const uintptr_t end = (at + bytes) / page * page;
     if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
     return;
   }

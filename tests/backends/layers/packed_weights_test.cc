@@ -4,8 +4,12 @@
 // every quantized golden file.
 #include "backends/layers/packed_weights.h"
 
+#include <sys/mman.h>
+
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
@@ -87,6 +91,24 @@ TEST(ReleasePagesTest, TensorsReadTheSameAfterTheirPagesAreReleased) {
   }
   auto in_memory = ModelFile::FromBuffer(image);
   ASSERT_TRUE(in_memory.ok()) << in_memory.status();
+  // Memory outside every mapping is left alone too: below the file (the
+  // heap) and above it (an anonymous mapping placed past its end, where a
+  // careless bounds check wraps around).
+  std::vector<uint8_t> below(size_t{1} << 16, 0xAB);
+  (*mapped)->ReleasePages(below.data(), below.size());
+  EXPECT_TRUE(std::all_of(below.begin(), below.end(), [](uint8_t b) { return b == 0xAB; }));
+  const TensorInfo* last = (*mapped)->tensors().back();
+  constexpr size_t kAbove = size_t{1} << 20;
+  void* hint =
+      reinterpret_cast<void*>((reinterpret_cast<uintptr_t>(last->data) + (uintptr_t{1} << 30)) & ~uintptr_t{0xFFFFF});
+  void* above = ::mmap(hint, kAbove, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(above, MAP_FAILED);
+  ASSERT_GT(reinterpret_cast<uintptr_t>(above), reinterpret_cast<uintptr_t>(last->data));
+  std::memset(above, 0xAB, kAbove);
+  (*mapped)->ReleasePages(static_cast<const uint8_t*>(above), kAbove);
+  const auto* bytes_above = static_cast<const uint8_t*>(above);
+  EXPECT_TRUE(std::all_of(bytes_above, bytes_above + kAbove, [](uint8_t b) { return b == 0xAB; }));
+  ::munmap(above, kAbove);
   for (const ModelFile* model : {mapped->get(), in_memory->get()}) {
     for (const TensorInfo* t : model->tensors()) {
       const size_t bytes = RowBytes(t->type, t->shape[0]) * static_cast<size_t>(t->n_rows());
