@@ -473,18 +473,11 @@ struct PackedQ8_0 {
 // out <- the n_rows rows (a multiple of kPackRows) at w, packed as above.
 template <class P>
 void Pack(const uint8_t* w, int64_t n_rows, int64_t n, uint8_t* out) {
-  const int64_t nb = n / kQ8BlockElems;
-  const size_t rb = static_cast<size_t>(nb) * P::kBlockBytes;
-  for (int64_t g = 0; g < n_rows; g += kPackRows) {
-    for (int r = 0; r < kPackRows; ++r) {
-      const uint8_t* row = w + (g + r) * rb;
-      for (int64_t b = 0; b < nb; ++b) {
-        uint8_t* block = out + g * rb + b * P::kPackedBlockBytes;
-        std::memcpy(block + 2 * r, row + b * P::kBlockBytes, 2);
-        P::PackBlock(row + b * P::kBlockBytes, r, block + kPackScaleBytes);
-      }
-    }
-  }
+  PackGroups<kPackRows>(w, n_rows, n / kQ8BlockElems, P::kBlockBytes, out,
+                        [](const uint8_t* src, int r, uint8_t* block) {
+                          std::memcpy(block + 2 * r, src, 2);
+                          P::PackBlock(src, r, block + kPackScaleBytes);
+                        });
 }
 
 // acc[t * 8 + r] over the packed blocks b0 .. b0 + blocks - 1 of one group

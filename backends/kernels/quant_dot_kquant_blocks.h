@@ -155,6 +155,22 @@ struct PanelScalesQ6KOf {
   }
 };
 
+// The loop of every packed layout (QuantDotKernel::pack): n_rows rows of
+// nb blocks of block_bytes at w, in groups of kRows rows; block b of a group
+// takes kRows blocks' bytes at b times that from the group's start, and
+// pack_block(src, r, dst) writes row r's block src into it at dst.
+template <int kRows, class PackBlock>
+inline void PackGroups(const uint8_t* w, int64_t n_rows, int64_t nb, size_t block_bytes, uint8_t* out,
+                       PackBlock&& pack_block) {
+  const size_t row_bytes = static_cast<size_t>(nb) * block_bytes;
+  for (int64_t r0 = 0; r0 < n_rows; r0 += kRows) {
+    for (int64_t b = 0; b < nb; ++b) {
+      uint8_t* dst = out + static_cast<size_t>(r0) * row_bytes + static_cast<size_t>(b) * kRows * block_bytes;
+      for (int r = 0; r < kRows; ++r) pack_block(w + static_cast<size_t>(r0 + r) * row_bytes + b * block_bytes, r, dst);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace cairn
 

@@ -206,16 +206,7 @@ constexpr size_t kPackedBlockBytes = kPanelRows* P::kBlockBytes;
 
 template <class P>
 void Pack(const uint8_t* w, int64_t n_rows, int64_t n, uint8_t* out) {
-  const int64_t nb = n / kQ8KBlockElems;
-  const size_t row_bytes = static_cast<size_t>(nb) * P::kBlockBytes;
-  for (int64_t r0 = 0; r0 < n_rows; r0 += kPanelRows) {
-    for (int64_t b = 0; b < nb; ++b) {
-      uint8_t* dst = out + static_cast<size_t>(r0) * row_bytes + static_cast<size_t>(b) * kPackedBlockBytes<P>;
-      for (int r = 0; r < kPanelRows; ++r) {
-        P::PackRow(w + static_cast<size_t>(r0 + r) * row_bytes + static_cast<size_t>(b) * P::kBlockBytes, r, dst);
-      }
-    }
-  }
+  PackGroups<kPanelRows>(w, n_rows, n / kQ8KBlockElems, P::kBlockBytes, out, P::PackRow);
 }
 
 // From this many tokens on, packed blocks fill panels (PanelDot); fewer
