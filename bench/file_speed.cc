@@ -100,12 +100,14 @@ void PrintMedians(const Options& o, const char* label, const Speeds& s) {
 // elements x tokens/s (experts left out: a token reads only its chosen
 // ones; attention's own products not counted). For F32 weights, how close
 // to the machine's arithmetic limit the prompt runs, which bounds any
-// speed-up over another engine: it cannot beat 100%.
+// speed-up over another engine: it cannot beat 100%. Not printed for
+// quantized weights (integer products, which that peak does not bound).
 void PrintPeakShare(const ModelFile& file, const Options& o, double prompt_tokens_per_s) {
   double elements = 0;
   bool has_output = false;
   for (const TensorInfo* t : file.tensors()) {
     if (t->shape.size() != 2 || absl::StrContains(t->name, "_exps.")) continue;
+    if (t->type != GgmlType::kF32 && t->type != GgmlType::kF16 && t->type != GgmlType::kBF16) return;
     if (t->name == "output.weight") has_output = true;
     if (t->name != "token_embd.weight") elements += static_cast<double>(t->n_elements());
   }
