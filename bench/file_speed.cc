@@ -9,6 +9,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "backends/backend.h"
+#include "backends/model/ggml_type.h"
 #include "backends/register_builtin.h"
 #include "bench/bench_util.h"
 #include "service/programs/demo_models.h"
@@ -107,7 +108,7 @@ void PrintPeakShare(const ModelFile& file, const Options& o, double prompt_token
   bool has_output = false;
   for (const TensorInfo* t : file.tensors()) {
     if (t->shape.size() != 2 || absl::StrContains(t->name, "_exps.")) continue;
-    if (t->type != GgmlType::kF32 && t->type != GgmlType::kF16 && t->type != GgmlType::kBF16) return;
+    if (Traits(t->type).block_size != 1) return;  // quantized: only plain floats come in blocks of one
     if (t->name == "output.weight") has_output = true;
     if (t->name != "token_embd.weight") elements += static_cast<double>(t->n_elements());
   }

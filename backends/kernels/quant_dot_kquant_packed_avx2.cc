@@ -247,8 +247,8 @@ CAIRN_KQUANT_INLINE void PrefetchAhead(const uint8_t* p) {
 // Each group first prefetches its share of the lines of the block at
 // `ahead`, so the requests leave evenly through the block's arithmetic.
 // Asked for all at once at the block's start instead, one token from
-// memory read Q4_K / Q5_K / Q6_K at 0.78-0.83 / 0.70-0.76 / 0.71-0.74 of
-// the read loop, evenly at 0.86-0.92 / 0.90-0.97 / 0.99-1.01 (one thread;
+// memory read Q4_K / Q5_K / Q6_K at 0.78-0.84 / 0.70-0.76 / 0.71-0.74 of
+// the read loop, evenly at 0.86-0.95 / 0.90-0.97 / 0.99-1.01 (one thread;
 // 2 KiB or 8 KiB ahead did no better; bench/decode_bandwidth --clock cpu,
 // alternated runs).
 template <class P, int kTokens>
