@@ -46,6 +46,11 @@ class ConnectionStream final : public httplib::Stream {
   // connection is closed rather than kept alive for a client that trickles
   // its bytes.
   bool deadline_passed() const { return deadline_passed_; }
+  // The request's body was left unread (refused before or while it was
+  // read): the bytes that follow are not a request, so the connection ends
+  // after this response.
+  void EndAfterResponse() { end_after_response_ = true; }
+  bool end_after_response() const { return end_after_response_; }
   // The connection's thread's stream while it serves a request (null
   // elsewhere): route handlers mark the request arrived and watch the peer.
   static ConnectionStream* Current();
@@ -73,6 +78,7 @@ class ConnectionStream final : public httplib::Stream {
   const std::chrono::milliseconds io_timeout_;
   Clock::time_point read_deadline_ = Clock::time_point::max();
   mutable bool deadline_passed_ = false;
+  bool end_after_response_ = false;
   SslSession ssl_;           // null in the clear
   bool tls_failed_ = false;  // no close_notify after a fatal error
 };

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <ctime>
 #include <optional>
@@ -27,6 +28,10 @@ using Clock = std::chrono::steady_clock;
 
 // How often a waiting connection thread looks at its peer and at Stop.
 constexpr absl::Duration kPoll = absl::Milliseconds(100);
+// How long, and how many bytes, a connection closed before its request's
+// body was read drains that body (DrainBeforeClose).
+constexpr std::chrono::seconds kDrainTime{2};
+constexpr size_t kDrainBytes = size_t{64} << 20;
 
 // httplib's server with cairn's connection handling: each connection's
 // bytes go through a ConnectionStream, whose deadline bounds the time a
@@ -43,13 +48,34 @@ class GuardedServer final : public httplib::Server {
 
  private:
   bool process_and_close_socket(int sock) override {
-    bool ok = Serve(sock);
+    bool unread_body = false;
+    bool ok = Serve(sock, &unread_body);
+    if (unread_body) DrainBeforeClose(sock);
     ::shutdown(sock, SHUT_RDWR);
     ::close(sock);
     return ok;
   }
 
-  bool Serve(int sock) {
+  // A response sent before its request's body was read (an error): closing
+  // with those bytes unread would reset the connection, and the client,
+  // still sending, could lose the response. So the server stops writing and
+  // reads what still arrives, discarding it, until the client closes or a
+  // bound passes (nothing is kept: no memory grows).
+  static void DrainBeforeClose(int sock) {
+    ::shutdown(sock, SHUT_WR);
+    const Clock::time_point until = Clock::now() + kDrainTime;
+    char scrap[16 << 10];
+    for (size_t drained = 0; drained < kDrainBytes && Clock::now() < until;) {
+      pollfd p{sock, POLLIN, 0};
+      if (::poll(&p, 1, static_cast<int>(absl::ToInt64Milliseconds(kPoll))) < 0 && errno != EINTR) return;
+      if ((p.revents & (POLLIN | POLLHUP | POLLERR)) == 0) continue;
+      const ssize_t n = ::recv(sock, scrap, sizeof scrap, MSG_DONTWAIT);
+      if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) return;
+      if (n > 0) drained += static_cast<size_t>(n);
+    }
+  }
+
+  bool Serve(int sock, bool* unread_body) {
     ConnectionStream stream(sock, options_.io_timeout);
     // The TLS handshake and the first request share one deadline.
     stream.ReadBy(Clock::now() + options_.request_timeout);
@@ -66,7 +92,8 @@ class GuardedServer final : public httplib::Server {
       }
       bool closed = false;
       ok = process_request(stream, n + 1 == options_.keep_alive_requests || stopping_->load(), closed, nullptr);
-      if (closed || stream.deadline_passed()) break;
+      if (stream.end_after_response()) *unread_body = true;
+      if (closed || stream.deadline_passed() || stream.end_after_response()) break;
     }
     ConnectionStream::SetCurrent(nullptr);
     return ok;
@@ -155,12 +182,22 @@ class HttpServer::Routes {
   void Install(httplib::Server& server) {
     server.Get("/health", [this](const httplib::Request&, httplib::Response& res) { Health(res); });
     server.Get("/v1/models", [this](const httplib::Request& req, httplib::Response& res) { Models(req, res); });
-    server.Post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) {
-      Complete(OpenAiEndpoint::kChatCompletions, "/v1/chat/completions", req, res);
-    });
-    server.Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) {
-      Complete(OpenAiEndpoint::kCompletions, "/v1/completions", req, res);
-    });
+    // The completions read their bodies themselves (a ContentReader): httplib
+    // would refuse an application/x-www-form-urlencoded body (what `curl -d`
+    // sends) beyond 8 KiB with a 413, and the body is JSON whatever its
+    // Content-Type says. A POST without a body takes the plain handler.
+    for (const auto& [path, endpoint] : {std::pair{"/v1/chat/completions", OpenAiEndpoint::kChatCompletions},
+                                         std::pair{"/v1/completions", OpenAiEndpoint::kCompletions}}) {
+      server.Post(path, [this, path, endpoint](const httplib::Request& req, httplib::Response& res,
+                                               const httplib::ContentReader& content) {
+        std::string body;
+        if (absl::Status read = ReadBody(req, content, res, &body); !read.ok()) return;
+        Complete(endpoint, path, req, body, res);
+      });
+      server.Post(path, [this, path, endpoint](const httplib::Request& req, httplib::Response& res) {
+        Complete(endpoint, path, req, req.body, res);
+      });
+    }
     // Unknown routes, and httplib's own refusals (413 for a body beyond the
     // limit, 400 for a malformed request), in OpenAI's error shape.
     server.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
@@ -206,7 +243,14 @@ class HttpServer::Routes {
     res.set_content(nlohmann::json{{"object", "list"}, {"data", std::move(data)}}.dump(), "application/json");
   }
 
-  void Complete(OpenAiEndpoint endpoint, const char* method, const httplib::Request& req, httplib::Response& res);
+  // The request's body into `body`, within max_body_bytes (httplib bounds
+  // only a declared Content-Length, not a chunked body). On failure the
+  // response is the error (413 beyond the limit, 400 for a body cut short
+  // or multipart) and the connection ends after it.
+  absl::Status ReadBody(const httplib::Request& req, const httplib::ContentReader& content, httplib::Response& res,
+                        std::string* body) const;
+  void Complete(OpenAiEndpoint endpoint, const char* method, const httplib::Request& req, const std::string& body,
+                httplib::Response& res);
   bool StreamStep(Completion& c, httplib::DataSink& out);
 
   const HttpOptions options_;
@@ -233,8 +277,38 @@ struct Completion {
   }
 };
 
+absl::Status HttpServer::Routes::ReadBody(const httplib::Request& req, const httplib::ContentReader& content,
+                                          httplib::Response& res, std::string* body) const {
+  absl::Status st;
+  int http_status = 400;
+  bool too_large = false;
+  if (req.is_multipart_form_data()) {
+    st = absl::InvalidArgumentError("a multipart/form-data body: send the request as JSON");
+  } else if (!content([&](const char* data, size_t n) {
+               if (n > options_.max_body_bytes - body->size()) {
+                 too_large = true;
+                 return false;
+               }
+               body->append(data, n);
+               return true;
+             })) {
+    // httplib's status is 413 when a Content-Length is beyond the limit.
+    if (too_large || res.status == 413) {
+      http_status = 413;
+      st = absl::ResourceExhaustedError("request body too large");
+    } else {
+      st = absl::InvalidArgumentError("the request body ended before its length");
+    }
+  }
+  if (st.ok()) return st;
+  if (ConnectionStream* s = ConnectionStream::Current()) s->EndAfterResponse();
+  res.set_header("Connection", "close");
+  Reply(res, st, http_status);
+  return st;
+}
+
 void HttpServer::Routes::Complete(OpenAiEndpoint endpoint, const char* method, const httplib::Request& req,
-                                  httplib::Response& res) {
+                                  const std::string& body, httplib::Response& res) {
   Arrived();
   const std::optional<std::string> authorization = Authorization(req);
   // Credentials first: an unauthenticated client learns nothing about its body.
@@ -243,8 +317,7 @@ void HttpServer::Routes::Complete(OpenAiEndpoint endpoint, const char* method, c
       !c.ok()) {
     return Reply(res, c.status());
   }
-  absl::StatusOr<OpenAiRequest> parsed =
-      ParseOpenAiRequest(endpoint, req.body, req.get_header_value("X-Cairn-Session"));
+  absl::StatusOr<OpenAiRequest> parsed = ParseOpenAiRequest(endpoint, body, req.get_header_value("X-Cairn-Session"));
   if (!parsed.ok()) return Reply(res, parsed.status());
   absl::StatusOr<std::chrono::system_clock::time_point> deadline = DeadlineOf(req, options_.default_timeout);
   if (!deadline.ok()) return Reply(res, deadline.status());

@@ -3,6 +3,12 @@
 // reference: greedy replies equal, usage and cached tokens, streaming,
 // errors in OpenAI's shape, bearer tokens, body limits, and a client that
 // disconnects mid-stream (the request is cancelled; its session unchanged).
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <string>
@@ -228,6 +234,71 @@ TEST_F(HttpTest, ErrorsHaveOpenAisShapeAndStatus) {
     EXPECT_TRUE(j["error"]["code"].is_string()) << r.body;
   }
   // The server answers as before.
+  EXPECT_EQ(Send("POST", "/v1/chat/completions", Chat("still here", 2).dump()).status, 200);
+}
+
+// The body is JSON whatever its Content-Type says: `curl -d` sends
+// application/x-www-form-urlencoded, and a conversation of more than 8 KiB
+// (httplib's own cap on form bodies) is still a completion, not a 413. A
+// multipart body is refused by name, and the connection serves on.
+TEST_F(HttpTest, BodiesAreJsonWhateverTheirContentType) {
+  // More than 8 KiB of JSON (a field the server accepts and ignores, so the
+  // prompt stays within demo-chat's context).
+  Json chat = Chat("a story of ships", 2);
+  chat["user"] = std::string(12 << 10, 'u');
+  const std::string body = chat.dump();
+  for (const char* type : {"application/x-www-form-urlencoded", "text/plain", "application/json"}) {
+    httplib::Client cli("127.0.0.1", server_->http_port());
+    cli.set_read_timeout(60, 0);
+    httplib::Result r = cli.Post("/v1/chat/completions", body, type);
+    ASSERT_TRUE(r) << type;
+    EXPECT_EQ(r->status, 200) << type << " -> " << r->body;
+    EXPECT_EQ(Json::parse(r->body, nullptr, false)["choices"][0]["finish_reason"], "length") << type << r->body;
+  }
+  httplib::Client cli("127.0.0.1", server_->http_port());
+  cli.set_read_timeout(60, 0);
+  httplib::Result r = cli.Post("/v1/chat/completions", "--b\r\n\r\nx\r\n--b--\r\n", "multipart/form-data; boundary=b");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 400) << r->body;
+  EXPECT_NE(r->body.find("JSON"), std::string::npos) << r->body;
+  r = cli.Post("/v1/chat/completions", Chat("still here", 2).dump(), "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200) << r->body;
+}
+
+// A chunked body (no Content-Length to refuse up front) is bounded by the
+// same limit as it arrives: 413 once past it, while the client is still
+// sending (the server does not buffer the rest), and the client gets that
+// response rather than a reset connection.
+TEST_F(HttpTest, ChunkedBodiesAreBoundedAsTheyArrive) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(server_->http_port()));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  const std::string head =
+      "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+      "Transfer-Encoding: chunked\r\n\r\n";
+  ASSERT_EQ(::send(fd, head.data(), head.size(), MSG_NOSIGNAL), static_cast<ssize_t>(head.size()));
+  const std::string chunk = "10000\r\n" + std::string(64 << 10, ' ') + "\r\n";
+  constexpr size_t kOffered = size_t{64} << 20;  // far beyond the test server's 1 MiB
+  size_t sent = 0;
+  std::string response;
+  char buf[4096];
+  while (sent < kOffered) {
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, 0) > 0) break;  // the response has begun
+    const ssize_t n = ::send(fd, chunk.data(), chunk.size(), MSG_NOSIGNAL);
+    if (n <= 0) break;
+    sent += static_cast<size_t>(n);
+  }
+  for (ssize_t n; (n = ::recv(fd, buf, sizeof buf, 0)) > 0;) response.append(buf, static_cast<size_t>(n));
+  ::close(fd);
+  EXPECT_EQ(response.rfind("HTTP/1.1 413", 0), 0u) << response.substr(0, 200);
+  EXPECT_NE(response.find("request body too large"), std::string::npos) << response.substr(0, 400);
+  EXPECT_LT(sent, kOffered / 4);
   EXPECT_EQ(Send("POST", "/v1/chat/completions", Chat("still here", 2).dump()).status, 200);
 }
 
