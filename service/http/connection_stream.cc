@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <climits>
+#include <cstring>
 
 namespace cairn::service::http {
 namespace {
@@ -76,7 +77,9 @@ bool ConnectionStream::StartTls(SslSession session) {
   return Tls([](SSL* ssl) { return SSL_accept(ssl); }, true) > 0;
 }
 
-bool ConnectionStream::HasBuffered() const { return ssl_ != nullptr && SSL_pending(ssl_.get()) > 0; }
+bool ConnectionStream::HasBuffered() const {
+  return buffered_begin_ < buffered_end_ || (ssl_ != nullptr && SSL_pending(ssl_.get()) > 0);
+}
 
 int ConnectionStream::Tls(absl::FunctionRef<int(SSL*)> call, bool reading) {
   for (;;) {
@@ -110,13 +113,36 @@ bool ConnectionStream::is_readable() const { return HasBuffered() || Wait(POLLIN
 bool ConnectionStream::is_writable() const { return Wait(POLLOUT | POLLRDHUP, false); }
 
 ssize_t ConnectionStream::read(char* ptr, size_t size) {
-  const int chunk = static_cast<int>(std::min<size_t>(size, INT_MAX));
-  if (ssl_ != nullptr) return Tls([&](SSL* ssl) { return SSL_read(ssl, ptr, chunk); }, true);
-  if (!Wait(POLLIN, true)) return -1;
+  if (read_budget_ == 0) {
+    deadline_passed_ = true;
+    return -1;
+  }
+  size = std::min(size, read_budget_);
   ssize_t n;
-  do {
-    n = ::recv(fd_, ptr, size, 0);
-  } while (n < 0 && errno == EINTR);
+  if (ssl_ != nullptr) {
+    const int chunk = static_cast<int>(std::min<size_t>(size, INT_MAX));
+    n = Tls([&](SSL* ssl) { return SSL_read(ssl, ptr, chunk); }, true);
+  } else if (buffered_begin_ < buffered_end_) {
+    n = static_cast<ssize_t>(std::min(size, buffered_end_ - buffered_begin_));
+    std::memcpy(ptr, buffer_.data() + buffered_begin_, static_cast<size_t>(n));
+    buffered_begin_ += static_cast<size_t>(n);
+  } else {
+    if (!Wait(POLLIN, true)) return -1;
+    // httplib reads a request's line and headers a byte at a time: small
+    // reads are served from a buffer, one recv for many of them.
+    const bool direct = size >= kReadBuffer;
+    if (!direct) buffer_.resize(kReadBuffer);
+    do {
+      n = ::recv(fd_, direct ? ptr : buffer_.data(), direct ? size : kReadBuffer, 0);
+    } while (n < 0 && errno == EINTR);
+    if (!direct && n > 0) {
+      buffered_begin_ = std::min(size, static_cast<size_t>(n));
+      buffered_end_ = static_cast<size_t>(n);
+      std::memcpy(ptr, buffer_.data(), buffered_begin_);
+      n = static_cast<ssize_t>(buffered_begin_);
+    }
+  }
+  if (n > 0 && read_budget_ != SIZE_MAX) read_budget_ -= static_cast<size_t>(n);
   return n;
 }
 

@@ -13,7 +13,10 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <cstddef>
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/functional/function_ref.h"
 #include "httplib.h"
@@ -34,17 +37,25 @@ class ConnectionStream final : public httplib::Stream {
   // non-blocking and handshakes, within the read deadline. False when the
   // handshake failed or ran out of time (the connection is to be closed).
   bool StartTls(SslSession session);
-  // Bytes of a request already received and decrypted (none in the clear).
+  // Bytes of a request already received (and decrypted) but not yet read.
   bool HasBuffered() const;
 
-  // Reads fail once `deadline` passes (until Unbounded).
-  void ReadBy(Clock::time_point deadline) { read_deadline_ = deadline; }
-  void Unbounded() { read_deadline_ = Clock::time_point::max(); }
+  // Reads fail once `deadline` passes or `max_bytes` more have been read
+  // (until Unbounded): a request's line, headers and body must arrive within
+  // both, since httplib keeps every header line it reads.
+  void ReadBy(Clock::time_point deadline, size_t max_bytes) {
+    read_deadline_ = deadline;
+    read_budget_ = max_bytes;
+  }
+  void Unbounded() {
+    read_deadline_ = Clock::time_point::max();
+    read_budget_ = SIZE_MAX;
+  }
   // The peer closed or reset the connection.
   bool PeerClosed() const;
-  // A read failed for want of time (the deadline or the I/O timeout): the
-  // connection is closed rather than kept alive for a client that trickles
-  // its bytes.
+  // A read failed for want of time (the deadline or the I/O timeout) or of
+  // budget: the connection is closed rather than kept alive for a client
+  // that trickles its bytes or floods them.
   bool deadline_passed() const { return deadline_passed_; }
   // The request's body was left unread (refused before or while it was
   // read): the bytes that follow are not a request, so the connection ends
@@ -77,6 +88,12 @@ class ConnectionStream final : public httplib::Stream {
   const int fd_;
   const std::chrono::milliseconds io_timeout_;
   Clock::time_point read_deadline_ = Clock::time_point::max();
+  size_t read_budget_ = SIZE_MAX;
+  // In the clear, small reads come from buffer_[buffered_begin_,
+  // buffered_end_) (TLS buffers in OpenSSL).
+  static constexpr size_t kReadBuffer = 16 << 10;
+  std::vector<char> buffer_;
+  size_t buffered_begin_ = 0, buffered_end_ = 0;
   mutable bool deadline_passed_ = false;
   bool end_after_response_ = false;
   SslSession ssl_;           // null in the clear

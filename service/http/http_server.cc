@@ -32,6 +32,9 @@ constexpr absl::Duration kPoll = absl::Milliseconds(100);
 // body was read drains that body (DrainBeforeClose).
 constexpr std::chrono::seconds kDrainTime{2};
 constexpr size_t kDrainBytes = size_t{64} << 20;
+// A request's line and headers, at most (httplib bounds each line to 8 KiB,
+// not their number).
+constexpr size_t kMaxHeadBytes = size_t{256} << 10;
 
 // httplib's server with cairn's connection handling: each connection's
 // bytes go through a ConnectionStream, whose deadline bounds the time a
@@ -78,7 +81,7 @@ class GuardedServer final : public httplib::Server {
   bool Serve(int sock, bool* unread_body) {
     ConnectionStream stream(sock, options_.io_timeout);
     // The TLS handshake and the first request share one deadline.
-    stream.ReadBy(Clock::now() + options_.request_timeout);
+    stream.ReadBy(Clock::now() + options_.request_timeout, RequestBytes());
     if (tls_ != nullptr) {
       absl::StatusOr<SslSession> session = tls_->NewSession(sock);
       if (!session.ok() || !stream.StartTls(*std::move(session))) return false;
@@ -88,7 +91,7 @@ class GuardedServer final : public httplib::Server {
     for (size_t n = 0; n < options_.keep_alive_requests && ok; ++n) {
       if (n > 0) {
         if (!AwaitNextRequest(stream)) break;
-        stream.ReadBy(Clock::now() + options_.request_timeout);
+        stream.ReadBy(Clock::now() + options_.request_timeout, RequestBytes());
       }
       bool closed = false;
       ok = process_request(stream, n + 1 == options_.keep_alive_requests || stopping_->load(), closed, nullptr);
@@ -112,6 +115,10 @@ class GuardedServer final : public httplib::Server {
     }
     return false;
   }
+
+  // What one request may send before it is served: its body's limit and
+  // kMaxHeadBytes for its line and headers.
+  size_t RequestBytes() const { return options_.max_body_bytes + kMaxHeadBytes; }
 
   const HttpOptions options_;
   const std::atomic<bool>* const stopping_;

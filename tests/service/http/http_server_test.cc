@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <string>
 #include <thread>
@@ -299,6 +300,43 @@ TEST_F(HttpTest, ChunkedBodiesAreBoundedAsTheyArrive) {
   EXPECT_EQ(response.rfind("HTTP/1.1 413", 0), 0u) << response.substr(0, 200);
   EXPECT_NE(response.find("request body too large"), std::string::npos) << response.substr(0, 400);
   EXPECT_LT(sent, kOffered / 4);
+  EXPECT_EQ(Send("POST", "/v1/chat/completions", Chat("still here", 2).dump()).status, 200);
+}
+
+// Endless header lines (httplib bounds each line, not their number, and
+// keeps them all) are cut off by the request's byte budget, its body's
+// limit plus 256 KiB: a 400 once past it, not memory growing for as long as
+// the request's 10 s allow.
+TEST_F(HttpTest, EndlessHeadersAreCutOffByTheRequestsByteBudget) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(server_->http_port()));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  const std::string head = "POST /v1/completions HTTP/1.1\r\nHost: x\r\n";
+  ASSERT_EQ(::send(fd, head.data(), head.size(), MSG_NOSIGNAL), static_cast<ssize_t>(head.size()));
+  std::string lines;
+  while (lines.size() < (64 << 10)) lines += "X-Pad: " + std::string(4000, 'a') + "\r\n";
+  constexpr size_t kOffered = size_t{64} << 20;  // the test server's budget: 1 MiB + 256 KiB
+  size_t sent = 0;
+  std::string response;
+  char buf[4096];
+  while (sent < kOffered) {
+    pollfd p{fd, POLLIN | POLLOUT, 0};
+    if (::poll(&p, 1, 1000) <= 0) continue;
+    if ((p.revents & (POLLIN | POLLHUP | POLLERR)) != 0) break;  // answered or closed
+    const ssize_t n = ::send(fd, lines.data(), lines.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n < 0 && errno != EAGAIN) break;
+    if (n > 0) sent += static_cast<size_t>(n);
+  }
+  for (ssize_t n; (n = ::recv(fd, buf, sizeof buf, 0)) > 0;) response.append(buf, static_cast<size_t>(n));
+  ::close(fd);
+  EXPECT_LT(sent, kOffered / 4);
+  if (!response.empty()) {  // a reset connection may lose the 400
+    EXPECT_EQ(response.rfind("HTTP/1.1 400", 0), 0u) << response.substr(0, 200);
+  }
   EXPECT_EQ(Send("POST", "/v1/chat/completions", Chat("still here", 2).dump()).status, 200);
 }
 
