@@ -121,6 +121,22 @@ class HttpTest : public ::testing::Test {
     return r;
   }
 
+  // A plain socket connected to the HTTP port (-1 on failure), for
+  // requests httplib's client will not send.
+  static int ConnectRaw() {
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0) return -1;
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(server_->http_port()));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+      ::close(fd);
+      return -1;
+    }
+    return fd;
+  }
+
   static std::unique_ptr<Server> server_;
   std::unique_ptr<Client> grpc_;
 };
@@ -272,13 +288,8 @@ TEST_F(HttpTest, BodiesAreJsonWhateverTheirContentType) {
 // sending (the server does not buffer the rest), and the client gets that
 // response rather than a reset connection.
 TEST_F(HttpTest, ChunkedBodiesAreBoundedAsTheyArrive) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  const int fd = ConnectRaw();
   ASSERT_GE(fd, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(server_->http_port()));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
   const std::string head =
       "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
       "Transfer-Encoding: chunked\r\n\r\n";
@@ -308,13 +319,8 @@ TEST_F(HttpTest, ChunkedBodiesAreBoundedAsTheyArrive) {
 // limit plus 256 KiB: a 400 once past it, not memory growing for as long as
 // the request's 10 s allow.
 TEST_F(HttpTest, EndlessHeadersAreCutOffByTheRequestsByteBudget) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  const int fd = ConnectRaw();
   ASSERT_GE(fd, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(server_->http_port()));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
   const std::string head = "POST /v1/completions HTTP/1.1\r\nHost: x\r\n";
   ASSERT_EQ(::send(fd, head.data(), head.size(), MSG_NOSIGNAL), static_cast<ssize_t>(head.size()));
   std::string lines;
