@@ -73,6 +73,18 @@ TokenId Argmax(std::span<const float> v) {
   return id;
 }
 
+// The first NaN's index in `v`, or -1. One pass of independent compares
+// (vectorized, a few microseconds for 32000 values) before the search.
+int64_t FirstNaN(std::span<const float> v) {
+  bool any = false;
+  for (float x : v) any |= x != x;
+  if (!any) return -1;
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (std::isnan(v[i])) return static_cast<int64_t>(i);
+  }
+  return -1;
+}
+
 // Log-probabilities of the model's own distribution.
 std::vector<float> LogProbs(std::span<const float> logits) {
   const float mx = logits[Argmax(logits)];  // the value max_element finds, without its serial chain
@@ -127,6 +139,10 @@ int32_t Cut(const std::vector<double>& p, float min_p, float top_p) {
 absl::StatusOr<SampledToken> Sampler::Sample(std::span<const float> logits) {
   const int32_t n = static_cast<int32_t>(logits.size());
   if (n == 0) return absl::InvalidArgumentError("empty logits row");
+  if (const int64_t at = FirstNaN(logits); at >= 0) {
+    return absl::InternalError(absl::StrCat("the model computed NaN for the logit of token id ", at,
+                                            " (a corrupt weight or an overflow in its arithmetic): nothing sampled"));
+  }
   SampledToken out;
   // Log-probabilities before any sampling transform, so clients can score
   // text independently of their settings.

@@ -47,7 +47,9 @@ class Sampler final {
   void AddHistory(std::span<const TokenId> tokens);
 
   // Picks the next token from `logits` (n_vocab values; left unchanged).
-  // INVALID_ARGUMENT for an empty row.
+  // INVALID_ARGUMENT for an empty row; INTERNAL for a row with a NaN (a
+  // corrupt weight or an overflow upstream: any token picked from it would
+  // be noise presented as the model's reply).
   absl::StatusOr<SampledToken> Sample(std::span<const float> logits);
 
  private:

@@ -6,6 +6,7 @@
 #include <limits>
 #include <map>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -39,19 +40,15 @@ TEST(SamplerTest, PlainGreedyTakesTheFirstOfTiedLogitsAndKeepsTheRow) {
 }
 
 // Greedy's argmax runs in lanes: on rows of every length around the lane
-// count, with ties, infinities, signed zeros and NaNs anywhere (first
-// included), it picks what std::max_element picks.
+// count, with ties, infinities and signed zeros anywhere (first included),
+// it picks what std::max_element picks.
 TEST(SamplerTest, GreedyPicksAsMaxElementOnAnyRow) {
   SamplingConfig c;
   c.temperature = 0;
   Sampler s(c);
   std::mt19937 rng(7);
-  const float specials[] = {std::numeric_limits<float>::quiet_NaN(),
-                            std::numeric_limits<float>::infinity(),
-                            -std::numeric_limits<float>::infinity(),
-                            0.0f,
-                            -0.0f,
-                            3.0f};
+  const float specials[] = {std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(), 0.0f,
+                            -0.0f, 3.0f};
   int checked = 0;
   for (size_t n : {1, 2, 15, 16, 17, 31, 32, 33, 100, 32000}) {
     for (int trial = 0; trial < 40; ++trial) {
@@ -66,6 +63,36 @@ TEST(SamplerTest, GreedyPicksAsMaxElementOnAnyRow) {
     }
   }
   EXPECT_EQ(checked, 400);
+}
+
+// A NaN anywhere in the row (a corrupt weight, an overflow) is an error
+// that names the first, whatever the sampling: never a token picked from
+// noise. Infinities are values like any other.
+TEST(SamplerTest, ARowWithANaNIsAnInternalError) {
+  for (float temperature : {0.0f, 1.0f}) {
+    SamplingConfig c;
+    c.temperature = temperature;
+    c.logprobs = true;
+    Sampler s(c);
+    for (size_t at : {size_t{0}, size_t{17}, size_t{31999}}) {
+      std::vector<float> row(32000, 0.5f);
+      row[at] = std::numeric_limits<float>::quiet_NaN();
+      row[at / 2 + 1] = std::numeric_limits<float>::quiet_NaN();  // a later one, or the same
+      auto t = s.Sample(row);
+      ASSERT_FALSE(t.ok()) << at;
+      EXPECT_EQ(t.status().code(), absl::StatusCode::kInternal);
+      EXPECT_NE(t.status().message().find("token id " + std::to_string(std::min(at, at / 2 + 1))), std::string::npos)
+          << t.status();
+    }
+    std::vector<float> row(100, 0.5f);
+    row[3] = std::numeric_limits<float>::infinity();
+    row[4] = -std::numeric_limits<float>::infinity();
+    if (temperature == 0.0f) {
+      auto t = s.Sample(row);
+      ASSERT_TRUE(t.ok()) << t.status();
+      EXPECT_EQ(t->id, 3);
+    }
+  }
 }
 
 TEST(SamplerTest, SameSeedSameSequence) {
