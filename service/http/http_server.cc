@@ -192,7 +192,8 @@ class HttpServer::Routes {
     // The completions read their bodies themselves (a ContentReader): httplib
     // would refuse an application/x-www-form-urlencoded body (what `curl -d`
     // sends) beyond 8 KiB with a 413, and the body is JSON whatever its
-    // Content-Type says. A POST without a body takes the plain handler.
+    // Content-Type says. (httplib hands every POST to a ContentReader
+    // handler, bodiless ones too: they read as "".)
     for (const auto& [path, endpoint] : {std::pair{"/v1/chat/completions", OpenAiEndpoint::kChatCompletions},
                                          std::pair{"/v1/completions", OpenAiEndpoint::kCompletions}}) {
       server.Post(path, [this, path, endpoint](const httplib::Request& req, httplib::Response& res,
@@ -200,9 +201,6 @@ class HttpServer::Routes {
         std::string body;
         if (absl::Status read = ReadBody(req, content, res, &body); !read.ok()) return;
         Complete(endpoint, path, req, body, res);
-      });
-      server.Post(path, [this, path, endpoint](const httplib::Request& req, httplib::Response& res) {
-        Complete(endpoint, path, req, req.body, res);
       });
     }
     // Unknown routes, and httplib's own refusals (413 for a body beyond the

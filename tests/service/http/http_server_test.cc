@@ -278,6 +278,10 @@ TEST_F(HttpTest, BodiesAreJsonWhateverTheirContentType) {
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 400) << r->body;
   EXPECT_NE(r->body.find("JSON"), std::string::npos) << r->body;
+  r = cli.Post("/v1/completions", "", "application/json");  // no body at all
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 400) << r->body;
+  EXPECT_NE(r->body.find("not valid JSON"), std::string::npos) << r->body;
   r = cli.Post("/v1/chat/completions", Chat("still here", 2).dump(), "application/json");
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 200) << r->body;
