@@ -318,6 +318,22 @@ TEST_F(HttpTest, ChunkedBodiesAreBoundedAsTheyArrive) {
   EXPECT_EQ(Send("POST", "/v1/chat/completions", Chat("still here", 2).dump()).status, 200);
 }
 
+// A compressed body (Content-Encoding: gzip, which httplib inflates) is
+// bounded by what it inflates to: a few KiB of gzip that would become
+// 64 MiB is refused at the 1 MiB limit, not inflated whole (a zip bomb).
+TEST_F(HttpTest, CompressedBodiesAreBoundedByWhatTheyInflateTo) {
+  httplib::Client cli("127.0.0.1", server_->http_port());
+  cli.set_read_timeout(60, 0);
+  cli.set_compress(true);  // gzip the body, Content-Encoding: gzip
+  httplib::Result r = cli.Post("/v1/completions", std::string(64 << 20, ' '), "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 413) << r->body;
+  // Within the limit, a gzip body is a completion like any other.
+  r = cli.Post("/v1/chat/completions", Chat("still here", 2).dump(), "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200) << r->body;
+}
+
 // Endless header lines (httplib bounds each line, not their number, and
 // keeps them all) are cut off by the request's byte budget, its body's
 // limit plus 256 KiB: a 400 once past it, not memory growing for as long as
