@@ -146,6 +146,11 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Create(const ServerOptions& opti
   builder.AddListeningPort(options.listen, *creds, &s->port_);
   builder.RegisterService(s->service_.get());
   builder.SetMaxReceiveMessageSize(options.max_message_bytes);
+  // gRPC inflates a compressed message whole before it checks its size: a
+  // few MiB of gzip could ask for gigabytes. Requests are refused compressed
+  // (UNIMPLEMENTED, before any inflating); replies are sent uncompressed.
+  builder.SetCompressionAlgorithmSupportStatus(GRPC_COMPRESS_DEFLATE, false);
+  builder.SetCompressionAlgorithmSupportStatus(GRPC_COMPRESS_GZIP, false);
   builder.SetMaxSendMessageSize(options.max_message_bytes);
   // SessionControl and ListModels run on gRPC's synchronous pool, a thread
   // each: bound it. (Generate calls hold no thread; they are bounded by
