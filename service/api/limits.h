@@ -13,7 +13,7 @@ struct ServiceLimits {
   int32_t max_stop_strings = 16;
   int32_t max_stop_string_bytes = 256;
   int32_t max_stop_tokens = 64;
-  int32_t max_text_bytes = 4 << 20;  // a text part, or all the messages' contents
+  int32_t max_text_bytes = 4 << 20;  // all the text parts, or all the messages' contents
   // Tokens a Generate produces when stop.max_tokens is unset
   // (--max-tokens-default), and the most one may produce
   // (--max-tokens-limit): a larger max_tokens is capped to it, and the reply

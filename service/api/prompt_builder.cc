@@ -7,39 +7,65 @@
 #include "backends/model/tokenizer.h"
 #include "chat/chat_template.h"
 #include "nlohmann/json.hpp"
+#include "service/api/status.h"
 #include "service/sessions/history_proto.h"
 
 namespace cairn::service {
 namespace {
 
+// A prompt of more than the context's positions, refused as soon as its
+// tokens are counted (each takes a position): before they are kept, so a
+// request of millions of tokens never holds them (the exact count of a
+// prompt that fits is checked once it is whole).
+absl::Status CheckFits(const ServedModel& model, size_t tokens) {
+  const auto context = static_cast<size_t>(model.context_length());
+  if (tokens < context) return absl::OkStatus();
+  return ContextLengthExceeded(absl::StrCat("prompt of ", tokens == context ? "" : "more than ", context,
+                                            " positions does not fit the context of ", context));
+}
+
 // Appends the tokens of `text` (a BOS first when `first` and the model wants
-// one); special tokens in the text stay text.
-absl::Status AddText(const ServedModel& model, const ServiceLimits& limits, const std::string& text, bool first,
-                     History* out) {
+// one); special tokens in the text stay text. `tokens`: the prompt's tokens
+// so far, this text's added.
+absl::Status AddText(const ServedModel& model, const std::string& text, bool first, History* out, size_t* tokens) {
   const Tokenizer* tok = model.tokenizer.get();
   if (tok == nullptr) {
     return absl::InvalidArgumentError(absl::StrCat("model '", model.name, "' has no tokenizer: send token ids"));
   }
-  if (text.size() > static_cast<size_t>(limits.max_text_bytes)) {
-    return absl::InvalidArgumentError(absl::StrCat("text part longer than ", limits.max_text_bytes, " bytes"));
-  }
-  if (first && tok->add_bos() && tok->special_tokens().bos >= 0) out->AddToken(tok->special_tokens().bos);
   TokenizeOptions opt;
   opt.add_special = false;
   opt.parse_special = false;
-  for (TokenId t : tok->Tokenize(text, opt)) out->AddToken(t);
+  const std::vector<TokenId> ids = tok->Tokenize(text, opt);
+  const bool bos = first && tok->add_bos() && tok->special_tokens().bos >= 0;
+  *tokens += ids.size() + (bos ? 1 : 0);
+  if (absl::Status st = CheckFits(model, *tokens); !st.ok()) return st;
+  if (bos) out->AddToken(tok->special_tokens().bos);
+  for (TokenId t : ids) out->AddToken(t);
   return absl::OkStatus();
 }
 
 absl::Status AddParts(const ServedModel& model, const ServiceLimits& limits, const v1::GenerateRequest& req,
                       bool at_start, History* h) {
+  // What the parts hold, bounded before any of it is tokenized or kept.
+  size_t text_bytes = 0, token_ids = 0;
+  for (const v1::PromptPart& p : req.parts()) {
+    if (p.has_text()) text_bytes += p.text().size();
+    if (p.has_tokens()) token_ids += static_cast<size_t>(p.tokens().ids_size());
+  }
+  if (text_bytes > static_cast<size_t>(limits.max_text_bytes)) {
+    return absl::InvalidArgumentError(absl::StrCat("text parts longer than ", limits.max_text_bytes, " bytes"));
+  }
+  if (absl::Status st = CheckFits(model, token_ids); !st.ok()) return st;
+  size_t tokens = 0;
   for (int i = 0; i < req.parts_size(); ++i) {
     const v1::PromptPart& p = req.parts(i);
     switch (p.part_case()) {
       case v1::PromptPart::kText:
-        if (absl::Status st = AddText(model, limits, p.text(), at_start && h->empty(), h); !st.ok()) return st;
+        if (absl::Status st = AddText(model, p.text(), at_start && h->empty(), h, &tokens); !st.ok()) return st;
         break;
       case v1::PromptPart::kTokens:
+        tokens += static_cast<size_t>(p.tokens().ids_size());
+        if (absl::Status st = CheckFits(model, tokens); !st.ok()) return st;
         for (int32_t id : p.tokens().ids()) {
           if (absl::Status st = CheckToken(model, id); !st.ok()) return st;
           h->AddToken(id);
@@ -108,6 +134,7 @@ absl::Status AddMessages(const ServedModel& model, const ServiceLimits& limits, 
     rendering->with_tools = !req.tools().empty();
   }
   TokenizedChat chat = TokenizeChat(*tok, *rendered);
+  if (absl::Status st = CheckFits(model, chat.tokens.size()); !st.ok()) return st;
   // Appended to a conversation: no second BOS.
   size_t skip = 0;
   if (!at_start && !chat.tokens.empty() && chat.tokens[0] == tok->special_tokens().bos) skip = 1;

@@ -8,8 +8,10 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "backends/model/tokenizer.h"
 #include "gtest/gtest.h"
+#include "service/api/status.h"
 #include "tests/service/testing/demo_registry.h"
 
 namespace cairn::service {
@@ -132,6 +134,56 @@ TEST_F(PromptBuilderTest, BadInputGetsAPreciseError) {
   v1::GenerateRequest long_messages;
   long_messages.add_messages()->set_content("a long message");
   EXPECT_TRUE(absl::IsInvalidArgument(BuildPrompt(*chat_, small, long_messages, true).status()));
+}
+
+// The text bound is on all the parts together (as on all the messages):
+// many parts each under it are refused before any is tokenized.
+TEST_F(PromptBuilderTest, TextBoundIsOnAllThePartsTogether) {
+  ServiceLimits small;
+  small.max_text_bytes = 16;
+  v1::GenerateRequest split;
+  for (int i = 0; i < 3; ++i) split.add_parts()->set_text("the dog ");  // 8 bytes each, 24 in all
+  const absl::Status st = BuildPrompt(*tf_, small, split, true).status();
+  EXPECT_TRUE(absl::IsInvalidArgument(st)) << st;
+  EXPECT_NE(st.message().find("text parts longer than 16 bytes"), std::string::npos) << st;
+  split.mutable_parts()->RemoveLast();
+  EXPECT_TRUE(BuildPrompt(*tf_, small, split, true).ok());
+}
+
+// A prompt with at least the context's tokens is refused as the context
+// being exceeded as soon as they are counted, whether they come as ids,
+// text or rendered messages: a client cannot make the server keep millions
+// of tokens (tens of bytes each) only to refuse them. One token fewer is a
+// prompt.
+TEST_F(PromptBuilderTest, APromptBeyondTheContextIsRefusedBeforeItIsKept) {
+  const auto context = static_cast<int>(tf_->context_length());
+  v1::GenerateRequest one_part;
+  auto* part = one_part.add_parts()->mutable_tokens();
+  for (int i = 0; i + 1 < context; ++i) part->add_ids(300);
+  EXPECT_TRUE(BuildPrompt(*tf_, limits_, one_part, true).ok());
+  part->add_ids(300);
+  absl::Status st = BuildPrompt(*tf_, limits_, one_part, true).status();
+  EXPECT_TRUE(IsContextLengthExceeded(st)) << st;
+  EXPECT_NE(st.message().find(absl::StrCat("prompt of ", context, " positions does not fit the context of ", context)),
+            std::string::npos)
+      << st;
+  for (int i = 0; i < 1000; ++i) part->add_ids(300);
+  st = BuildPrompt(*tf_, limits_, one_part, true).status();
+  EXPECT_TRUE(IsContextLengthExceeded(st)) << st;
+  EXPECT_NE(st.message().find(absl::StrCat("more than ", context, " positions")), std::string::npos) << st;
+
+  std::string words;
+  while (Tokenized(*tf_, words).size() <= static_cast<size_t>(context)) words += "the dog ran ";
+  v1::GenerateRequest text;
+  text.add_parts()->set_text(words);
+  st = BuildPrompt(*tf_, limits_, text, true).status();
+  EXPECT_TRUE(IsContextLengthExceeded(st)) << st;
+
+  v1::GenerateRequest messages;
+  messages.add_messages()->set_role("user");
+  messages.mutable_messages(0)->set_content(words);
+  st = BuildPrompt(*chat_, limits_, messages, true).status();
+  EXPECT_TRUE(IsContextLengthExceeded(st)) << st;
 }
 
 }  // namespace
