@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """Hostile input on the HTTP port of a real cairn-server while a gRPC client
-keeps being served: malformed JSON, a huge body, slowloris connections that
-trickle their headers, random bytes, and 200 concurrent connections. The
-server must answer each with an error or a reply (never crash), close the
-slow connections once a request's time is up, keep serving gRPC, and exit
-cleanly on SIGTERM. Then the same port over TLS (--tls-cert): plain HTTP,
+keeps being served: malformed JSON, a huge body, bodies that inflate when
+parsed, random bytes, slowloris connections that trickle their headers, and
+200 concurrent connections. The server must answer each with an error or a
+reply (never crash, memory bounded), close the slow connections once a
+request's time is up, keep serving gRPC, and exit cleanly on SIGTERM. Then the same port over TLS (--tls-cert): plain HTTP,
 random bytes, handshakes that trickle and 100 concurrent TLS completions.
 
     hostile_http_test.py --server cairn-server --proto-dir protos --protoc protoc
@@ -13,6 +13,7 @@ random bytes, handshakes that trickle and 100 concurrent TLS completions.
 import http.client
 import json
 import os
+import re
 import signal
 import socket
 import ssl
@@ -33,6 +34,11 @@ def post(port, path, body, timeout=60):
         return r.status, r.read()
     finally:
         conn.close()
+
+
+def peak_rss_kib(pid):
+    with open("/proc/%d/status" % pid) as f:
+        return int(re.search(r"^VmHWM:\s+(\d+) kB", f.read(), re.M).group(1))
 
 
 def error_shape(body):
@@ -181,6 +187,17 @@ def main():
         # A body beyond the limit: 413 (announced, the server need not read it).
         status, reply = post(http_port, "/v1/chat/completions", b" " * (17 << 20))
         expect(status == 413, "huge body -> %d" % status)
+        # Bodies that inflate when parsed: 16 at once of 16 MiB of nested
+        # empty arrays (440 MB of JSON values each) are refused with 400, and
+        # the server's peak memory grows by well under 16 x that (large
+        # bodies are parsed two at a time and their memory given back).
+        nested = b'{"model": "demo-transformer", "prompt": [' + b",".join([b"[]"] * ((16 << 20) // 3 - 100)) + b"]}"
+        before = peak_rss_kib(proc.pid)
+        statuses = concurrently(16, lambda: post(http_port, "/v1/completions", nested, timeout=120)[0])
+        grown_mib = (peak_rss_kib(proc.pid) - before) // 1024
+        expect(statuses.count(400) == 16, "16 nested-array bodies: %s" % sorted(set(map(str, statuses))))
+        expect(grown_mib < 3072, "16 nested-array bodies grew the server's peak memory by %d MiB" % grown_mib)
+        print("16 concurrent 16 MiB nested-array bodies: peak memory +%d MiB" % grown_mib)
         # Random bytes on fresh connections: an error or a closed connection.
         for i in range(50):
             s = socket.create_connection(("127.0.0.1", http_port), timeout=15)
