@@ -4,8 +4,9 @@ keeps being served: malformed JSON, a huge body, bodies that inflate when
 parsed, random bytes, slowloris connections that trickle their headers, and
 200 concurrent connections. The server must answer each with an error or a
 reply (never crash, memory bounded), close the slow connections once a
-request's time is up, keep serving gRPC, and exit cleanly on SIGTERM. Then the same port over TLS (--tls-cert): plain HTTP,
-random bytes, handshakes that trickle and 100 concurrent TLS completions.
+request's time is up, keep serving gRPC, and exit cleanly on SIGTERM. Then
+the same port over TLS (--tls-cert): plain HTTP, random bytes, handshakes
+that trickle and 100 concurrent TLS completions.
 
     hostile_http_test.py --server cairn-server --proto-dir protos --protoc protoc
                          --plugin grpc_python_plugin
