@@ -159,7 +159,9 @@ absl::Status InferenceService::GenerateCall::CheckOut() {
     if (req_.append()) base = stated.has_value() ? &*stated : &lease_->history;
   }
   PromptRendering rendering;
-  auto added = BuildPrompt(*model_, service_.limits_, req_, base == nullptr || base->empty(), &rendering);
+  auto added = service_.large_work_.Run(req_.ByteSizeLong(), [&] {
+    return BuildPrompt(*model_, service_.limits_, req_, base == nullptr || base->empty(), &rendering);
+  });
   if (!added.ok()) return added.status();
   auto parser = ReplyParser::Create(*model_, rendering);
   if (!parser.ok()) return parser.status();

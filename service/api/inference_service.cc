@@ -354,14 +354,18 @@ grpc::Status InferenceService::RenderPrompt(grpc::ServerContext* ctx, const v1::
   const bool gen = !req->has_add_generation_prompt() || req->add_generation_prompt();
   auto request = ToChatRequest(limits_, req->messages(), req->tools(), req->template_args(), gen);
   if (!request.ok()) return ToGrpcStatus(request.status());
-  auto rendered = m.chat_template->Render(*request);
-  if (!rendered.ok()) return ToGrpcStatus(rendered.status());
-  const TokenizedChat chat = TokenizeChat(*m.tokenizer, *rendered);
-  resp->set_text(rendered->Text());
-  resp->mutable_token_ids()->Add(chat.tokens.begin(), chat.tokens.end());
-  for (size_t start : rendered->message_starts) resp->add_message_starts(static_cast<int32_t>(start));
-  for (size_t start : chat.message_starts) resp->add_message_token_starts(static_cast<int32_t>(start));
-  resp->set_generation_prompt_start(static_cast<int32_t>(rendered->generation_prompt_start));
+  const absl::Status st = large_work_.Run(req->ByteSizeLong(), [&]() -> absl::Status {
+    auto rendered = m.chat_template->Render(*request);
+    if (!rendered.ok()) return rendered.status();
+    const TokenizedChat chat = TokenizeChat(*m.tokenizer, *rendered);
+    resp->set_text(rendered->Text());
+    resp->mutable_token_ids()->Add(chat.tokens.begin(), chat.tokens.end());
+    for (size_t start : rendered->message_starts) resp->add_message_starts(static_cast<int32_t>(start));
+    for (size_t start : chat.message_starts) resp->add_message_token_starts(static_cast<int32_t>(start));
+    resp->set_generation_prompt_start(static_cast<int32_t>(rendered->generation_prompt_start));
+    return absl::OkStatus();
+  });
+  if (!st.ok()) return ToGrpcStatus(st);
   resp->set_template_name(std::string(m.chat_template->name()));
   resp->set_template_description(m.chat_template->description());
   return grpc::Status::OK;

@@ -29,6 +29,7 @@
 #include "service/api/access_log.h"
 #include "service/api/auth.h"
 #include "service/api/generate_sink.h"
+#include "service/api/large_work_gate.h"
 #include "service/api/limits.h"
 #include "service/api/worker_pool.h"
 #include "service/host/memory_budget.h"
@@ -75,6 +76,9 @@ class InferenceService final : public v1::Inference::WithCallbackMethod_Generate
   // sink may be written to before this returns; the transport reports
   // WriteDone and Cancel to the result, which it holds until it is done.
   std::shared_ptr<GenerateStream> StartGenerate(std::shared_ptr<GenerateSink> sink, const v1::GenerateRequest& req);
+  // The bound on large prompt builds, which the HTTP door's JSON parses
+  // share (both take tens of times their input in transient memory).
+  LargeWorkGate& large_work() { return large_work_; }
   grpc::Status SessionControl(grpc::ServerContext* ctx, const v1::SessionRequest* req,
                               v1::SessionResponse* resp) override;
   grpc::Status ListModels(grpc::ServerContext* ctx, const v1::ListModelsRequest* req,
@@ -136,6 +140,9 @@ class InferenceService final : public v1::Inference::WithCallbackMethod_Generate
   const ServiceLimits limits_;
   MemoryBudget* const budget_;
   const ReplicaOptions replica_;
+  // Prompt builds and the HTTP door's JSON parses of more than 256 KiB, two
+  // at a time (large_work_gate.h).
+  LargeWorkGate large_work_{size_t{256} << 10, 2};
   std::atomic<int32_t> active_generate_{0};
   std::atomic<bool> stopping_{false};
   mutable absl::Mutex calls_mu_;

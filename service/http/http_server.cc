@@ -1,6 +1,5 @@
 #include "service/http/http_server.h"
 
-#include <malloc.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -10,10 +9,8 @@
 #include <chrono>
 #include <ctime>
 #include <optional>
-#include <semaphore>
 #include <utility>
 
-#include "absl/cleanup/cleanup.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "httplib.h"
@@ -260,19 +257,6 @@ class HttpServer::Routes {
   void Complete(OpenAiEndpoint endpoint, const char* method, const httplib::Request& req, const std::string& body,
                 httplib::Response& res);
   bool StreamStep(Completion& c, httplib::DataSink& out);
-  // ParseOpenAiRequest, at most kLargeParsesAtOnce at a time for a body of
-  // more than kLargeBody bytes.
-  absl::StatusOr<OpenAiRequest> Parse(OpenAiEndpoint endpoint, const std::string& body, const std::string& session);
-
-  // Parsing a JSON body takes transient memory of up to ~30x its size
-  // (16 MiB of nested empty arrays took 440 MB in nlohmann's values): the
-  // number of large bodies parsed at once, not of connections (64), bounds
-  // it. Parsing is CPU-bound, so more at once would not finish sooner; small
-  // bodies (every ordinary request) never wait.
-  static constexpr size_t kLargeBody = 256 << 10;
-  static constexpr std::ptrdiff_t kLargeParsesAtOnce = 2;
-  std::counting_semaphore<kLargeParsesAtOnce> large_parses_{kLargeParsesAtOnce};
-
   const HttpOptions options_;
   InferenceService* const service_;
   ModelRegistry* const models_;
@@ -296,18 +280,6 @@ struct Completion {
     ended = true;
   }
 };
-
-absl::StatusOr<OpenAiRequest> HttpServer::Routes::Parse(OpenAiEndpoint endpoint, const std::string& body,
-                                                        const std::string& session) {
-  if (body.size() <= kLargeBody) return ParseOpenAiRequest(endpoint, body, session);
-  large_parses_.acquire();
-  absl::Cleanup release = [this] { large_parses_.release(); };
-  absl::StatusOr<OpenAiRequest> parsed = ParseOpenAiRequest(endpoint, body, session);
-  // The parse's values were freed into this thread's malloc arena, which
-  // keeps them: another connection thread would take as much again.
-  ::malloc_trim(0);
-  return parsed;
-}
 
 absl::Status HttpServer::Routes::ReadBody(const httplib::Request& req, const httplib::ContentReader& content,
                                           httplib::Response& res, std::string* body) const {
@@ -349,7 +321,10 @@ void HttpServer::Routes::Complete(OpenAiEndpoint endpoint, const char* method, c
       !c.ok()) {
     return Reply(res, c.status());
   }
-  absl::StatusOr<OpenAiRequest> parsed = Parse(endpoint, body, req.get_header_value("X-Cairn-Session"));
+  // JSON values take up to ~30x their text: a large body is parsed under
+  // the service's bound on such work (large_work_gate.h), not 64 at once.
+  absl::StatusOr<OpenAiRequest> parsed = service_->large_work().Run(
+      body.size(), [&] { return ParseOpenAiRequest(endpoint, body, req.get_header_value("X-Cairn-Session")); });
   if (!parsed.ok()) return Reply(res, parsed.status());
   absl::StatusOr<std::chrono::system_clock::time_point> deadline = DeadlineOf(req, options_.default_timeout);
   if (!deadline.ok()) return Reply(res, deadline.status());

@@ -12,6 +12,7 @@ import re
 import signal
 import sys
 import tempfile
+import threading
 import time
 import unittest
 import urllib.request
@@ -32,6 +33,11 @@ def pbg_stub(channel):
 def server_rss_kib():
     with open("/proc/%d/status" % SERVER[0].pid) as f:
         return int(re.search(r"^VmRSS:\s+(\d+) kB", f.read(), re.M).group(1))
+
+
+def server_peak_rss_kib():
+    with open("/proc/%d/status" % SERVER[0].pid) as f:
+        return int(re.search(r"^VmHWM:\s+(\d+) kB", f.read(), re.M).group(1))
 
 
 def start_server(*extra):
@@ -198,6 +204,38 @@ class InferenceTest(unittest.TestCase):
         found = re.findall(r"^cairn_generated_tokens_total(?:\{[^}]*\})? (\S+)$", body, re.M)
         self.assertTrue(found, body[:500])
         return sum(float(v) for v in found)
+
+    def test_large_prompts_are_built_a_few_at_a_time(self):
+        # 16 requests at once, each with 4 MiB of tools JSON (nested empty
+        # arrays: tens of times that in parsed values while the template
+        # renders them): the server builds large prompts two at a time and
+        # gives their memory back, so its peak grows far less than 16 x that
+        # (5.4 GB when all were built at once).
+        r = self.pb.GenerateRequest(model="demo-chat", tools="[" + ",".join(["[]"] * (((4 << 20) - 100) // 3)) + "]")
+        r.messages.add(role="user", content="hi")
+        r.stop.max_tokens = 1
+        before = server_peak_rss_kib()
+        results = []
+
+        def one():
+            channel = self.grpc.insecure_channel("127.0.0.1:%d" % SERVER[1])
+            try:
+                for _ in pbg_stub(channel).Generate(r, timeout=120):
+                    pass
+                results.append("ok")
+            except self.grpc.RpcError as e:
+                results.append(str(e.code()))
+            finally:
+                channel.close()
+        threads = [threading.Thread(target=one) for _ in range(16)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        grown_mib = (server_peak_rss_kib() - before) // 1024
+        print("16 prompts with 4 MiB of tools JSON at once: peak memory +%d MiB" % grown_mib)
+        self.assertEqual(results, ["ok"] * 16)
+        self.assertLess(grown_mib, 3072)
 
     def test_stalled_readers_keep_generation_and_memory_bounded(self):
         # Four clients that read nothing (small HTTP/2 windows, so that the
