@@ -2,12 +2,10 @@
 // (tokenizer.ggml.model "none", as llama.cpp accepts) is served for token
 // ids over real gRPC; text, messages, stop strings and RenderPrompt get
 // INVALID_ARGUMENT saying to send token ids.
-#include <fstream>
 #include <string>
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "service/host/models.h"
 #include "synthetic/architectures.h"
 #include "tests/service/e2e/service_fixture.h"
 #include "tests/testing/temp_dir.h"
@@ -22,13 +20,8 @@ class NoTokenizerTest : public ::testing::Test {
     m.metadata().SetString("tokenizer.ggml.model", "none");
     auto bytes = m.Serialize();
     ASSERT_TRUE(bytes.ok()) << bytes.status();
-    const std::string path = dir_.path() + "/no-tokenizer.gguf";
-    std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(bytes->data()), bytes->size());
-    ServerOptions opt = TestServerOptions();
-    opt.models = {*ParseModelSpec("bare=" + path)};
-    auto server = Server::Create(opt);
-    ASSERT_TRUE(server.ok()) << server.status();
-    server_ = std::move(*server);
+    server_ = ServeGguf("bare", *bytes, dir_.path());
+    ASSERT_NE(server_, nullptr);
     client_ = std::make_unique<Client>(server_->port());
   }
 

@@ -1,12 +1,14 @@
 #include "tests/service/e2e/service_fixture.h"
 
 #include <chrono>
+#include <fstream>
 #include <thread>
 #include <utility>
 
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
 #include "service/host/log.h"
+#include "service/host/models.h"
 #include "service/programs/demo_catalog.h"
 
 namespace cairn::service::e2e {
@@ -26,6 +28,19 @@ ServerOptions TestServerOptions() {
   opt.listen = "127.0.0.1:0";
   opt.models_options.builtin = DemoModelCatalog();
   return opt;
+}
+
+std::unique_ptr<Server> ServeGguf(const std::string& name, const std::vector<uint8_t>& gguf, const std::string& dir) {
+  const std::string path = dir + "/" + name + ".gguf";
+  std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(gguf.data()), gguf.size());
+  ServerOptions opt = TestServerOptions();
+  auto spec = ParseModelSpec(name + "=" + path);
+  EXPECT_TRUE(spec.ok()) << spec.status();
+  if (!spec.ok()) return nullptr;
+  opt.models = {*spec};
+  auto server = Server::Create(opt);
+  EXPECT_TRUE(server.ok()) << server.status();
+  return server.ok() ? std::move(*server) : nullptr;
 }
 
 Client::Client(int port, std::string token)

@@ -31,6 +31,11 @@ inline constexpr const char* kChat = "demo-chat";  // demo-transformer's shape w
 // built-in demo models (all of them unless `models` is set).
 ServerOptions TestServerOptions();
 
+// A server (TestServerOptions) of one model, `name`, read from `gguf`'s
+// bytes written into the folder `dir`; null (and a test failure) when it
+// does not start.
+std::unique_ptr<Server> ServeGguf(const std::string& name, const std::vector<uint8_t>& gguf, const std::string& dir);
+
 // One Generate stream, read to its end.
 struct Result {
   grpc::Status status;

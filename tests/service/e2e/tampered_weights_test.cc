@@ -2,13 +2,11 @@
 // NaN (tampered bytes, a broken conversion) is served, but a logit that
 // comes out NaN fails its request with INTERNAL naming the token, over real
 // gRPC: no token picked from noise, and the session keeps what it had.
-#include <fstream>
 #include <limits>
 #include <string>
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "service/host/models.h"
 #include "synthetic/architectures.h"
 #include "tests/service/e2e/service_fixture.h"
 #include "tests/testing/temp_dir.h"
@@ -27,13 +25,8 @@ class TamperedWeightsTest : public ::testing::Test {
     m.Values("output.weight")[kPoisoned * n_embd + 3] = std::numeric_limits<float>::quiet_NaN();
     auto bytes = m.Serialize();
     ASSERT_TRUE(bytes.ok()) << bytes.status();
-    const std::string path = dir_.path() + "/nan.gguf";
-    std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(bytes->data()), bytes->size());
-    ServerOptions opt = TestServerOptions();
-    opt.models = {*ParseModelSpec("nan=" + path)};
-    auto server = Server::Create(opt);
-    ASSERT_TRUE(server.ok()) << server.status();
-    server_ = std::move(*server);
+    server_ = ServeGguf("nan", *bytes, dir_.path());
+    ASSERT_NE(server_, nullptr);
     client_ = std::make_unique<Client>(server_->port());
   }
 
