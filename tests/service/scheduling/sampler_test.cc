@@ -84,11 +84,16 @@ TEST(SamplerTest, ARowWithANaNIsAnInternalError) {
       EXPECT_NE(t.status().message().find("token id " + std::to_string(std::min(at, at / 2 + 1))), std::string::npos)
           << t.status();
     }
+    std::vector<float> tail(100, 0.5f);  // past the last 16 values
+    tail[98] = -std::numeric_limits<float>::quiet_NaN();
+    auto t = s.Sample(tail);
+    ASSERT_FALSE(t.ok());
+    EXPECT_NE(t.status().message().find("token id 98"), std::string::npos) << t.status();
     std::vector<float> row(100, 0.5f);
     row[3] = std::numeric_limits<float>::infinity();
     row[4] = -std::numeric_limits<float>::infinity();
     if (temperature == 0.0f) {
-      auto t = s.Sample(row);
+      t = s.Sample(row);
       ASSERT_TRUE(t.ok()) << t.status();
       EXPECT_EQ(t->id, 3);
     }
