@@ -42,7 +42,7 @@ bool ConnectionStream::Wait(short events, bool reading) const {
   if (reading && read_deadline_ != Clock::time_point::max()) {
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(read_deadline_ - Clock::now());
     if (left <= std::chrono::milliseconds(0)) {
-      deadline_passed_ = true;
+      read_refused_ = true;
       return false;
     }
     timeout = std::min(timeout, left);
@@ -55,7 +55,7 @@ bool ConnectionStream::Wait(short events, bool reading) const {
   if (r <= 0) {
     // Out of time (poll may wake a little before the deadline): closed
     // after this request rather than kept alive.
-    if (reading && r == 0) deadline_passed_ = true;
+    if (reading && r == 0) read_refused_ = true;
     return false;
   }
   // A write to a peer that hung up fails; reads see the end themselves.
@@ -114,7 +114,7 @@ bool ConnectionStream::is_writable() const { return Wait(POLLOUT | POLLRDHUP, fa
 
 ssize_t ConnectionStream::read(char* ptr, size_t size) {
   if (read_budget_ == 0) {
-    deadline_passed_ = true;
+    read_refused_ = true;
     return -1;
   }
   size = std::min(size, read_budget_);

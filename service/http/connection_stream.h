@@ -56,7 +56,7 @@ class ConnectionStream final : public httplib::Stream {
   // A read failed for want of time (the deadline or the I/O timeout) or of
   // budget: the connection is closed rather than kept alive for a client
   // that trickles its bytes or floods them.
-  bool deadline_passed() const { return deadline_passed_; }
+  bool read_refused() const { return read_refused_; }
   // The request's body was left unread (refused before or while it was
   // read): the bytes that follow are not a request, so the connection ends
   // after this response.
@@ -94,7 +94,7 @@ class ConnectionStream final : public httplib::Stream {
   static constexpr size_t kReadBuffer = 16 << 10;
   std::vector<char> buffer_;
   size_t buffered_begin_ = 0, buffered_end_ = 0;
-  mutable bool deadline_passed_ = false;
+  mutable bool read_refused_ = false;
   bool end_after_response_ = false;
   SslSession ssl_;           // null in the clear
   bool tls_failed_ = false;  // no close_notify after a fatal error

@@ -96,7 +96,7 @@ class GuardedServer final : public httplib::Server {
       bool closed = false;
       ok = process_request(stream, n + 1 == options_.keep_alive_requests || stopping_->load(), closed, nullptr);
       if (stream.end_after_response()) *unread_body = true;
-      if (closed || stream.deadline_passed() || stream.end_after_response()) break;
+      if (closed || stream.read_refused() || stream.end_after_response()) break;
     }
     ConnectionStream::SetCurrent(nullptr);
     return ok;
