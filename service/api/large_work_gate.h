@@ -16,7 +16,6 @@
 #define CAIRN_SERVICE_API_LARGE_WORK_GATE_H_
 
 #include <cstddef>
-#include <utility>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
@@ -39,8 +38,6 @@ class LargeWorkGate final {
     } leave{this};
     return fn();
   }
-
-  size_t large_bytes() const { return large_bytes_; }
 
  private:
   void Enter() ABSL_LOCKS_EXCLUDED(mu_);

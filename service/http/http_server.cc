@@ -95,9 +95,9 @@ class GuardedServer final : public httplib::Server {
       }
       bool closed = false;
       ok = process_request(stream, n + 1 == options_.keep_alive_requests || stopping_->load(), closed, nullptr);
-      if (stream.end_after_response()) *unread_body = true;
       if (closed || stream.read_refused() || stream.end_after_response()) break;
     }
+    *unread_body = stream.end_after_response();
     ConnectionStream::SetCurrent(nullptr);
     return ok;
   }

@@ -121,20 +121,38 @@ class HttpTest : public ::testing::Test {
     return r;
   }
 
-  // A plain socket connected to the HTTP port (-1 on failure), for
-  // requests httplib's client will not send.
-  static int ConnectRaw() {
+  // On a plain socket (for requests httplib's client will not send):
+  // `head`, then `piece` again and again, byte after byte as one stream,
+  // until the server answers or closes, or `offered` bytes of pieces went.
+  // What the server sent back; `sent`: the bytes of pieces sent.
+  static std::string SendUntilAnswered(const std::string& head, const std::string& piece, size_t offered,
+                                       size_t* sent) {
+    *sent = 0;
     const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    if (fd < 0) return -1;
     sockaddr_in addr{};
     addr.sin_family = AF_INET;
     addr.sin_port = htons(static_cast<uint16_t>(server_->http_port()));
     addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-      ::close(fd);
-      return -1;
+    if (fd < 0 || ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+        ::send(fd, head.data(), head.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(head.size())) {
+      ADD_FAILURE() << "cannot send a request's head to the HTTP port";
+      if (fd >= 0) ::close(fd);
+      return "";
     }
-    return fd;
+    while (*sent < offered) {
+      pollfd p{fd, POLLIN | POLLOUT, 0};
+      if (::poll(&p, 1, 1000) <= 0) continue;
+      if ((p.revents & (POLLIN | POLLHUP | POLLERR)) != 0) break;  // answered or closed
+      const size_t at = *sent % piece.size();
+      const ssize_t n = ::send(fd, piece.data() + at, piece.size() - at, MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (n < 0 && errno != EAGAIN) break;
+      if (n > 0) *sent += static_cast<size_t>(n);
+    }
+    std::string response;
+    char buf[4096];
+    for (ssize_t n; (n = ::recv(fd, buf, sizeof buf, 0)) > 0;) response.append(buf, static_cast<size_t>(n));
+    ::close(fd);
+    return response;
   }
 
   static std::unique_ptr<Server> server_;
@@ -292,26 +310,13 @@ TEST_F(HttpTest, BodiesAreJsonWhateverTheirContentType) {
 // sending (the server does not buffer the rest), and the client gets that
 // response rather than a reset connection.
 TEST_F(HttpTest, ChunkedBodiesAreBoundedAsTheyArrive) {
-  const int fd = ConnectRaw();
-  ASSERT_GE(fd, 0);
-  const std::string head =
-      "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-      "Transfer-Encoding: chunked\r\n\r\n";
-  ASSERT_EQ(::send(fd, head.data(), head.size(), MSG_NOSIGNAL), static_cast<ssize_t>(head.size()));
   const std::string chunk = "10000\r\n" + std::string(64 << 10, ' ') + "\r\n";
   constexpr size_t kOffered = size_t{64} << 20;  // far beyond the test server's 1 MiB
   size_t sent = 0;
-  std::string response;
-  char buf[4096];
-  while (sent < kOffered) {
-    pollfd p{fd, POLLIN, 0};
-    if (::poll(&p, 1, 0) > 0) break;  // the response has begun
-    const ssize_t n = ::send(fd, chunk.data(), chunk.size(), MSG_NOSIGNAL);
-    if (n <= 0) break;
-    sent += static_cast<size_t>(n);
-  }
-  for (ssize_t n; (n = ::recv(fd, buf, sizeof buf, 0)) > 0;) response.append(buf, static_cast<size_t>(n));
-  ::close(fd);
+  const std::string response = SendUntilAnswered(
+      "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+      "Transfer-Encoding: chunked\r\n\r\n",
+      chunk, kOffered, &sent);
   EXPECT_EQ(response.rfind("HTTP/1.1 413", 0), 0u) << response.substr(0, 200);
   EXPECT_NE(response.find("request body too large"), std::string::npos) << response.substr(0, 400);
   EXPECT_LT(sent, kOffered / 4);
@@ -339,26 +344,12 @@ TEST_F(HttpTest, CompressedBodiesAreBoundedByWhatTheyInflateTo) {
 // limit plus 256 KiB: a 400 once past it, not memory growing for as long as
 // the request's 10 s allow.
 TEST_F(HttpTest, EndlessHeadersAreCutOffByTheRequestsByteBudget) {
-  const int fd = ConnectRaw();
-  ASSERT_GE(fd, 0);
-  const std::string head = "POST /v1/completions HTTP/1.1\r\nHost: x\r\n";
-  ASSERT_EQ(::send(fd, head.data(), head.size(), MSG_NOSIGNAL), static_cast<ssize_t>(head.size()));
   std::string lines;
   while (lines.size() < (64 << 10)) lines += "X-Pad: " + std::string(4000, 'a') + "\r\n";
   constexpr size_t kOffered = size_t{64} << 20;  // the test server's budget: 1 MiB + 256 KiB
   size_t sent = 0;
-  std::string response;
-  char buf[4096];
-  while (sent < kOffered) {
-    pollfd p{fd, POLLIN | POLLOUT, 0};
-    if (::poll(&p, 1, 1000) <= 0) continue;
-    if ((p.revents & (POLLIN | POLLHUP | POLLERR)) != 0) break;  // answered or closed
-    const ssize_t n = ::send(fd, lines.data(), lines.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
-    if (n < 0 && errno != EAGAIN) break;
-    if (n > 0) sent += static_cast<size_t>(n);
-  }
-  for (ssize_t n; (n = ::recv(fd, buf, sizeof buf, 0)) > 0;) response.append(buf, static_cast<size_t>(n));
-  ::close(fd);
+  const std::string response =
+      SendUntilAnswered("POST /v1/completions HTTP/1.1\r\nHost: x\r\n", lines, kOffered, &sent);
   EXPECT_LT(sent, kOffered / 4);
   if (!response.empty()) {  // a reset connection may lose the 400
     EXPECT_EQ(response.rfind("HTTP/1.1 400", 0), 0u) << response.substr(0, 200);
